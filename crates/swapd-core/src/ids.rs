@@ -1,0 +1,33 @@
+//! Unguessable prefixed identifiers: a prefix followed by 32 lowercase hex digits of random bits.
+
+use rand::RngCore;
+
+/// `prefix` + 32 lowercase hex characters (128 random bits from the OS-seeded CSPRNG).
+pub fn new_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+/// True when `id` is `prefix` followed by exactly 32 lowercase hex digits.
+pub fn is_valid_id(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|rest| {
+        rest.len() == 32 && rest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_have_the_prefix_and_32_hex_digits_and_differ() {
+        let a = new_id("ord_");
+        let b = new_id("ord_");
+        assert!(is_valid_id(&a, "ord_"), "{a}");
+        assert_ne!(a, b);
+        assert!(!is_valid_id(&a, "whk_"));
+        assert!(!is_valid_id("ord_ABCDEF", "ord_"));
+        assert!(!is_valid_id(&a.to_uppercase(), "ord_"));
+    }
+}

@@ -1,0 +1,48 @@
+//! The storage port. Methods are shaped by use cases and each one is atomic inside its
+//! implementation, so no transaction type ever crosses this boundary.
+
+use async_trait::async_trait;
+
+use crate::api_keys::ApiKey;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A uniqueness rule refused the write (duplicate id, replayed nonce, ...).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The database could not be reached or timed out; retrying later may succeed.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A stored row could not be turned back into a domain value.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    /// Anything else the database reported.
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `"sqlite"` or `"postgres"`.
+    fn backend(&self) -> &'static str;
+
+    /// Applies pending migrations; a no-op when the schema is current.
+    async fn migrate(&self) -> Result<(), StoreError>;
+
+    /// The applied migration versions, oldest first.
+    async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError>;
+
+    /// Cheap round trip used by readiness checks.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    async fn insert_api_key(&self, key: &ApiKey) -> Result<(), StoreError>;
+
+    async fn api_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError>;
+
+    /// Every key, oldest first.
+    async fn list_api_keys(&self) -> Result<Vec<ApiKey>, StoreError>;
+
+    /// Marks the key revoked at `now_ms` and returns it; revoking a revoked key keeps its first
+    /// revocation time. `None` when no such key exists.
+    async fn revoke_api_key(&self, id: &str, now_ms: i64) -> Result<Option<ApiKey>, StoreError>;
+}

@@ -1,0 +1,157 @@
+//! The [`Store`] port implemented twice: SQLite (the embedded default) and PostgreSQL (for
+//! several nodes). Both run the same SQL wherever the dialects agree; the statements that differ
+//! live in the backend modules. [`conformance`] is the one suite both must pass.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use swapd_core::Store;
+
+pub mod conformance;
+mod postgres;
+mod rows;
+mod shared;
+mod sqlite;
+pub mod test_support;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// How to reach the database.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub max_connections: u32,
+    /// How long a request waits for a pooled connection before the store reports itself
+    /// unavailable.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(
+        "unsupported database URL `{0}`: use sqlite://PATH (embedded) or postgres://USER@HOST/DB"
+    )]
+    UnsupportedScheme(String),
+    #[error("invalid database URL: {0}")]
+    InvalidUrl(String),
+    #[error("cannot open the database: {0}")]
+    Connect(String),
+}
+
+/// Which backend a database URL selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn from_url(url: &str) -> Result<Self, OpenError> {
+        if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres)
+        } else {
+            Err(OpenError::UnsupportedScheme(redact_url(url)))
+        }
+    }
+}
+
+/// Opens the store a URL names: `sqlite://...` or `postgres://...`. Does not migrate.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, OpenError> {
+    Ok(match Backend::from_url(url)? {
+        Backend::Sqlite => Arc::new(SqliteStore::open(url, options).await?),
+        Backend::Postgres => Arc::new(PgStore::open(url, options).await?),
+    })
+}
+
+/// The URL with any password replaced by `***`, for logs and error messages.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+/// The embedded migrations of a backend as `(version, description)`, oldest first.
+pub fn migrations(backend: Backend) -> Vec<(i64, String)> {
+    let migrator = match backend {
+        Backend::Sqlite => &sqlite::MIGRATOR,
+        Backend::Postgres => &postgres::MIGRATOR,
+    };
+    migrator
+        .iter()
+        .map(|m| (m.version, m.description.to_string()))
+        .collect()
+}
+
+fn map_sqlx_error(error: sqlx::Error) -> swapd_core::StoreError {
+    use swapd_core::StoreError;
+    match error {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            StoreError::Conflict(db.message().to_owned())
+        }
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+            StoreError::Corrupt(error.to_string())
+        }
+        other => StoreError::Database(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_select_backends_and_passwords_are_redacted() {
+        assert_eq!(
+            Backend::from_url("sqlite://data/x.db").unwrap(),
+            Backend::Sqlite
+        );
+        assert_eq!(
+            Backend::from_url("postgres://u@h/db").unwrap(),
+            Backend::Postgres
+        );
+        assert_eq!(
+            Backend::from_url("postgresql://u@h/db").unwrap(),
+            Backend::Postgres
+        );
+        let err = Backend::from_url("mysql://root:hunter2@h/db").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert_eq!(
+            redact_url("postgres://app:s3cret@db:5432/swapd"),
+            "postgres://app:***@db:5432/swapd"
+        );
+        assert_eq!(
+            redact_url("postgres://app@db/swapd"),
+            "postgres://app@db/swapd"
+        );
+    }
+
+    #[test]
+    fn both_backends_have_identical_migration_lists() {
+        let sqlite = migrations(Backend::Sqlite);
+        assert!(!sqlite.is_empty());
+        assert_eq!(sqlite, migrations(Backend::Postgres));
+    }
+}

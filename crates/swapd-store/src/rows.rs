@@ -1,0 +1,90 @@
+//! Rows as the database holds them, and their conversion to and from domain values.
+
+use swapd_core::StoreError;
+use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
+use swapd_types::Permission;
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ApiKeyRow {
+    pub id: String,
+    pub name: String,
+    pub permissions: String,
+    pub ip_allow: String,
+    pub origins: String,
+    pub per_minute: i64,
+    pub per_hour: i64,
+    pub weight_per_hour: i64,
+    pub status: String,
+    pub sealed_secret: String,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// The `api_keys` columns in [`ApiKeyRow`] order, as a literal so SQL can be built with `concat!`.
+macro_rules! api_key_columns {
+    () => {
+        "id, name, permissions, ip_allow, origins, per_minute, per_hour, weight_per_hour, status, \
+         sealed_secret, created_at, revoked_at"
+    };
+}
+pub(crate) use api_key_columns;
+
+impl ApiKeyRow {
+    pub fn from_domain(key: &ApiKey) -> Self {
+        let policy = &key.policy;
+        let limits = policy.limits();
+        Self {
+            id: key.id.clone(),
+            name: policy.name().to_owned(),
+            permissions: join(policy.permissions().iter().map(|p| p.as_str()), " "),
+            ip_allow: join(policy.ip_allow().iter().map(ToString::to_string), ","),
+            origins: policy.origins().join(" "),
+            per_minute: limits.per_minute.into(),
+            per_hour: limits.per_hour.into(),
+            weight_per_hour: limits.weight_per_hour.into(),
+            status: key.status.as_str().to_owned(),
+            sealed_secret: key.sealed_secret.clone(),
+            created_at: key.created_at_ms,
+            revoked_at: key.revoked_at_ms,
+        }
+    }
+
+    pub fn into_domain(self) -> Result<ApiKey, StoreError> {
+        let corrupt = |what: String| StoreError::Corrupt(format!("api key {}: {what}", self.id));
+        let permissions = split(&self.permissions, ' ')
+            .map(str::parse::<Permission>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| corrupt(e.to_string()))?;
+        let ip_allow: Vec<String> = split(&self.ip_allow, ',').map(str::to_owned).collect();
+        let origins: Vec<String> = split(&self.origins, ' ').map(str::to_owned).collect();
+        let limit = |value: i64| u32::try_from(value).map_err(|_| corrupt("limit".into()));
+        let limits = RateLimits {
+            per_minute: limit(self.per_minute)?,
+            per_hour: limit(self.per_hour)?,
+            weight_per_hour: limit(self.weight_per_hour)?,
+        };
+        let policy = ApiKeyPolicy::new(&self.name, permissions, &ip_allow, &origins, limits)
+            .map_err(|e| corrupt(e.to_string()))?;
+        let status = self.status.parse().map_err(corrupt)?;
+        Ok(ApiKey {
+            id: self.id,
+            policy,
+            status,
+            sealed_secret: self.sealed_secret,
+            created_at_ms: self.created_at,
+            revoked_at_ms: self.revoked_at,
+        })
+    }
+}
+
+fn join<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I, separator: &str) -> String {
+    items
+        .into_iter()
+        .map(|s| s.as_ref().to_owned())
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
+fn split(text: &str, separator: char) -> impl Iterator<Item = &str> {
+    text.split(separator).filter(|s| !s.is_empty())
+}

@@ -1,0 +1,59 @@
+use std::path::Path;
+use std::str::FromStr;
+
+use sqlx::SqlitePool;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use swapd_core::StoreError;
+use swapd_core::api_keys::ApiKey;
+
+use crate::rows::{ApiKeyRow, api_key_columns};
+use crate::shared::store_impl;
+use crate::{OpenError, StoreOptions, map_sqlx_error};
+
+pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The embedded store: one SQLite file in WAL mode. Readers run concurrently; SQLite serializes
+/// writers, and every write is a single statement or an immediate transaction.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file named by a `sqlite://PATH` URL, creating its
+    /// parent directory too.
+    pub async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
+        let connect = SqliteConnectOptions::from_str(url)
+            .map_err(|e| OpenError::InvalidUrl(e.to_string()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(std::time::Duration::from_secs(5))
+            .foreign_keys(true);
+        if let Some(parent) = Path::new(connect.get_filename()).parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    OpenError::Connect(format!("cannot create {}: {e}", parent.display()))
+                })?;
+            }
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(|e| OpenError::Connect(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    /// The journal mode the open database reports (`wal` for stores opened here).
+    pub async fn journal_mode(&self) -> Result<String, StoreError> {
+        sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_sqlx_error)
+    }
+}
+
+store_impl!(SqliteStore, "sqlite", {});

@@ -1,0 +1,127 @@
+//! Helpers for tests that need a real PostgreSQL: each test gets its own schema in the shared
+//! database named by `SWAPD_TEST_POSTGRES_URL`, dropped when the helper is dropped.
+
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::RngCore;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{Connection, PgConnection};
+
+pub const POSTGRES_URL_VAR: &str = "SWAPD_TEST_POSTGRES_URL";
+const SCHEMA_PREFIX: &str = "swapd_test_";
+/// Schemas left behind by a killed test run are swept once they are this old.
+const STALE_AFTER_SECS: u64 = 3_600;
+
+/// The test PostgreSQL URL. Without it the PostgreSQL tests are skipped with a message, except
+/// under CI (`CI` set), where a missing URL fails the run: the PostgreSQL suite is mandatory there.
+pub fn postgres_url() -> Option<String> {
+    match std::env::var(POSTGRES_URL_VAR) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{POSTGRES_URL_VAR} must be set in CI: the PostgreSQL suite may not be skipped")
+        }
+        _ => {
+            eprintln!(
+                "SKIPPED: PostgreSQL test (set {POSTGRES_URL_VAR}=postgres://postgres@127.0.0.1:5432/test to run it)"
+            );
+            None
+        }
+    }
+}
+
+/// A schema of its own in the test database.
+pub struct PgTestSchema {
+    url: String,
+    schema: String,
+}
+
+impl PgTestSchema {
+    pub async fn create(url: &str) -> Self {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut random = [0u8; 6];
+        rand::rng().fill_bytes(&mut random);
+        let schema = format!("{SCHEMA_PREFIX}{now}_{}", hex::encode(random));
+        let mut conn = PgConnection::connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to {POSTGRES_URL_VAR}: {e}"));
+        sweep_stale_schemas(&mut conn, now).await;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&mut conn)
+            .await
+            .expect("create test schema");
+        Self {
+            url: url.to_owned(),
+            schema,
+        }
+    }
+
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Connection options whose `search_path` is this schema only.
+    pub fn connect_options(&self) -> PgConnectOptions {
+        PgConnectOptions::from_str(&self.url)
+            .expect("valid test URL")
+            .options([("search_path", self.schema.as_str())])
+    }
+
+    /// A database URL that selects this schema, for passing to `swapd --database-url`.
+    pub fn database_url(&self) -> String {
+        let separator = if self.url.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{separator}options=-c%20search_path%3D{}",
+            self.url, self.schema
+        )
+    }
+}
+
+impl Drop for PgTestSchema {
+    fn drop(&mut self) {
+        let url = self.url.clone();
+        let schema = self.schema.clone();
+        // Drop may run inside a runtime (or while unwinding), so clean up on a thread of its own.
+        let cleanup = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("cleanup runtime");
+            runtime.block_on(async {
+                if let Ok(mut conn) = PgConnection::connect(&url).await {
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DROP SCHEMA IF EXISTS {schema} CASCADE"
+                    )))
+                    .execute(&mut conn)
+                    .await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
+}
+
+async fn sweep_stale_schemas(conn: &mut PgConnection, now: u64) {
+    let schemas: Vec<String> = sqlx::query_scalar(
+        "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'swapd\\_test\\_%'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap_or_default();
+    for schema in schemas {
+        let created = schema
+            .strip_prefix(SCHEMA_PREFIX)
+            .and_then(|rest| rest.split('_').next())
+            .and_then(|secs| secs.parse::<u64>().ok());
+        if created.is_some_and(|secs| secs + STALE_AFTER_SECS < now) {
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE"
+            )))
+            .execute(&mut *conn)
+            .await;
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Wire types shared by the swapd server, its SDK and its CLI.
+//!
+//! Nothing here does I/O: these are the shapes that cross the wire (DESIGN.md §2), with their
+//! OpenAPI schemas.
+
+mod envelope;
+mod error_code;
+mod permission;
+
+pub use envelope::{ErrorBody, ErrorEnvelope, FieldProblem, Success};
+pub use error_code::ErrorCode;
+pub use permission::{Permission, UnknownPermission};
