@@ -185,7 +185,7 @@ impl KeyStatus {
 
 impl fmt::Display for KeyStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

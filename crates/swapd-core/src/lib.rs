@@ -9,3 +9,21 @@ pub mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use store::{Store, StoreError};
+
+/// Whether the outside world is simulated (`sandbox`) or real (`live`). The same code paths run
+/// in both; only the adapters at the edges differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Sandbox,
+    Live,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sandbox => "sandbox",
+            Mode::Live => "live",
+        }
+    }
+}

@@ -45,4 +45,17 @@ pub trait Store: Send + Sync + 'static {
     /// Marks the key revoked at `now_ms` and returns it; revoking a revoked key keeps its first
     /// revocation time. `None` when no such key exists.
     async fn revoke_api_key(&self, id: &str, now_ms: i64) -> Result<Option<ApiKey>, StoreError>;
+
+    /// Records that `key_id` used `nonce`, remembered until `expires_at_ms`. Returns `false` when
+    /// the pair was already recorded and has not been purged: a replay.
+    async fn remember_nonce(
+        &self,
+        key_id: &str,
+        nonce: &str,
+        expires_at_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Deletes every record whose lifetime ended at or before `now_ms` (nonces today; later
+    /// idempotency keys and other TTL rows). Returns how many rows went.
+    async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError>;
 }

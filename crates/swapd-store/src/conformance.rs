@@ -16,6 +16,7 @@ pub async fn run_all(store: &dyn Store) {
     duplicate_api_key_ids_conflict(store).await;
     api_keys_list_oldest_first(store).await;
     revocation_is_idempotent_and_keeps_the_first_time(store).await;
+    nonces_are_single_use_per_key_until_purged(store).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -123,4 +124,47 @@ async fn revocation_is_idempotent_and_keeps_the_first_time(store: &dyn Store) {
     assert_eq!(store.api_key(&key.id).await.unwrap(), Some(again));
 
     assert_eq!(store.revoke_api_key("key_missing", 1).await.unwrap(), None);
+}
+
+async fn nonces_are_single_use_per_key_until_purged(store: &dyn Store) {
+    assert!(
+        store
+            .remember_nonce("key_a", "nonce-0001", 1_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remember_nonce("key_a", "nonce-0001", 5_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .remember_nonce("key_b", "nonce-0001", 1_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .remember_nonce("key_a", "nonce-0002", 3_000)
+            .await
+            .unwrap()
+    );
+
+    assert_eq!(store.purge_expired(999).await.unwrap(), 0);
+    assert_eq!(store.purge_expired(1_000).await.unwrap(), 2);
+    assert!(
+        !store
+            .remember_nonce("key_a", "nonce-0002", 9_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .remember_nonce("key_a", "nonce-0001", 9_000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.purge_expired(i64::MAX).await.unwrap(), 2);
 }

@@ -87,6 +87,34 @@ macro_rules! store_impl {
             .collect()
         }
 
+        async fn remember_nonce(
+            &self,
+            key_id: &str,
+            nonce: &str,
+            expires_at_ms: i64,
+        ) -> Result<bool, StoreError> {
+            let inserted = sqlx::query(
+                "INSERT INTO nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3) \
+                 ON CONFLICT (key_id, nonce) DO NOTHING",
+            )
+            .bind(key_id)
+            .bind(nonce)
+            .bind(expires_at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            Ok(inserted.rows_affected() == 1)
+        }
+
+        async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
+            sqlx::query("DELETE FROM nonces WHERE expires_at <= $1")
+                .bind(now_ms)
+                .execute(&self.pool)
+                .await
+                .map(|done| done.rows_affected())
+                .map_err(map_sqlx_error)
+        }
+
         async fn revoke_api_key(
             &self,
             id: &str,

@@ -1,1 +1,57 @@
+//! Background work. Every loop runs under one cancellation token and finishes its current step
+//! before the process exits. Jobs are safe to run on several nodes at once: each step is a
+//! single atomic store call.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use swapd_core::{Clock, Store};
+use tokio_util::sync::CancellationToken;
+
+/// How often expired rows are swept.
+pub const JANITOR_INTERVAL: Duration = Duration::from_secs(60);
+
+pub struct Worker {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    janitor_interval: Duration,
+}
+
+impl Worker {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store,
+            clock,
+            janitor_interval: JANITOR_INTERVAL,
+        }
+    }
+
+    pub fn with_janitor_interval(mut self, interval: Duration) -> Self {
+        self.janitor_interval = interval;
+        self
+    }
+
+    /// Runs every job until `shutdown` is cancelled.
+    pub async fn run(self, shutdown: CancellationToken) {
+        tracing::info!("worker started");
+        let mut tick = tokio::time::interval(self.janitor_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = tick.tick() => self.sweep_expired().await,
+            }
+        }
+        tracing::info!("worker stopped");
+    }
+
+    /// One janitor pass: deletes rows whose lifetime has ended. A failure is logged and retried
+    /// on the next tick; nothing depends on the sweep happening on time.
+    pub async fn sweep_expired(&self) {
+        match self.store.purge_expired(self.clock.now_ms()).await {
+            Ok(0) => {}
+            Ok(purged) => tracing::debug!(purged, "janitor swept expired rows"),
+            Err(error) => tracing::warn!(%error, "janitor sweep failed; retrying next tick"),
+        }
+    }
+}

@@ -1,1 +1,129 @@
-fn main() {}
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use swapd::app::{App, Roles, Runtime, cancel_on_signal, open_store};
+use swapd::cli::{Cli, Command, ConfigCommand};
+use swapd::config::Config;
+use swapd::{keys, logging};
+use swapd_core::Mode;
+use tokio_util::sync::CancellationToken;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(&cli.overrides()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!(
+                "hint: `swapd config show` prints the effective configuration; see docs/configuration.md"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    logging::init(&config.log);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("start the tokio runtime");
+    match runtime.block_on(run(cli.command, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command, config: Config) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(args) => serve(config, Roles::from_flags(args.api, args.worker)).await,
+        Command::Migrate => {
+            let store = open_store(&config).await?;
+            store.migrate().await.context("migration failed")?;
+            let versions = store.applied_migrations().await?;
+            println!(
+                "{} database is at migration {} ({} applied)",
+                store.backend(),
+                versions.last().copied().unwrap_or_default(),
+                versions.len()
+            );
+            Ok(())
+        }
+        Command::Keys(command) => keys::run(&Runtime::open(config).await?, command).await,
+        Command::Config(ConfigCommand::Show) => {
+            print!("{}", config.redacted_toml());
+            Ok(())
+        }
+        Command::Openapi { out, check } => openapi(&out, check),
+    }
+}
+
+async fn serve(config: Config, roles: Roles) -> anyhow::Result<()> {
+    let mode = config.mode;
+    let database = swapd_store::redact_url(&config.database_url);
+    let data_dir = config.data_dir.display().to_string();
+    let public_url = config.public_url.clone();
+    let app = App::build(Runtime::open(config).await?, roles).await?;
+    println!("swapd {} ({})", env!("CARGO_PKG_VERSION"), roles.describe());
+    println!("  mode:      {}", mode.as_str());
+    println!("  database:  {database}");
+    if let Some(addr) = app.local_addr() {
+        println!("  listening: http://{addr}  (public URL {public_url})");
+        println!("  health:    http://{addr}/healthz   docs: http://{addr}/api/v3/openapi.json");
+    }
+    if mode == Mode::Sandbox {
+        println!();
+        println!("Create the first API key (its secret is shown once):");
+        println!(
+            "  {} keys create --data-dir {data_dir} --name demo --permissions prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write",
+            invocation()
+        );
+    }
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    app.run_until_stopped(shutdown).await?;
+    println!("swapd stopped");
+    Ok(())
+}
+
+fn openapi(out: &Path, check: bool) -> anyhow::Result<()> {
+    let documents = [
+        ("v3.json", swapd_api::openapi::business_document()),
+        ("x402.json", swapd_api::openapi::x402_document()),
+    ];
+    let mut stale = Vec::new();
+    for (name, generated) in documents {
+        let path = out.join(name);
+        if check {
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            if committed != generated {
+                stale.push(path.display().to_string());
+            }
+        } else {
+            std::fs::create_dir_all(out)?;
+            std::fs::write(&path, generated)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    if !stale.is_empty() {
+        bail!(
+            "{} differ from the code; regenerate with `swapd openapi --out {}`",
+            stale.join(", "),
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+/// How the user ran this binary: `cargo run -q -p swapd --` from a checkout, else `swapd`.
+fn invocation() -> &'static str {
+    let program = std::env::args().next().unwrap_or_default();
+    if program.contains("/target/") {
+        "cargo run -q -p swapd --"
+    } else {
+        "swapd"
+    }
+}

@@ -1,0 +1,115 @@
+//! Cross-cutting middleware: request ids, metrics, and turning every framework-generated error
+//! (unknown route, wrong method, body too large) into the error envelope.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use swapd_types::ErrorCode;
+use tower_http::request_id::{MakeRequestId, RequestId};
+
+use crate::ApiError;
+use crate::json::too_large;
+
+pub(crate) const REQUEST_DURATION: &str = "http_request_duration_seconds";
+pub(crate) const REQUESTS_TOTAL: &str = "http_requests_total";
+
+/// Request ids look like `req_<32 hex>`; a well-formed `X-Request-Id` sent by the client is kept.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct MakeReqId;
+
+impl MakeRequestId for MakeReqId {
+    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
+        HeaderValue::from_str(&swapd_core::ids::new_id("req_"))
+            .ok()
+            .map(RequestId::new)
+    }
+}
+
+/// The process-wide Prometheus recorder, installed on first use.
+pub(crate) fn prometheus() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Full(REQUEST_DURATION.to_owned()),
+                &[
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    10.0,
+                ],
+            )
+            .expect("bucket list is not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        // Another recorder may already be installed (a host embedding swapd); then this handle
+        // still renders what swapd records through it only if ours won, so log the outcome.
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was already installed; /metrics may be empty");
+        }
+        handle
+    })
+}
+
+/// Counts requests by route template, method and status, and times them.
+pub(crate) async fn record_metrics(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().as_str().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!(REQUESTS_TOTAL, "route" => route.clone(), "method" => method.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!(REQUEST_DURATION, "route" => route, "method" => method)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// Rewrites error responses that did not come from [`ApiError`] (axum's 404/405, tower-http's
+/// 413) into the error envelope, keeping their status and headers such as `Allow`.
+pub(crate) async fn envelope_framework_errors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let error = match status {
+        StatusCode::NOT_FOUND => {
+            ApiError::new(ErrorCode::NotFound, format!("no route for {method} {path}"))
+        }
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{method} is not allowed on {path}; see the Allow header"),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "send the body as JSON with `Content-Type: application/json`",
+        ),
+        s if s.is_server_error() => ApiError::new(ErrorCode::InternalError, "internal error"),
+        _ => ApiError::new(ErrorCode::ValidationFailed, "the request is malformed"),
+    };
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(CONTENT_LENGTH);
+    parts.headers.remove(CONTENT_TYPE);
+    let mut rewritten = error.into_response();
+    *rewritten.status_mut() = status;
+    for (name, value) in parts.headers.iter() {
+        rewritten.headers_mut().insert(name.clone(), value.clone());
+    }
+    rewritten.map(Body::new)
+}

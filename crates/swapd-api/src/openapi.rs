@@ -1,0 +1,80 @@
+//! The OpenAPI 3.1 documents of both surfaces, generated from the handlers' annotations. The
+//! committed copies under `openapi/` are checked against these by a test.
+
+use std::sync::OnceLock;
+
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use swapd_types::{ErrorBody, ErrorCode, ErrorEnvelope, FieldProblem};
+use utoipa::OpenApi;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "swapd Business API",
+        version = "3.0.0",
+        description = "The partner surface of swapd under /api/v3: HMAC-signed requests, \
+            idempotent mutations, per-key rate limits. Every response is an envelope: \
+            {\"success\":true,\"data\":...} or {\"success\":false,\"error\":{\"code\",\"message\"}}; \
+            every response carries X-Request-Id."
+    ),
+    paths(
+        crate::ops::healthz,
+        crate::ops::readyz,
+        crate::ops::metrics,
+        business_openapi,
+    ),
+    components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
+    tags(
+        (name = "operations", description = "Unauthenticated endpoints for load balancers and monitoring"),
+        (name = "meta", description = "Machine-readable descriptions of the API"),
+    )
+)]
+pub struct BusinessApiDoc;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "swapd x402 API",
+        version = "2.0.0",
+        description = "The pay-per-call surface of swapd under /api/x402: x402 v2 payments \
+            (PAYMENT-REQUIRED / PAYMENT-SIGNATURE / PAYMENT-RESPONSE) and SIGN-IN-WITH-X wallet \
+            proofs. Errors use the same envelope as the Business API."
+    ),
+    paths(x402_openapi),
+    components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
+    tags((name = "meta", description = "Machine-readable descriptions of the API"))
+)]
+pub struct X402ApiDoc;
+
+/// The Business API document as pretty JSON with a trailing newline (the committed form).
+pub fn business_document() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| render(BusinessApiDoc::openapi()))
+}
+
+/// The x402 API document as pretty JSON with a trailing newline (the committed form).
+pub fn x402_document() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| render(X402ApiDoc::openapi()))
+}
+
+fn render(doc: utoipa::openapi::OpenApi) -> String {
+    let mut json = doc.to_pretty_json().expect("OpenAPI documents serialize");
+    json.push('\n');
+    json
+}
+
+/// This document (OpenAPI 3.1).
+#[utoipa::path(get, path = "/api/v3/openapi.json", tag = "meta",
+    responses((status = 200, description = "The OpenAPI 3.1 document of the Business API", content_type = "application/json")))]
+pub(crate) async fn business_openapi() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "application/json")], business_document())
+}
+
+/// This document (OpenAPI 3.1).
+#[utoipa::path(get, path = "/api/x402/openapi.json", tag = "meta",
+    responses((status = 200, description = "The OpenAPI 3.1 document of the x402 API", content_type = "application/json")))]
+pub(crate) async fn x402_openapi() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "application/json")], x402_document())
+}

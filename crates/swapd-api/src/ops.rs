@@ -1,0 +1,83 @@
+//! Operational endpoints for load balancers and monitoring. Unauthenticated by design.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use serde::Serialize;
+use swapd_types::{ErrorCode, Success};
+use utoipa::ToSchema;
+
+use crate::layers::prometheus;
+use crate::{ApiError, AppState};
+
+const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// Always `"ok"` while the process serves requests.
+    pub status: &'static str,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    /// `"ready"`: the database answered.
+    pub status: &'static str,
+    /// `"sqlite"` or `"postgres"`.
+    pub database: &'static str,
+    /// `"sandbox"` or `"live"`.
+    pub mode: &'static str,
+}
+
+/// Liveness: the process is up. Never touches the database.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "The process is alive", body = inline(Success<Health>))))]
+pub(crate) async fn healthz() -> Json<Success<Health>> {
+    Json(Success::new(Health { status: "ok" }))
+}
+
+/// Readiness: the database answers within two seconds.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready to serve", body = inline(Success<Readiness>)),
+        (status = 503, description = "The database does not answer (`service_unavailable`)", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn readyz(
+    State(state): State<AppState>,
+) -> Result<Json<Success<Readiness>>, ApiError> {
+    match tokio::time::timeout(READINESS_TIMEOUT, state.store.ping()).await {
+        Ok(Ok(())) => Ok(Json(Success::new(Readiness {
+            status: "ready",
+            database: state.store.backend(),
+            mode: state.mode.as_str(),
+        }))),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "readiness check failed");
+            Err(not_ready())
+        }
+        Err(_) => {
+            tracing::warn!("readiness check timed out");
+            Err(not_ready())
+        }
+    }
+}
+
+fn not_ready() -> ApiError {
+    ApiError::new(
+        ErrorCode::ServiceUnavailable,
+        "the database does not answer",
+    )
+}
+
+/// Prometheus metrics in the text exposition format: `http_requests_total{route,method,status}`
+/// and the `http_request_duration_seconds{route,method}` histogram.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
+pub(crate) async fn metrics() -> impl IntoResponse {
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4")],
+        prometheus().render(),
+    )
+}

@@ -1,0 +1,53 @@
+use axum::Router;
+use axum::http::HeaderName;
+use axum::middleware;
+use axum::routing::get;
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+use crate::layers::{MakeReqId, envelope_framework_errors, record_metrics};
+use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The whole HTTP application: both API surfaces and the operational endpoints.
+pub fn router(state: AppState) -> Router {
+    // Install the recorder before the first request, so nothing recorded is lost.
+    crate::layers::prometheus();
+    let business = Router::new().route("/openapi.json", get(openapi::business_openapi));
+    let x402 = Router::new().route("/openapi.json", get(openapi::x402_openapi));
+
+    Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .nest("/api/v3", business)
+        .nest("/api/x402", x402)
+        // Layers added with `Router::layer` run after routing, so they see `MatchedPath`.
+        .layer(middleware::from_fn(record_metrics))
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeReqId))
+                .layer(TraceLayer::new_for_http().make_span_with(
+                    |request: &axum::http::Request<axum::body::Body>| {
+                        let request_id = request
+                            .headers()
+                            .get(REQUEST_ID)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default();
+                        tracing::info_span!(
+                            "request",
+                            method = %request.method(),
+                            path = %request.uri().path(),
+                            request_id,
+                        )
+                    },
+                ))
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(middleware::from_fn(envelope_framework_errors))
+                .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES)),
+        )
+}

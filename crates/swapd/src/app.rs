@@ -1,0 +1,164 @@
+//! Wiring: configuration → store → HTTP server and worker, under one cancellation token. Used by
+//! `main` and by the integration tests, which bind `127.0.0.1:0`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use swapd_api::AppState;
+use swapd_core::secrets::MasterKey;
+use swapd_core::{Clock, Store, SystemClock};
+use swapd_store::StoreOptions;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::master_key;
+
+/// Which halves of the service this process runs. Several processes may share one PostgreSQL
+/// database, each with its own roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roles {
+    pub api: bool,
+    pub worker: bool,
+}
+
+impl Roles {
+    pub const ALL: Roles = Roles {
+        api: true,
+        worker: true,
+    };
+
+    /// `--api` and `--worker` select roles; neither flag means both.
+    pub fn from_flags(api: bool, worker: bool) -> Roles {
+        if api || worker {
+            Roles { api, worker }
+        } else {
+            Roles::ALL
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match (self.api, self.worker) {
+            (true, true) => "api + worker",
+            (true, false) => "api",
+            (false, true) => "worker",
+            (false, false) => "none",
+        }
+    }
+}
+
+/// The opened, migrated store and the secrets every command needs.
+pub struct Runtime {
+    pub config: Config,
+    pub store: Arc<dyn Store>,
+    pub master_key: MasterKey,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Runtime {
+    /// Opens the database named by the configuration and brings its schema up to date.
+    pub async fn open(config: Config) -> anyhow::Result<Runtime> {
+        let master_key = master_key::load_or_create(&config)?;
+        let store = open_store(&config).await?;
+        store
+            .migrate()
+            .await
+            .context("cannot migrate the database")?;
+        Ok(Runtime {
+            config,
+            store,
+            master_key,
+            clock: Arc::new(SystemClock),
+        })
+    }
+}
+
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    let options = StoreOptions {
+        max_connections: config.database.max_connections,
+        acquire_timeout: Duration::from_millis(config.database.acquire_timeout_ms),
+    };
+    swapd_store::open(&config.database_url, &options)
+        .await
+        .with_context(|| {
+            format!(
+                "database_url = {}",
+                swapd_store::redact_url(&config.database_url)
+            )
+        })
+}
+
+/// A built server, bound but not yet serving.
+pub struct App {
+    runtime: Runtime,
+    roles: Roles,
+    listener: Option<TcpListener>,
+}
+
+impl App {
+    pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<App> {
+        let listener = if roles.api {
+            let listen = runtime.config.listen;
+            Some(TcpListener::bind(listen).await.with_context(|| {
+                format!("cannot listen on {listen}; is another swapd running? choose another address with --listen")
+            })?)
+        } else {
+            None
+        };
+        Ok(App {
+            runtime,
+            roles,
+            listener,
+        })
+    }
+
+    /// The bound address, when the API role runs.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// Serves until `shutdown` is cancelled, then lets in-flight requests and jobs finish.
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let Runtime {
+            config,
+            store,
+            clock,
+            ..
+        } = self.runtime;
+        let worker = self.roles.worker.then(|| {
+            let worker = swapd_worker::Worker::new(store.clone(), clock.clone());
+            tokio::spawn(worker.run(shutdown.clone()))
+        });
+        if let Some(listener) = self.listener {
+            let state = AppState {
+                store,
+                clock,
+                mode: config.mode,
+            };
+            let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
+            let stop = shutdown.clone();
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+                .context("HTTP server failed")?;
+        }
+        if let Some(worker) = worker {
+            worker.await.context("worker task panicked")?;
+        }
+        Ok(())
+    }
+}
+
+/// Cancels `token` on Ctrl-C or SIGTERM.
+pub async fn cancel_on_signal(token: CancellationToken) {
+    let interrupt = tokio::signal::ctrl_c();
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install the SIGTERM handler");
+    tokio::select! {
+        _ = interrupt => tracing::info!("interrupted; shutting down"),
+        _ = terminate.recv() => tracing::info!("terminated; shutting down"),
+    }
+    token.cancel();
+}

@@ -1,0 +1,567 @@
+//! Layered configuration: built-in defaults → `swapd.toml` (or `--config FILE`) → `SWAPD_*`
+//! environment → command-line flags. Validated once at start; every error names the setting.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use swapd_core::Mode;
+use swapd_store::{Backend, redact_url};
+
+pub const DEFAULT_CONFIG_FILE: &str = "swapd.toml";
+pub const ENV_PREFIX: &str = "SWAPD_";
+const REDACTED: &str = "<redacted>";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `sandbox` (simulated outside world, the default) or `live`.
+    pub mode: Mode,
+    /// Address the HTTP server binds.
+    pub listen: SocketAddr,
+    /// Where the embedded database, the sandbox master key and sandbox e-mails live.
+    pub data_dir: PathBuf,
+    /// `sqlite://PATH` or `postgres://...`; empty means `sqlite://<data_dir>/swapd.db`.
+    pub database_url: String,
+    /// The origin clients use to reach this server (used in x402 resources and SIWX domains);
+    /// empty means `http://<listen>`.
+    pub public_url: String,
+    /// 64 hex digits sealing every stored secret. Sandbox: generated into the data dir when
+    /// empty. Live: required.
+    pub master_key: String,
+    pub log: LogConfig,
+    pub database: DatabaseConfig,
+    pub security: SecurityConfig,
+    pub x402: X402Config,
+    pub providers: ProvidersConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info` or `swapd=debug,tower_http=info`.
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    pub max_connections: u32,
+    pub acquire_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Peers whose `X-Forwarded-For` is believed. Empty: the TCP peer is the client.
+    pub trusted_proxies: Vec<IpNet>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct X402Config {
+    /// `ledger` (in-process, sandbox default) or `http`.
+    pub facilitator: String,
+    /// Base URL of the HTTP facilitator (`/verify`, `/settle`, `/supported`). Live: required.
+    pub facilitator_url: String,
+    /// The seller address payments go to (0x + 40 hex). Live: required.
+    pub pay_to: String,
+    /// CAIP-2 network of the payment asset.
+    pub network: String,
+    /// Flat price of one paid call in USD, as a decimal string.
+    pub price_usd: String,
+    /// Signs execution access tokens. Live: x402 order and onchain routes stay disabled without it.
+    pub access_token_secret: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvidersConfig {
+    /// Live liquidity-provider adapters to enable. Live: at least one is required.
+    pub live: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Sandbox,
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("./data"),
+            database_url: String::new(),
+            public_url: String::new(),
+            master_key: String::new(),
+            log: LogConfig {
+                format: LogFormat::Text,
+                level: "info".into(),
+            },
+            database: DatabaseConfig {
+                max_connections: 10,
+                acquire_timeout_ms: 5_000,
+            },
+            security: SecurityConfig {
+                trusted_proxies: Vec::new(),
+            },
+            x402: X402Config {
+                facilitator: "ledger".into(),
+                facilitator_url: String::new(),
+                pay_to: String::new(),
+                network: "eip155:8453".into(),
+                price_usd: "0.05".into(),
+                access_token_secret: String::new(),
+            },
+            providers: ProvidersConfig { live: Vec::new() },
+        }
+    }
+}
+
+/// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
+/// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
+const ENV_KEYS: [&str; 11] = [
+    "mode",
+    "listen",
+    "data_dir",
+    "database_url",
+    "public_url",
+    "master_key",
+    "log",
+    "database",
+    "security",
+    "x402",
+    "providers",
+];
+
+/// Live provider adapters compiled into this build.
+pub const LIVE_PROVIDER_ADAPTERS: &[&str] = &[];
+
+/// Command-line values that override every other layer.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub config_file: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+    pub listen: Option<SocketAddr>,
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    #[error("invalid setting `{key}`: {problem}")]
+    Setting { key: &'static str, problem: String },
+    #[error(
+        "live mode cannot start: missing required settings: {}",
+        .0.iter().map(|(key, env)| format!("`{key}` (env {env})")).collect::<Vec<_>>().join(", ")
+    )]
+    LiveRequirements(Vec<(&'static str, &'static str)>),
+}
+
+impl Config {
+    /// Loads and validates the configuration from every layer.
+    pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
+        Self::load_from(overrides, Env::prefixed(ENV_PREFIX))
+    }
+
+    fn load_from(overrides: &Overrides, env: Env) -> Result<Config, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        match &overrides.config_file {
+            Some(path) if !path.exists() => return Err(ConfigError::MissingFile(path.clone())),
+            Some(path) => figment = figment.merge(Toml::file(path)),
+            None => figment = figment.merge(Toml::file(DEFAULT_CONFIG_FILE)),
+        }
+        figment = figment.merge(
+            env.filter(|key| {
+                let key = key.as_str().to_ascii_lowercase();
+                let head = key.split("__").next().unwrap_or_default();
+                ENV_KEYS.contains(&head)
+            })
+            .split("__"),
+        );
+        if let Some(dir) = &overrides.data_dir {
+            figment = figment.merge(("data_dir", dir));
+        }
+        if let Some(url) = &overrides.database_url {
+            figment = figment.merge(("database_url", url));
+        }
+        if let Some(listen) = overrides.listen {
+            figment = figment.merge(("listen", listen.to_string()));
+        }
+        if let Some(format) = overrides.log_format {
+            figment = figment.merge(("log.format", format));
+        }
+        let mut config: Config = figment
+            .extract()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        config.resolve_defaults();
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn resolve_defaults(&mut self) {
+        if self.database_url.is_empty() {
+            self.database_url = format!("sqlite://{}", self.data_dir.join("swapd.db").display());
+        }
+        if self.public_url.is_empty() {
+            self.public_url = format!("http://{}", self.listen);
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let setting = |key: &'static str, problem: String| ConfigError::Setting { key, problem };
+        Backend::from_url(&self.database_url)
+            .map_err(|e| setting("database_url", e.to_string()))?;
+        check_origin(&self.public_url).map_err(|p| setting("public_url", p))?;
+        if !self.master_key.is_empty() {
+            swapd_core::secrets::MasterKey::from_hex(&self.master_key)
+                .map_err(|e| setting("master_key", e.to_string()))?;
+        }
+        if self.log.level.trim().is_empty() {
+            return Err(setting(
+                "log.level",
+                "must not be empty (e.g. `info`)".into(),
+            ));
+        }
+        if !(1..=1000).contains(&self.database.max_connections) {
+            return Err(setting(
+                "database.max_connections",
+                "must be 1 to 1000".into(),
+            ));
+        }
+        if !(100..=600_000).contains(&self.database.acquire_timeout_ms) {
+            return Err(setting(
+                "database.acquire_timeout_ms",
+                "must be 100 to 600000".into(),
+            ));
+        }
+        if !matches!(self.x402.facilitator.as_str(), "ledger" | "http") {
+            return Err(setting(
+                "x402.facilitator",
+                "must be `ledger` or `http`".into(),
+            ));
+        }
+        if !self.x402.facilitator_url.is_empty() {
+            check_http_url(&self.x402.facilitator_url)
+                .map_err(|p| setting("x402.facilitator_url", p))?;
+        }
+        if !self.x402.pay_to.is_empty() && !is_evm_address(&self.x402.pay_to) {
+            return Err(setting(
+                "x402.pay_to",
+                "must be an EVM address: 0x followed by 40 hex digits".into(),
+            ));
+        }
+        if !is_caip2(&self.x402.network) {
+            return Err(setting(
+                "x402.network",
+                "must be a CAIP-2 chain id such as `eip155:8453`".into(),
+            ));
+        }
+        if !is_positive_decimal(&self.x402.price_usd) {
+            return Err(setting(
+                "x402.price_usd",
+                "must be a positive decimal string such as `0.05`".into(),
+            ));
+        }
+        for name in &self.providers.live {
+            if !LIVE_PROVIDER_ADAPTERS.contains(&name.as_str()) {
+                return Err(setting(
+                    "providers.live",
+                    format!(
+                        "unknown live provider adapter `{name}` (this build has: {})",
+                        adapters_list()
+                    ),
+                ));
+            }
+        }
+        if self.mode == Mode::Live {
+            self.check_live_requirements()?;
+        }
+        Ok(())
+    }
+
+    fn check_live_requirements(&self) -> Result<(), ConfigError> {
+        let mut missing = Vec::new();
+        if self.master_key.is_empty() {
+            missing.push(("master_key", "SWAPD_MASTER_KEY"));
+        }
+        if Backend::from_url(&self.database_url).ok() != Some(Backend::Postgres) {
+            missing.push(("database_url (a postgres:// URL)", "SWAPD_DATABASE_URL"));
+        }
+        if self.x402.facilitator != "http" {
+            missing.push(("x402.facilitator = \"http\"", "SWAPD_X402__FACILITATOR"));
+        }
+        if self.x402.facilitator_url.is_empty() {
+            missing.push(("x402.facilitator_url", "SWAPD_X402__FACILITATOR_URL"));
+        }
+        if self.x402.pay_to.is_empty() {
+            missing.push(("x402.pay_to", "SWAPD_X402__PAY_TO"));
+        }
+        if self.providers.live.is_empty() {
+            missing.push((
+                "providers.live (at least one live provider adapter)",
+                "SWAPD_PROVIDERS__LIVE",
+            ));
+        }
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::LiveRequirements(missing))
+        }
+    }
+
+    /// The effective configuration as TOML, with secrets and database passwords redacted.
+    pub fn redacted_toml(&self) -> String {
+        let mut shown = self.clone();
+        for secret in [&mut shown.master_key, &mut shown.x402.access_token_secret] {
+            if !secret.is_empty() {
+                *secret = REDACTED.into();
+            }
+        }
+        shown.database_url = redact_url(&shown.database_url);
+        toml::to_string_pretty(&shown).expect("configuration serializes to TOML")
+    }
+
+    pub fn data_path(&self, name: &str) -> PathBuf {
+        self.data_dir.join(name)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+}
+
+fn adapters_list() -> String {
+    if LIVE_PROVIDER_ADAPTERS.is_empty() {
+        "none yet".into()
+    } else {
+        LIVE_PROVIDER_ADAPTERS.join(", ")
+    }
+}
+
+fn check_http_url(text: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(text).map_err(|e| format!("`{text}` is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(format!(
+            "`{text}` must be an http:// or https:// URL with a host"
+        ));
+    }
+    Ok(url)
+}
+
+fn check_origin(text: &str) -> Result<(), String> {
+    let url = check_http_url(text)?;
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "`{text}` must be an origin (scheme://host[:port]) without a path"
+        ));
+    }
+    Ok(())
+}
+
+fn is_evm_address(text: &str) -> bool {
+    text.strip_prefix("0x")
+        .is_some_and(|hex| hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn is_caip2(text: &str) -> bool {
+    text.split_once(':').is_some_and(|(namespace, reference)| {
+        (3..=8).contains(&namespace.len())
+            && namespace
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && (1..=32).contains(&reference.len())
+            && reference
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+fn is_positive_decimal(text: &str) -> bool {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    !whole.is_empty()
+        && digits(whole)
+        && digits(fraction)
+        && (text.contains('.') == !fraction.is_empty())
+        && text.bytes().any(|b| (b'1'..=b'9').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use figment::Jail;
+
+    fn load(jail_env: &[(&str, &str)], toml: Option<&str>) -> Result<Config, ConfigError> {
+        let mut result = None;
+        Jail::expect_with(|jail| {
+            for (k, v) in jail_env {
+                jail.set_env(k, v);
+            }
+            if let Some(text) = toml {
+                jail.create_file(DEFAULT_CONFIG_FILE, text)?;
+            }
+            result = Some(Config::load(&Overrides::default()));
+            Ok(())
+        });
+        result.unwrap()
+    }
+
+    #[test]
+    fn zero_configuration_is_a_sandbox_on_localhost_with_sqlite_in_data() {
+        let config = load(&[], None).unwrap();
+        assert_eq!(config.mode, Mode::Sandbox);
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.database_url, "sqlite://./data/swapd.db");
+        assert_eq!(config.public_url, "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn layers_apply_in_order_file_then_env_then_flags() {
+        let toml =
+            "listen = \"127.0.0.1:9000\"\ndata_dir = \"from-file\"\n[log]\nformat = \"json\"\n";
+        let config = load(
+            &[
+                ("SWAPD_DATA_DIR", "from-env"),
+                ("SWAPD_DATABASE__MAX_CONNECTIONS", "3"),
+            ],
+            Some(toml),
+        )
+        .unwrap();
+        assert_eq!(config.listen.port(), 9000);
+        assert_eq!(config.data_dir, PathBuf::from("from-env"));
+        assert_eq!(config.database.max_connections, 3);
+        assert_eq!(config.log.format, LogFormat::Json);
+
+        Jail::expect_with(|jail| {
+            jail.create_file(DEFAULT_CONFIG_FILE, toml)?;
+            jail.set_env("SWAPD_DATA_DIR", "from-env");
+            let overrides = Overrides {
+                data_dir: Some("from-flag".into()),
+                listen: Some("127.0.0.1:7000".parse().unwrap()),
+                ..Overrides::default()
+            };
+            let config = Config::load(&overrides).unwrap();
+            assert_eq!(config.data_dir, PathBuf::from("from-flag"));
+            assert_eq!(config.listen.port(), 7000);
+            assert_eq!(config.database_url, "sqlite://from-flag/swapd.db");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unrelated_swapd_variables_are_not_configuration() {
+        let config = load(
+            &[
+                ("SWAPD_URL", "http://x"),
+                ("SWAPD_TEST_POSTGRES_URL", "postgres://x"),
+            ],
+            None,
+        );
+        assert!(config.is_ok(), "{config:?}");
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let cases: [(&[(&str, &str)], Option<&str>, &str); 7] = [
+            (&[("SWAPD_LISTEN", "not-an-address")], None, "listen"),
+            (&[], Some("listne = \"x\""), "listne"),
+            (&[("SWAPD_DATABASE_URL", "mysql://x")], None, "database_url"),
+            (&[("SWAPD_MASTER_KEY", "short")], None, "master_key"),
+            (&[("SWAPD_X402__PAY_TO", "0x123")], None, "x402.pay_to"),
+            (
+                &[("SWAPD_PUBLIC_URL", "https://a.example/path")],
+                None,
+                "public_url",
+            ),
+            (
+                &[("SWAPD_DATABASE__MAX_CONNECTIONS", "0")],
+                None,
+                "database.max_connections",
+            ),
+        ];
+        for (env, toml, key) in cases {
+            let err = load(env, toml).unwrap_err().to_string();
+            assert!(err.contains(key), "`{err}` should name `{key}`");
+        }
+    }
+
+    #[test]
+    fn live_mode_lists_every_missing_requirement() {
+        let err = load(&[("SWAPD_MODE", "live")], None)
+            .unwrap_err()
+            .to_string();
+        for key in [
+            "master_key",
+            "database_url",
+            "x402.facilitator_url",
+            "x402.pay_to",
+            "providers.live",
+        ] {
+            assert!(err.contains(key), "`{err}` should name `{key}`");
+        }
+        let err = load(
+            &[
+                ("SWAPD_MODE", "live"),
+                ("SWAPD_MASTER_KEY", &"ab".repeat(32)),
+                ("SWAPD_DATABASE_URL", "postgres://u@h/db"),
+                ("SWAPD_X402__FACILITATOR", "http"),
+                ("SWAPD_X402__FACILITATOR_URL", "https://facilitator.example"),
+                (
+                    "SWAPD_X402__PAY_TO",
+                    "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+                ),
+            ],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("providers.live") && !err.contains("master_key"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn show_redacts_secrets_and_passwords() {
+        let config = load(
+            &[
+                ("SWAPD_MASTER_KEY", &"cd".repeat(32)),
+                ("SWAPD_DATABASE_URL", "postgres://app:hunter2@db/swapd"),
+                ("SWAPD_X402__ACCESS_TOKEN_SECRET", "tok-secret"),
+            ],
+            None,
+        )
+        .unwrap();
+        let shown = config.redacted_toml();
+        assert!(!shown.contains(&"cd".repeat(32)));
+        assert!(!shown.contains("hunter2"));
+        assert!(!shown.contains("tok-secret"));
+        assert!(shown.contains("postgres://app:***@db/swapd"));
+        assert!(shown.contains("master_key = \"<redacted>\""));
+    }
+
+    #[test]
+    fn decimal_and_caip2_checks() {
+        assert!(is_positive_decimal("0.05") && is_positive_decimal("1"));
+        assert!(
+            !is_positive_decimal("0")
+                && !is_positive_decimal(".5")
+                && !is_positive_decimal("1.")
+                && !is_positive_decimal("1e3")
+        );
+        assert!(is_caip2("eip155:8453") && is_caip2("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"));
+        assert!(!is_caip2("8453") && !is_caip2("EIP155:1"));
+    }
+}
