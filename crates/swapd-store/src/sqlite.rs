@@ -31,12 +31,12 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(std::time::Duration::from_secs(5))
             .foreign_keys(true);
-        if let Some(parent) = Path::new(connect.get_filename()).parent() {
-            if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    OpenError::Connect(format!("cannot create {}: {e}", parent.display()))
-                })?;
-            }
+        if let Some(parent) = Path::new(connect.get_filename()).parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                OpenError::Connect(format!("cannot create {}: {e}", parent.display()))
+            })?;
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections)

@@ -202,9 +202,7 @@ impl Config {
         if let Some(format) = overrides.log_format {
             figment = figment.merge(("log.format", format));
         }
-        let mut config: Config = figment
-            .extract()
-            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let mut config: Config = figment.extract().map_err(describe_figment_error)?;
         config.resolve_defaults();
         config.validate()?;
         Ok(config)
@@ -342,6 +340,35 @@ impl Config {
     }
 }
 
+/// One line per problem, each naming the setting by its dotted path and where it came from.
+fn describe_figment_error(error: figment::Error) -> ConfigError {
+    let problems: Vec<String> = error
+        .into_iter()
+        .map(|e| {
+            let source = e.metadata.as_ref().map(|m| match &m.source {
+                Some(source) => format!(" (from {source})"),
+                None => format!(" (from {})", m.name),
+            });
+            let kind = match &e.kind {
+                figment::error::Kind::UnknownField(field, _) => {
+                    format!("unknown setting `{field}`")
+                }
+                other => other.to_string(),
+            };
+            if e.path.is_empty() {
+                format!("{kind}{}", source.unwrap_or_default())
+            } else {
+                format!(
+                    "setting `{}`{}: {kind}",
+                    e.path.join("."),
+                    source.unwrap_or_default()
+                )
+            }
+        })
+        .collect();
+    ConfigError::Invalid(problems.join("; "))
+}
+
 fn adapters_list() -> String {
     if LIVE_PROVIDER_ADAPTERS.is_empty() {
         "none yet".into()
@@ -394,14 +421,19 @@ fn is_positive_decimal(text: &str) -> bool {
     !whole.is_empty()
         && digits(whole)
         && digits(fraction)
-        && (text.contains('.') == !fraction.is_empty())
+        && text.contains('.') != fraction.is_empty()
         && text.bytes().any(|b| (b'1'..=b'9').contains(&b))
 }
 
 #[cfg(test)]
+// `Jail::expect_with` fixes the closure's error type to figment's (large) `Error`.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
     use figment::Jail;
+
+    /// (environment, swapd.toml text, the setting the error must name)
+    type BadCase<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a str);
 
     fn load(jail_env: &[(&str, &str)], toml: Option<&str>) -> Result<Config, ConfigError> {
         let mut result = None;
@@ -474,7 +506,7 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_setting() {
-        let cases: [(&[(&str, &str)], Option<&str>, &str); 7] = [
+        let cases: [BadCase; 7] = [
             (&[("SWAPD_LISTEN", "not-an-address")], None, "listen"),
             (&[], Some("listne = \"x\""), "listne"),
             (&[("SWAPD_DATABASE_URL", "mysql://x")], None, "database_url"),

@@ -1,0 +1,251 @@
+//! The HTTP skeleton, end to end against a real server on 127.0.0.1:0 with its own SQLite file.
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use swapd::app::{App, Roles, Runtime};
+use swapd::config::Config;
+use tokio_util::sync::CancellationToken;
+
+struct Server {
+    base: String,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir.path().to_path_buf(),
+            database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
+            ..Config::default()
+        };
+        let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
+            .await
+            .unwrap();
+        let base = format!("http://{}", app.local_addr().unwrap());
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        Server {
+            base,
+            shutdown,
+            task,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+async fn error_of(response: reqwest::Response) -> (StatusCode, String, Value) {
+    let status = response.status();
+    assert!(response.headers().contains_key("x-request-id"));
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["success"], false, "{body}");
+    let code = body["error"]["code"].as_str().unwrap().to_owned();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    (status, code, body)
+}
+
+#[tokio::test]
+async fn health_and_readiness_answer_in_the_envelope_with_request_ids() {
+    let server = Server::start().await;
+    let client = reqwest::Client::new();
+
+    let health = client.get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    let id = health.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(id.starts_with("req_") && id.len() == 36, "{id}");
+    let body: Value = health.json().await.unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"success": true, "data": {"status": "ok"}})
+    );
+
+    let ready: Value = client
+        .get(server.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["data"]["status"], "ready");
+    assert_eq!(ready["data"]["database"], "sqlite");
+    assert_eq!(ready["data"]["mode"], "sandbox");
+
+    let echoed = client
+        .get(server.url("/healthz"))
+        .header("x-request-id", "client-chosen-id-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(echoed.headers()["x-request-id"], "client-chosen-id-123");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn framework_errors_use_the_envelope_and_stable_codes() {
+    let server = Server::start().await;
+    let client = reqwest::Client::new();
+
+    for path in ["/nope", "/api/v3/nope", "/api/x402/orders/ord_x"] {
+        let (status, code, _) = error_of(client.get(server.url(path)).send().await.unwrap()).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{path}"
+        );
+    }
+
+    let response = client.post(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(response.headers()["allow"], "GET,HEAD");
+    let (status, code, _) = error_of(response).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+    );
+
+    let oversized = vec![b'x'; 64 * 1024 + 1];
+    let response = client
+        .post(server.url("/api/v3/openapi.json"))
+        .header("content-type", "application/json")
+        .body(oversized)
+        .send()
+        .await
+        .unwrap();
+    let (status, code, _) = error_of(response).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status_with_a_latency_histogram() {
+    let server = Server::start().await;
+    let client = reqwest::Client::new();
+    client.get(server.url("/healthz")).send().await.unwrap();
+    client
+        .get(server.url("/api/v3/missing"))
+        .send()
+        .await
+        .unwrap();
+
+    let response = client.get(server.url("/metrics")).send().await.unwrap();
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains(r#"http_requests_total{route="/healthz",method="GET",status="200"}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"route="unmatched",method="GET",status="404""#),
+        "{text}"
+    );
+    assert!(
+        text.contains("http_request_duration_seconds_bucket{"),
+        "{text}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn openapi_documents_are_served_and_match_the_committed_files() {
+    let server = Server::start().await;
+    let client = reqwest::Client::new();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../openapi");
+    for (path, file) in [
+        ("/api/v3/openapi.json", "v3.json"),
+        ("/api/x402/openapi.json", "x402.json"),
+    ] {
+        let served = client
+            .get(server.url(path))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let committed = std::fs::read_to_string(format!("{root}/{file}")).unwrap_or_default();
+        assert!(
+            served == committed,
+            "openapi/{file} is stale: run `cargo run -p swapd -- openapi --out openapi`"
+        );
+        let doc: Value = serde_json::from_str(&served).unwrap();
+        assert_eq!(doc["openapi"], "3.1.0");
+        assert!(doc["paths"][path].is_object(), "{path} documents itself");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_worker_sweeps_expired_nonces() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().to_path_buf(),
+        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        ..Config::default()
+    };
+    let runtime = Runtime::open(config).await.unwrap();
+    let store = runtime.store.clone();
+    let now = runtime.clock.now_ms();
+    assert!(
+        store
+            .remember_nonce("key_a", "expired-nonce", now - 1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .remember_nonce("key_a", "live-nonce-1", now + 600_000)
+            .await
+            .unwrap()
+    );
+
+    let worker = swapd_worker::Worker::new(store.clone(), runtime.clock.clone());
+    worker.sweep_expired().await;
+
+    assert!(
+        store
+            .remember_nonce("key_a", "expired-nonce", now + 1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .remember_nonce("key_a", "live-nonce-1", now + 1)
+            .await
+            .unwrap()
+    );
+}

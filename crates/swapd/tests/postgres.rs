@@ -1,0 +1,95 @@
+//! The server on PostgreSQL: `serve --database-url postgres://...` semantics in process, and
+//! readiness that follows the database (a TCP proxy in front of PostgreSQL is cut mid-test).
+//! Needs `SWAPD_TEST_POSTGRES_URL` (mandatory under CI).
+
+use std::net::SocketAddr;
+
+use serde_json::Value;
+use swapd::app::{App, Roles, Runtime};
+use swapd::config::Config;
+use swapd_store::test_support::{PgTestSchema, postgres_url};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Forwards TCP connections to `target` until `cut` is cancelled, then drops every connection.
+async fn start_proxy(target: SocketAddr, cut: CancellationToken) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = cut.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((mut inbound, _)) = accepted else {
+                continue;
+            };
+            let cut = cut.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
+                tokio::select! {
+                    () = cut.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn readiness_follows_the_database_through_an_outage() {
+    let Some(base_url) = postgres_url() else {
+        return;
+    };
+    let schema = PgTestSchema::create(&base_url).await;
+    let mut url = url::Url::parse(&schema.database_url()).unwrap();
+    let target: SocketAddr = format!(
+        "{}:{}",
+        url.host_str().unwrap().replace("localhost", "127.0.0.1"),
+        url.port().unwrap_or(5432)
+    )
+    .parse()
+    .unwrap();
+    let cut = CancellationToken::new();
+    let proxy = start_proxy(target, cut.clone()).await;
+    url.set_port(Some(proxy.port())).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.path().to_path_buf(),
+        database_url: url.to_string(),
+        ..Config::default()
+    };
+    config.database.acquire_timeout_ms = 500;
+    let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
+        .await
+        .unwrap();
+    let base = format!("http://{}", app.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(app.run_until_stopped(shutdown.clone()));
+    let client = reqwest::Client::new();
+
+    let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let body: Value = ready.json().await.unwrap();
+    assert_eq!(body["data"]["database"], "postgres");
+
+    cut.cancel();
+    let down = client.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(down.status(), 503);
+    let body: Value = down.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "service_unavailable");
+    let health = client.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(
+        health.status(),
+        200,
+        "liveness does not depend on the database"
+    );
+
+    shutdown.cancel();
+    task.await.unwrap().unwrap();
+}
