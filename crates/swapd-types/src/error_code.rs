@@ -179,3 +179,17 @@ mod tests {
         assert_eq!(ErrorCode::AuthUnavailable.http_status(), 503);
     }
 }
+
+#[cfg(test)]
+mod doc_tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn every_code_is_documented_in_docs_errors_md() {
+        let doc = include_str!("../../../docs/errors.md");
+        for code in ErrorCode::ALL {
+            let cell = format!("`{}`", code.as_str());
+            assert!(doc.contains(&cell), "docs/errors.md does not list {cell}");
+        }
+    }
+}

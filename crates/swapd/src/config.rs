@@ -493,6 +493,13 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_file_is_valid() {
+        let example = include_str!("../../../swapd.example.toml");
+        let config = load(&[], Some(example)).unwrap();
+        assert_eq!(config.mode, Mode::Sandbox);
+    }
+
+    #[test]
     fn unrelated_swapd_variables_are_not_configuration() {
         let config = load(
             &[
