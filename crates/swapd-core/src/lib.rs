@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod clock;
 pub mod ids;
 pub mod secrets;
+pub mod signing;
 pub mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};
