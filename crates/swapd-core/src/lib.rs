@@ -3,7 +3,9 @@
 
 pub mod api_keys;
 pub mod clock;
+pub mod idempotency;
 pub mod ids;
+pub mod rate_limit;
 pub mod secrets;
 pub mod signing;
 pub mod store;

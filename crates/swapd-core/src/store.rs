@@ -3,7 +3,17 @@
 
 use async_trait::async_trait;
 
-use crate::api_keys::ApiKey;
+use crate::api_keys::{ApiKey, RateLimits};
+use crate::idempotency::{Begin, StoredResponse};
+use crate::rate_limit::{RateDecision, RateState};
+
+/// A nonce a key used, remembered until `expires_at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NonceRecord {
+    pub key_id: String,
+    pub nonce: String,
+    pub expires_at_ms: i64,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -55,7 +65,56 @@ pub trait Store: Send + Sync + 'static {
         expires_at_ms: i64,
     ) -> Result<bool, StoreError>;
 
-    /// Deletes every record whose lifetime ended at or before `now_ms` (nonces today; later
-    /// idempotency keys and other TTL rows). Returns how many rows went.
+    /// Deletes every record whose lifetime ended at or before `now_ms` (nonces and idempotency
+    /// keys). Returns how many rows went.
     async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError>;
+
+    /// Records many nonces in one transaction, ignoring ones already recorded (batched
+    /// persistence of the single-node nonce set).
+    async fn remember_nonces(&self, batch: &[NonceRecord]) -> Result<(), StoreError>;
+
+    /// Every nonce still remembered at `now_ms` (to rebuild the in-memory set on start).
+    async fn live_nonces(&self, now_ms: i64) -> Result<Vec<NonceRecord>, StoreError>;
+
+    /// Atomically decides one request of `cost` units for `key_id` with
+    /// [`crate::rate_limit::decide`] and stores the new state when admitted.
+    async fn consume_rate(
+        &self,
+        key_id: &str,
+        limits: RateLimits,
+        cost: u32,
+        now_ms: i64,
+    ) -> Result<RateDecision, StoreError>;
+
+    /// The stored rate-limit state of `key_id` (default when none).
+    async fn rate_state(&self, key_id: &str) -> Result<RateState, StoreError>;
+
+    /// Starts an idempotent execution or says how to answer instead, applying
+    /// [`crate::idempotency::plan`] atomically.
+    async fn begin_idempotent(
+        &self,
+        principal: &str,
+        key: &str,
+        fingerprint: &str,
+        lease_token: &str,
+        now_ms: i64,
+    ) -> Result<Begin, StoreError>;
+
+    /// Stores the outcome of the execution holding `lease_token`. `false` when the lease was
+    /// lost (another attempt took over after it expired).
+    async fn finish_idempotent(
+        &self,
+        principal: &str,
+        key: &str,
+        lease_token: &str,
+        response: &StoredResponse,
+    ) -> Result<bool, StoreError>;
+
+    /// Forgets an in-flight execution that stored nothing, so a retry executes afresh.
+    async fn release_idempotent(
+        &self,
+        principal: &str,
+        key: &str,
+        lease_token: &str,
+    ) -> Result<(), StoreError>;
 }

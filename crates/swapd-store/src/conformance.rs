@@ -1,15 +1,21 @@
 //! The behaviour every [`Store`] implementation must show. The same suite runs against SQLite
 //! and PostgreSQL (`tests/conformance.rs`); a backend that differs from the other fails here.
 
+use std::sync::Arc;
+
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, KeyStatus, RateLimits};
+use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredResponse};
+use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
+use swapd_core::store::NonceRecord;
 use swapd_core::{Store, StoreError};
 use swapd_types::Permission;
 
 use crate::{Backend, migrations};
 
 /// Runs every check against a freshly opened, not yet migrated store.
-pub async fn run_all(store: &dyn Store) {
+pub async fn run_all(shared: Arc<dyn Store>) {
+    let store = shared.as_ref();
     migrations_apply_once_and_match_the_embedded_list(store).await;
     ping_answers(store).await;
     api_keys_round_trip_exactly(store).await;
@@ -17,6 +23,11 @@ pub async fn run_all(store: &dyn Store) {
     api_keys_list_oldest_first(store).await;
     revocation_is_idempotent_and_keeps_the_first_time(store).await;
     nonces_are_single_use_per_key_until_purged(store).await;
+    nonce_batches_ignore_duplicates_and_live_nonces_reload(store).await;
+    rate_decisions_match_the_pure_function_and_refusals_consume_nothing(store).await;
+    concurrent_rate_consumption_admits_exactly_the_quota(&shared).await;
+    idempotency_records_follow_the_plan(store).await;
+    concurrent_first_attempts_execute_once(&shared).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -167,4 +178,240 @@ async fn nonces_are_single_use_per_key_until_purged(store: &dyn Store) {
             .unwrap()
     );
     assert_eq!(store.purge_expired(i64::MAX).await.unwrap(), 2);
+}
+
+async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &dyn Store) {
+    let record = |nonce: &str, expires_at_ms| NonceRecord {
+        key_id: "key_batch".into(),
+        nonce: nonce.into(),
+        expires_at_ms,
+    };
+    store
+        .remember_nonces(&[record("batch-0001", 5_000)])
+        .await
+        .unwrap();
+    store
+        .remember_nonces(&[
+            record("batch-0001", 9_000),
+            record("batch-0002", 9_000),
+            record("batch-0003", 100),
+        ])
+        .await
+        .unwrap();
+    let mut live = store.live_nonces(1_000).await.unwrap();
+    live.sort_by(|a, b| a.nonce.cmp(&b.nonce));
+    assert_eq!(
+        live,
+        [record("batch-0001", 5_000), record("batch-0002", 9_000)]
+    );
+    assert!(
+        !store
+            .remember_nonce("key_batch", "batch-0002", 9_000)
+            .await
+            .unwrap()
+    );
+    store.remember_nonces(&[]).await.unwrap();
+    store.purge_expired(i64::MAX).await.unwrap();
+}
+
+async fn rate_decisions_match_the_pure_function_and_refusals_consume_nothing(store: &dyn Store) {
+    let limits = RateLimits {
+        per_minute: 3,
+        per_hour: 100,
+        weight_per_hour: 7,
+    };
+    let now = 1_700_000_000_000;
+    assert_eq!(
+        store.rate_state("key_rate").await.unwrap(),
+        RateState::default()
+    );
+    let mut expected = RateState::default();
+    for (cost, at) in [
+        (1, now),
+        (5, now + 1),
+        (2, now + 2),
+        (1, now + 3),
+        (1, now + 60_000),
+    ] {
+        let pure = rate_limit::decide(expected, limits, cost, at);
+        let stored = store
+            .consume_rate("key_rate", limits, cost, at)
+            .await
+            .unwrap();
+        assert_eq!(stored, pure);
+        expected = pure.state;
+        assert_eq!(store.rate_state("key_rate").await.unwrap(), expected);
+    }
+    let refused = store
+        .consume_rate("key_rate", limits, 1, now + 60_001)
+        .await
+        .unwrap();
+    assert_eq!(refused.refused_by, Some(Policy::KeyWeightHour));
+    assert_eq!(store.rate_state("key_rate").await.unwrap(), expected);
+}
+
+async fn concurrent_rate_consumption_admits_exactly_the_quota(store: &Arc<dyn Store>) {
+    let limits = RateLimits {
+        per_minute: 5,
+        per_hour: 100,
+        weight_per_hour: 100,
+    };
+    let now = 1_700_000_000_000;
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.consume_rate("key_race", limits, 1, now).await })
+        })
+        .collect();
+    let mut admitted = 0;
+    for task in tasks {
+        if task.await.unwrap().unwrap().refused_by.is_none() {
+            admitted += 1;
+        }
+    }
+    assert_eq!(admitted, 5);
+    assert_eq!(store.rate_state("key_race").await.unwrap().hour_count, 5);
+}
+
+async fn idempotency_records_follow_the_plan(store: &dyn Store) {
+    let now = 1_700_000_000_000;
+    let begin = |fp: &'static str, token: &'static str, at: i64| async move {
+        store
+            .begin_idempotent("key_p", "idem-0001", fp, token, at)
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        begin("fp", "t1", now).await,
+        Begin::Execute {
+            lease_token: "t1".into()
+        }
+    );
+    assert_eq!(
+        begin("fp", "t2", now + 1).await,
+        Begin::InFlight {
+            retry_after_secs: 60
+        }
+    );
+    assert_eq!(begin("other", "t2", now + 1).await, Begin::Mismatch);
+    assert_eq!(
+        store
+            .begin_idempotent("key_q", "idem-0001", "other", "t9", now)
+            .await
+            .unwrap(),
+        Begin::Execute {
+            lease_token: "t9".into()
+        },
+        "keys are scoped per principal"
+    );
+
+    let response = StoredResponse {
+        status: 201,
+        body: br#"{"success":true}"#.to_vec(),
+    };
+    assert!(
+        !store
+            .finish_idempotent("key_p", "idem-0001", "wrong", &response)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .finish_idempotent("key_p", "idem-0001", "t1", &response)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        begin("fp", "t3", now + 2).await,
+        Begin::Replay(response.clone())
+    );
+    assert_eq!(begin("other", "t3", now + 2).await, Begin::Mismatch);
+
+    // Released (nothing stored): the next attempt executes afresh.
+    assert_eq!(
+        store
+            .begin_idempotent("key_p", "idem-0002", "fp", "t4", now)
+            .await
+            .unwrap(),
+        Begin::Execute {
+            lease_token: "t4".into()
+        }
+    );
+    store
+        .release_idempotent("key_p", "idem-0002", "t4")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .begin_idempotent("key_p", "idem-0002", "fp2", "t5", now)
+            .await
+            .unwrap(),
+        Begin::Execute {
+            lease_token: "t5".into()
+        }
+    );
+    // Abandoned (lease expired): the next attempt takes over; the old holder can no longer finish.
+    assert_eq!(
+        store
+            .begin_idempotent("key_p", "idem-0002", "fp2", "t6", now + LEASE_MS)
+            .await
+            .unwrap(),
+        Begin::Execute {
+            lease_token: "t6".into()
+        }
+    );
+    assert!(
+        !store
+            .finish_idempotent("key_p", "idem-0002", "t5", &response)
+            .await
+            .unwrap()
+    );
+
+    // After 24 h the key is new again, and the janitor forgets it.
+    let later = now + IDEMPOTENCY_TTL_MS;
+    assert_eq!(
+        begin("other", "t7", later).await,
+        Begin::Execute {
+            lease_token: "t7".into()
+        }
+    );
+    assert!(
+        store
+            .purge_expired(later + IDEMPOTENCY_TTL_MS)
+            .await
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(
+        store
+            .begin_idempotent("key_p", "idem-0001", "fp", "t8", now)
+            .await
+            .unwrap(),
+        Begin::Execute {
+            lease_token: "t8".into()
+        }
+    );
+}
+
+async fn concurrent_first_attempts_execute_once(store: &Arc<dyn Store>) {
+    let now = 1_700_000_000_000;
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .begin_idempotent("key_c", "idem-race", "fp", &format!("t{i}"), now)
+                    .await
+            })
+        })
+        .collect();
+    let mut executions = 0;
+    for task in tasks {
+        match task.await.unwrap().unwrap() {
+            Begin::Execute { .. } => executions += 1,
+            Begin::InFlight { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(executions, 1);
 }

@@ -4,9 +4,12 @@ use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use swapd_core::StoreError;
-use swapd_core::api_keys::ApiKey;
+use swapd_core::api_keys::{ApiKey, RateLimits};
+use swapd_core::idempotency::{self, Begin, StoredResponse};
+use swapd_core::rate_limit::{self, RateDecision, RateState};
+use swapd_core::store::NonceRecord;
 
-use crate::rows::{ApiKeyRow, api_key_columns};
+use crate::rows::{ApiKeyRow, IdempotencyRow, RateRow, api_key_columns};
 use crate::shared::store_impl;
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 
@@ -39,4 +42,11 @@ impl PgStore {
     }
 }
 
-store_impl!(PgStore, "postgres", {});
+impl PgStore {
+    /// A write transaction; rows it must update are locked with `SELECT ... FOR UPDATE`.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
+        self.pool.begin().await.map_err(map_sqlx_error)
+    }
+}
+
+store_impl!(PgStore, "postgres", lock = " FOR UPDATE", {});

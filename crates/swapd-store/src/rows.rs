@@ -2,6 +2,8 @@
 
 use swapd_core::StoreError;
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
+use swapd_core::idempotency::{Record, RecordState, StoredResponse};
+use swapd_core::rate_limit::RateState;
 use swapd_types::Permission;
 
 #[derive(Debug, sqlx::FromRow)]
@@ -87,4 +89,58 @@ fn join<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I, separator: &str) -> 
 
 fn split(text: &str, separator: char) -> impl Iterator<Item = &str> {
     text.split(separator).filter(|s| !s.is_empty())
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct RateRow {
+    pub tat_ms: i64,
+    pub window_start_ms: i64,
+    pub hour_count: i64,
+    pub hour_weight: i64,
+}
+
+impl RateRow {
+    pub fn into_state(self) -> Result<RateState, StoreError> {
+        let count = |value: i64| {
+            u32::try_from(value).map_err(|_| StoreError::Corrupt("rate-limit counter".into()))
+        };
+        Ok(RateState {
+            tat_ms: self.tat_ms,
+            window_start_ms: self.window_start_ms,
+            hour_count: count(self.hour_count)?,
+            hour_weight: count(self.hour_weight)?,
+        })
+    }
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct IdempotencyRow {
+    pub fingerprint: String,
+    pub lease_token: Option<String>,
+    pub lease_until: Option<i64>,
+    pub status: Option<i64>,
+    pub body: Option<Vec<u8>>,
+    pub expires_at: i64,
+}
+
+impl IdempotencyRow {
+    pub fn into_record(self) -> Result<Record, StoreError> {
+        let state = match (self.lease_token, self.lease_until, self.status, self.body) {
+            (Some(lease_token), Some(lease_until_ms), None, None) => RecordState::InFlight {
+                lease_token,
+                lease_until_ms,
+            },
+            (None, None, Some(status), Some(body)) => RecordState::Done(StoredResponse {
+                status: u16::try_from(status)
+                    .map_err(|_| StoreError::Corrupt("idempotency status".into()))?,
+                body,
+            }),
+            _ => return Err(StoreError::Corrupt("idempotency record state".into())),
+        };
+        Ok(Record {
+            fingerprint: self.fingerprint,
+            expires_at_ms: self.expires_at,
+            state,
+        })
+    }
 }

@@ -3,7 +3,7 @@
 //! drivers); the methods that differ are passed in by the backend module.
 
 macro_rules! store_impl {
-    ($store:ty, $backend:literal, { $($backend_methods:tt)* }) => {
+    ($store:ty, $backend:literal, lock = $lock:literal, { $($backend_methods:tt)* }) => {
         #[async_trait::async_trait]
         impl swapd_core::Store for $store {
         fn backend(&self) -> &'static str {
@@ -107,12 +107,221 @@ macro_rules! store_impl {
         }
 
         async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
-            sqlx::query("DELETE FROM nonces WHERE expires_at <= $1")
-                .bind(now_ms)
-                .execute(&self.pool)
+            let mut purged = 0;
+            for statement in [
+                "DELETE FROM nonces WHERE expires_at <= $1",
+                "DELETE FROM idempotency_keys WHERE expires_at <= $1",
+            ] {
+                purged += sqlx::query(statement)
+                    .bind(now_ms)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(map_sqlx_error)?
+                    .rows_affected();
+            }
+            Ok(purged)
+        }
+
+        async fn remember_nonces(&self, batch: &[NonceRecord]) -> Result<(), StoreError> {
+            let mut tx = self.write_tx().await?;
+            for record in batch {
+                sqlx::query(
+                    "INSERT INTO nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (key_id, nonce) DO NOTHING",
+                )
+                .bind(&record.key_id)
+                .bind(&record.nonce)
+                .bind(record.expires_at_ms)
+                .execute(&mut *tx)
                 .await
-                .map(|done| done.rows_affected())
-                .map_err(map_sqlx_error)
+                .map_err(map_sqlx_error)?;
+            }
+            tx.commit().await.map_err(map_sqlx_error)
+        }
+
+        async fn live_nonces(&self, now_ms: i64) -> Result<Vec<NonceRecord>, StoreError> {
+            let rows: Vec<(String, String, i64)> = sqlx::query_as(
+                "SELECT key_id, nonce, expires_at FROM nonces WHERE expires_at > $1",
+            )
+            .bind(now_ms)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            Ok(rows
+                .into_iter()
+                .map(|(key_id, nonce, expires_at_ms)| NonceRecord {
+                    key_id,
+                    nonce,
+                    expires_at_ms,
+                })
+                .collect())
+        }
+
+        async fn consume_rate(
+            &self,
+            key_id: &str,
+            limits: RateLimits,
+            cost: u32,
+            now_ms: i64,
+        ) -> Result<RateDecision, StoreError> {
+            let mut tx = self.write_tx().await?;
+            sqlx::query(
+                "INSERT INTO rate_limits (key_id, tat_ms, window_start_ms, hour_count, hour_weight) \
+                 VALUES ($1, 0, 0, 0, 0) ON CONFLICT (key_id) DO NOTHING",
+            )
+            .bind(key_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let row: RateRow = sqlx::query_as(concat!(
+                "SELECT tat_ms, window_start_ms, hour_count, hour_weight FROM rate_limits ",
+                "WHERE key_id = $1",
+                $lock
+            ))
+            .bind(key_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let decision = rate_limit::decide(row.into_state()?, limits, cost, now_ms);
+            if decision.refused_by.is_none() {
+                let state = decision.state;
+                sqlx::query(
+                    "UPDATE rate_limits SET tat_ms = $2, window_start_ms = $3, hour_count = $4, \
+                     hour_weight = $5 WHERE key_id = $1",
+                )
+                .bind(key_id)
+                .bind(state.tat_ms)
+                .bind(state.window_start_ms)
+                .bind(i64::from(state.hour_count))
+                .bind(i64::from(state.hour_weight))
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            }
+            tx.commit().await.map_err(map_sqlx_error)?;
+            Ok(decision)
+        }
+
+        async fn rate_state(&self, key_id: &str) -> Result<RateState, StoreError> {
+            let row: Option<RateRow> = sqlx::query_as(
+                "SELECT tat_ms, window_start_ms, hour_count, hour_weight FROM rate_limits \
+                 WHERE key_id = $1",
+            )
+            .bind(key_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            row.map_or(Ok(RateState::default()), RateRow::into_state)
+        }
+
+        async fn begin_idempotent(
+            &self,
+            principal: &str,
+            key: &str,
+            fingerprint: &str,
+            lease_token: &str,
+            now_ms: i64,
+        ) -> Result<Begin, StoreError> {
+            // Two first attempts may both find no row; the loser of the insert race retries
+            // and then sees the winner's record.
+            for _ in 0..3 {
+                let mut tx = self.write_tx().await?;
+                let existing: Option<IdempotencyRow> = sqlx::query_as(concat!(
+                    "SELECT fingerprint, lease_token, lease_until, status, body, expires_at ",
+                    "FROM idempotency_keys WHERE principal = $1 AND idem_key = $2",
+                    $lock
+                ))
+                .bind(principal)
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+                let existing = existing.map(IdempotencyRow::into_record).transpose()?;
+                let record = match idempotency::plan(existing.as_ref(), fingerprint, lease_token, now_ms) {
+                    idempotency::Plan::Answer(answer) => return Ok(answer),
+                    idempotency::Plan::Claim(record) => record,
+                };
+                let idempotency::RecordState::InFlight { lease_until_ms, .. } = record.state else {
+                    unreachable!("a claim is always in flight");
+                };
+                let statement = if existing.is_some() {
+                    "UPDATE idempotency_keys SET fingerprint = $3, lease_token = $4, \
+                     lease_until = $5, status = NULL, body = NULL, created_at = $6, expires_at = $7 \
+                     WHERE principal = $1 AND idem_key = $2"
+                } else {
+                    "INSERT INTO idempotency_keys (principal, idem_key, fingerprint, lease_token, \
+                     lease_until, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                };
+                let written = sqlx::query(statement)
+                    .bind(principal)
+                    .bind(key)
+                    .bind(&record.fingerprint)
+                    .bind(lease_token)
+                    .bind(lease_until_ms)
+                    .bind(now_ms)
+                    .bind(record.expires_at_ms)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error);
+                match written {
+                    Ok(_) => {}
+                    Err(StoreError::Conflict(_)) => continue,
+                    Err(other) => return Err(other),
+                }
+                match tx.commit().await.map_err(map_sqlx_error) {
+                    Ok(()) => {
+                        return Ok(Begin::Execute {
+                            lease_token: lease_token.to_owned(),
+                        })
+                    }
+                    Err(StoreError::Conflict(_)) => continue,
+                    Err(other) => return Err(other),
+                }
+            }
+            Err(StoreError::Unavailable(
+                "idempotency record is contended; retry".into(),
+            ))
+        }
+
+        async fn finish_idempotent(
+            &self,
+            principal: &str,
+            key: &str,
+            lease_token: &str,
+            response: &StoredResponse,
+        ) -> Result<bool, StoreError> {
+            let done = sqlx::query(
+                "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
+                 lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+            )
+            .bind(principal)
+            .bind(key)
+            .bind(lease_token)
+            .bind(i64::from(response.status))
+            .bind(&response.body)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        async fn release_idempotent(
+            &self,
+            principal: &str,
+            key: &str,
+            lease_token: &str,
+        ) -> Result<(), StoreError> {
+            sqlx::query(
+                "DELETE FROM idempotency_keys WHERE principal = $1 AND idem_key = $2 \
+                 AND lease_token = $3",
+            )
+            .bind(principal)
+            .bind(key)
+            .bind(lease_token)
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
         }
 
         async fn revoke_api_key(

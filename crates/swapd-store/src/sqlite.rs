@@ -5,9 +5,12 @@ use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use swapd_core::StoreError;
-use swapd_core::api_keys::ApiKey;
+use swapd_core::api_keys::{ApiKey, RateLimits};
+use swapd_core::idempotency::{self, Begin, StoredResponse};
+use swapd_core::rate_limit::{self, RateDecision, RateState};
+use swapd_core::store::NonceRecord;
 
-use crate::rows::{ApiKeyRow, api_key_columns};
+use crate::rows::{ApiKeyRow, IdempotencyRow, RateRow, api_key_columns};
 use crate::shared::store_impl;
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 
@@ -56,4 +59,15 @@ impl SqliteStore {
     }
 }
 
-store_impl!(SqliteStore, "sqlite", {});
+impl SqliteStore {
+    /// A write transaction. SQLite takes the write lock at BEGIN, so a read-then-write
+    /// transaction cannot fail halfway with SQLITE_BUSY.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(map_sqlx_error)
+    }
+}
+
+store_impl!(SqliteStore, "sqlite", lock = "", {});

@@ -1,6 +1,8 @@
 //! The store conformance suite on both backends. The PostgreSQL run needs
 //! `SWAPD_TEST_POSTGRES_URL` and is mandatory under CI.
 
+use std::sync::Arc;
+
 use swapd_store::test_support::{PgTestSchema, postgres_url};
 use swapd_store::{PgStore, SqliteStore, StoreOptions, conformance};
 
@@ -15,7 +17,7 @@ async fn sqlite_store_conforms() {
         .await
         .unwrap();
     assert_eq!(store.journal_mode().await.unwrap(), "wal");
-    conformance::run_all(&store).await;
+    conformance::run_all(Arc::new(store)).await;
 }
 
 #[tokio::test]
@@ -25,7 +27,7 @@ async fn postgres_store_conforms() {
     let store = PgStore::open_with(schema.connect_options(), &StoreOptions::default())
         .await
         .unwrap();
-    conformance::run_all(&store).await;
+    conformance::run_all(Arc::new(store)).await;
 }
 
 #[tokio::test]

@@ -1,0 +1,288 @@
+//! Per-key request quotas as a pure function of (state, limits, cost, now), so the in-memory
+//! limiter of a single node and the database-backed limiter of several nodes decide identically.
+//!
+//! Three policies: `key-minute` (GCRA with a burst of the whole per-minute quota), `key-hour`
+//! (fixed UTC hour window counting requests) and `key-weight-hour` (the same window counting
+//! route weights). A request is admitted only if every policy admits it, and a refused request
+//! consumes nothing.
+
+use crate::api_keys::RateLimits;
+
+const MINUTE_MS: i64 = 60_000;
+const HOUR_MS: i64 = 3_600_000;
+
+/// What is remembered per key between requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateState {
+    /// GCRA theoretical arrival time (Unix ms) of the per-minute policy.
+    pub tat_ms: i64,
+    /// Start (Unix ms) of the hour window the counters belong to.
+    pub window_start_ms: i64,
+    pub hour_count: u32,
+    pub hour_weight: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    KeyMinute,
+    KeyHour,
+    KeyWeightHour,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::KeyMinute => "key-minute",
+            Policy::KeyHour => "key-hour",
+            Policy::KeyWeightHour => "key-weight-hour",
+        }
+    }
+}
+
+/// The `X-RateLimit-*` values of one policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub policy: Policy,
+    pub limit: u32,
+    pub remaining: u32,
+    pub used: u32,
+    /// When the policy is fully replenished (minute) or its window ends (hour), epoch seconds.
+    pub reset_secs: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateDecision {
+    /// `None` when admitted; otherwise the policy that refused.
+    pub refused_by: Option<Policy>,
+    /// Seconds to wait before the refused request could be admitted (≥ 1 when refused).
+    pub retry_after_secs: u64,
+    /// The quota to report: the refusing policy, or else the tightest one after this request.
+    pub report: Quota,
+    /// The state to store (unchanged when refused).
+    pub state: RateState,
+}
+
+/// Admits or refuses a request of `cost` weight units at `now_ms`.
+pub fn decide(state: RateState, limits: RateLimits, cost: u32, now_ms: i64) -> RateDecision {
+    let state = roll_window(state, now_ms);
+    let interval = emission_interval(limits);
+    let start = state.tat_ms.max(now_ms);
+    let next_tat = start + interval;
+
+    let minute_refused = next_tat - MINUTE_MS > now_ms;
+    let hour_refused = state.hour_count >= limits.per_hour;
+    let weight_refused = state.hour_weight.saturating_add(cost) > limits.weight_per_hour;
+    let window_end = state.window_start_ms + HOUR_MS;
+
+    let refusal = if minute_refused {
+        Some((Policy::KeyMinute, next_tat - MINUTE_MS - now_ms))
+    } else if hour_refused {
+        Some((Policy::KeyHour, window_end - now_ms))
+    } else if weight_refused {
+        Some((Policy::KeyWeightHour, window_end - now_ms))
+    } else {
+        None
+    };
+    if let Some((policy, wait_ms)) = refusal {
+        let report = quotas(state, limits, now_ms)
+            .into_iter()
+            .find(|q| q.policy == policy)
+            .expect("every policy has a quota");
+        return RateDecision {
+            refused_by: Some(policy),
+            retry_after_secs: ceil_secs(wait_ms).max(1) as u64,
+            report,
+            state,
+        };
+    }
+    let admitted = RateState {
+        tat_ms: next_tat,
+        window_start_ms: state.window_start_ms,
+        hour_count: state.hour_count + 1,
+        hour_weight: state.hour_weight + cost,
+    };
+    RateDecision {
+        refused_by: None,
+        retry_after_secs: 0,
+        report: tightest(admitted, limits, now_ms),
+        state: admitted,
+    }
+}
+
+/// The tightest quota without consuming anything (for responses to refused requests).
+pub fn peek(state: RateState, limits: RateLimits, now_ms: i64) -> Quota {
+    tightest(roll_window(state, now_ms), limits, now_ms)
+}
+
+fn tightest(state: RateState, limits: RateLimits, now_ms: i64) -> Quota {
+    quotas(state, limits, now_ms)
+        .into_iter()
+        .min_by(|a, b| {
+            // remaining/limit, compared without floats
+            (u64::from(a.remaining) * u64::from(b.limit))
+                .cmp(&(u64::from(b.remaining) * u64::from(a.limit)))
+        })
+        .expect("three quotas")
+}
+
+fn quotas(state: RateState, limits: RateLimits, now_ms: i64) -> [Quota; 3] {
+    let interval = emission_interval(limits);
+    let backlog = (state.tat_ms - now_ms).max(0);
+    let minute_remaining = u32::try_from((MINUTE_MS - backlog).max(0) / interval)
+        .unwrap_or(0)
+        .min(limits.per_minute);
+    let window_end_secs = ceil_secs(state.window_start_ms + HOUR_MS);
+    let hour_remaining = limits.per_hour.saturating_sub(state.hour_count);
+    let weight_remaining = limits.weight_per_hour.saturating_sub(state.hour_weight);
+    [
+        Quota {
+            policy: Policy::KeyMinute,
+            limit: limits.per_minute,
+            remaining: minute_remaining,
+            used: limits.per_minute - minute_remaining,
+            reset_secs: ceil_secs(state.tat_ms.max(now_ms)),
+        },
+        Quota {
+            policy: Policy::KeyHour,
+            limit: limits.per_hour,
+            remaining: hour_remaining,
+            used: limits.per_hour - hour_remaining,
+            reset_secs: window_end_secs,
+        },
+        Quota {
+            policy: Policy::KeyWeightHour,
+            limit: limits.weight_per_hour,
+            remaining: weight_remaining,
+            used: limits.weight_per_hour - weight_remaining,
+            reset_secs: window_end_secs,
+        },
+    ]
+}
+
+fn roll_window(state: RateState, now_ms: i64) -> RateState {
+    let window_start_ms = now_ms - now_ms.rem_euclid(HOUR_MS);
+    if state.window_start_ms == window_start_ms {
+        state
+    } else {
+        RateState {
+            window_start_ms,
+            hour_count: 0,
+            hour_weight: 0,
+            ..state
+        }
+    }
+}
+
+fn emission_interval(limits: RateLimits) -> i64 {
+    (MINUTE_MS / i64::from(limits.per_minute.max(1))).max(1)
+}
+
+fn ceil_secs(ms: i64) -> i64 {
+    ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+
+    fn limits(per_minute: u32, per_hour: u32, weight_per_hour: u32) -> RateLimits {
+        RateLimits {
+            per_minute,
+            per_hour,
+            weight_per_hour,
+        }
+    }
+
+    #[test]
+    fn a_burst_of_the_minute_quota_is_admitted_then_refused_with_retry_after() {
+        let limits = limits(5, 1000, 1000);
+        let mut state = RateState::default();
+        for i in 0..5 {
+            let d = decide(state, limits, 1, NOW);
+            assert_eq!(d.refused_by, None, "request {i}");
+            state = d.state;
+        }
+        let refused = decide(state, limits, 1, NOW);
+        assert_eq!(refused.refused_by, Some(Policy::KeyMinute));
+        assert_eq!(refused.state, state, "a refusal consumes nothing");
+        assert_eq!(refused.report.remaining, 0);
+        assert_eq!(
+            refused.retry_after_secs, 12,
+            "one emission interval of 60/5 s"
+        );
+        assert_eq!(decide(state, limits, 1, NOW + 12_000).refused_by, None);
+    }
+
+    #[test]
+    fn hourly_count_and_weight_windows_reset_on_the_hour() {
+        let limits = limits(1000, 2, 1000);
+        let mut state = RateState::default();
+        state = decide(state, limits, 1, NOW).state;
+        state = decide(state, limits, 1, NOW).state;
+        let refused = decide(state, limits, 1, NOW);
+        assert_eq!(refused.refused_by, Some(Policy::KeyHour));
+        let window_end = NOW - NOW.rem_euclid(HOUR_MS) + HOUR_MS;
+        assert_eq!(refused.report.reset_secs, window_end / 1000);
+        assert_eq!(refused.retry_after_secs as i64, ceil_secs(window_end - NOW));
+        assert_eq!(decide(state, limits, 1, window_end).refused_by, None);
+    }
+
+    #[test]
+    fn a_costly_request_that_does_not_fit_is_refused_without_partial_debit() {
+        let limits = limits(1000, 1000, 10);
+        let state = decide(RateState::default(), limits, 6, NOW).state;
+        let refused = decide(state, limits, 5, NOW);
+        assert_eq!(refused.refused_by, Some(Policy::KeyWeightHour));
+        assert_eq!(refused.report.remaining, 4);
+        assert_eq!(decide(state, limits, 4, NOW).refused_by, None);
+    }
+
+    #[test]
+    fn the_report_names_the_tightest_policy_and_adds_up() {
+        let limits = limits(10, 1000, 1000);
+        let d = decide(RateState::default(), limits, 1, NOW);
+        assert_eq!(d.report.policy, Policy::KeyMinute);
+        assert_eq!((d.report.used, d.report.remaining), (1, 9));
+        let peeked = peek(d.state, limits, NOW);
+        assert_eq!(peeked, d.report);
+    }
+
+    proptest! {
+        #[test]
+        /// The GCRA bound: between any two admitted requests `t_i <= t_j`, at most
+        /// `(t_j - t_i + one minute) / T` were admitted, T being the emission interval: a burst of
+        /// the per-minute quota, then one request per interval.
+        fn admissions_respect_the_gcra_bound(
+            gaps in proptest::collection::vec(0i64..3_000, 1..200),
+            per_minute in 1u32..30,
+        ) {
+            let limits = limits(per_minute, 100_000, 100_000);
+            let mut state = RateState::default();
+            let mut now = NOW;
+            let mut admitted: Vec<i64> = Vec::new();
+            for gap in gaps {
+                now += gap;
+                let d = decide(state, limits, 1, now);
+                if d.refused_by.is_none() {
+                    admitted.push(now);
+                } else {
+                    prop_assert!(d.retry_after_secs >= 1);
+                    prop_assert_eq!(d.state, state);
+                }
+                prop_assert_eq!(d.report.used + d.report.remaining, d.report.limit);
+                state = d.state;
+            }
+            let interval = emission_interval(limits);
+            for i in 0..admitted.len() {
+                for j in i..admitted.len() {
+                    let count = (j - i + 1) as i64;
+                    let allowed = (admitted[j] - admitted[i] + MINUTE_MS) / interval;
+                    prop_assert!(count <= allowed, "{} admitted in {} ms", count, admitted[j] - admitted[i]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+-- Per-key rate-limit state shared by every node (see swapd_core::rate_limit).
+CREATE TABLE rate_limits (
+    key_id          TEXT   PRIMARY KEY NOT NULL,
+    tat_ms          BIGINT NOT NULL,
+    window_start_ms BIGINT NOT NULL,
+    hour_count      BIGINT NOT NULL,
+    hour_weight     BIGINT NOT NULL
+);
+
+-- Idempotency-Key records (see swapd_core::idempotency). In flight: lease_token and lease_until
+-- are set. Done: status and body hold the response replayed to retries.
+CREATE TABLE idempotency_keys (
+    principal   TEXT   NOT NULL,
+    idem_key    TEXT   NOT NULL,
+    fingerprint TEXT   NOT NULL,
+    lease_token TEXT,
+    lease_until BIGINT,
+    status      BIGINT,
+    body        BYTEA,
+    created_at  BIGINT NOT NULL,
+    expires_at  BIGINT NOT NULL,
+    PRIMARY KEY (principal, idem_key)
+);
+CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
