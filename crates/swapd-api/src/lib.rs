@@ -4,9 +4,12 @@
 
 use std::sync::Arc;
 
+use ipnet::IpNet;
 use swapd_core::{Clock, Mode, Store};
 
+pub mod business;
 mod error;
+pub mod idempotency;
 mod json;
 mod layers;
 pub mod openapi;
@@ -23,4 +26,8 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub mode: Mode,
+    /// API keys, nonces and rate limits of the Business API.
+    pub guards: Arc<business::guards::Guards>,
+    /// Peers whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Arc<[IpNet]>,
 }

@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use swapd_types::{ErrorBody, ErrorCode, ErrorEnvelope, FieldProblem};
-use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -23,14 +24,38 @@ use utoipa::OpenApi;
         crate::ops::readyz,
         crate::ops::metrics,
         business_openapi,
+        crate::business::readiness,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
+    modifiers(&HmacScheme),
     tags(
+        (name = "business", description = "Signed Business API routes. Each lists its required permission; \
+            GET /api/v3 lists every route with its permission and weight (units of the weighted hourly quota)."),
         (name = "operations", description = "Unauthenticated endpoints for load balancers and monitoring"),
         (name = "meta", description = "Machine-readable descriptions of the API"),
     )
 )]
 pub struct BusinessApiDoc;
+
+/// The `hmac` security scheme: four headers, described in docs/authentication.md.
+struct HmacScheme;
+
+impl Modify for HmacScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "hmac",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-API-KEY",
+                "Send X-API-KEY, X-API-TIMESTAMP (epoch seconds, ±300 s), X-API-NONCE \
+                 (^[A-Za-z0-9._:-]{8,200}$, once per key) and X-API-SIGN: lowercase hex \
+                 HMAC-SHA256 with the key's secret of METHOD\\nPATH\\nCANONICAL_QUERY\\nTIMESTAMP\\nNONCE\\nBODY. \
+                 Every authenticated response carries X-RateLimit-Limit/Remaining/Reset/Used/Resource. \
+                 POST and PATCH need an Idempotency-Key.",
+            ))),
+        );
+    }
+}
 
 #[derive(OpenApi)]
 #[openapi(

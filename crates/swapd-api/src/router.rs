@@ -20,6 +20,7 @@ pub fn router(state: AppState) -> Router {
     let x402 = Router::new().route("/openapi.json", get(openapi::x402_openapi));
 
     Router::new()
+        .merge(crate::business::router(&state))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

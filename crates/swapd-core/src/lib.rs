@@ -7,7 +7,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod rate_limit;
 pub mod secrets;
-pub mod signing;
+pub use swapd_types::signing;
 pub mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -55,7 +55,10 @@ error_codes! {
     QueryInvalidEncoding => "query_invalid_encoding", 400;
     InvalidPaymentPayload => "invalid_payment_payload", 400;
     InvalidSiwxPayload => "invalid_siwx_payload", 400;
+    BodyNotAllowed => "body_not_allowed", 400;
+    DuplicateParameter => "duplicate_parameter", 400;
     AuthHeaderMissing => "auth_header_missing", 401;
+    AuthHeaderDuplicated => "auth_header_duplicated", 401;
     ApiKeyInvalid => "api_key_invalid", 401;
     ApiKeyRevoked => "api_key_revoked", 401;
     SignatureMalformed => "signature_malformed", 401;
@@ -94,6 +97,7 @@ error_codes! {
     PlanExpired => "plan_expired", 410;
     PayloadTooLarge => "payload_too_large", 413;
     UnsupportedMediaType => "unsupported_media_type", 415;
+    ContentEncodingUnsupported => "content_encoding_unsupported", 415;
     IdempotencyKeyReused => "idempotency_key_reused", 422;
     PairUnsupported => "pair_unsupported", 422;
     AmountOutOfRange => "amount_out_of_range", 422;

@@ -6,6 +6,7 @@
 mod envelope;
 mod error_code;
 mod permission;
+pub mod signing;
 
 pub use envelope::{ErrorBody, ErrorEnvelope, FieldProblem, Success};
 pub use error_code::ErrorCode;

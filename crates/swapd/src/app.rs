@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use swapd_api::AppState;
+use swapd_api::business::guards::{Guards, Sharing};
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
 use swapd_store::StoreOptions;
@@ -125,17 +126,30 @@ impl App {
             config,
             store,
             clock,
-            ..
+            master_key,
         } = self.runtime;
         let worker = self.roles.worker.then(|| {
             let worker = swapd_worker::Worker::new(store.clone(), clock.clone());
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
+            // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
+            let sharing = match store.backend() {
+                "sqlite" => Sharing::Local,
+                _ => Sharing::Database,
+            };
+            let guards = Arc::new(
+                Guards::new(store.clone(), clock.clone(), master_key, sharing)
+                    .await
+                    .context("cannot load the nonce set")?,
+            );
+            let flusher = tokio::spawn(guards.clone().run_nonce_flusher(shutdown.clone()));
             let state = AppState {
                 store,
                 clock,
                 mode: config.mode,
+                guards,
+                trusted_proxies: config.security.trusted_proxies.clone().into(),
             };
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
@@ -143,6 +157,7 @@ impl App {
                 .with_graceful_shutdown(async move { stop.cancelled().await })
                 .await
                 .context("HTTP server failed")?;
+            flusher.await.context("nonce flusher panicked")?;
         }
         if let Some(worker) = worker {
             worker.await.context("worker task panicked")?;

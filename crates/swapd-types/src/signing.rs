@@ -1,6 +1,7 @@
 //! Business API request signing (DESIGN.md §3): the canonical query, the six-line string to
 //! sign, and HMAC-SHA256 over it with the key's secret. Shared by the server (verification) and
-//! the SDK (signing), so both compute exactly the same bytes.
+//! the SDK (signing), so both compute exactly the same bytes. Part of the wire contract, hence
+//! here rather than in the domain crate.
 
 use hmac::{Hmac, Mac};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -32,7 +33,7 @@ pub enum QueryError {
 pub fn canonical_query(raw: &str) -> Result<String, QueryError> {
     let mut pairs = query_pairs(raw)?
         .into_iter()
-        .map(|(name, value)| (encode(&name), encode(&value)))
+        .map(|(name, value)| (encode_component(&name), encode_component(&value)))
         .collect::<Vec<_>>();
     pairs.sort();
     Ok(pairs
@@ -76,7 +77,9 @@ fn decode(text: &str) -> Result<String, QueryError> {
         .map_err(|_| QueryError::NotUtf8)
 }
 
-fn encode(text: &str) -> String {
+/// Percent-encodes every byte outside `A-Za-z0-9-_.~` as uppercase `%XX` (one query name or
+/// value in canonical form).
+pub fn encode_component(text: &str) -> String {
     utf8_percent_encode(text, UNRESERVED_COMPLEMENT).to_string()
 }
 
@@ -187,7 +190,9 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
 
 /// `X-API-KEY`: `key_` + 32 lowercase hex digits.
 pub fn is_key_id(text: &str) -> bool {
-    crate::ids::is_valid_id(text, crate::api_keys::API_KEY_PREFIX)
+    text.strip_prefix("key_").is_some_and(|rest| {
+        rest.len() == 32 && rest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 #[cfg(test)]

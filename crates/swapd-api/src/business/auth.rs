@@ -1,0 +1,522 @@
+//! The gate every signed `/api/v3` route passes through, in the order of DESIGN.md §3 and
+//! `research/reliability.md` §1.2: cheap checks first, the nonce recorded only after the
+//! signature verifies, quotas spent only by authenticated, authorized requests.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::header::{CONTENT_ENCODING, ORIGIN, RETRY_AFTER, VARY};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use ipnet::IpNet;
+use swapd_core::api_keys::normalize_origin;
+use swapd_core::rate_limit::{Policy, Quota};
+use swapd_core::signing::{self, TIMESTAMP_TOLERANCE_SECS};
+use swapd_types::{ErrorCode, Permission};
+
+use super::guards::{CachedKey, Guards, NonceOutcome};
+use super::routes::{RouteSpec, find};
+use crate::idempotency::CallerScope;
+use crate::{ApiError, AppState, MAX_BODY_BYTES};
+
+/// The authenticated caller of a Business API request, for handlers and later middleware.
+#[derive(Debug, Clone)]
+pub struct BusinessPrincipal {
+    pub key_id: String,
+    pub permissions: Vec<Permission>,
+}
+
+impl BusinessPrincipal {
+    /// The scope of this caller's idempotency keys and owned objects.
+    pub fn scope(&self) -> String {
+        format!("key:{}", self.key_id)
+    }
+}
+
+/// Everything the gate needs; the route table is a parameter so tests can mount extra routes.
+#[derive(Clone)]
+pub struct Gate {
+    pub state: AppState,
+    pub routes: &'static [RouteSpec],
+}
+
+/// An authentication header: its canonical name and the older alias still accepted.
+struct AuthHeader {
+    name: &'static str,
+    alias: Option<&'static str>,
+    /// How error messages spell it.
+    display: &'static str,
+    /// The code for a value that is not ASCII.
+    malformed: ErrorCode,
+}
+
+const API_KEY: AuthHeader = AuthHeader {
+    name: "x-api-key",
+    alias: None,
+    display: "X-API-KEY",
+    malformed: ErrorCode::ApiKeyInvalid,
+};
+const API_SIGN: AuthHeader = AuthHeader {
+    name: "x-api-sign",
+    alias: Some("x-signature"),
+    display: "X-API-SIGN",
+    malformed: ErrorCode::SignatureMalformed,
+};
+const API_TIMESTAMP: AuthHeader = AuthHeader {
+    name: "x-api-timestamp",
+    alias: Some("x-timestamp"),
+    display: "X-API-TIMESTAMP",
+    malformed: ErrorCode::TimestampInvalid,
+};
+const API_NONCE: AuthHeader = AuthHeader {
+    name: "x-api-nonce",
+    alias: Some("x-nonce"),
+    display: "X-API-NONCE",
+    malformed: ErrorCode::NonceInvalid,
+};
+const EXPOSED_HEADERS: &str = "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, \
+     X-RateLimit-Reset, X-RateLimit-Used, X-RateLimit-Resource, Retry-After, Idempotent-Replayed";
+
+pub async fn authenticate(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    match admit(&gate, request).await {
+        Ok((request, grant)) => {
+            let mut response = next.run(request).await;
+            grant.decorate(response.headers_mut());
+            response
+        }
+        Err((error, grant)) => {
+            let mut response = error.into_response();
+            if let Some(grant) = grant {
+                grant.decorate(response.headers_mut());
+            }
+            response
+        }
+    }
+}
+
+/// What an admitted (or authenticated but refused) request's response carries.
+struct Grant {
+    quota: Quota,
+    cors_origin: Option<HeaderValue>,
+}
+
+impl Grant {
+    fn decorate(&self, headers: &mut HeaderMap) {
+        rate_limit_headers(headers, &self.quota);
+        if let Some(origin) = &self.cors_origin {
+            headers.insert("access-control-allow-origin", origin.clone());
+            headers.insert(
+                "access-control-expose-headers",
+                HeaderValue::from_static(EXPOSED_HEADERS),
+            );
+            headers.append(VARY, HeaderValue::from_static("Origin"));
+        }
+    }
+}
+
+pub(crate) fn rate_limit_headers(headers: &mut HeaderMap, quota: &Quota) {
+    let number = |n: i64| HeaderValue::from_str(&n.to_string()).expect("digits");
+    headers.insert("x-ratelimit-limit", number(quota.limit.into()));
+    headers.insert("x-ratelimit-remaining", number(quota.remaining.into()));
+    headers.insert("x-ratelimit-reset", number(quota.reset_secs));
+    headers.insert("x-ratelimit-used", number(quota.used.into()));
+    headers.insert(
+        "x-ratelimit-resource",
+        HeaderValue::from_static(quota.policy.as_str()),
+    );
+}
+
+type Refusal = (ApiError, Option<Grant>);
+
+async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusal> {
+    let unauthenticated = |error: ApiError| (error, None);
+    let state = &gate.state;
+    let guards = state.guards.as_ref();
+    let (parts, body) = request.into_parts();
+
+    // Body: the exact bytes that were signed, uncompressed, within the limit.
+    if parts
+        .headers
+        .get(CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::ContentEncodingUnsupported,
+            "compressed request bodies are not accepted; send the body uncompressed",
+        )));
+    }
+    let body = to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| unauthenticated(crate::json::too_large()))?;
+    if parts.method == Method::GET && !body.is_empty() {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::BodyNotAllowed,
+            "GET requests must not have a body",
+        )));
+    }
+
+    // Headers present, once each, well-formed.
+    let key_id = header(&parts.headers, &API_KEY).map_err(unauthenticated)?;
+    let signature = header(&parts.headers, &API_SIGN).map_err(unauthenticated)?;
+    let timestamp_text = header(&parts.headers, &API_TIMESTAMP).map_err(unauthenticated)?;
+    let nonce = header(&parts.headers, &API_NONCE).map_err(unauthenticated)?;
+    let Some(timestamp) = signing::parse_timestamp(timestamp_text) else {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::TimestampInvalid,
+            "X-API-TIMESTAMP must be Unix epoch seconds (digits only)",
+        )));
+    };
+    if !signing::is_nonce(nonce) {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::NonceInvalid,
+            "X-API-NONCE must match ^[A-Za-z0-9._:-]{8,200}$",
+        )));
+    }
+    if !signing::is_signature(signature) {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::SignatureMalformed,
+            "X-API-SIGN must be the HMAC-SHA256 as 64 lowercase hex digits",
+        )));
+    }
+    if !signing::is_key_id(key_id) {
+        return Err(unauthenticated(invalid_key()));
+    }
+
+    // Time window.
+    let now = guards.clock().now_secs();
+    if (now - timestamp).abs() > TIMESTAMP_TOLERANCE_SECS {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::TimestampOutOfWindow,
+            format!(
+                "X-API-TIMESTAMP {timestamp} is more than {TIMESTAMP_TOLERANCE_SECS} s from server time {now}; sync your clock and sign again"
+            ),
+        )));
+    }
+    if let Some(started) = guards.signed_before_start(timestamp) {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::TimestampOutOfWindow,
+            format!(
+                "X-API-TIMESTAMP {timestamp} is older than this server's start at {started} (server time {now}); sign again with the current time"
+            ),
+        )));
+    }
+
+    // Key, canonical request, signature.
+    let key = guards
+        .key(key_id)
+        .await
+        .map_err(|e| unauthenticated(auth_unavailable(e)))?
+        .ok_or_else(|| unauthenticated(invalid_key()))?;
+    let path = parts.uri.path();
+    if !signing::is_canonical_path(path) {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::PathNotCanonical,
+            "the request path is not in canonical form (no empty, `.` or `..` segments, no trailing slash, uppercase escapes only where needed)",
+        )));
+    }
+    let canonical_query =
+        signing::canonical_query(parts.uri.query().unwrap_or_default()).map_err(|e| {
+            unauthenticated(ApiError::new(
+                ErrorCode::QueryInvalidEncoding,
+                e.to_string(),
+            ))
+        })?;
+    let message = signing::string_to_sign(
+        parts.method.as_str(),
+        path,
+        &canonical_query,
+        timestamp_text,
+        nonce,
+        &body,
+    );
+    if !signing::verify(&key.secret, &message, signature) {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::SignatureInvalid,
+            "X-API-SIGN does not match; see docs/authentication.md for the string to sign",
+        )));
+    }
+    if !key.key.is_active() {
+        return Err(unauthenticated(ApiError::new(
+            ErrorCode::ApiKeyRevoked,
+            "this API key has been revoked",
+        )));
+    }
+    match guards.claim_nonce(key_id, nonce).await {
+        Ok(NonceOutcome::Fresh) => {}
+        Ok(NonceOutcome::Reused) => {
+            return Err(unauthenticated(ApiError::new(
+                ErrorCode::NonceReused,
+                "this X-API-NONCE was already used with this key; every request needs a new nonce",
+            )));
+        }
+        Err(error) => return Err(unauthenticated(auth_unavailable(error))),
+    }
+
+    // Authenticated from here on: refusals report the (unchanged) quota.
+    let refuse = |error: ApiError, cors_origin: Option<HeaderValue>| {
+        refused(guards, &key, error, cors_origin)
+    };
+    if !ip_allowed(&key, &parts, &state.trusted_proxies) {
+        return Err(refuse(
+            ApiError::new(
+                ErrorCode::IpNotAllowed,
+                "this API key may not be used from this IP address",
+            ),
+            None,
+        )
+        .await);
+    }
+    let cors_origin = match parts.headers.get(ORIGIN) {
+        None => None,
+        Some(origin) => match origin_check(&key, origin) {
+            OriginCheck::Listed => Some(origin.clone()),
+            OriginCheck::Unrestricted => None,
+            OriginCheck::Refused => {
+                return Err(refuse(
+                    ApiError::new(
+                        ErrorCode::OriginNotAllowed,
+                        "this API key may not be used from this origin",
+                    ),
+                    None,
+                )
+                .await);
+            }
+        },
+    };
+    let matched = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+        .unwrap_or_default();
+    let Some(spec) = find(gate.routes, &parts.method, matched) else {
+        tracing::error!(
+            route = matched,
+            "a signed route has no entry in the route table"
+        );
+        return Err((
+            ApiError::new(ErrorCode::InternalError, "internal error"),
+            None,
+        ));
+    };
+    if let Some(permission) = spec.permission
+        && !key.key.policy.permissions().contains(&permission)
+    {
+        return Err(refuse(
+            ApiError::new(
+                ErrorCode::PermissionDenied,
+                format!("this API key lacks the `{permission}` permission"),
+            ),
+            cors_origin,
+        )
+        .await);
+    }
+
+    // Quotas.
+    let decision = guards
+        .consume_rate(&key.key, spec.weight)
+        .await
+        .map_err(|e| unauthenticated(auth_unavailable(e)))?;
+    if let Some(policy) = decision.refused_by {
+        let code = match policy {
+            Policy::KeyWeightHour => ErrorCode::QuotaExceeded,
+            Policy::KeyMinute | Policy::KeyHour => ErrorCode::RateLimitExceeded,
+        };
+        let error = ApiError::new(
+            code,
+            format!(
+                "the {} limit of this API key is used up; retry after {} s",
+                policy.as_str(),
+                decision.retry_after_secs
+            ),
+        )
+        .with_header(RETRY_AFTER, HeaderValue::from(decision.retry_after_secs));
+        return Err((
+            error,
+            Some(Grant {
+                quota: decision.report,
+                cors_origin,
+            }),
+        ));
+    }
+
+    let mut request = Request::from_parts(parts, Body::from(body));
+    let principal = BusinessPrincipal {
+        key_id: key.key.id.clone(),
+        permissions: key.key.policy.permissions().iter().copied().collect(),
+    };
+    request
+        .extensions_mut()
+        .insert(CallerScope(principal.scope()));
+    request.extensions_mut().insert(principal);
+    Ok((
+        request,
+        Grant {
+            quota: decision.report,
+            cors_origin,
+        },
+    ))
+}
+
+async fn refused(
+    guards: &Guards,
+    key: &CachedKey,
+    error: ApiError,
+    cors_origin: Option<HeaderValue>,
+) -> Refusal {
+    match guards.peek_rate(&key.key).await {
+        Ok(quota) => (error, Some(Grant { quota, cors_origin })),
+        Err(store) => (auth_unavailable(store), None),
+    }
+}
+
+/// One header value, preferring the canonical name over its alias; missing or repeated is an
+/// error naming the header.
+fn header<'a>(headers: &'a HeaderMap, spec: &AuthHeader) -> Result<&'a str, ApiError> {
+    let chosen = match spec.alias {
+        Some(alias) if !headers.contains_key(spec.name) && headers.contains_key(alias) => alias,
+        _ => spec.name,
+    };
+    let mut values = headers.get_all(chosen).iter();
+    let Some(value) = values.next() else {
+        return Err(ApiError::new(
+            ErrorCode::AuthHeaderMissing,
+            format!(
+                "missing header {}: sign every request (see docs/authentication.md)",
+                spec.display
+            ),
+        ));
+    };
+    if values.next().is_some() {
+        return Err(ApiError::new(
+            ErrorCode::AuthHeaderDuplicated,
+            format!("header {chosen} was sent more than once"),
+        ));
+    }
+    value
+        .to_str()
+        .map_err(|_| ApiError::new(spec.malformed, format!("header {chosen} is not ASCII")))
+}
+
+fn invalid_key() -> ApiError {
+    ApiError::new(
+        ErrorCode::ApiKeyInvalid,
+        "X-API-KEY does not name an API key",
+    )
+}
+
+fn auth_unavailable(error: swapd_core::StoreError) -> ApiError {
+    tracing::warn!(%error, "authentication state unavailable");
+    ApiError::new(
+        ErrorCode::AuthUnavailable,
+        "requests cannot be authenticated right now; retry shortly",
+    )
+}
+
+/// The client address: the TCP peer, or, when the peer is a trusted proxy, the first address in
+/// `X-Forwarded-For` (read right to left) that is not a trusted proxy. IPv4-mapped IPv6
+/// addresses count as IPv4.
+pub(crate) fn client_ip(parts: &Parts, trusted_proxies: &[IpNet]) -> Option<IpAddr> {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()?
+        .0
+        .ip()
+        .to_canonical();
+    let trusted = |ip: &IpAddr| trusted_proxies.iter().any(|net| net.contains(ip));
+    if !trusted(&peer) {
+        return Some(peer);
+    }
+    let forwarded: Vec<IpAddr> = parts
+        .headers
+        .get_all(HeaderName::from_static("x-forwarded-for"))
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|hop| hop.trim().parse::<IpAddr>().map(|ip| ip.to_canonical()))
+        .collect::<Result<_, _>>()
+        .unwrap_or_default();
+    Some(
+        forwarded
+            .into_iter()
+            .rev()
+            .find(|ip| !trusted(ip))
+            .unwrap_or(peer),
+    )
+}
+
+fn ip_allowed(key: &CachedKey, parts: &Parts, trusted_proxies: &[IpNet]) -> bool {
+    let allow = key.key.policy.ip_allow();
+    allow.is_empty()
+        || client_ip(parts, trusted_proxies)
+            .is_some_and(|ip| allow.iter().any(|net| net.contains(&ip)))
+}
+
+enum OriginCheck {
+    /// The key lists this origin: CORS headers go out.
+    Listed,
+    /// The key lists no origins: the request passes, without CORS headers.
+    Unrestricted,
+    Refused,
+}
+
+fn origin_check(key: &CachedKey, origin: &HeaderValue) -> OriginCheck {
+    let listed = key.key.policy.origins();
+    let normalized = origin.to_str().ok().and_then(|o| normalize_origin(o).ok());
+    match normalized {
+        Some(origin) if listed.contains(&origin) => OriginCheck::Listed,
+        _ if listed.is_empty() => OriginCheck::Unrestricted,
+        _ => OriginCheck::Refused,
+    }
+}
+
+/// Answers CORS preflights for `/api/v3`: allowed only for origins some active key lists.
+pub async fn preflight(
+    State(guards): State<Arc<Guards>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let is_preflight = request.method() == Method::OPTIONS
+        && request
+            .headers()
+            .contains_key("access-control-request-method");
+    let Some(origin) = request
+        .headers()
+        .get(ORIGIN)
+        .filter(|_| is_preflight)
+        .cloned()
+    else {
+        return next.run(request).await;
+    };
+    let normalized = origin.to_str().ok().and_then(|o| normalize_origin(o).ok());
+    let allowed = match guards.listed_origins().await {
+        Ok(origins) => normalized.is_some_and(|o| origins.contains(&o)),
+        Err(error) => return auth_unavailable(error).into_response(),
+    };
+    if !allowed {
+        return ApiError::new(
+            ErrorCode::OriginNotAllowed,
+            "this origin may not call the Business API",
+        )
+        .into_response();
+    }
+    let mut response = axum::http::StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert("access-control-allow-origin", origin);
+    headers.insert(
+        "access-control-allow-methods",
+        HeaderValue::from_static("GET, POST, PATCH"),
+    );
+    headers.insert(
+        "access-control-allow-headers",
+        HeaderValue::from_static(
+            "Content-Type, Idempotency-Key, X-API-KEY, X-API-SIGN, X-API-TIMESTAMP, X-API-NONCE, X-Onchain-Execution-Access-Token",
+        ),
+    );
+    headers.insert("access-control-max-age", HeaderValue::from_static("600"));
+    headers.append(VARY, HeaderValue::from_static("Origin"));
+    response
+}

@@ -1,0 +1,269 @@
+//! The state behind Business API authentication: a short-lived cache of API keys, the nonce
+//! set and the per-key rate limiter.
+//!
+//! A single node on SQLite keeps the nonce set and the rate-limit state in memory, so a signed
+//! read never waits for a durable write. Nonces are persisted in batches, reloaded at start, and
+//! requests signed before the process started are refused, so replays fail across restarts too.
+//! Several nodes on PostgreSQL share both through the database.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use swapd_core::api_keys::ApiKey;
+use swapd_core::rate_limit::{self, Quota, RateDecision, RateState};
+use swapd_core::secrets::MasterKey;
+use swapd_core::signing::NONCE_TTL_SECS;
+use swapd_core::store::NonceRecord;
+use swapd_core::{Clock, Store, StoreError};
+use tokio_util::sync::CancellationToken;
+
+/// A revoked key or changed policy takes effect on every node within this time.
+pub const KEY_CACHE_TTL_MS: i64 = 5_000;
+const KEY_CACHE_MAX: usize = 10_000;
+/// How often the single-node nonce set is written to the database.
+pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+const NONCE_PRUNE_EVERY_MS: i64 = 10_000;
+
+/// Where nonces and rate-limit state live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// One node: memory, with nonces persisted in batches.
+    Local,
+    /// Several nodes: every decision is made in the shared database.
+    Database,
+}
+
+/// An active or revoked key with its opened secret.
+pub struct CachedKey {
+    pub key: ApiKey,
+    pub secret: Vec<u8>,
+}
+
+pub struct Guards {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    master_key: MasterKey,
+    sharing: Sharing,
+    started_at_secs: i64,
+    keys: Mutex<HashMap<String, (Arc<CachedKey>, i64)>>,
+    origins: Mutex<Option<(Arc<HashSet<String>>, i64)>>,
+    nonces: Mutex<LocalNonces>,
+    rates: Mutex<HashMap<String, RateState>>,
+}
+
+#[derive(Default)]
+struct LocalNonces {
+    seen: HashMap<(String, String), i64>,
+    pending: Vec<NonceRecord>,
+    pruned_at_ms: i64,
+}
+
+/// The outcome of presenting a nonce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceOutcome {
+    Fresh,
+    Reused,
+}
+
+impl Guards {
+    /// Builds the guards; in [`Sharing::Local`] mode reloads the nonces persisted by earlier runs.
+    pub async fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        master_key: MasterKey,
+        sharing: Sharing,
+    ) -> Result<Self, StoreError> {
+        let now_ms = clock.now_ms();
+        let mut nonces = LocalNonces {
+            pruned_at_ms: now_ms,
+            ..LocalNonces::default()
+        };
+        if sharing == Sharing::Local {
+            for record in store.live_nonces(now_ms).await? {
+                nonces
+                    .seen
+                    .insert((record.key_id, record.nonce), record.expires_at_ms);
+            }
+        }
+        Ok(Self {
+            store,
+            started_at_secs: clock.now_secs(),
+            clock,
+            master_key,
+            sharing,
+            keys: Mutex::new(HashMap::new()),
+            origins: Mutex::new(None),
+            nonces: Mutex::new(nonces),
+            rates: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+
+    pub fn sharing(&self) -> Sharing {
+        self.sharing
+    }
+
+    /// In [`Sharing::Local`] mode, requests signed before this process started are refused:
+    /// the nonces they may carry could have been accepted by the previous process after its last
+    /// flush.
+    pub fn signed_before_start(&self, timestamp_secs: i64) -> Option<i64> {
+        (self.sharing == Sharing::Local && timestamp_secs < self.started_at_secs)
+            .then_some(self.started_at_secs)
+    }
+
+    /// The key with its secret, from a cache of at most [`KEY_CACHE_TTL_MS`].
+    pub async fn key(&self, id: &str) -> Result<Option<Arc<CachedKey>>, StoreError> {
+        let now = self.clock.now_ms();
+        if let Some((cached, fetched_at)) = self.keys.lock().expect("key cache").get(id)
+            && now - fetched_at < KEY_CACHE_TTL_MS
+        {
+            return Ok(Some(cached.clone()));
+        }
+        let Some(key) = self.store.api_key(id).await? else {
+            return Ok(None);
+        };
+        let secret = key.secret(&self.master_key).map_err(|e| {
+            StoreError::Corrupt(format!("the secret of {id} cannot be opened: {e}"))
+        })?;
+        let cached = Arc::new(CachedKey {
+            key,
+            secret: secret.into_bytes(),
+        });
+        let mut keys = self.keys.lock().expect("key cache");
+        if keys.len() >= KEY_CACHE_MAX {
+            keys.clear();
+        }
+        keys.insert(id.to_owned(), (cached.clone(), now));
+        Ok(Some(cached))
+    }
+
+    /// Origins listed by any active key (for CORS preflights, which carry no key).
+    pub async fn listed_origins(&self) -> Result<Arc<HashSet<String>>, StoreError> {
+        let now = self.clock.now_ms();
+        if let Some((origins, fetched_at)) = self.origins.lock().expect("origins").as_ref()
+            && now - fetched_at < KEY_CACHE_TTL_MS
+        {
+            return Ok(origins.clone());
+        }
+        let origins: HashSet<String> = self
+            .store
+            .list_api_keys()
+            .await?
+            .into_iter()
+            .filter(ApiKey::is_active)
+            .flat_map(|k| k.policy.origins().to_vec())
+            .collect();
+        let origins = Arc::new(origins);
+        *self.origins.lock().expect("origins") = Some((origins.clone(), now));
+        Ok(origins)
+    }
+
+    /// Records `nonce` for `key_id`, or reports that it was already used.
+    pub async fn claim_nonce(&self, key_id: &str, nonce: &str) -> Result<NonceOutcome, StoreError> {
+        let now = self.clock.now_ms();
+        let expires_at_ms = now + NONCE_TTL_SECS * 1000;
+        match self.sharing {
+            Sharing::Database => {
+                let fresh = self
+                    .store
+                    .remember_nonce(key_id, nonce, expires_at_ms)
+                    .await?;
+                Ok(if fresh {
+                    NonceOutcome::Fresh
+                } else {
+                    NonceOutcome::Reused
+                })
+            }
+            Sharing::Local => {
+                let mut nonces = self.nonces.lock().expect("nonce set");
+                let entry = (key_id.to_owned(), nonce.to_owned());
+                if nonces.seen.get(&entry).is_some_and(|&exp| exp > now) {
+                    return Ok(NonceOutcome::Reused);
+                }
+                nonces.seen.insert(entry, expires_at_ms);
+                nonces.pending.push(NonceRecord {
+                    key_id: key_id.to_owned(),
+                    nonce: nonce.to_owned(),
+                    expires_at_ms,
+                });
+                Ok(NonceOutcome::Fresh)
+            }
+        }
+    }
+
+    /// Writes the nonces accepted since the last flush and forgets expired ones.
+    pub async fn flush_nonces(&self) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        let batch = {
+            let mut nonces = self.nonces.lock().expect("nonce set");
+            if now - nonces.pruned_at_ms >= NONCE_PRUNE_EVERY_MS {
+                nonces.seen.retain(|_, exp| *exp > now);
+                nonces.pruned_at_ms = now;
+            }
+            std::mem::take(&mut nonces.pending)
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if let Err(error) = self.store.remember_nonces(&batch).await {
+            // Keep them for the next flush; memory still refuses their replay meanwhile.
+            self.nonces.lock().expect("nonce set").pending.extend(batch);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Flushes nonces every [`NONCE_FLUSH_INTERVAL`] until `shutdown`, then once more.
+    pub async fn run_nonce_flusher(self: Arc<Self>, shutdown: CancellationToken) {
+        if self.sharing != Sharing::Local {
+            return;
+        }
+        let mut tick = tokio::time::interval(NONCE_FLUSH_INTERVAL);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    if let Err(error) = self.flush_nonces().await {
+                        tracing::warn!(%error, "nonce flush failed; will retry");
+                    }
+                }
+            }
+        }
+        if let Err(error) = self.flush_nonces().await {
+            tracing::error!(%error, "final nonce flush failed");
+        }
+    }
+
+    /// Admits or refuses one request of `cost` units for `key`.
+    pub async fn consume_rate(&self, key: &ApiKey, cost: u32) -> Result<RateDecision, StoreError> {
+        let now = self.clock.now_ms();
+        let limits = key.policy.limits();
+        match self.sharing {
+            Sharing::Database => self.store.consume_rate(&key.id, limits, cost, now).await,
+            Sharing::Local => {
+                let mut rates = self.rates.lock().expect("rate state");
+                let state = rates.get(&key.id).copied().unwrap_or_default();
+                let decision = rate_limit::decide(state, limits, cost, now);
+                rates.insert(key.id.clone(), decision.state);
+                Ok(decision)
+            }
+        }
+    }
+
+    /// The tightest quota of `key` without consuming anything.
+    pub async fn peek_rate(&self, key: &ApiKey) -> Result<Quota, StoreError> {
+        let now = self.clock.now_ms();
+        let state = match self.sharing {
+            Sharing::Database => self.store.rate_state(&key.id).await?,
+            Sharing::Local => {
+                let rates = self.rates.lock().expect("rate state");
+                rates.get(&key.id).copied().unwrap_or_default()
+            }
+        };
+        Ok(rate_limit::peek(state, key.policy.limits(), now))
+    }
+}

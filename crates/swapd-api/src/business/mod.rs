@@ -1,0 +1,94 @@
+//! The Business API (`/api/v3`): HMAC-signed routes behind [`auth::authenticate`], mutations
+//! behind [`crate::idempotency::idempotent`].
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Extension, Json, Router, middleware};
+use serde::Serialize;
+use swapd_types::{Permission, Success};
+use utoipa::ToSchema;
+
+use crate::AppState;
+
+pub mod auth;
+pub mod guards;
+pub mod routes;
+
+pub use auth::{BusinessPrincipal, Gate};
+pub use routes::{BUSINESS_ROUTES, RouteInfo, RouteSpec};
+
+/// The signed Business API routes.
+pub fn router(state: &AppState) -> Router<AppState> {
+    protect(
+        Router::new().route("/api/v3", get(readiness)),
+        state,
+        BUSINESS_ROUTES,
+    )
+}
+
+/// Puts `routes` behind the Business API gate: CORS preflights, then authentication,
+/// authorization and rate limits, then idempotency for mutations. `table` must describe every
+/// route of `routes`.
+pub fn protect(
+    routes: Router<AppState>,
+    state: &AppState,
+    table: &'static [RouteSpec],
+) -> Router<AppState> {
+    let gate = Gate {
+        state: state.clone(),
+        routes: table,
+    };
+    routes
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::idempotency::idempotent,
+        ))
+        .route_layer(middleware::from_fn_with_state(gate, auth::authenticate))
+        .layer(middleware::from_fn_with_state(
+            state.guards.clone(),
+            auth::preflight,
+        ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    pub service: &'static str,
+    /// `"business"`.
+    pub api: &'static str,
+    /// `"3"`.
+    pub version: &'static str,
+    /// `"sandbox"` or `"live"`.
+    pub mode: &'static str,
+    /// Server time, Unix epoch seconds: sign requests within ±300 s of it.
+    pub server_time: i64,
+    /// The key that signed this request and its permissions.
+    pub api_key: String,
+    pub permissions: Vec<Permission>,
+    /// Every mounted Business API route with the permission it requires.
+    pub routes: Vec<RouteInfo>,
+}
+
+/// The readiness document: what this server offers and what the calling key may use.
+#[utoipa::path(get, path = "/api/v3", tag = "business",
+    security(("hmac" = [])),
+    responses(
+        (status = 200, description = "Readiness document", body = inline(Success<Readiness>)),
+        (status = 401, description = "Missing or invalid signature headers", body = swapd_types::ErrorEnvelope),
+        (status = 429, description = "Rate limit exceeded", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn readiness(
+    State(state): State<AppState>,
+    Extension(principal): Extension<BusinessPrincipal>,
+) -> Json<Success<Readiness>> {
+    Json(Success::new(Readiness {
+        service: "swapd",
+        api: "business",
+        version: "3",
+        mode: state.mode.as_str(),
+        server_time: state.clock.now_secs(),
+        api_key: principal.key_id,
+        permissions: principal.permissions,
+        routes: BUSINESS_ROUTES.iter().map(RouteInfo::from).collect(),
+    }))
+}

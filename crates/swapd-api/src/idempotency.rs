@@ -1,0 +1,148 @@
+//! `Idempotency-Key` on every mutation (POST, PATCH), as middleware placed after
+//! authentication. It claims the key in the shared store before the handler runs, replays the
+//! stored response to retries, and stores the outcome when execution produced one worth keeping
+//! (see `swapd_core::idempotency::is_storable`); anything else is released so a retry executes
+//! afresh.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use swapd_core::idempotency::{self, Begin, KeyError, StoredResponse};
+use swapd_core::{ids, signing};
+use swapd_types::ErrorCode;
+
+use crate::{ApiError, AppState, MAX_BODY_BYTES};
+
+/// Who is calling, as the scope of their idempotency keys: inserted by the authentication layer
+/// of each surface (`key:<id>` for API keys, `wallet:<address>` for wallets).
+#[derive(Debug, Clone)]
+pub struct CallerScope(pub String);
+
+pub async fn idempotent(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if !matches!(*request.method(), Method::POST | Method::PATCH) {
+        return next.run(request).await;
+    }
+    let Some(CallerScope(scope)) = request.extensions().get::<CallerScope>().cloned() else {
+        tracing::error!("idempotency middleware runs before authentication");
+        return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
+    };
+    let key = match idempotency::parse_key(
+        request
+            .headers()
+            .get_all("idempotency-key")
+            .iter()
+            .map(HeaderValue::as_bytes),
+    ) {
+        Ok(key) => key,
+        Err(error @ KeyError::Missing) => {
+            return ApiError::new(ErrorCode::IdempotencyKeyMissing, error.to_string())
+                .into_response();
+        }
+        Err(error @ KeyError::Invalid) => {
+            return ApiError::new(ErrorCode::IdempotencyKeyInvalid, error.to_string())
+                .into_response();
+        }
+    };
+
+    let (parts, body) = request.into_parts();
+    let Ok(body) = to_bytes(body, MAX_BODY_BYTES).await else {
+        return crate::json::too_large().into_response();
+    };
+    let parsed = if body.is_empty() {
+        None
+    } else {
+        match serde_json::from_slice::<serde_json::Value>(&body) {
+            Ok(value) => Some(value),
+            // Not JSON: the handler's parser refuses it with 400, which is never stored.
+            Err(_) => return next.run(Request::from_parts(parts, Body::from(body))).await,
+        }
+    };
+    let route = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+        .unwrap_or_default();
+    let canonical_query =
+        signing::canonical_query(parts.uri.query().unwrap_or_default()).unwrap_or_default();
+    let fingerprint = idempotency::fingerprint(
+        parts.method.as_str(),
+        route,
+        &canonical_query,
+        parsed.as_ref(),
+    );
+
+    let token = ids::new_id("lease_");
+    let now = state.clock.now_ms();
+    let begin = match state
+        .store
+        .begin_idempotent(&scope, &key, &fingerprint, &token, now)
+        .await
+    {
+        Ok(begin) => begin,
+        Err(error) => return ApiError::from(error).into_response(),
+    };
+    match begin {
+        Begin::Execute { .. } => {}
+        Begin::Replay(stored) => return replay(stored),
+        Begin::InFlight { retry_after_secs } => {
+            return ApiError::new(
+                ErrorCode::IdempotencyKeyInUse,
+                "a request with this Idempotency-Key is still being processed; retry shortly",
+            )
+            .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
+            .into_response();
+        }
+        Begin::Mismatch => {
+            return ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was already used for a different request; use a new key",
+            )
+            .into_response();
+        }
+    }
+
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    let status = response.status().as_u16();
+    if !idempotency::is_storable(status) {
+        if let Err(error) = state.store.release_idempotent(&scope, &key, &token).await {
+            // The lease expires by itself; a retry then takes over.
+            tracing::warn!(%error, "cannot release an idempotency key");
+        }
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(body) = to_bytes(body, usize::MAX).await else {
+        return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
+    };
+    let stored = StoredResponse {
+        status,
+        body: body.to_vec(),
+    };
+    match state
+        .store
+        .finish_idempotent(&scope, &key, &token, &stored)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!("idempotency lease lost before the response was stored"),
+        Err(error) => tracing::error!(%error, "cannot store an idempotent response"),
+    }
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// The stored response again. Creation statuses (201, 202) are answered as 200 on reuse, so a
+/// client can tell a replay from a new resource; `Idempotent-Replayed: true` says the same.
+fn replay(stored: StoredResponse) -> Response {
+    let status = match stored.status {
+        201 | 202 => StatusCode::OK,
+        other => StatusCode::from_u16(other).unwrap_or(StatusCode::OK),
+    };
+    let mut response = (status, stored.body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    response
+}
