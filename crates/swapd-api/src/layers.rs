@@ -73,6 +73,20 @@ pub(crate) async fn record_metrics(request: Request, next: Next) -> Response {
     response
 }
 
+/// Refuses any request whose path is not in the one canonical form that is signed and routed
+/// (`swapd_types::signing::is_canonical_path`), before routing can interpret it.
+pub(crate) async fn require_canonical_path(request: Request, next: Next) -> Response {
+    if swapd_types::signing::is_canonical_path(request.uri().path()) {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        ErrorCode::PathNotCanonical,
+        "the request path is not in canonical form: no empty, `.` or `..` segments, no trailing \
+         slash, percent-escapes only where needed and in uppercase",
+    )
+    .into_response()
+}
+
 /// Rewrites error responses that did not come from [`ApiError`] (axum's 404/405, tower-http's
 /// 413) into the error envelope, keeping their status and headers such as `Allow`.
 pub(crate) async fn envelope_framework_errors(request: Request, next: Next) -> Response {

@@ -14,11 +14,13 @@ mod json;
 mod layers;
 pub mod openapi;
 mod ops;
+mod query;
 mod router;
 
 pub use error::ApiError;
 pub use json::{ApiJson, MAX_BODY_BYTES, parse_json};
-pub use router::router;
+pub use query::SignedQuery;
+pub use router::{router, router_with};
 
 /// What every handler may use.
 #[derive(Clone)]

@@ -7,13 +7,19 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::layers::{MakeReqId, envelope_framework_errors, record_metrics};
+use crate::layers::{MakeReqId, envelope_framework_errors, record_metrics, require_canonical_path};
 use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The whole HTTP application: both API surfaces and the operational endpoints.
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// [`router`] plus `extra` routes, for embedding and tests. Signed extras must already be
+/// behind [`crate::business::protect`].
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     // Install the recorder before the first request, so nothing recorded is lost.
     crate::layers::prometheus();
     let business = Router::new().route("/openapi.json", get(openapi::business_openapi));
@@ -21,6 +27,7 @@ pub fn router(state: AppState) -> Router {
 
     Router::new()
         .merge(crate::business::router(&state))
+        .merge(extra)
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
@@ -49,6 +56,7 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(middleware::from_fn(envelope_framework_errors))
+                .layer(middleware::from_fn(require_canonical_path))
                 .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES)),
         )
 }

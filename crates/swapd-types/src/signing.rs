@@ -180,9 +180,11 @@ pub fn is_nonce(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
-/// `X-API-TIMESTAMP`: Unix seconds, 1 to 12 digits, nothing else.
+/// `X-API-TIMESTAMP`: Unix seconds as 1 to 13 digits, nothing else. (Thirteen digits are
+/// accepted so that a millisecond timestamp is refused by the time window, with a hint, rather
+/// than as malformed.)
 pub fn parse_timestamp(text: &str) -> Option<i64> {
-    if text.is_empty() || text.len() > 12 || !text.bytes().all(|b| b.is_ascii_digit()) {
+    if text.is_empty() || text.len() > 13 || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     text.parse().ok()
@@ -323,6 +325,7 @@ mod tests {
             assert!(!is_nonce(bad), "{bad}");
         }
         assert_eq!(parse_timestamp("1700000000"), Some(1_700_000_000));
+        assert_eq!(parse_timestamp("1700000000000"), Some(1_700_000_000_000));
         for bad in [
             "",
             "+1700000000",
@@ -330,7 +333,7 @@ mod tests {
             "1.7e9",
             "-1",
             " 1700000000",
-            "1234567890123",
+            "12345678901234",
         ] {
             assert_eq!(parse_timestamp(bad), None, "{bad}");
         }

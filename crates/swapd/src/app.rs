@@ -138,10 +138,17 @@ impl App {
                 "sqlite" => Sharing::Local,
                 _ => Sharing::Database,
             };
+            let marker = RunMarker::place(&config)?;
             let guards = Arc::new(
-                Guards::new(store.clone(), clock.clone(), master_key, sharing)
-                    .await
-                    .context("cannot load the nonce set")?,
+                Guards::new(
+                    store.clone(),
+                    clock.clone(),
+                    master_key,
+                    sharing,
+                    marker.found_unclean,
+                )
+                .await
+                .context("cannot load the nonce set")?,
             );
             let flusher = tokio::spawn(guards.clone().run_nonce_flusher(shutdown.clone()));
             let state = AppState {
@@ -158,11 +165,47 @@ impl App {
                 .await
                 .context("HTTP server failed")?;
             flusher.await.context("nonce flusher panicked")?;
+            // Every accepted nonce is on disk now.
+            marker.remove();
         }
         if let Some(worker) = worker {
             worker.await.context("worker task panicked")?;
         }
         Ok(())
+    }
+}
+
+/// A file in the data dir that exists while the API role runs. Found at start, it means the
+/// previous run stopped without its final nonce flush (crash, SIGKILL).
+struct RunMarker {
+    path: std::path::PathBuf,
+    found_unclean: bool,
+}
+
+impl RunMarker {
+    const FILE: &'static str = "api.running";
+
+    fn place(config: &Config) -> anyhow::Result<RunMarker> {
+        let path = config.data_path(Self::FILE);
+        let found_unclean = path.exists();
+        if found_unclean {
+            tracing::warn!(
+                "the previous run did not stop cleanly; requests signed before now are refused"
+            );
+        }
+        std::fs::create_dir_all(config.data_dir())
+            .and_then(|()| std::fs::write(&path, std::process::id().to_string()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(RunMarker {
+            path,
+            found_unclean,
+        })
+    }
+
+    fn remove(self) {
+        if let Err(error) = std::fs::remove_file(&self.path) {
+            tracing::warn!(%error, path = %self.path.display(), "cannot remove the run marker");
+        }
     }
 }
 

@@ -189,10 +189,15 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
     // Time window.
     let now = guards.clock().now_secs();
     if (now - timestamp).abs() > TIMESTAMP_TOLERANCE_SECS {
+        let hint = if timestamp > 100_000_000_000 {
+            " (it looks like milliseconds: send seconds)"
+        } else {
+            ""
+        };
         return Err(unauthenticated(ApiError::new(
             ErrorCode::TimestampOutOfWindow,
             format!(
-                "X-API-TIMESTAMP {timestamp} is more than {TIMESTAMP_TOLERANCE_SECS} s from server time {now}; sync your clock and sign again"
+                "X-API-TIMESTAMP {timestamp} is more than {TIMESTAMP_TOLERANCE_SECS} s from server time {now}{hint}; sync your clock and sign again"
             ),
         )));
     }
@@ -200,7 +205,7 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
         return Err(unauthenticated(ApiError::new(
             ErrorCode::TimestampOutOfWindow,
             format!(
-                "X-API-TIMESTAMP {timestamp} is older than this server's start at {started} (server time {now}); sign again with the current time"
+                "X-API-TIMESTAMP {timestamp} is older than this server's restart at {started} (server time {now}); sign again with the current time"
             ),
         )));
     }
@@ -211,13 +216,8 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
         .await
         .map_err(|e| unauthenticated(auth_unavailable(e)))?
         .ok_or_else(|| unauthenticated(invalid_key()))?;
+    // The path is canonical: `layers::require_canonical_path` refused any other before routing.
     let path = parts.uri.path();
-    if !signing::is_canonical_path(path) {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::PathNotCanonical,
-            "the request path is not in canonical form (no empty, `.` or `..` segments, no trailing slash, uppercase escapes only where needed)",
-        )));
-    }
     let canonical_query =
         signing::canonical_query(parts.uri.query().unwrap_or_default()).map_err(|e| {
             unauthenticated(ApiError::new(

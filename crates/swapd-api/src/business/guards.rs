@@ -2,8 +2,9 @@
 //! set and the per-key rate limiter.
 //!
 //! A single node on SQLite keeps the nonce set and the rate-limit state in memory, so a signed
-//! read never waits for a durable write. Nonces are persisted in batches, reloaded at start, and
-//! requests signed before the process started are refused, so replays fail across restarts too.
+//! read never waits for a durable write. Nonces are persisted in batches (and on graceful
+//! shutdown) and reloaded at start; after an unclean stop, requests signed before the restart are
+//! refused too, so replays fail across restarts and crashes.
 //! Several nodes on PostgreSQL share both through the database.
 
 use std::collections::{HashMap, HashSet};
@@ -45,7 +46,8 @@ pub struct Guards {
     clock: Arc<dyn Clock>,
     master_key: MasterKey,
     sharing: Sharing,
-    started_at_secs: i64,
+    /// Set after an unclean stop: requests signed before this restart are refused.
+    refuse_signed_before: Option<i64>,
     keys: Mutex<HashMap<String, (Arc<CachedKey>, i64)>>,
     origins: Mutex<Option<(Arc<HashSet<String>>, i64)>>,
     nonces: Mutex<LocalNonces>,
@@ -68,11 +70,14 @@ pub enum NonceOutcome {
 
 impl Guards {
     /// Builds the guards; in [`Sharing::Local`] mode reloads the nonces persisted by earlier runs.
+    /// `after_unclean_stop` says the previous process did not shut down gracefully, so it may
+    /// have accepted nonces it never flushed.
     pub async fn new(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         master_key: MasterKey,
         sharing: Sharing,
+        after_unclean_stop: bool,
     ) -> Result<Self, StoreError> {
         let now_ms = clock.now_ms();
         let mut nonces = LocalNonces {
@@ -88,7 +93,8 @@ impl Guards {
         }
         Ok(Self {
             store,
-            started_at_secs: clock.now_secs(),
+            refuse_signed_before: (sharing == Sharing::Local && after_unclean_stop)
+                .then(|| clock.now_secs()),
             clock,
             master_key,
             sharing,
@@ -107,12 +113,12 @@ impl Guards {
         self.sharing
     }
 
-    /// In [`Sharing::Local`] mode, requests signed before this process started are refused:
-    /// the nonces they may carry could have been accepted by the previous process after its last
-    /// flush.
+    /// After an unclean stop in [`Sharing::Local`] mode, requests signed before this process
+    /// started are refused: the previous process may have accepted their nonces after its last
+    /// flush. Returns the start time when `timestamp_secs` is refused.
     pub fn signed_before_start(&self, timestamp_secs: i64) -> Option<i64> {
-        (self.sharing == Sharing::Local && timestamp_secs < self.started_at_secs)
-            .then_some(self.started_at_secs)
+        self.refuse_signed_before
+            .filter(|&started| timestamp_secs < started)
     }
 
     /// The key with its secret, from a cache of at most [`KEY_CACHE_TTL_MS`].
