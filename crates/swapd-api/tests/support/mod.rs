@@ -1,0 +1,523 @@
+//! A real server on 127.0.0.1:0 for the Business API security suite: the production router, a
+//! real store (SQLite in a temp dir, or a PostgreSQL schema), a manual clock, and a few
+//! test-only signed routes behind the same gate.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::http::Method;
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use ipnet::IpNet;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use swapd_api::business::guards::{Guards, Sharing};
+use swapd_api::business::{RouteSpec, protect};
+use swapd_api::{ApiJson, AppState, SignedQuery};
+use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
+use swapd_core::secrets::MasterKey;
+use swapd_core::{ManualClock, Mode, Store};
+use swapd_types::{Permission, Success, signing};
+use tokio_util::sync::CancellationToken;
+
+pub const T0_MS: i64 = 1_800_000_000_000;
+
+/// Counts handler executions of the test routes.
+#[derive(Default)]
+pub struct Counters {
+    pub echo: AtomicUsize,
+    pub flaky: AtomicUsize,
+    pub crash: AtomicUsize,
+    pub costly: AtomicUsize,
+}
+
+pub static TEST_ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        method: Method::POST,
+        path: "/api/v3/test/echo",
+        permission: Some(Permission::OrdersCreate),
+        weight: 1,
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/api/v3/test/other",
+        permission: Some(Permission::OrdersCreate),
+        weight: 1,
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/api/v3/test/flaky",
+        permission: Some(Permission::OrdersCreate),
+        weight: 1,
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/api/v3/test/crash",
+        permission: Some(Permission::OrdersCreate),
+        weight: 1,
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/api/v3/test/costly",
+        permission: Some(Permission::OrdersCreate),
+        weight: 5,
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/api/v3/test/query",
+        permission: Some(Permission::PricesRead),
+        weight: 1,
+    },
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EchoBody {
+    amount: String,
+    #[serde(default)]
+    note: Option<Value>,
+}
+
+async fn echo(
+    Extension(counters): Extension<Arc<Counters>>,
+    ApiJson(body): ApiJson<EchoBody>,
+) -> (axum::http::StatusCode, Json<Success<Value>>) {
+    let execution = counters.echo.fetch_add(1, Ordering::SeqCst) + 1;
+    (
+        axum::http::StatusCode::CREATED,
+        Json(Success::new(
+            json!({"execution": execution, "amount": body.amount, "note": body.note}),
+        )),
+    )
+}
+
+async fn flaky(
+    Extension(counters): Extension<Arc<Counters>>,
+) -> Result<(axum::http::StatusCode, Json<Success<Value>>), swapd_api::ApiError> {
+    let call = counters.flaky.fetch_add(1, Ordering::SeqCst) + 1;
+    if call == 1 {
+        return Err(swapd_api::ApiError::new(
+            swapd_types::ErrorCode::InternalError,
+            "failpoint: first call fails before commit",
+        ));
+    }
+    Ok((
+        axum::http::StatusCode::CREATED,
+        Json(Success::new(json!({"call": call}))),
+    ))
+}
+
+async fn crash(
+    Extension(counters): Extension<Arc<Counters>>,
+) -> (axum::http::StatusCode, Json<Success<Value>>) {
+    let call = counters.crash.fetch_add(1, Ordering::SeqCst) + 1;
+    if call == 1 {
+        // Dies holding the idempotency lease, as a killed process would.
+        panic!("failpoint: the process dies mid-execution");
+    }
+    (
+        axum::http::StatusCode::CREATED,
+        Json(Success::new(json!({"call": call}))),
+    )
+}
+
+async fn costly(Extension(counters): Extension<Arc<Counters>>) -> Json<Success<Value>> {
+    counters.costly.fetch_add(1, Ordering::SeqCst);
+    Json(Success::new(json!({})))
+}
+
+async fn query(query: SignedQuery) -> Result<Json<Success<Value>>, swapd_api::ApiError> {
+    let a = query.scalar("a")?.map(str::to_owned);
+    Ok(Json(Success::new(json!({"pairs": query.0, "a": a}))))
+}
+
+pub struct Options {
+    pub sharing: Sharing,
+    pub trusted_proxies: Vec<IpNet>,
+    pub bind: &'static str,
+    pub store: Option<Arc<dyn Store>>,
+    pub clock: Option<Arc<ManualClock>>,
+    pub master: Option<MasterKey>,
+    pub after_unclean_stop: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            sharing: Sharing::Local,
+            trusted_proxies: Vec::new(),
+            bind: "127.0.0.1:0",
+            store: None,
+            clock: None,
+            master: None,
+            after_unclean_stop: false,
+        }
+    }
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub state: AppState,
+    pub clock: Arc<ManualClock>,
+    pub master: MasterKey,
+    pub counters: Arc<Counters>,
+    pub http: reqwest::Client,
+    shutdown: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+#[derive(Clone)]
+pub struct TestKey {
+    pub id: String,
+    pub secret: String,
+}
+
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    pub fn message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn remaining(&self) -> Option<u32> {
+        self.header("x-ratelimit-remaining")
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// Asserts status and error code together, showing the body when they differ.
+    #[track_caller]
+    pub fn expect(&self, status: u16, code: &str) -> &Self {
+        assert_eq!(
+            (self.status, self.code()),
+            (status, code),
+            "body: {}",
+            self.body
+        );
+        self
+    }
+}
+
+/// A request ready to send; tests tamper with it before sending.
+#[derive(Clone, Debug)]
+pub struct Signed {
+    pub method: String,
+    pub path_and_query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Signed {
+    pub fn set(mut self, name: &str, value: &str) -> Self {
+        self = self.without(name);
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn add(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn without(mut self, name: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self
+    }
+
+    pub fn get(&self, name: &str) -> String {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn body(mut self, body: &[u8]) -> Self {
+        self.body = body.to_vec();
+        self
+    }
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(options: Options) -> TestServer {
+        let (store, dir) = match options.store {
+            Some(store) => (store, None),
+            None => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("swapd.db").display());
+                let store = swapd_store::open(&url, &swapd_store::StoreOptions::default())
+                    .await
+                    .unwrap();
+                (store, Some(dir))
+            }
+        };
+        store.migrate().await.unwrap();
+        let clock = options
+            .clock
+            .unwrap_or_else(|| Arc::new(ManualClock::new(T0_MS)));
+        let master = options.master.unwrap_or_else(MasterKey::generate);
+        let guards = Arc::new(
+            Guards::new(
+                store.clone(),
+                clock.clone(),
+                master.clone(),
+                options.sharing,
+                options.after_unclean_stop,
+            )
+            .await
+            .unwrap(),
+        );
+        let state = AppState {
+            store,
+            clock: clock.clone(),
+            mode: Mode::Sandbox,
+            guards: guards.clone(),
+            trusted_proxies: options.trusted_proxies.into(),
+        };
+        let counters = Arc::new(Counters::default());
+        let test_routes = Router::new()
+            .route("/api/v3/test/echo", post(echo))
+            .route("/api/v3/test/other", post(echo))
+            .route("/api/v3/test/flaky", post(flaky))
+            .route("/api/v3/test/crash", post(crash))
+            .route("/api/v3/test/costly", post(costly))
+            .route("/api/v3/test/query", get(query));
+        let extra = protect(test_routes, &state, TEST_ROUTES).layer(Extension(counters.clone()));
+        let app = swapd_api::router_with(state.clone(), extra);
+        let listener = tokio::net::TcpListener::bind(options.bind).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        let flusher = tokio::spawn(guards.run_nonce_flusher(shutdown.clone()));
+        let task = tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .unwrap();
+            flusher.await.unwrap();
+        });
+        TestServer {
+            base: format!("http://127.0.0.1:{port}"),
+            state,
+            clock,
+            master,
+            counters,
+            http: reqwest::Client::new(),
+            shutdown,
+            task: Some(task),
+            _dir: dir,
+        }
+    }
+
+    /// Stops gracefully (the final nonce flush included).
+    pub async fn stop(mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            task.await.unwrap();
+        }
+    }
+
+    pub fn now_secs(&self) -> i64 {
+        swapd_core::Clock::now_secs(self.clock.as_ref())
+    }
+
+    pub async fn key(&self, permissions: &[Permission]) -> TestKey {
+        self.key_with(permissions, &[], &[], RateLimits::default())
+            .await
+    }
+
+    pub async fn key_with(
+        &self,
+        permissions: &[Permission],
+        ip_allow: &[&str],
+        origins: &[&str],
+        limits: RateLimits,
+    ) -> TestKey {
+        let ip_allow: Vec<String> = ip_allow.iter().map(|s| s.to_string()).collect();
+        let origins: Vec<String> = origins.iter().map(|s| s.to_string()).collect();
+        let policy = ApiKeyPolicy::new(
+            "test",
+            permissions.iter().copied(),
+            &ip_allow,
+            &origins,
+            limits,
+        )
+        .unwrap();
+        let issued = ApiKey::issue(
+            policy,
+            &self.master,
+            swapd_core::Clock::now_ms(self.clock.as_ref()),
+        );
+        self.state.store.insert_api_key(&issued.key).await.unwrap();
+        TestKey {
+            id: issued.key.id,
+            secret: issued.secret,
+        }
+    }
+
+    /// A correctly signed request: the query is sent as given and signed in canonical form; a
+    /// POST gets a fresh Idempotency-Key.
+    pub fn sign(
+        &self,
+        key: &TestKey,
+        method: &str,
+        path: &str,
+        raw_query: &str,
+        body: &[u8],
+    ) -> Signed {
+        self.sign_at(
+            key,
+            method,
+            path,
+            raw_query,
+            body,
+            self.now_secs(),
+            &swapd_client::new_nonce(),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn sign_at(
+        &self,
+        key: &TestKey,
+        method: &str,
+        path: &str,
+        raw_query: &str,
+        body: &[u8],
+        timestamp: i64,
+        nonce: &str,
+    ) -> Signed {
+        let canonical = signing::canonical_query(raw_query).unwrap_or_default();
+        let message = signing::string_to_sign(
+            method,
+            path,
+            &canonical,
+            &timestamp.to_string(),
+            nonce,
+            body,
+        );
+        let mut headers = vec![
+            ("X-API-KEY".to_owned(), key.id.clone()),
+            ("X-API-TIMESTAMP".to_owned(), timestamp.to_string()),
+            ("X-API-NONCE".to_owned(), nonce.to_owned()),
+            (
+                "X-API-SIGN".to_owned(),
+                signing::sign(key.secret.as_bytes(), &message),
+            ),
+        ];
+        if !body.is_empty() {
+            headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+        }
+        if method == "POST" || method == "PATCH" {
+            headers.push((
+                "Idempotency-Key".to_owned(),
+                swapd_client::new_idempotency_key(),
+            ));
+        }
+        let path_and_query = if raw_query.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}?{raw_query}")
+        };
+        Signed {
+            method: method.to_owned(),
+            path_and_query,
+            headers,
+            body: body.to_vec(),
+        }
+    }
+
+    pub async fn send(&self, request: &Signed) -> Resp {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap();
+        let mut builder = self
+            .http
+            .request(method, format!("{}{}", self.base, request.path_and_query));
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let response = builder.body(request.body.clone()).send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.unwrap();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Sends the request over a plain TCP connection exactly as given: no client-side path
+    /// normalization.
+    pub async fn send_raw(&self, request: &Signed) -> Resp {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let address = self.base.trim_start_matches("http://");
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let mut head = format!(
+            "{} {} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: {}\r\n",
+            request.method,
+            request.path_and_query,
+            request.body.len()
+        );
+        for (name, value) in &request.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&request.body).await.unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.unwrap();
+        let text = String::from_utf8_lossy(&raw);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let body = serde_json::from_str(body).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers: HeaderMap::new(),
+            body,
+        }
+    }
+
+    /// Signs and sends.
+    pub async fn call(
+        &self,
+        key: &TestKey,
+        method: &str,
+        path: &str,
+        raw_query: &str,
+        body: &[u8],
+    ) -> Resp {
+        self.send(&self.sign(key, method, path, raw_query, body))
+            .await
+    }
+
+    /// The quota `key` has left, read without spending any.
+    pub async fn quota(&self, key: &TestKey) -> swapd_core::rate_limit::Quota {
+        let stored = self.state.store.api_key(&key.id).await.unwrap().unwrap();
+        self.state.guards.peek_rate(&stored).await.unwrap()
+    }
+}
