@@ -659,14 +659,29 @@ async fn nodes_sharing_postgres_share_nonces_and_fail_closed_when_it_is_gone() {
         return;
     };
     let schema = swapd_store::test_support::PgTestSchema::create(&url).await;
-    let open = || async {
-        let store = swapd_store::PgStore::open_with(
-            schema.connect_options(),
-            &swapd_store::StoreOptions::default(),
-        )
-        .await
-        .unwrap();
-        Arc::new(store) as Arc<dyn swapd_core::Store>
+    let target = {
+        let parsed = url::Url::parse(&url).unwrap();
+        let host = parsed.host_str().unwrap().replace("localhost", "127.0.0.1");
+        format!("{host}:{}", parsed.port().unwrap_or(5432))
+            .parse()
+            .unwrap()
+    };
+    let cut = tokio_util::sync::CancellationToken::new();
+    let proxy = support::tcp_proxy(target, cut.clone()).await;
+    let options = swapd_store::StoreOptions {
+        acquire_timeout: std::time::Duration::from_millis(500),
+        ..Default::default()
+    };
+    let open = |port: u16| {
+        let connect = schema.connect_options().port(port);
+        let options = options.clone();
+        async move {
+            Arc::new(
+                swapd_store::PgStore::open_with(connect, &options)
+                    .await
+                    .unwrap(),
+            ) as Arc<dyn swapd_core::Store>
+        }
     };
     let master = swapd_core::secrets::MasterKey::generate();
     let clock = Arc::new(swapd_core::ManualClock::new(support::T0_MS));
@@ -677,11 +692,20 @@ async fn nodes_sharing_postgres_share_nonces_and_fail_closed_when_it_is_gone() {
         master: Some(master.clone()),
         ..Options::default()
     };
-    let a = TestServer::start_with(node(open().await)).await;
-    let b = TestServer::start_with(node(open().await)).await;
+    let a = TestServer::start_with(node(open(target.port()).await)).await;
+    let b = TestServer::start_with(node(open(proxy.port()).await)).await;
     let key = a.key(&[PricesRead]).await;
 
+    // A replay is refused by any node sharing the database.
     let request = a.sign(&key, "GET", "/api/v3", "", b"");
     a.send(&request).await.expect(200, "");
     b.send(&request).await.expect(401, "nonce_reused");
+
+    // 21. When the shared nonce store is gone, node b fails closed (its key is still cached).
+    b.call(&key, "GET", "/api/v3", "", b"")
+        .await
+        .expect(200, "");
+    cut.cancel();
+    let resp = b.call(&key, "GET", "/api/v3", "", b"").await;
+    resp.expect(503, "auth_unavailable");
 }

@@ -125,9 +125,9 @@ pub fn plan(existing: Option<&Record>, fingerprint: &str, lease_token: &str, now
     match &record.state {
         RecordState::Done(response) => Plan::Answer(Begin::Replay(response.clone())),
         RecordState::InFlight { lease_until_ms, .. } if *lease_until_ms > now_ms => {
-            let wait_ms = lease_until_ms - now_ms;
+            let wait_secs = (lease_until_ms - now_ms + 999) / 1000;
             Plan::Answer(Begin::InFlight {
-                retry_after_secs: u64::try_from(wait_ms.div_euclid(1000) + 1).unwrap_or(1),
+                retry_after_secs: u64::try_from(wait_secs.max(1)).unwrap_or(1),
             })
         }
         // The attempt holding the lease died; this one takes over.

@@ -471,6 +471,23 @@ impl TestServer {
         }
     }
 
+    /// Sends and returns `None` when the connection fails (a handler that crashed).
+    pub async fn try_send(&self, request: &Signed) -> Option<u16> {
+        let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap();
+        let mut builder = self
+            .http
+            .request(method, format!("{}{}", self.base, request.path_and_query));
+        for (name, value) in &request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        builder
+            .body(request.body.clone())
+            .send()
+            .await
+            .ok()
+            .map(|r| r.status().as_u16())
+    }
+
     /// Sends the request over a plain TCP connection exactly as given: no client-side path
     /// normalization.
     pub async fn send_raw(&self, request: &Signed) -> Resp {
@@ -520,4 +537,33 @@ impl TestServer {
         let stored = self.state.store.api_key(&key.id).await.unwrap().unwrap();
         self.state.guards.peek_rate(&stored).await.unwrap()
     }
+}
+
+/// Forwards TCP connections to `target` until `cut` is cancelled, then drops them all: a
+/// database that goes away mid-test.
+pub async fn tcp_proxy(target: SocketAddr, cut: CancellationToken) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = cut.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((mut inbound, _)) = accepted else {
+                continue;
+            };
+            let cut = cut.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                tokio::select! {
+                    () = cut.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                }
+            });
+        }
+    });
+    addr
 }

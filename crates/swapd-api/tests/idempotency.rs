@@ -1,0 +1,369 @@
+//! Idempotency-Key on mutations against a running server: `research/reliability.md` §2.3
+//! (cases 41–56) and the race of 100 concurrent requests with one key.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use support::{Resp, TestServer};
+use swapd_core::api_keys::RateLimits;
+use swapd_types::Permission::OrdersCreate;
+
+const ECHO: &str = "/api/v3/test/echo";
+const BODY: &[u8] = br#"{"amount":"1.5"}"#;
+
+fn executions(server: &TestServer) -> usize {
+    server.counters.echo.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn keys_are_required_and_well_formed() {
+    let server = TestServer::start().await;
+    let key = server.key(&[OrdersCreate]).await;
+    // 41.
+    let resp = server
+        .send(
+            &server
+                .sign(&key, "POST", ECHO, "", BODY)
+                .without("Idempotency-Key"),
+        )
+        .await;
+    resp.expect(400, "idempotency_key_missing");
+    // 42.
+    for bad in [
+        "",
+        "short7c",
+        &"a".repeat(256),
+        "abc\tdefgh",
+        "\"unterminated",
+    ] {
+        let resp = server
+            .send(
+                &server
+                    .sign(&key, "POST", ECHO, "", BODY)
+                    .set("Idempotency-Key", bad),
+            )
+            .await;
+        resp.expect(400, "idempotency_key_invalid");
+    }
+    let twice = server
+        .sign(&key, "POST", ECHO, "", BODY)
+        .add("Idempotency-Key", "second-value-1");
+    server
+        .send(&twice)
+        .await
+        .expect(400, "idempotency_key_invalid");
+    assert_eq!(executions(&server), 0);
+
+    // Quoted (RFC 8941 string) and bare forms are the same key.
+    server
+        .send(
+            &server
+                .sign(&key, "POST", ECHO, "", BODY)
+                .set("Idempotency-Key", "8f2d-same-key"),
+        )
+        .await
+        .expect(201, "");
+    let quoted = server
+        .send(
+            &server
+                .sign(&key, "POST", ECHO, "", BODY)
+                .set("Idempotency-Key", "\"8f2d-same-key\""),
+        )
+        .await;
+    quoted.expect(200, "");
+    assert_eq!(quoted.header("idempotent-replayed"), Some("true"));
+    assert_eq!(executions(&server), 1);
+}
+
+#[tokio::test]
+async fn a_key_replays_its_response_and_refuses_other_requests() {
+    let server = TestServer::start().await;
+    let key = server.key(&[OrdersCreate]).await;
+    let with_key = |body: &[u8], path: &str| {
+        server
+            .sign(&key, "POST", path, "", body)
+            .set("Idempotency-Key", "order-key-0001")
+    };
+
+    // 43 and 54: a retry signed anew (new nonce, timestamp, signature) replays the stored body.
+    let first = server.send(&with_key(BODY, ECHO)).await;
+    first.expect(201, "");
+    let again = server.send(&with_key(BODY, ECHO)).await;
+    again.expect(200, "");
+    assert_eq!(again.body, first.body);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert!(first.header("idempotent-replayed").is_none());
+
+    // 44. Another amount; 45. another route.
+    server
+        .send(&with_key(br#"{"amount":"2"}"#, ECHO))
+        .await
+        .expect(422, "idempotency_key_reused");
+    server
+        .send(&with_key(BODY, "/api/v3/test/other"))
+        .await
+        .expect(422, "idempotency_key_reused");
+    // 46. The same body reformatted and reordered is the same request.
+    let reformatted = server
+        .send(&with_key(b"{ \"amount\" : \"1.5\" }", ECHO))
+        .await;
+    reformatted.expect(200, "");
+    assert_eq!(reformatted.body, first.body);
+
+    // 55. Retrying with the same nonce fails authentication before idempotency is consulted.
+    let replayed_nonce = with_key(BODY, ECHO);
+    server.send(&replayed_nonce).await.expect(200, "");
+    server
+        .send(&replayed_nonce)
+        .await
+        .expect(401, "nonce_reused");
+    assert_eq!(executions(&server), 1);
+}
+
+#[tokio::test]
+async fn keys_are_scoped_per_principal_and_expire_after_a_day() {
+    let server = TestServer::start().await;
+    let a = server.key(&[OrdersCreate]).await;
+    let b = server.key(&[OrdersCreate]).await;
+    // 47.
+    let ra = server
+        .send(
+            &server
+                .sign(&a, "POST", ECHO, "", BODY)
+                .set("Idempotency-Key", "shared-key-01"),
+        )
+        .await;
+    let rb = server
+        .send(
+            &server
+                .sign(&b, "POST", ECHO, "", BODY)
+                .set("Idempotency-Key", "shared-key-01"),
+        )
+        .await;
+    ra.expect(201, "");
+    rb.expect(201, "");
+    assert_ne!(ra.body["data"]["execution"], rb.body["data"]["execution"]);
+
+    // 53. 24 h + 1 s later the key is new.
+    server.clock.advance_ms(24 * 3_600_000 + 1_000);
+    let later = server
+        .send(
+            &server
+                .sign(&a, "POST", ECHO, "", br#"{"amount":"9"}"#)
+                .set("Idempotency-Key", "shared-key-01"),
+        )
+        .await;
+    later.expect(201, "");
+    assert_eq!(executions(&server), 3);
+}
+
+#[tokio::test]
+async fn refused_and_failed_attempts_store_nothing() {
+    let server = TestServer::start().await;
+    let key = server.key(&[OrdersCreate]).await;
+    let with_key = |path: &str, body: &[u8], k: &str| {
+        server
+            .sign(&key, "POST", path, "", body)
+            .set("Idempotency-Key", k)
+    };
+
+    // 49. A validation error is not stored: the corrected request executes.
+    server
+        .send(&with_key(
+            ECHO,
+            br#"{"amount":"1","admin":true}"#,
+            "fix-me-001",
+        ))
+        .await
+        .expect(400, "validation_failed");
+    server
+        .send(&with_key(ECHO, BODY, "fix-me-001"))
+        .await
+        .expect(201, "");
+
+    // 50. A 500 before commit is not stored: the retry executes once more and succeeds.
+    server
+        .send(&with_key("/api/v3/test/flaky", b"{}", "flaky-0001"))
+        .await
+        .expect(500, "internal_error");
+    let retry = server
+        .send(&with_key("/api/v3/test/flaky", b"{}", "flaky-0001"))
+        .await;
+    retry.expect(201, "");
+    assert_eq!(retry.body["data"]["call"], 2);
+    server
+        .send(&with_key("/api/v3/test/flaky", b"{}", "flaky-0001"))
+        .await
+        .expect(200, "");
+    assert_eq!(server.counters.flaky.load(Ordering::SeqCst), 2);
+
+    // 56. A 429 is not stored: after the window the same key executes.
+    let limited = server
+        .key_with(
+            &[OrdersCreate],
+            &[],
+            &[],
+            RateLimits {
+                per_minute: 1,
+                ..RateLimits::default()
+            },
+        )
+        .await;
+    server
+        .send(&server.sign(&limited, "POST", ECHO, "", BODY))
+        .await
+        .expect(201, "");
+    let request = |s: &TestServer| {
+        s.sign(&limited, "POST", ECHO, "", br#"{"amount":"3"}"#)
+            .set("Idempotency-Key", "after-429-1")
+    };
+    server
+        .send(&request(&server))
+        .await
+        .expect(429, "rate_limit_exceeded");
+    server.clock.advance_ms(60_000);
+    server.send(&request(&server)).await.expect(201, "");
+}
+
+#[tokio::test]
+async fn a_response_lost_after_commit_is_replayed() {
+    // 51. The server commits, the client never reads the answer, the retry gets the stored one.
+    let server = TestServer::start().await;
+    let key = server.key(&[OrdersCreate]).await;
+    let request = server
+        .sign(&key, "POST", ECHO, "", BODY)
+        .set("Idempotency-Key", "lost-response-1");
+    let scope = format!("key:{}", key.id);
+    let stream = {
+        use tokio::io::AsyncWriteExt;
+        let address = server.base.trim_start_matches("http://").to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let mut head = format!(
+            "POST {ECHO} HTTP/1.1\r\nHost: {address}\r\nContent-Length: {}\r\n",
+            BODY.len()
+        );
+        for (name, value) in &request.headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(BODY).await.unwrap();
+        stream
+    };
+    // Wait until the handler ran, then until its outcome is stored. (Once the record exists, a
+    // probe with the same fingerprint only reads it.)
+    while executions(&server) == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let fingerprint = swapd_core::idempotency::fingerprint(
+        "POST",
+        ECHO,
+        "",
+        Some(&serde_json::from_slice(BODY).unwrap()),
+    );
+    for _ in 0..200 {
+        let begin = server
+            .state
+            .store
+            .begin_idempotent(
+                &scope,
+                "lost-response-1",
+                &fingerprint,
+                "probe",
+                support::T0_MS,
+            )
+            .await
+            .unwrap();
+        if matches!(begin, swapd_core::idempotency::Begin::Replay(_)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    drop(stream);
+    let retry = server
+        .send(
+            &server
+                .sign(&key, "POST", ECHO, "", BODY)
+                .set("Idempotency-Key", "lost-response-1"),
+        )
+        .await;
+    retry.expect(200, "");
+    assert_eq!(retry.body["data"]["execution"], 1);
+    assert_eq!(executions(&server), 1);
+}
+
+#[tokio::test]
+async fn an_execution_that_dies_holding_the_key_is_taken_over_after_its_lease() {
+    // 52.
+    let server = TestServer::start().await;
+    let key = server.key(&[OrdersCreate]).await;
+    let request = |s: &TestServer| {
+        s.sign(&key, "POST", "/api/v3/test/crash", "", b"{}")
+            .set("Idempotency-Key", "crash-key-001")
+    };
+    assert_eq!(
+        server.try_send(&request(&server)).await,
+        None,
+        "the handler died with the connection"
+    );
+    let resp = server.send(&request(&server)).await;
+    resp.expect(409, "idempotency_key_in_use");
+    assert!(
+        resp.header("retry-after")
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|s| (1..=60).contains(&s))
+    );
+    server.clock.advance_ms(60_000);
+    let resp = server.send(&request(&server)).await;
+    resp.expect(201, "");
+    assert_eq!(resp.body["data"]["call"], 2);
+    server.send(&request(&server)).await.expect(200, "");
+}
+
+#[tokio::test]
+async fn one_hundred_concurrent_requests_with_one_key_execute_once() {
+    // 48.
+    let server = Arc::new(TestServer::start().await);
+    let key = server
+        .key_with(
+            &[OrdersCreate],
+            &[],
+            &[],
+            RateLimits {
+                per_minute: 1_000,
+                per_hour: 10_000,
+                weight_per_hour: 10_000,
+            },
+        )
+        .await;
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let server = server.clone();
+            let request = server
+                .sign(&key, "POST", ECHO, "", BODY)
+                .set("Idempotency-Key", "race-key-0001");
+            tokio::spawn(async move { server.send(&request).await })
+        })
+        .collect();
+    let (mut created, mut replayed, mut in_use) = (0, 0, 0);
+    for task in tasks {
+        let resp: Resp = task.await.unwrap();
+        match resp.status {
+            201 => created += 1,
+            200 => {
+                assert_eq!(resp.body["data"]["execution"], 1);
+                replayed += 1;
+            }
+            _ => {
+                resp.expect(409, "idempotency_key_in_use");
+                assert!(resp.header("retry-after").is_some());
+                in_use += 1;
+            }
+        }
+    }
+    assert_eq!(created, 1);
+    assert_eq!(created + replayed + in_use, 100);
+    assert_eq!(executions(&server), 1);
+}
