@@ -16,6 +16,26 @@ use swapd_types::ErrorCode;
 
 use crate::{ApiError, AppState, MAX_BODY_BYTES};
 
+/// The claimed key of the request being executed, for handlers whose domain write must commit
+/// the idempotency record in its own transaction: pass it to the store use case, which marks the
+/// record done with the response, then answer with [`committed`].
+#[derive(Debug, Clone)]
+pub struct IdempotencyClaim {
+    pub scope: String,
+    pub key: String,
+    pub lease_token: String,
+}
+
+/// Response marker: the handler already stored this response with the domain write.
+#[derive(Debug, Clone, Copy)]
+struct Committed;
+
+/// Marks `response` as already recorded by the handler's own transaction.
+pub fn committed(mut response: Response) -> Response {
+    response.extensions_mut().insert(Committed);
+    response
+}
+
 /// Who is calling, as the scope of their idempotency keys: inserted by the authentication layer
 /// of each surface (`key:<id>` for API keys, `wallet:<address>` for wallets).
 #[derive(Debug, Clone)]
@@ -104,7 +124,16 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
         }
     }
 
-    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    let mut request = Request::from_parts(parts, Body::from(body));
+    request.extensions_mut().insert(IdempotencyClaim {
+        scope: scope.clone(),
+        key: key.clone(),
+        lease_token: token.clone(),
+    });
+    let response = next.run(request).await;
+    if response.extensions().get::<Committed>().is_some() {
+        return response;
+    }
     let status = response.status().as_u16();
     if !idempotency::is_storable(status) {
         if let Err(error) = state.store.release_idempotent(&scope, &key, &token).await {

@@ -709,3 +709,30 @@ async fn nodes_sharing_postgres_share_nonces_and_fail_closed_when_it_is_gone() {
     let resp = b.call(&key, "GET", "/api/v3", "", b"").await;
     resp.expect(503, "auth_unavailable");
 }
+
+#[tokio::test]
+async fn every_business_route_is_mounted_behind_the_gate_and_listed() {
+    let server = TestServer::start().await;
+    let key = server.key(&[PricesRead]).await;
+    let listed = server.call(&key, "GET", "/api/v3", "", b"").await.body["data"]["routes"].clone();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        swapd_api::business::BUSINESS_ROUTES.len()
+    );
+    for spec in swapd_api::business::BUSINESS_ROUTES {
+        let method = reqwest::Method::from_bytes(spec.method.as_str().as_bytes()).unwrap();
+        let resp = server
+            .http
+            .request(method, format!("{}{}", server.base, spec.path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.status(),
+            401,
+            "{} {} must require a signature",
+            spec.method,
+            spec.path
+        );
+    }
+}

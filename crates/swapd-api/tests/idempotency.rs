@@ -367,3 +367,19 @@ async fn one_hundred_concurrent_requests_with_one_key_execute_once() {
     assert_eq!(created + replayed + in_use, 100);
     assert_eq!(executions(&server), 1);
 }
+
+#[tokio::test]
+async fn a_domain_write_can_commit_the_record_in_its_own_transaction() {
+    let server = TestServer::start().await;
+    let key = server.key(&[OrdersCreate]).await;
+    let request = |s: &TestServer| {
+        s.sign(&key, "POST", "/api/v3/test/domain", "", b"{}")
+            .set("Idempotency-Key", "domain-key-01")
+    };
+    let first = server.send(&request(&server)).await;
+    first.expect(201, "");
+    let again = server.send(&request(&server)).await;
+    again.expect(200, "");
+    assert_eq!(again.body, first.body);
+    assert_eq!(executions(&server), 1);
+}

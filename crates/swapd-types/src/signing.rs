@@ -302,6 +302,39 @@ mod tests {
         assert!(!verify(b"sec_one", &message, &signature.to_uppercase()));
     }
 
+    /// The worked examples of docs/authentication.md (also reproduced there with openssl).
+    #[test]
+    fn documented_examples() {
+        let secret = b"sec_9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let query = canonical_query("toCcy=ETH&fromCcy=BTC&amount=0.1").unwrap();
+        assert_eq!(query, "amount=0.1&fromCcy=BTC&toCcy=ETH");
+        let get = string_to_sign(
+            "GET",
+            "/api/v3/routes",
+            &query,
+            "1767225600",
+            "7f3c9a2e-4b1d-4e8a-9c2f-1a2b3c4d5e6f",
+            b"",
+        );
+        assert_eq!(
+            sign(secret, &get),
+            "a3b20c3962deca6026c5d6a5b209c1cb42301e6d893806a112b77d023fdc50b7"
+        );
+        let body = br#"{"amount":"0.1","fromCcy":"BTC","toAddress":"0x52908400098527886E0F7030069857D2E4169EE7","toCcy":"ETH","type":"fixed"}"#;
+        let post = string_to_sign(
+            "POST",
+            "/api/v3/orders",
+            "",
+            "1767225600",
+            "c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f",
+            body,
+        );
+        assert_eq!(
+            sign(secret, &post),
+            "41de6a2e1cc9fdd9a5c9f95b96e4df01eafe51a6576a91f56c704bebb72ce43a"
+        );
+    }
+
     #[test]
     fn rfc4231_test_case_2() {
         // HMAC-SHA256 with key "Jefe" (RFC 4231 §4.3).

@@ -72,6 +72,12 @@ pub static TEST_ROUTES: &[RouteSpec] = &[
         permission: Some(Permission::PricesRead),
         weight: 1,
     },
+    RouteSpec {
+        method: Method::POST,
+        path: "/api/v3/test/domain",
+        permission: Some(Permission::OrdersCreate),
+        weight: 1,
+    },
 ];
 
 #[derive(Debug, Deserialize)]
@@ -128,6 +134,35 @@ async fn crash(
 async fn costly(Extension(counters): Extension<Arc<Counters>>) -> Json<Success<Value>> {
     counters.costly.fetch_add(1, Ordering::SeqCst);
     Json(Success::new(json!({})))
+}
+
+/// Stands for a domain write that records the idempotent response in its own transaction.
+async fn domain_write(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    Extension(counters): Extension<Arc<Counters>>,
+    Extension(claim): Extension<swapd_api::idempotency::IdempotencyClaim>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let execution = counters.echo.fetch_add(1, Ordering::SeqCst) + 1;
+    let body = serde_json::to_vec(&Success::new(json!({"domainExecution": execution}))).unwrap();
+    let stored = swapd_core::idempotency::StoredResponse {
+        status: 201,
+        body: body.clone(),
+    };
+    assert!(
+        state
+            .store
+            .finish_idempotent(&claim.scope, &claim.key, &claim.lease_token, &stored)
+            .await
+            .unwrap()
+    );
+    let response = (
+        axum::http::StatusCode::CREATED,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    swapd_api::idempotency::committed(response)
 }
 
 async fn query(query: SignedQuery) -> Result<Json<Success<Value>>, swapd_api::ApiError> {
@@ -301,7 +336,8 @@ impl TestServer {
             .route("/api/v3/test/flaky", post(flaky))
             .route("/api/v3/test/crash", post(crash))
             .route("/api/v3/test/costly", post(costly))
-            .route("/api/v3/test/query", get(query));
+            .route("/api/v3/test/query", get(query))
+            .route("/api/v3/test/domain", post(domain_write));
         let extra = protect(test_routes, &state, TEST_ROUTES).layer(Extension(counters.clone()));
         let app = swapd_api::router_with(state.clone(), extra);
         let listener = tokio::net::TcpListener::bind(options.bind).await.unwrap();
