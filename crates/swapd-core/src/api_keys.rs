@@ -16,6 +16,8 @@ pub const API_KEY_PREFIX: &str = "key_";
 pub const API_SECRET_PREFIX: &str = "sec_";
 const MAX_NAME_LEN: usize = 100;
 const MAX_LIST_ENTRIES: usize = 100;
+/// One request per microsecond: the resolution of the per-minute limiter.
+pub const MAX_PER_MINUTE: u32 = 60_000_000;
 
 /// Per-key request quotas. `weight_per_hour` is spent by route weight (see the OpenAPI document).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +59,8 @@ pub enum PolicyError {
     IpAllow(String),
     #[error("`{0}` is not an origin: use scheme://host[:port] with http or https, no path")]
     Origin(String),
-    #[error("{0} must be at least 1")]
-    Limit(&'static str),
+    #[error("{0} must be 1 to {1}")]
+    Limit(&'static str, u32),
     #[error("too many {0} entries (at most {MAX_LIST_ENTRIES})")]
     TooMany(&'static str),
 }
@@ -96,13 +98,13 @@ impl ApiKeyPolicy {
             .iter()
             .map(|entry| normalize_origin(entry))
             .collect::<Result<Vec<_>, _>>()?;
-        for (value, field) in [
-            (limits.per_minute, "per-minute limit"),
-            (limits.per_hour, "per-hour limit"),
-            (limits.weight_per_hour, "weighted per-hour limit"),
+        for (value, field, max) in [
+            (limits.per_minute, "per-minute limit", MAX_PER_MINUTE),
+            (limits.per_hour, "per-hour limit", u32::MAX),
+            (limits.weight_per_hour, "weighted per-hour limit", u32::MAX),
         ] {
-            if value == 0 {
-                return Err(PolicyError::Limit(field));
+            if value == 0 || value > max {
+                return Err(PolicyError::Limit(field, max));
             }
         }
         Ok(Self {
@@ -321,8 +323,13 @@ mod tests {
         };
         assert!(matches!(
             ApiKeyPolicy::new("n", perms, &[], &[], zero),
-            Err(PolicyError::Limit(_))
+            Err(PolicyError::Limit(..))
         ));
+        let too_fast = RateLimits {
+            per_minute: MAX_PER_MINUTE + 1,
+            ..limits
+        };
+        assert!(ApiKeyPolicy::new("n", perms, &[], &[], too_fast).is_err());
     }
 
     #[test]

@@ -8,14 +8,15 @@
 
 use crate::api_keys::RateLimits;
 
-const MINUTE_MS: i64 = 60_000;
+const MINUTE_US: i64 = 60_000_000;
 const HOUR_MS: i64 = 3_600_000;
 
 /// What is remembered per key between requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RateState {
-    /// GCRA theoretical arrival time (Unix ms) of the per-minute policy.
-    pub tat_ms: i64,
+    /// GCRA theoretical arrival time (Unix microseconds) of the per-minute policy. Microseconds,
+    /// so that quotas of more than one request per millisecond keep their exact rate.
+    pub tat_us: i64,
     /// Start (Unix ms) of the hour window the counters belong to.
     pub window_start_ms: i64,
     pub hour_count: u32,
@@ -65,17 +66,20 @@ pub struct RateDecision {
 /// Admits or refuses a request of `cost` weight units at `now_ms`.
 pub fn decide(state: RateState, limits: RateLimits, cost: u32, now_ms: i64) -> RateDecision {
     let state = roll_window(state, now_ms);
+    let now_us = now_ms * 1000;
     let interval = emission_interval(limits);
-    let start = state.tat_ms.max(now_ms);
-    let next_tat = start + interval;
+    let next_tat = state.tat_us.max(now_us) + interval;
 
-    let minute_refused = next_tat - MINUTE_MS > now_ms;
+    let minute_refused = next_tat - MINUTE_US > now_us;
     let hour_refused = state.hour_count >= limits.per_hour;
     let weight_refused = state.hour_weight.saturating_add(cost) > limits.weight_per_hour;
     let window_end = state.window_start_ms + HOUR_MS;
 
     let refusal = if minute_refused {
-        Some((Policy::KeyMinute, next_tat - MINUTE_MS - now_ms))
+        Some((
+            Policy::KeyMinute,
+            ceil_div(next_tat - MINUTE_US - now_us, 1000),
+        ))
     } else if hour_refused {
         Some((Policy::KeyHour, window_end - now_ms))
     } else if weight_refused {
@@ -96,7 +100,7 @@ pub fn decide(state: RateState, limits: RateLimits, cost: u32, now_ms: i64) -> R
         };
     }
     let admitted = RateState {
-        tat_ms: next_tat,
+        tat_us: next_tat,
         window_start_ms: state.window_start_ms,
         hour_count: state.hour_count + 1,
         hour_weight: state.hour_weight + cost,
@@ -127,8 +131,8 @@ fn tightest(state: RateState, limits: RateLimits, now_ms: i64) -> Quota {
 
 fn quotas(state: RateState, limits: RateLimits, now_ms: i64) -> [Quota; 3] {
     let interval = emission_interval(limits);
-    let backlog = (state.tat_ms - now_ms).max(0);
-    let minute_remaining = u32::try_from((MINUTE_MS - backlog).max(0) / interval)
+    let backlog = (state.tat_us - now_ms * 1000).max(0);
+    let minute_remaining = u32::try_from((MINUTE_US - backlog).max(0) / interval)
         .unwrap_or(0)
         .min(limits.per_minute);
     let window_end_secs = ceil_secs(state.window_start_ms + HOUR_MS);
@@ -140,7 +144,7 @@ fn quotas(state: RateState, limits: RateLimits, now_ms: i64) -> [Quota; 3] {
             limit: limits.per_minute,
             remaining: minute_remaining,
             used: limits.per_minute - minute_remaining,
-            reset_secs: ceil_secs(state.tat_ms.max(now_ms)),
+            reset_secs: ceil_secs(ceil_div(state.tat_us, 1000).max(now_ms)),
         },
         Quota {
             policy: Policy::KeyHour,
@@ -173,12 +177,17 @@ fn roll_window(state: RateState, now_ms: i64) -> RateState {
     }
 }
 
+/// Microseconds between requests at the sustained per-minute rate.
 fn emission_interval(limits: RateLimits) -> i64 {
-    (MINUTE_MS / i64::from(limits.per_minute.max(1))).max(1)
+    (MINUTE_US / i64::from(limits.per_minute.max(1))).max(1)
 }
 
 fn ceil_secs(ms: i64) -> i64 {
-    ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) != 0)
+    ceil_div(ms, 1000)
+}
+
+fn ceil_div(value: i64, unit: i64) -> i64 {
+    value.div_euclid(unit) + i64::from(value.rem_euclid(unit) != 0)
 }
 
 #[cfg(test)]
@@ -241,6 +250,24 @@ mod tests {
     }
 
     #[test]
+    fn quotas_above_one_per_millisecond_keep_their_rate() {
+        // 600 000 per minute = 10 per millisecond.
+        let limits = limits(600_000, u32::MAX, u32::MAX);
+        let mut state = decide(RateState::default(), limits, 1, NOW).state;
+        // Drain the burst, then a millisecond later exactly 100 more fit.
+        for _ in 1..600_000 {
+            state = decide(state, limits, 1, NOW).state;
+        }
+        assert!(decide(state, limits, 1, NOW).refused_by.is_some());
+        let mut admitted = 0;
+        while decide(state, limits, 1, NOW + 1).refused_by.is_none() {
+            state = decide(state, limits, 1, NOW + 1).state;
+            admitted += 1;
+        }
+        assert_eq!(admitted, 10);
+    }
+
+    #[test]
     fn the_report_names_the_tightest_policy_and_adds_up() {
         let limits = limits(10, 1000, 1000);
         let d = decide(RateState::default(), limits, 1, NOW);
@@ -279,7 +306,7 @@ mod tests {
             for i in 0..admitted.len() {
                 for j in i..admitted.len() {
                     let count = (j - i + 1) as i64;
-                    let allowed = (admitted[j] - admitted[i] + MINUTE_MS) / interval;
+                    let allowed = ((admitted[j] - admitted[i]) * 1000 + MINUTE_US) / interval;
                     prop_assert!(count <= allowed, "{} admitted in {} ms", count, admitted[j] - admitted[i]);
                 }
             }

@@ -93,7 +93,7 @@ fn split(text: &str, separator: char) -> impl Iterator<Item = &str> {
 
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct RateRow {
-    pub tat_ms: i64,
+    pub tat_us: i64,
     pub window_start_ms: i64,
     pub hour_count: i64,
     pub hour_weight: i64,
@@ -105,7 +105,7 @@ impl RateRow {
             u32::try_from(value).map_err(|_| StoreError::Corrupt("rate-limit counter".into()))
         };
         Ok(RateState {
-            tat_ms: self.tat_ms,
+            tat_us: self.tat_us,
             window_start_ms: self.window_start_ms,
             hour_count: count(self.hour_count)?,
             hour_weight: count(self.hour_weight)?,

@@ -166,7 +166,7 @@ macro_rules! store_impl {
         ) -> Result<RateDecision, StoreError> {
             let mut tx = self.write_tx().await?;
             sqlx::query(
-                "INSERT INTO rate_limits (key_id, tat_ms, window_start_ms, hour_count, hour_weight) \
+                "INSERT INTO rate_limits (key_id, tat_us, window_start_ms, hour_count, hour_weight) \
                  VALUES ($1, 0, 0, 0, 0) ON CONFLICT (key_id) DO NOTHING",
             )
             .bind(key_id)
@@ -174,7 +174,7 @@ macro_rules! store_impl {
             .await
             .map_err(map_sqlx_error)?;
             let row: RateRow = sqlx::query_as(concat!(
-                "SELECT tat_ms, window_start_ms, hour_count, hour_weight FROM rate_limits ",
+                "SELECT tat_us, window_start_ms, hour_count, hour_weight FROM rate_limits ",
                 "WHERE key_id = $1",
                 $lock
             ))
@@ -186,11 +186,11 @@ macro_rules! store_impl {
             if decision.refused_by.is_none() {
                 let state = decision.state;
                 sqlx::query(
-                    "UPDATE rate_limits SET tat_ms = $2, window_start_ms = $3, hour_count = $4, \
+                    "UPDATE rate_limits SET tat_us = $2, window_start_ms = $3, hour_count = $4, \
                      hour_weight = $5 WHERE key_id = $1",
                 )
                 .bind(key_id)
-                .bind(state.tat_ms)
+                .bind(state.tat_us)
                 .bind(state.window_start_ms)
                 .bind(i64::from(state.hour_count))
                 .bind(i64::from(state.hour_weight))
@@ -204,7 +204,7 @@ macro_rules! store_impl {
 
         async fn rate_state(&self, key_id: &str) -> Result<RateState, StoreError> {
             let row: Option<RateRow> = sqlx::query_as(
-                "SELECT tat_ms, window_start_ms, hour_count, hour_weight FROM rate_limits \
+                "SELECT tat_us, window_start_ms, hour_count, hour_weight FROM rate_limits \
                  WHERE key_id = $1",
             )
             .bind(key_id)

@@ -1,7 +1,7 @@
 -- Per-key rate-limit state shared by every node (see swapd_core::rate_limit).
 CREATE TABLE rate_limits (
     key_id          TEXT   PRIMARY KEY NOT NULL,
-    tat_ms          BIGINT NOT NULL,
+    tat_us          BIGINT NOT NULL,
     window_start_ms BIGINT NOT NULL,
     hour_count      BIGINT NOT NULL,
     hour_weight     BIGINT NOT NULL

@@ -1,7 +1,7 @@
 -- Per-key rate-limit state shared by every node (see swapd_core::rate_limit).
 CREATE TABLE rate_limits (
     key_id          TEXT    PRIMARY KEY NOT NULL,
-    tat_ms          INTEGER NOT NULL,
+    tat_us          INTEGER NOT NULL,
     window_start_ms INTEGER NOT NULL,
     hour_count      INTEGER NOT NULL,
     hour_weight     INTEGER NOT NULL

@@ -1,0 +1,148 @@
+//! Sends requests to a running swapd for a fixed time from N concurrent connections and reports
+//! throughput and latency percentiles. With `--key`/`--secret`, every request is signed with a
+//! fresh nonce (what a real partner sends); without, plain GETs (e.g. `/healthz`).
+//!
+//! cargo run --release -p swapd-loadgen -- --path /api/v3 --key key_... --secret sec_...
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use reqwest::Method;
+use swapd_client::{BusinessClient, Credentials, new_nonce};
+
+#[derive(Debug, Parser)]
+#[command(about = "Load generator for swapd benchmarks")]
+struct Args {
+    /// Server base URL.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// Path to GET.
+    #[arg(long, default_value = "/healthz")]
+    path: String,
+    /// API key: sign every request (needs --secret).
+    #[arg(long, env = "SWAPD_API_KEY", requires = "secret")]
+    key: Option<String>,
+    #[arg(long, env = "SWAPD_API_SECRET")]
+    secret: Option<String>,
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Measured seconds (after the warm-up).
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Unmeasured warm-up seconds.
+    #[arg(long, default_value_t = 2)]
+    warmup: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()?;
+    let signer = match (&args.key, &args.secret) {
+        (Some(key), Some(secret)) => Some(BusinessClient::new(
+            &args.url,
+            Credentials::new(key, secret),
+        )?),
+        _ => None,
+    };
+    let warm_until = Instant::now() + Duration::from_secs(args.warmup);
+    let stop_at = warm_until + Duration::from_secs(args.seconds);
+    let workers: Vec<_> = (0..args.concurrency)
+        .map(|_| {
+            let (http, signer, url, path) = (
+                http.clone(),
+                signer.clone(),
+                args.url.clone(),
+                args.path.clone(),
+            );
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                let mut failures = 0u64;
+                while Instant::now() < stop_at {
+                    let started = Instant::now();
+                    let ok = match &signer {
+                        Some(client) => {
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .unwrap()
+                                .as_secs() as i64;
+                            let signed = client
+                                .sign(
+                                    Method::GET,
+                                    &path,
+                                    &[],
+                                    None::<&()>,
+                                    None,
+                                    &new_nonce(),
+                                    now,
+                                )
+                                .expect("sign");
+                            client.execute(signed).await.is_ok()
+                        }
+                        None => http
+                            .get(format!("{url}{path}"))
+                            .send()
+                            .await
+                            .is_ok_and(|r| r.status().is_success()),
+                    };
+                    if started >= warm_until {
+                        if ok {
+                            latencies.push(started.elapsed().as_micros() as u64);
+                        } else {
+                            failures += 1;
+                        }
+                    }
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut failures = 0;
+    for worker in workers {
+        let (l, f) = worker.await.context("worker panicked")?;
+        latencies.extend(l);
+        failures += f;
+    }
+    if latencies.is_empty() {
+        bail!(
+            "no request succeeded ({failures} failed): is the server at {} running, and the key valid with a high enough rate limit?",
+            args.url
+        );
+    }
+    latencies.sort_unstable();
+    let pct = |p: f64| {
+        latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)] as f64 / 1000.0
+    };
+    let rps = latencies.len() as f64 / args.seconds as f64;
+    let mode = if signer.is_some() { "signed" } else { "plain" };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"path": args.path, "mode": mode, "concurrency": args.concurrency, "seconds": args.seconds,
+                "requests": latencies.len(), "failures": failures, "rps": rps.round(),
+                "p50_ms": pct(0.50), "p90_ms": pct(0.90), "p99_ms": pct(0.99), "max_ms": pct(1.0)})
+        );
+    } else {
+        println!(
+            "{mode} GET {}: {} ok, {failures} failed in {} s, {:.0} req/s; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms (concurrency {})",
+            args.path,
+            latencies.len(),
+            args.seconds,
+            rps,
+            pct(0.5),
+            pct(0.9),
+            pct(0.99),
+            pct(1.0),
+            args.concurrency
+        );
+    }
+    Ok(())
+}
