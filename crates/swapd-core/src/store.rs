@@ -65,15 +65,16 @@ pub trait Store: Send + Sync + 'static {
         expires_at_ms: i64,
     ) -> Result<bool, StoreError>;
 
-    /// Deletes every record whose lifetime ended at or before `now_ms` (nonces and idempotency
-    /// keys). Returns how many rows went.
+    /// Deletes every record whose lifetime ended at or before `now_ms` (shared and logged
+    /// nonces, idempotency keys). Returns how many rows went.
     async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError>;
 
-    /// Records many nonces in one transaction, ignoring ones already recorded (batched
-    /// persistence of the single-node nonce set).
+    /// Appends many nonces to the durable log of a single node's in-memory nonce set, in one
+    /// transaction. The log is separate from the shared set of [`Store::remember_nonce`]: it is
+    /// only appended, reloaded and purged, never searched.
     async fn remember_nonces(&self, batch: &[NonceRecord]) -> Result<(), StoreError>;
 
-    /// Every nonce still remembered at `now_ms` (to rebuild the in-memory set on start).
+    /// Every logged nonce still live at `now_ms` (to rebuild the in-memory set on start).
     async fn live_nonces(&self, now_ms: i64) -> Result<Vec<NonceRecord>, StoreError>;
 
     /// Atomically decides one request of `cost` units for `key_id` with

@@ -65,9 +65,10 @@ async fn main() -> anyhow::Result<()> {
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
                 let mut failures = 0u64;
+                let mut first_failure: Option<String> = None;
                 while Instant::now() < stop_at {
                     let started = Instant::now();
-                    let ok = match &signer {
+                    let outcome: Result<(), String> = match &signer {
                         Some(client) => {
                             let now = std::time::SystemTime::now()
                                 .duration_since(std::time::UNIX_EPOCH)
@@ -84,32 +85,46 @@ async fn main() -> anyhow::Result<()> {
                                     now,
                                 )
                                 .expect("sign");
-                            client.execute(signed).await.is_ok()
+                            client
+                                .execute(signed)
+                                .await
+                                .map(drop)
+                                .map_err(|e| e.to_string())
                         }
-                        None => http
-                            .get(format!("{url}{path}"))
-                            .send()
-                            .await
-                            .is_ok_and(|r| r.status().is_success()),
+                        // Read the body too, as the signed path does.
+                        None => match http.get(format!("{url}{path}")).send().await {
+                            Ok(r) if r.status().is_success() => {
+                                r.bytes().await.map(drop).map_err(|e| e.to_string())
+                            }
+                            Ok(r) => Err(format!("status {}", r.status())),
+                            Err(e) => Err(e.to_string()),
+                        },
                     };
                     if started >= warm_until {
-                        if ok {
-                            latencies.push(started.elapsed().as_micros() as u64);
-                        } else {
-                            failures += 1;
+                        match outcome {
+                            Ok(()) => latencies.push(started.elapsed().as_micros() as u64),
+                            Err(error) => {
+                                failures += 1;
+                                first_failure.get_or_insert(error);
+                            }
                         }
                     }
                 }
-                (latencies, failures)
+                (latencies, failures, first_failure)
             })
         })
         .collect();
     let mut latencies = Vec::new();
     let mut failures = 0;
+    let mut first_failure = None;
     for worker in workers {
-        let (l, f) = worker.await.context("worker panicked")?;
+        let (l, f, first) = worker.await.context("worker panicked")?;
         latencies.extend(l);
         failures += f;
+        first_failure = first_failure.or(first);
+    }
+    if let Some(error) = &first_failure {
+        eprintln!("first failure: {error}");
     }
     if latencies.is_empty() {
         bail!(

@@ -192,7 +192,7 @@ async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &dyn Stor
         .unwrap();
     store
         .remember_nonces(&[
-            record("batch-0001", 9_000),
+            record("batch-0001", 5_000),
             record("batch-0002", 9_000),
             record("batch-0003", 100),
         ])
@@ -204,13 +204,27 @@ async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &dyn Stor
         live,
         [record("batch-0001", 5_000), record("batch-0002", 9_000)]
     );
+    // The log is not the shared set.
     assert!(
-        !store
+        store
             .remember_nonce("key_batch", "batch-0002", 9_000)
             .await
             .unwrap()
     );
     store.remember_nonces(&[]).await.unwrap();
+
+    // More than one chunk, with a duplicate inside the batch.
+    let mut big: Vec<NonceRecord> = (0..2_500)
+        .map(|i| record(&format!("big-{i:05}"), 7_000))
+        .collect();
+    big.push(record("big-00042", 7_000));
+    store.remember_nonces(&big).await.unwrap();
+    assert_eq!(store.live_nonces(6_999).await.unwrap().len(), 2_500 + 1);
+    assert!(store.purge_expired(7_000).await.unwrap() >= 2_501);
+    assert_eq!(
+        store.live_nonces(0).await.unwrap(),
+        [record("batch-0002", 9_000)]
+    );
     store.purge_expired(i64::MAX).await.unwrap();
 }
 

@@ -110,6 +110,7 @@ macro_rules! store_impl {
             let mut purged = 0;
             for statement in [
                 "DELETE FROM nonces WHERE expires_at <= $1",
+                "DELETE FROM nonce_log WHERE expires_at <= $1",
                 "DELETE FROM idempotency_keys WHERE expires_at <= $1",
             ] {
                 purged += sqlx::query(statement)
@@ -124,24 +125,27 @@ macro_rules! store_impl {
 
         async fn remember_nonces(&self, batch: &[NonceRecord]) -> Result<(), StoreError> {
             let mut tx = self.write_tx().await?;
-            for record in batch {
-                sqlx::query(
-                    "INSERT INTO nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3) \
-                     ON CONFLICT (key_id, nonce) DO NOTHING",
-                )
-                .bind(&record.key_id)
-                .bind(&record.nonce)
-                .bind(record.expires_at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
+            // Multi-row inserts: one statement per 1 000 nonces (3 parameters each, well within
+            // both databases' parameter limits).
+            for chunk in batch.chunks(1_000) {
+                sqlx::QueryBuilder::new("INSERT INTO nonce_log (key_id, nonce, expires_at) ")
+                    .push_values(chunk, |mut row, record| {
+                        row.push_bind(&record.key_id)
+                            .push_bind(&record.nonce)
+                            .push_bind(record.expires_at_ms);
+                    })
+                    .push(" ON CONFLICT DO NOTHING")
+                    .build()
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
             }
             tx.commit().await.map_err(map_sqlx_error)
         }
 
         async fn live_nonces(&self, now_ms: i64) -> Result<Vec<NonceRecord>, StoreError> {
             let rows: Vec<(String, String, i64)> = sqlx::query_as(
-                "SELECT key_id, nonce, expires_at FROM nonces WHERE expires_at > $1",
+                "SELECT key_id, nonce, expires_at FROM nonce_log WHERE expires_at > $1",
             )
             .bind(now_ms)
             .fetch_all(&self.pool)

@@ -86,9 +86,11 @@ impl Guards {
         };
         if sharing == Sharing::Local {
             for record in store.live_nonces(now_ms).await? {
-                nonces
+                let expires = nonces
                     .seen
-                    .insert((record.key_id, record.nonce), record.expires_at_ms);
+                    .entry((record.key_id, record.nonce))
+                    .or_default();
+                *expires = (*expires).max(record.expires_at_ms);
             }
         }
         Ok(Self {

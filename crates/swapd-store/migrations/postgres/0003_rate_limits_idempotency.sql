@@ -22,3 +22,13 @@ CREATE TABLE idempotency_keys (
     PRIMARY KEY (principal, idem_key)
 );
 CREATE INDEX idempotency_keys_expires_at ON idempotency_keys (expires_at);
+
+-- The durable copy of a single node's in-memory nonce set: appended in batches, reloaded at
+-- start, purged by expiry. Clustered by expiry, so appends touch only the right edge of the tree
+-- (the shared `nonces` table, keyed by the random nonce, is for nodes sharing a database).
+CREATE TABLE nonce_log (
+    expires_at BIGINT NOT NULL,
+    key_id     TEXT   NOT NULL,
+    nonce      TEXT   NOT NULL,
+    PRIMARY KEY (expires_at, key_id, nonce)
+);
