@@ -659,15 +659,9 @@ async fn nodes_sharing_postgres_share_nonces_and_fail_closed_when_it_is_gone() {
         return;
     };
     let schema = swapd_store::test_support::PgTestSchema::create(&url).await;
-    let target = {
-        let parsed = url::Url::parse(&url).unwrap();
-        let host = parsed.host_str().unwrap().replace("localhost", "127.0.0.1");
-        format!("{host}:{}", parsed.port().unwrap_or(5432))
-            .parse()
-            .unwrap()
-    };
+    let target = swapd_store::test_support::server_addr(&url);
     let cut = tokio_util::sync::CancellationToken::new();
-    let proxy = support::tcp_proxy(target, cut.clone()).await;
+    let proxy = swapd_store::test_support::tcp_proxy(target, cut.clone()).await;
     let options = swapd_store::StoreOptions {
         acquire_timeout: std::time::Duration::from_millis(500),
         ..Default::default()

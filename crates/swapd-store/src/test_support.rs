@@ -1,6 +1,7 @@
 //! Helpers for tests that need a real PostgreSQL: each test gets its own schema in the shared
 //! database named by `SWAPD_TEST_POSTGRES_URL`, dropped when the helper is dropped.
 
+use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -124,4 +125,44 @@ async fn sweep_stale_schemas(conn: &mut PgConnection, now: u64) {
             .await;
         }
     }
+}
+
+/// The address of the PostgreSQL server a URL names (`localhost` as 127.0.0.1).
+pub fn server_addr(url: &str) -> SocketAddr {
+    let options = PgConnectOptions::from_str(url).expect("valid test URL");
+    let host = options.get_host().replace("localhost", "127.0.0.1");
+    format!("{host}:{}", options.get_port())
+        .parse()
+        .expect("a TCP host")
+}
+
+/// Forwards TCP connections to `target` until `cut` is cancelled, then drops every connection:
+/// a database that goes away mid-test.
+pub async fn tcp_proxy(target: SocketAddr, cut: tokio_util::sync::CancellationToken) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the proxy");
+    let addr = listener.local_addr().expect("proxy address");
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = cut.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((mut inbound, _)) = accepted else {
+                continue;
+            };
+            let cut = cut.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                tokio::select! {
+                    () = cut.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                }
+            });
+        }
+    });
+    addr
 }

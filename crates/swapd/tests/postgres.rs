@@ -2,42 +2,11 @@
 //! readiness that follows the database (a TCP proxy in front of PostgreSQL is cut mid-test).
 //! Needs `SWAPD_TEST_POSTGRES_URL` (mandatory under CI).
 
-use std::net::SocketAddr;
-
 use serde_json::Value;
 use swapd::app::{App, Roles, Runtime};
 use swapd::config::Config;
-use swapd_store::test_support::{PgTestSchema, postgres_url};
-use tokio::net::{TcpListener, TcpStream};
+use swapd_store::test_support::{PgTestSchema, postgres_url, server_addr, tcp_proxy};
 use tokio_util::sync::CancellationToken;
-
-/// Forwards TCP connections to `target` until `cut` is cancelled, then drops every connection.
-async fn start_proxy(target: SocketAddr, cut: CancellationToken) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                () = cut.cancelled() => return,
-                accepted = listener.accept() => accepted,
-            };
-            let Ok((mut inbound, _)) = accepted else {
-                continue;
-            };
-            let cut = cut.clone();
-            tokio::spawn(async move {
-                let Ok(mut outbound) = TcpStream::connect(target).await else {
-                    return;
-                };
-                tokio::select! {
-                    () = cut.cancelled() => {}
-                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                }
-            });
-        }
-    });
-    addr
-}
 
 #[tokio::test]
 async fn readiness_follows_the_database_through_an_outage() {
@@ -46,15 +15,9 @@ async fn readiness_follows_the_database_through_an_outage() {
     };
     let schema = PgTestSchema::create(&base_url).await;
     let mut url = url::Url::parse(&schema.database_url()).unwrap();
-    let target: SocketAddr = format!(
-        "{}:{}",
-        url.host_str().unwrap().replace("localhost", "127.0.0.1"),
-        url.port().unwrap_or(5432)
-    )
-    .parse()
-    .unwrap();
+    let target = server_addr(&base_url);
     let cut = CancellationToken::new();
-    let proxy = start_proxy(target, cut.clone()).await;
+    let proxy = tcp_proxy(target, cut.clone()).await;
     url.set_port(Some(proxy.port())).unwrap();
 
     let dir = tempfile::tempdir().unwrap();

@@ -574,32 +574,3 @@ impl TestServer {
         self.state.guards.peek_rate(&stored).await.unwrap()
     }
 }
-
-/// Forwards TCP connections to `target` until `cut` is cancelled, then drops them all: a
-/// database that goes away mid-test.
-pub async fn tcp_proxy(target: SocketAddr, cut: CancellationToken) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let accepted = tokio::select! {
-                () = cut.cancelled() => return,
-                accepted = listener.accept() => accepted,
-            };
-            let Ok((mut inbound, _)) = accepted else {
-                continue;
-            };
-            let cut = cut.clone();
-            tokio::spawn(async move {
-                let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
-                    return;
-                };
-                tokio::select! {
-                    () = cut.cancelled() => {}
-                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
-                }
-            });
-        }
-    });
-    addr
-}
