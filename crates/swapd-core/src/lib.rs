@@ -1,6 +1,7 @@
 //! swapd domain logic. No I/O: no sockets, no files, no database drivers. Time comes from a
 //! [`Clock`], storage through the [`Store`] port.
 
+pub mod address;
 pub mod api_keys;
 pub mod clock;
 pub mod idempotency;
