@@ -1,0 +1,295 @@
+//! Exact amounts. On the wire an amount is a decimal string in display units
+//! (`^[0-9]{1,30}(\.[0-9]+)?$`, at most the currency's precision in fraction digits, no
+//! exponent, never a JSON number); inside it is an integer count of base units, so arithmetic
+//! never rounds unless asked to.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use alloy_primitives::U256;
+
+/// The most fraction digits any asset uses (ETH and most ERC-20 tokens: 18).
+pub const MAX_DECIMALS: u8 = 18;
+const MAX_WHOLE_DIGITS: usize = 30;
+
+/// `units / 10^decimals`, exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Amount {
+    units: U256,
+    decimals: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AmountError {
+    #[error(
+        "`{0}` is not a decimal amount: digits with an optional `.` and fraction, as a string (e.g. \"0.25\")"
+    )]
+    Format(String),
+    #[error("`{text}` has more than {precision} fraction digits")]
+    Precision { text: String, precision: u8 },
+}
+
+/// How to round when a result has more digits than its scale holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rounding {
+    Down,
+    Up,
+}
+
+impl Amount {
+    pub fn zero(decimals: u8) -> Self {
+        Self {
+            units: U256::ZERO,
+            decimals,
+        }
+    }
+
+    pub fn from_units(units: U256, decimals: u8) -> Self {
+        assert!(decimals <= MAX_DECIMALS, "at most {MAX_DECIMALS} decimals");
+        Self { units, decimals }
+    }
+
+    /// Parses a display-unit decimal string with at most `precision` fraction digits, scaled to
+    /// `precision` decimals.
+    pub fn parse(text: &str, precision: u8) -> Result<Self, AmountError> {
+        assert!(precision <= MAX_DECIMALS, "at most {MAX_DECIMALS} decimals");
+        let format = || AmountError::Format(text.chars().take(64).collect());
+        let (whole, fraction) = match text.split_once('.') {
+            Some((whole, fraction)) if !fraction.is_empty() => (whole, fraction),
+            Some(_) => return Err(format()),
+            None => (text, ""),
+        };
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() || whole.len() > MAX_WHOLE_DIGITS || !digits(whole) || !digits(fraction)
+        {
+            return Err(format());
+        }
+        if fraction.len() > usize::from(precision) {
+            return Err(AmountError::Precision {
+                text: text.to_owned(),
+                precision,
+            });
+        }
+        let padded = format!("{whole}{fraction:0<width$}", width = usize::from(precision));
+        let units = U256::from_str_radix(&padded, 10).map_err(|_| format())?;
+        Ok(Self {
+            units,
+            decimals: precision,
+        })
+    }
+
+    pub fn units(self) -> U256 {
+        self.units
+    }
+
+    pub fn decimals(self) -> u8 {
+        self.decimals
+    }
+
+    pub fn is_zero(self) -> bool {
+        self.units.is_zero()
+    }
+
+    /// The same value with `decimals` fraction digits, rounding when digits are dropped.
+    pub fn rescale(self, decimals: u8, rounding: Rounding) -> Self {
+        assert!(decimals <= MAX_DECIMALS, "at most {MAX_DECIMALS} decimals");
+        let units = match decimals.cmp(&self.decimals) {
+            Ordering::Equal => self.units,
+            Ordering::Greater => self.units * pow10(decimals - self.decimals),
+            Ordering::Less => div_round(self.units, pow10(self.decimals - decimals), rounding),
+        };
+        Self { units, decimals }
+    }
+
+    /// `self × numerator / denominator` at `self`'s scale, rounded as asked: the exact core of
+    /// rate and fee arithmetic (a rate is a ratio of integers, never a float).
+    pub fn mul_div(self, numerator: U256, denominator: U256, rounding: Rounding) -> Self {
+        assert!(!denominator.is_zero(), "division by zero");
+        Self {
+            units: div_round(self.units * numerator, denominator, rounding),
+            decimals: self.decimals,
+        }
+    }
+
+    pub fn checked_sub(self, other: Amount) -> Option<Amount> {
+        let other = other.rescale(self.decimals.max(other.decimals), Rounding::Down);
+        let this = self.rescale(other.decimals, Rounding::Down);
+        this.units.checked_sub(other.units).map(|units| Self {
+            units,
+            decimals: this.decimals,
+        })
+    }
+
+    pub fn add(self, other: Amount) -> Amount {
+        let decimals = self.decimals.max(other.decimals);
+        let (a, b) = (
+            self.rescale(decimals, Rounding::Down),
+            other.rescale(decimals, Rounding::Down),
+        );
+        Self {
+            units: a.units + b.units,
+            decimals,
+        }
+    }
+}
+
+impl PartialOrd for Amount {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Amount {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let decimals = self.decimals.max(other.decimals);
+        self.rescale(decimals, Rounding::Down)
+            .units
+            .cmp(&other.rescale(decimals, Rounding::Down).units)
+    }
+}
+
+/// The shortest exact decimal form: no trailing fraction zeros, no exponent (`"1.5"`, `"0"`).
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let digits = self.units.to_string();
+        let scale = usize::from(self.decimals);
+        let padded = format!("{digits:0>width$}", width = scale + 1);
+        let (whole, fraction) = padded.split_at(padded.len() - scale);
+        let fraction = fraction.trim_end_matches('0');
+        if fraction.is_empty() {
+            f.write_str(whole)
+        } else {
+            write!(f, "{whole}.{fraction}")
+        }
+    }
+}
+
+fn pow10(exponent: u8) -> U256 {
+    U256::from(10u8).pow(U256::from(exponent))
+}
+
+fn div_round(value: U256, divisor: U256, rounding: Rounding) -> U256 {
+    let (quotient, remainder) = value.div_rem(divisor);
+    if rounding == Rounding::Up && !remainder.is_zero() {
+        quotient + U256::from(1u8)
+    } else {
+        quotient
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn amount(text: &str, precision: u8) -> Amount {
+        Amount::parse(text, precision).unwrap()
+    }
+
+    #[test]
+    fn parsing_is_strict() {
+        assert_eq!(amount("1.5", 8).units(), U256::from(150_000_000u64));
+        assert_eq!(amount("0", 2).units(), U256::ZERO);
+        assert_eq!(amount("000.10", 2).to_string(), "0.1");
+        assert_eq!(
+            amount("123456789012345678901234567890.123456789012345678", 18).to_string(),
+            "123456789012345678901234567890.123456789012345678"
+        );
+        for bad in [
+            "",
+            ".5",
+            "1.",
+            "-1",
+            "+1",
+            "1e3",
+            "1,5",
+            " 1",
+            "1 ",
+            "0x10",
+            "１",
+            &"9".repeat(31),
+            "1.2.3",
+            "NaN",
+        ] {
+            assert!(
+                matches!(Amount::parse(bad, 8), Err(AmountError::Format(_))),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            Amount::parse("0.123", 2),
+            Err(AmountError::Precision {
+                text: "0.123".into(),
+                precision: 2
+            })
+        );
+    }
+
+    #[test]
+    fn display_is_the_shortest_exact_form() {
+        assert_eq!(
+            Amount::from_units(U256::from(5u8), 18).to_string(),
+            "0.000000000000000005"
+        );
+        assert_eq!(
+            Amount::from_units(U256::from(1_000_000u64), 6).to_string(),
+            "1"
+        );
+        assert_eq!(Amount::zero(8).to_string(), "0");
+    }
+
+    #[test]
+    fn rescaling_and_rates_round_only_when_asked() {
+        let x = amount("1.23456789", 8);
+        assert_eq!(x.rescale(6, Rounding::Down).to_string(), "1.234567");
+        assert_eq!(x.rescale(6, Rounding::Up).to_string(), "1.234568");
+        assert_eq!(x.rescale(18, Rounding::Down).to_string(), "1.23456789");
+        // 0.1 BTC at 30 000.5 USDT/BTC, at 6 decimals.
+        let usdt =
+            amount("0.1", 6).mul_div(U256::from(300_005u64), U256::from(10u8), Rounding::Down);
+        assert_eq!(usdt.to_string(), "3000.05");
+        let third = amount("1", 6).mul_div(U256::from(1u8), U256::from(3u8), Rounding::Down);
+        assert_eq!(
+            (third.to_string(), third.add(third).add(third).to_string()),
+            ("0.333333".into(), "0.999999".into())
+        );
+    }
+
+    #[test]
+    fn comparison_and_subtraction_across_scales() {
+        assert!(amount("1.5", 2) > amount("1.49999999", 8));
+        assert_eq!(
+            amount("1.5", 2).cmp(&amount("1.50000000", 8)),
+            Ordering::Equal
+        );
+        assert_eq!(
+            amount("2", 2)
+                .checked_sub(amount("0.25", 8))
+                .unwrap()
+                .to_string(),
+            "1.75"
+        );
+        assert_eq!(amount("1", 2).checked_sub(amount("2", 2)), None);
+    }
+
+    proptest! {
+        #[test]
+        /// Every amount the wire format can carry (at most 30 whole digits) survives display and
+        /// parsing unchanged.
+        fn display_and_parse_round_trip(units in 0u128..10u128.pow(30), decimals in 0u8..=18) {
+            let a = Amount::from_units(U256::from(units), decimals);
+            prop_assert_eq!(Amount::parse(&a.to_string(), decimals).unwrap(), a);
+        }
+
+        #[test]
+        fn rounding_brackets_the_exact_value(units in any::<u64>(), num in 1u64..u64::MAX, den in 1u64..u64::MAX) {
+            let a = Amount::from_units(U256::from(units), 8);
+            let down = a.mul_div(U256::from(num), U256::from(den), Rounding::Down);
+            let up = a.mul_div(U256::from(num), U256::from(den), Rounding::Up);
+            let exact = U256::from(units) * U256::from(num);
+            prop_assert!(down.units() * U256::from(den) <= exact);
+            prop_assert!(up.units() * U256::from(den) >= exact);
+            prop_assert!(up.units() - down.units() <= U256::from(1u8));
+        }
+    }
+}
