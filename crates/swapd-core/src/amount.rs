@@ -119,8 +119,13 @@ impl Amount {
             decimals: this.decimals,
         })
     }
+}
 
-    pub fn add(self, other: Amount) -> Amount {
+/// Exact sum at the larger of the two scales.
+impl std::ops::Add for Amount {
+    type Output = Amount;
+
+    fn add(self, other: Amount) -> Amount {
         let decimals = self.decimals.max(other.decimals);
         let (a, b) = (
             self.rescale(decimals, Rounding::Down),
@@ -250,7 +255,7 @@ mod tests {
         assert_eq!(usdt.to_string(), "3000.05");
         let third = amount("1", 6).mul_div(U256::from(1u8), U256::from(3u8), Rounding::Down);
         assert_eq!(
-            (third.to_string(), third.add(third).add(third).to_string()),
+            (third.to_string(), (third + third + third).to_string()),
             ("0.333333".into(), "0.999999".into())
         );
     }
