@@ -102,7 +102,9 @@ impl Amount {
     }
 
     /// `self × numerator / denominator` at `self`'s scale, rounded as asked: the exact core of
-    /// rate and fee arithmetic (a rate is a ratio of integers, never a float).
+    /// rate and fee arithmetic (a rate is a ratio of integers, never a float). Wire amounts are
+    /// below 10^48 base units (30 whole digits, 18 decimals, about 2^160), so numerators below
+    /// 2^96 cannot overflow the 256-bit product.
     pub fn mul_div(self, numerator: U256, denominator: U256, rounding: Rounding) -> Self {
         assert!(!denominator.is_zero(), "division by zero");
         Self {

@@ -486,7 +486,7 @@ impl TestServer {
         }
     }
 
-    pub async fn send(&self, request: &Signed) -> Resp {
+    fn request(&self, request: &Signed) -> reqwest::RequestBuilder {
         let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap();
         let mut builder = self
             .http
@@ -494,7 +494,11 @@ impl TestServer {
         for (name, value) in &request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        let response = builder.body(request.body.clone()).send().await.unwrap();
+        builder.body(request.body.clone())
+    }
+
+    pub async fn send(&self, request: &Signed) -> Resp {
+        let response = self.request(request).send().await.unwrap();
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let bytes = response.bytes().await.unwrap();
@@ -509,15 +513,7 @@ impl TestServer {
 
     /// Sends and returns `None` when the connection fails (a handler that crashed).
     pub async fn try_send(&self, request: &Signed) -> Option<u16> {
-        let method = reqwest::Method::from_bytes(request.method.as_bytes()).unwrap();
-        let mut builder = self
-            .http
-            .request(method, format!("{}{}", self.base, request.path_and_query));
-        for (name, value) in &request.headers {
-            builder = builder.header(name.as_str(), value.as_str());
-        }
-        builder
-            .body(request.body.clone())
+        self.request(request)
             .send()
             .await
             .ok()
