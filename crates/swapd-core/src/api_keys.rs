@@ -12,7 +12,7 @@ use swapd_types::Permission;
 use crate::ids::new_id;
 use crate::secrets::{MasterKey, SecretError};
 
-pub const API_KEY_PREFIX: &str = "key_";
+pub use swapd_types::ids::API_KEY_PREFIX;
 pub const API_SECRET_PREFIX: &str = "sec_";
 const MAX_NAME_LEN: usize = 100;
 const MAX_LIST_ENTRIES: usize = 100;

@@ -1,19 +1,13 @@
 //! Unguessable prefixed identifiers: a prefix followed by 32 lowercase hex digits of random bits.
 
 use rand::RngCore;
+pub use swapd_types::ids::is_valid_id;
 
 /// `prefix` + 32 lowercase hex characters (128 random bits from the OS-seeded CSPRNG).
 pub fn new_id(prefix: &str) -> String {
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
     format!("{prefix}{}", hex::encode(bytes))
-}
-
-/// True when `id` is `prefix` followed by exactly 32 lowercase hex digits.
-pub fn is_valid_id(id: &str, prefix: &str) -> bool {
-    id.strip_prefix(prefix).is_some_and(|rest| {
-        rest.len() == 32 && rest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
 }
 
 #[cfg(test)]

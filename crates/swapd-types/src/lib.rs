@@ -5,6 +5,7 @@
 
 mod envelope;
 mod error_code;
+pub mod ids;
 mod permission;
 pub mod signing;
 

@@ -192,9 +192,7 @@ pub fn parse_timestamp(text: &str) -> Option<i64> {
 
 /// `X-API-KEY`: `key_` + 32 lowercase hex digits.
 pub fn is_key_id(text: &str) -> bool {
-    text.strip_prefix("key_").is_some_and(|rest| {
-        rest.len() == 32 && rest.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    crate::ids::is_valid_id(text, crate::ids::API_KEY_PREFIX)
 }
 
 #[cfg(test)]

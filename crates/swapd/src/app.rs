@@ -10,7 +10,7 @@ use swapd_api::AppState;
 use swapd_api::business::guards::{Guards, Sharing};
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
-use swapd_store::StoreOptions;
+use swapd_store::{Backend, StoreOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -134,9 +134,9 @@ impl App {
         });
         if let Some(listener) = self.listener {
             // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
-            let sharing = match store.backend() {
-                "sqlite" => Sharing::Local,
-                _ => Sharing::Database,
+            let sharing = match Backend::from_url(&config.database_url)? {
+                Backend::Sqlite => Sharing::Local,
+                Backend::Postgres => Sharing::Database,
             };
             let marker = RunMarker::place(&config)?;
             let guards = Arc::new(
