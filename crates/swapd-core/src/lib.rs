@@ -7,6 +7,8 @@ pub mod api_keys;
 pub mod clock;
 pub mod idempotency;
 pub mod ids;
+pub mod market;
+pub mod provider;
 pub mod rate_limit;
 pub mod secrets;
 pub use swapd_types::signing;

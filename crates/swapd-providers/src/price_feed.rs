@@ -30,6 +30,8 @@ const BASE_PRICES: &[(&str, &str, bool)] = &[
     ("TRX", "0.25", false),
     ("XRP", "2.2", false),
     ("LTC", "95", false),
+    ("JUP", "0.9", false),
+    ("ARB", "0.6", false),
     ("USDT", "1", true),
     ("USDC", "1", true),
     ("DAI", "1", true),

@@ -1,0 +1,210 @@
+//! Route quotes: what `GET /routes` hands out (one per usable card), what `POST /routes/resolve`
+//! turns into a createToken, and how candidate routes are ranked.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Direction, ExecutionType, RateType};
+use crate::amount::Amount;
+use crate::provider::{ProviderError, ProviderInfo, ProviderQuote};
+
+/// Lifetime of a createToken (DESIGN.md §4).
+pub const CREATE_TOKEN_TTL_MS: i64 = 10 * 60 * 1000;
+/// A createToken on the wire: this prefix and 64 lowercase hex digits.
+pub const CREATE_TOKEN_PREFIX: &str = "ctk_";
+
+/// One fee of a stored route, as shown on its card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteFee {
+    pub kind: String,
+    pub amount: String,
+    pub currency: String,
+}
+
+/// A usable route card as stored: the terms it promised, to whom, until when. Amounts are
+/// decimal strings in the display units of their currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteQuote {
+    /// `rqq_…`.
+    pub id: String,
+    /// The caller scope that received it (`key:<id>`, `wallet:<address>`).
+    pub owner: String,
+    pub provider: String,
+    pub execution_type: ExecutionType,
+    pub rate_type: RateType,
+    pub direction: Direction,
+    pub from_code: String,
+    pub to_code: String,
+    pub from_amount: String,
+    pub to_amount: String,
+    pub min_output: String,
+    pub rate: String,
+    pub fees: Vec<RouteFee>,
+    pub estimated_duration_secs: u32,
+    pub wallet_address: Option<String>,
+    pub wallet_namespace: Option<String>,
+    pub recipient: Option<String>,
+    pub gasless: bool,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+impl RouteQuote {
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        now_ms >= self.expires_at_ms
+    }
+}
+
+/// A createToken as stored: only its hash, so a database reader cannot place orders with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTokenRecord {
+    pub token_hash: String,
+    pub owner: String,
+    /// The route it locks, copied when resolved.
+    pub route: RouteQuote,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+    pub used_at_ms: Option<i64>,
+}
+
+/// Why a createToken cannot be redeemed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedeemError {
+    /// Unknown, malformed, or issued to another principal: indistinguishable on purpose.
+    #[error("createToken not found")]
+    NotFound,
+    #[error("createToken expired; resolve the route again")]
+    Expired,
+    #[error("createToken was already used")]
+    Used,
+}
+
+/// The stored form of a createToken: hex SHA-256 of the token string.
+pub fn hash_create_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Whether `token` has the createToken form (so malformed input never reaches the store).
+pub fn is_create_token(token: &str) -> bool {
+    token.strip_prefix(CREATE_TOKEN_PREFIX).is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// A new createToken (256 random bits).
+pub fn new_create_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!("{CREATE_TOKEN_PREFIX}{}", hex::encode(bytes))
+}
+
+/// One provider's answer to a route request, before it becomes a card.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub provider: ProviderInfo,
+    pub outcome: Result<ProviderQuote, ProviderError>,
+}
+
+/// Orders candidates best first: usable routes before unusable ones; among usable routes the
+/// most output (or, for reverse quotes, the least input), then the fastest, then by provider id
+/// so equal routes keep a stable order.
+pub fn rank(candidates: &mut [Candidate], direction: Direction) {
+    candidates.sort_by(|a, b| match (&a.outcome, &b.outcome) {
+        (Ok(x), Ok(y)) => {
+            let value = match direction {
+                Direction::From => y.to_amount.cmp(&x.to_amount),
+                Direction::To => x.from_amount.cmp(&y.from_amount),
+            };
+            value
+                .then(x.estimated_duration_secs.cmp(&y.estimated_duration_secs))
+                .then(a.provider.id.cmp(b.provider.id))
+        }
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Err(_)) => a.provider.id.cmp(b.provider.id),
+    });
+}
+
+/// Rounded-down `amount · (10 000 − bps) / 10 000`: a minimum output after slippage.
+pub fn less_bps(amount: Amount, bps: u32) -> Amount {
+    use alloy_primitives::U256;
+    amount.mul_div(
+        U256::from(super::pricing::BPS - bps.min(super::pricing::BPS)),
+        U256::from(super::pricing::BPS),
+        crate::amount::Rounding::Down,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::ProviderError;
+
+    fn quote(to: &str, from: &str, secs: u32) -> ProviderQuote {
+        let a = |s: &str| Amount::parse(s, 6).unwrap();
+        ProviderQuote {
+            from_amount: a(from),
+            to_amount: a(to),
+            min_output: a(to),
+            rate_type: RateType::Fixed,
+            network_fee: a("0"),
+            fees: vec![],
+            min: a("1"),
+            max: a("100"),
+            estimated_duration_secs: secs,
+            valid_for_secs: 60,
+            gasless: false,
+        }
+    }
+
+    fn candidate(id: &'static str, outcome: Result<ProviderQuote, ProviderError>) -> Candidate {
+        Candidate {
+            provider: ProviderInfo {
+                id,
+                execution_type: ExecutionType::Offchain,
+            },
+            outcome,
+        }
+    }
+
+    #[test]
+    fn best_output_first_failures_last() {
+        let mut list = vec![
+            candidate("down", Err(ProviderError::Unavailable("timeout".into()))),
+            candidate("low", Ok(quote("9", "10", 60))),
+            candidate("high", Ok(quote("9.5", "10", 600))),
+            candidate("high-fast", Ok(quote("9.5", "10", 60))),
+        ];
+        rank(&mut list, Direction::From);
+        let ids: Vec<_> = list.iter().map(|c| c.provider.id).collect();
+        assert_eq!(ids, ["high-fast", "high", "low", "down"]);
+
+        rank(&mut list, Direction::To);
+        assert_eq!(list[3].provider.id, "down");
+    }
+
+    #[test]
+    fn create_tokens_have_one_form() {
+        let token = new_create_token();
+        assert!(is_create_token(&token));
+        assert!(!is_create_token(&token.to_uppercase()));
+        assert!(!is_create_token("ctk_12"));
+        assert_eq!(hash_create_token(&token).len(), 64);
+        assert_ne!(
+            hash_create_token(&token),
+            hash_create_token(&new_create_token())
+        );
+    }
+
+    #[test]
+    fn slippage_rounds_down() {
+        let a = Amount::parse("100", 6).unwrap();
+        assert_eq!(less_bps(a, 50).to_string(), "99.5");
+        assert_eq!(
+            less_bps(Amount::parse("0.000001", 6).unwrap(), 50).to_string(),
+            "0"
+        );
+    }
+}

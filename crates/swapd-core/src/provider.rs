@@ -1,0 +1,163 @@
+//! The liquidity-provider port. A provider answers in swapd's normalized terms; adapters keep
+//! their request/response mapping pure (unit-testable without a network) and share one HTTP
+//! transport. The aggregator in `swapd-providers` calls every provider concurrently, each under
+//! its own deadline.
+
+use async_trait::async_trait;
+
+use crate::amount::Amount;
+use crate::market::currencies::CurrencyDef;
+use crate::market::{Direction, ExecutionType, RateType};
+
+/// Who a provider is and what kind of routes it makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderInfo {
+    /// Lowercase identifier: the `provider` filter of `GET /routes` and `executionProvider`.
+    pub id: &'static str,
+    pub execution_type: ExecutionType,
+}
+
+/// A currency a provider trades, with its limits for sending it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrencyOffer {
+    pub currency: &'static CurrencyDef,
+    /// The provider accepts deposits of it.
+    pub send: bool,
+    /// The provider pays out in it.
+    pub receive: bool,
+    /// Smallest and largest amount the provider accepts as input, in this currency.
+    pub min: Amount,
+    pub max: Amount,
+}
+
+/// The wallet that will sign an onchain route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wallet {
+    /// `eip155` or `solana`.
+    pub namespace: &'static str,
+    pub address: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct QuoteRequest {
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    /// Scaled to the precision of the side `direction` names.
+    pub amount: Amount,
+    pub direction: Direction,
+    pub rate_type: RateType,
+    pub wallet: Option<Wallet>,
+    /// Destination of an onchain route when it differs from the signer.
+    pub recipient: Option<String>,
+    pub now_ms: i64,
+}
+
+impl QuoteRequest {
+    /// The namespace whose wallet signs a route from `from`: the caller's, or the source
+    /// chain's when no wallet was named.
+    pub fn signer_namespace(&self) -> Option<&'static str> {
+        self.wallet
+            .as_ref()
+            .map(|w| w.namespace)
+            .or(self.from.onchain_namespace())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeeKind {
+    /// The payout network's transaction fee, deducted from the output.
+    Network,
+    /// Gas the signing wallet pays on the source chain (not deducted from the output).
+    Gas,
+    /// A bridge relayer's fee, deducted from the output.
+    Relayer,
+}
+
+impl FeeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FeeKind::Network => "network",
+            FeeKind::Gas => "gas",
+            FeeKind::Relayer => "relayer",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fee {
+    pub kind: FeeKind,
+    pub amount: Amount,
+    /// Catalog code of the currency the fee is paid in.
+    pub currency: &'static str,
+}
+
+/// A provider's normalized answer to a [`QuoteRequest`]. Raw provider payloads never leave the
+/// adapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderQuote {
+    pub from_amount: Amount,
+    pub to_amount: Amount,
+    /// Least output the route guarantees: the quote for fixed rates, less the slippage or rate
+    /// tolerance otherwise.
+    pub min_output: Amount,
+    pub rate_type: RateType,
+    /// Network fee of the payout, in the output currency (zero when none).
+    pub network_fee: Amount,
+    pub fees: Vec<Fee>,
+    /// Input limits in the input currency.
+    pub min: Amount,
+    pub max: Amount,
+    pub estimated_duration_secs: u32,
+    /// How long the quote's terms hold.
+    pub valid_for_secs: u32,
+    /// An onchain route whose signer can use a gasless permit signature.
+    pub gasless: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider does not trade this pair (or this kind of rate).
+    #[error("{0}")]
+    PairUnsupported(String),
+    /// The amount is outside the provider's limits (in the input currency).
+    #[error("amount must be between {min} and {max} {code}")]
+    OutOfRange {
+        min: Amount,
+        max: Amount,
+        code: &'static str,
+    },
+    /// The route needs a recipient in the destination's namespace.
+    #[error("{0}")]
+    RecipientRequired(String),
+    /// The route cannot be built for this wallet (wrong namespace, ...).
+    #[error("{0}")]
+    WalletUnsupported(String),
+    /// The provider is down, refused, or answered something unusable.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ProviderError {
+    /// Stable reason code for an unavailable route card.
+    pub fn reason_code(&self) -> &'static str {
+        match self {
+            ProviderError::PairUnsupported(_) => "pair_unsupported",
+            ProviderError::OutOfRange { .. } => "amount_out_of_range",
+            ProviderError::RecipientRequired(_) => "recipient_required",
+            ProviderError::WalletUnsupported(_) => "wallet_unsupported",
+            ProviderError::Unavailable(_) => "provider_unavailable",
+        }
+    }
+}
+
+#[async_trait]
+pub trait Provider: Send + Sync + 'static {
+    fn info(&self) -> ProviderInfo;
+
+    /// The currencies the provider trades now, with limits.
+    async fn catalog(&self, now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError>;
+
+    /// Prices `request`. Onchain providers answer only for pairs their wallet-signed route can
+    /// execute.
+    async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError>;
+}

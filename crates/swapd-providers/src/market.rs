@@ -1,0 +1,266 @@
+//! The aggregator: asks every provider at once, each under its own deadline, so a slow or
+//! failing provider costs at most its deadline and shows up as an unusable route instead of a
+//! failed request; and keeps the currency catalog, refreshed from the providers, falling back
+//! to their last good answers and finally to the shipped snapshot.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use swapd_core::market::catalog::{self, CatalogEntry, CatalogSource};
+use swapd_core::market::currencies::currency;
+use swapd_core::market::routes::Candidate;
+use swapd_core::provider::{CurrencyOffer, Provider, ProviderError, ProviderInfo, QuoteRequest};
+use tokio::sync::Mutex;
+
+use crate::snapshot;
+
+#[derive(Debug, Clone, Copy)]
+pub struct MarketOptions {
+    /// How long one provider may take to answer.
+    pub deadline: Duration,
+    /// How long a catalog assembled from every provider is served before refreshing.
+    pub catalog_ttl_ms: i64,
+    /// How soon a refresh is retried after a provider failed.
+    pub catalog_retry_ms: i64,
+}
+
+impl Default for MarketOptions {
+    fn default() -> Self {
+        Self {
+            deadline: Duration::from_millis(1_500),
+            catalog_ttl_ms: 60_000,
+            catalog_retry_ms: 10_000,
+        }
+    }
+}
+
+/// The catalog as served.
+#[derive(Debug, Clone)]
+pub struct CatalogView {
+    pub currencies: Vec<CatalogEntry>,
+    pub degraded: bool,
+    pub reason: Option<String>,
+    pub source: CatalogSource,
+}
+
+pub struct Market {
+    providers: Vec<Arc<dyn Provider>>,
+    options: MarketOptions,
+    catalog: Mutex<CatalogState>,
+}
+
+#[derive(Default)]
+struct CatalogState {
+    /// Each provider's last good catalog.
+    last_good: HashMap<&'static str, Vec<CurrencyOffer>>,
+    /// The view assembled at the last refresh.
+    view: Option<CatalogView>,
+    next_refresh_ms: i64,
+}
+
+impl Market {
+    pub fn new(providers: Vec<Arc<dyn Provider>>, options: MarketOptions) -> Self {
+        Self {
+            providers,
+            options,
+            catalog: Mutex::new(CatalogState::default()),
+        }
+    }
+
+    pub fn providers(&self) -> impl Iterator<Item = ProviderInfo> + '_ {
+        self.providers.iter().map(|p| p.info())
+    }
+
+    pub fn deadline(&self) -> Duration {
+        self.options.deadline
+    }
+
+    /// Quotes `request` with every provider `selected` keeps, concurrently, each bounded by the
+    /// deadline. One candidate per selected provider, in provider order.
+    pub async fn quote_all(
+        &self,
+        request: &QuoteRequest,
+        selected: impl Fn(&ProviderInfo) -> bool,
+    ) -> Vec<Candidate> {
+        let deadline = self.options.deadline;
+        let calls = self.providers.iter().filter(|p| selected(&p.info())).map(
+            |provider| async move {
+                let info = provider.info();
+                let outcome = match tokio::time::timeout(deadline, provider.quote(request)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Err(timed_out(deadline)),
+                };
+                if let Err(ProviderError::Unavailable(reason)) = &outcome {
+                    tracing::warn!(provider = info.id, %reason, "provider unavailable for a quote");
+                }
+                Candidate {
+                    provider: info,
+                    outcome,
+                }
+            },
+        );
+        join_all(calls).await
+    }
+
+    /// The catalog at `now_ms`, refreshed from the providers when due. Concurrent callers share
+    /// one refresh.
+    pub async fn catalog(&self, now_ms: i64) -> CatalogView {
+        let mut state = self.catalog.lock().await;
+        if let Some(view) = &state.view
+            && now_ms < state.next_refresh_ms
+        {
+            return view.clone();
+        }
+        self.refresh(&mut state, now_ms).await;
+        state.view.clone().expect("refresh always sets a view")
+    }
+
+    async fn refresh(&self, state: &mut CatalogState, now_ms: i64) {
+        let deadline = self.options.deadline;
+        let answers = join_all(self.providers.iter().map(|provider| async move {
+            let answer = match tokio::time::timeout(deadline, provider.catalog(now_ms)).await {
+                Ok(answer) => answer,
+                Err(_) => Err(timed_out(deadline)),
+            };
+            (provider.info().id, answer)
+        }))
+        .await;
+
+        let mut failures = Vec::new();
+        let mut from_cache = false;
+        for (id, answer) in answers {
+            match answer {
+                Ok(offers) => {
+                    state.last_good.insert(id, offers);
+                }
+                Err(error) => {
+                    tracing::warn!(provider = id, %error, "catalog refresh failed");
+                    from_cache |= state.last_good.contains_key(id);
+                    failures.push(format!("{id}: {error}"));
+                }
+            }
+        }
+        let reason = (!failures.is_empty())
+            .then(|| format!("catalog refresh incomplete ({})", failures.join("; ")));
+        state.view = Some(if state.last_good.is_empty() {
+            CatalogView {
+                currencies: snapshot::catalog(),
+                degraded: true,
+                reason: Some(reason.unwrap_or_else(|| "no provider has answered yet".into())),
+                source: CatalogSource::Snapshot,
+            }
+        } else {
+            CatalogView {
+                currencies: catalog::assemble(state.last_good.values().flatten()),
+                degraded: reason.is_some(),
+                reason,
+                source: if from_cache {
+                    CatalogSource::Cache
+                } else {
+                    CatalogSource::Live
+                },
+            }
+        });
+        state.next_refresh_ms = now_ms
+            + if failures.is_empty() {
+                self.options.catalog_ttl_ms
+            } else {
+                self.options.catalog_retry_ms
+            };
+    }
+}
+
+fn timed_out(deadline: Duration) -> ProviderError {
+    ProviderError::Unavailable(format!(
+        "no answer within the {} ms deadline",
+        deadline.as_millis()
+    ))
+}
+
+/// Whether `code` names a currency of the catalog `view`.
+pub fn listed<'a>(view: &'a CatalogView, code: &str) -> Option<&'a CatalogEntry> {
+    let def = currency(code)?;
+    view.currencies.iter().find(|e| e.currency.code == def.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use swapd_core::amount::Amount;
+    use swapd_core::market::{Direction, RateType};
+
+    use super::*;
+    use crate::price_feed::PriceFeed;
+    use crate::sandbox::{self, Fault, Faults};
+
+    const T: i64 = 1_800_000_000_000;
+
+    fn market(faults: &Faults) -> Market {
+        Market::new(
+            sandbox::providers(PriceFeed::new(1), faults),
+            MarketOptions {
+                deadline: Duration::from_millis(200),
+                ..MarketOptions::default()
+            },
+        )
+    }
+
+    fn request() -> QuoteRequest {
+        QuoteRequest {
+            from: currency("USDCBASE").unwrap(),
+            to: currency("ETHBASE").unwrap(),
+            amount: Amount::parse("1000", 6).unwrap(),
+            direction: Direction::From,
+            rate_type: RateType::Fixed,
+            wallet: None,
+            recipient: None,
+            now_ms: T,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_provider_costs_its_deadline_and_nothing_else() {
+        let faults = Faults::default();
+        faults.set("meridian", Fault::Stall);
+        let market = market(&faults);
+        let started = tokio::time::Instant::now();
+        let candidates = market.quote_all(&request(), |_| true).await;
+        assert_eq!(started.elapsed(), Duration::from_millis(200));
+        let by_id = |id: &str| candidates.iter().find(|c| c.provider.id == id).unwrap();
+        assert!(
+            matches!(&by_id("meridian").outcome, Err(ProviderError::Unavailable(m)) if m.contains("200 ms"))
+        );
+        assert!(by_id("atlas").outcome.is_ok());
+        assert!(by_id("borealis").outcome.is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn catalog_falls_back_to_last_good_then_snapshot() {
+        let faults = Faults::default();
+        for id in sandbox::PROVIDER_IDS {
+            faults.set(id, Fault::Fail("maintenance".into()));
+        }
+        let market = market(&faults);
+        let first = market.catalog(T).await;
+        assert_eq!(first.source, CatalogSource::Snapshot);
+        assert!(first.degraded);
+        assert!(first.currencies.len() >= 20);
+
+        for id in sandbox::PROVIDER_IDS {
+            faults.clear(id);
+        }
+        // Failures are retried sooner than the normal refresh interval.
+        let live = market.catalog(T + 10_000).await;
+        assert_eq!(live.source, CatalogSource::Live);
+        assert!(!live.degraded && live.reason.is_none());
+        assert_eq!(market.catalog(T + 20_000).await.source, CatalogSource::Live);
+
+        faults.set("atlas", Fault::Stall);
+        let degraded = market.catalog(T + 80_000).await;
+        assert_eq!(degraded.source, CatalogSource::Cache);
+        assert!(degraded.degraded);
+        assert!(degraded.reason.unwrap().contains("atlas"));
+        assert_eq!(degraded.currencies.len(), live.currencies.len());
+    }
+}

@@ -1,0 +1,97 @@
+//! The sandbox world: providers that quote from the deterministic [`PriceFeed`], with the
+//! spreads, limits, fees and coverage of real ones, and switchable faults for tests and
+//! benchmarks. Everything above the [`Provider`] port runs unchanged in sandbox and live.
+
+mod faults;
+mod offchain;
+mod onchain;
+
+use std::sync::Arc;
+
+use swapd_core::amount::{Amount, Rounding};
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::pricing;
+use swapd_core::provider::{Provider, ProviderError};
+
+pub use faults::{Fault, Faults};
+pub use offchain::OffchainDesk;
+pub use onchain::{Bridge, Dex};
+
+use crate::price_feed::PriceFeed;
+
+/// The sandbox providers: two offchain desks, an EVM DEX, a Solana DEX and a bridge, each
+/// behind `faults`.
+pub fn providers(feed: PriceFeed, faults: &Faults) -> Vec<Arc<dyn Provider>> {
+    let providers: Vec<Arc<dyn Provider>> = vec![
+        Arc::new(OffchainDesk::atlas(feed.clone())),
+        Arc::new(OffchainDesk::borealis(feed.clone())),
+        Arc::new(Dex::meridian(feed.clone())),
+        Arc::new(Dex::sunfish(feed.clone())),
+        Arc::new(Bridge::arcbridge(feed)),
+    ];
+    providers
+        .into_iter()
+        .map(|provider| faults.wrap(provider))
+        .collect()
+}
+
+/// The identifiers of [`providers`], for configuration checks.
+pub const PROVIDER_IDS: [&str; 5] = ["atlas", "borealis", "meridian", "sunfish", "arcbridge"];
+
+/// The payout fee a desk charges per currency, in that currency (what sending it costs).
+fn network_fee(currency: &CurrencyDef) -> Amount {
+    let fee = match currency.code {
+        "BTC" => "0.00002",
+        "LTC" => "0.0005",
+        "ETH" => "0.0008",
+        "ETHBASE" => "0.00002",
+        "ETHARB" => "0.00003",
+        "BNB" => "0.0003",
+        "POL" => "0.05",
+        "SOL" => "0.0005",
+        "TRX" => "1",
+        "XRP" => "0.2",
+        "USDTETH" | "USDCETH" | "DAIETH" => "3",
+        "USDTTRC" => "1",
+        "USDTSOL" | "USDCSOL" => "0.5",
+        "USDTBSC" | "USDCBSC" | "USDTARB" | "USDCARB" => "0.3",
+        "USDTPOL" | "USDCPOL" => "0.2",
+        "USDCBASE" => "0.1",
+        _ => "0",
+    };
+    Amount::parse(fee, currency.precision).expect("shipped fees fit their precision")
+}
+
+/// USD price of `currency` from the feed.
+fn usd_price(
+    feed: &PriceFeed,
+    currency: &CurrencyDef,
+    now_ms: i64,
+) -> Result<Amount, ProviderError> {
+    feed.usd_price(currency.price_symbol, now_ms)
+        .ok_or_else(|| ProviderError::PairUnsupported(format!("no price for {}", currency.code)))
+}
+
+/// Input limits in `currency` from USD limits.
+fn limits(min_usd: &str, max_usd: &str, price: Amount, currency: &CurrencyDef) -> (Amount, Amount) {
+    let usd = |text: &str| Amount::parse(text, 0).expect("shipped limits are whole dollars");
+    (
+        pricing::from_usd(usd(min_usd), price, currency.precision, Rounding::Up),
+        pricing::from_usd(usd(max_usd), price, currency.precision, Rounding::Down),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use swapd_core::market::currencies::CURRENCIES;
+
+    #[test]
+    fn every_currency_has_a_price_and_fees_fit() {
+        let feed = PriceFeed::new(1);
+        for currency in CURRENCIES {
+            assert!(usd_price(&feed, currency, 0).is_ok(), "{}", currency.code);
+            network_fee(currency);
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The catalog shipped with swapd, served when no provider has answered since start. It is the
+//! sandbox providers' catalog at a fixed moment; `snapshot_matches_the_sandbox_catalog`
+//! regenerates it with `SWAPD_UPDATE_SNAPSHOT=1`.
+
+use serde::{Deserialize, Serialize};
+use swapd_core::amount::Amount;
+use swapd_core::market::catalog::CatalogEntry;
+use swapd_core::market::currencies::currency;
+
+const SNAPSHOT: &str = include_str!("catalog_snapshot.json");
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    code: String,
+    send: bool,
+    receive: bool,
+    min: String,
+    max: String,
+}
+
+/// The shipped catalog.
+pub fn catalog() -> Vec<CatalogEntry> {
+    let entries: Vec<Entry> = serde_json::from_str(SNAPSHOT).expect("shipped snapshot parses");
+    entries
+        .into_iter()
+        .map(|entry| {
+            let def = currency(&entry.code).expect("snapshot codes are registered");
+            let amount = |text: &str| Amount::parse(text, def.precision).expect("snapshot amount");
+            CatalogEntry {
+                currency: def,
+                send: entry.send,
+                receive: entry.receive,
+                min: amount(&entry.min),
+                max: amount(&entry.max),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use swapd_core::market::catalog::assemble;
+
+    use super::*;
+    use crate::price_feed::PriceFeed;
+    use crate::sandbox::{self, Faults};
+
+    #[tokio::test]
+    async fn snapshot_matches_the_sandbox_catalog() {
+        let mut offers = Vec::new();
+        for provider in sandbox::providers(PriceFeed::new(0), &Faults::default()) {
+            let provider: Arc<dyn swapd_core::provider::Provider> = provider;
+            offers.extend(provider.catalog(1_800_000_000_000).await.unwrap());
+        }
+        let entries: Vec<Entry> = assemble(&offers)
+            .into_iter()
+            .map(|e| Entry {
+                code: e.currency.code.into(),
+                send: e.send,
+                receive: e.receive,
+                min: e.min.to_string(),
+                max: e.max.to_string(),
+            })
+            .collect();
+        let generated = serde_json::to_string_pretty(&entries).unwrap() + "\n";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/catalog_snapshot.json");
+        if std::env::var_os("SWAPD_UPDATE_SNAPSHOT").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        assert_eq!(
+            SNAPSHOT, generated,
+            "the snapshot is stale: rerun with SWAPD_UPDATE_SNAPSHOT=1"
+        );
+        assert!(catalog().len() >= 20);
+    }
+}
