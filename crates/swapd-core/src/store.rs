@@ -5,7 +5,22 @@ use async_trait::async_trait;
 
 use crate::api_keys::{ApiKey, RateLimits};
 use crate::idempotency::{Begin, StoredResponse};
+use crate::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
 use crate::rate_limit::{RateDecision, RateState};
+
+/// The idempotency record a domain write completes in its own transaction: the claim taken by
+/// the request and the response to replay to its retries.
+#[derive(Debug, Clone, Copy)]
+pub struct IdempotentFinish<'a> {
+    pub principal: &'a str,
+    pub key: &'a str,
+    pub lease_token: &'a str,
+    pub response: &'a StoredResponse,
+}
+
+/// How long expired route quotes and createTokens are kept, so late callers learn "expired"
+/// (410) rather than "not found" (404).
+pub const EXPIRED_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// A nonce a key used, remembered until `expires_at_ms`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,4 +133,28 @@ pub trait Store: Send + Sync + 'static {
         key: &str,
         lease_token: &str,
     ) -> Result<(), StoreError>;
+
+    /// Stores the usable route cards of one `GET /routes` answer.
+    async fn save_route_quotes(&self, quotes: &[RouteQuote]) -> Result<(), StoreError>;
+
+    /// The route quote `id` if `owner` received it; `None` otherwise (missing and foreign look
+    /// the same).
+    async fn route_quote(&self, id: &str, owner: &str) -> Result<Option<RouteQuote>, StoreError>;
+
+    /// Stores a new createToken and completes the request's idempotency record in the same
+    /// transaction. [`StoreError::Conflict`] when the idempotency lease was lost.
+    async fn issue_create_token(
+        &self,
+        token: &CreateTokenRecord,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<(), StoreError>;
+
+    /// Marks the createToken with hash `token_hash` used by `owner` at `now_ms` and returns it,
+    /// or says why it cannot be used. A token issued to another owner is `NotFound`.
+    async fn redeem_create_token(
+        &self,
+        token_hash: &str,
+        owner: &str,
+        now_ms: i64,
+    ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError>;
 }

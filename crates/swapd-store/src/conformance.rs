@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, KeyStatus, RateLimits};
 use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredResponse};
+use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote, hash_create_token};
+use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
-use swapd_core::store::NonceRecord;
+use swapd_core::store::{EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord};
 use swapd_core::{Store, StoreError};
 use swapd_types::Permission;
 
@@ -28,6 +30,9 @@ pub async fn run_all(shared: Arc<dyn Store>) {
     concurrent_rate_consumption_admits_exactly_the_quota(&shared).await;
     idempotency_records_follow_the_plan(store).await;
     concurrent_first_attempts_execute_once(&shared).await;
+    route_quotes_are_visible_to_their_owner_only(store).await;
+    create_tokens_are_single_use_owner_bound_and_expire(store).await;
+    concurrent_redemptions_succeed_once(&shared).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -428,4 +433,243 @@ async fn concurrent_first_attempts_execute_once(store: &Arc<dyn Store>) {
         }
     }
     assert_eq!(executions, 1);
+}
+
+fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
+    RouteQuote {
+        id: id.into(),
+        owner: owner.into(),
+        provider: "atlas".into(),
+        execution_type: ExecutionType::Offchain,
+        rate_type: RateType::Fixed,
+        direction: Direction::From,
+        from_code: "BTC".into(),
+        to_code: "USDTTRC".into(),
+        from_amount: "0.1".into(),
+        to_amount: "9602.5".into(),
+        min_output: "9602.5".into(),
+        rate: "96025".into(),
+        fees: vec![swapd_core::market::routes::RouteFee {
+            kind: "network".into(),
+            amount: "1".into(),
+            currency: "USDTTRC".into(),
+        }],
+        estimated_duration_secs: 900,
+        wallet_address: None,
+        wallet_namespace: None,
+        recipient: None,
+        gasless: false,
+        created_at_ms: expires_at_ms - 120_000,
+        expires_at_ms,
+    }
+}
+
+async fn route_quotes_are_visible_to_their_owner_only(store: &dyn Store) {
+    let now = 1_700_000_000_000;
+    let quotes = [
+        sample_route("rqq_a", "key:one", now + 120_000),
+        sample_route("rqq_b", "key:one", now + 120_000),
+    ];
+    store.save_route_quotes(&quotes).await.unwrap();
+    store.save_route_quotes(&[]).await.unwrap();
+    assert_eq!(
+        store
+            .route_quote("rqq_a", "key:one")
+            .await
+            .unwrap()
+            .as_ref(),
+        Some(&quotes[0])
+    );
+    assert_eq!(store.route_quote("rqq_a", "key:two").await.unwrap(), None);
+    assert_eq!(
+        store.route_quote("rqq_none", "key:one").await.unwrap(),
+        None
+    );
+    assert!(matches!(
+        store.save_route_quotes(&quotes[..1]).await,
+        Err(StoreError::Conflict(_))
+    ));
+    // Expired quotes are kept a while, so callers can be told they expired.
+    store.purge_expired(now + 200_000).await.unwrap();
+    assert!(
+        store
+            .route_quote("rqq_b", "key:one")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    store
+        .purge_expired(now + 120_000 + EXPIRED_RETENTION_MS)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .route_quote("rqq_b", "key:one")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+async fn issue(
+    store: &dyn Store,
+    token: &str,
+    owner: &str,
+    idem: &str,
+    now: i64,
+    expires_at_ms: i64,
+) -> CreateTokenRecord {
+    let Begin::Execute { lease_token } = store
+        .begin_idempotent(owner, idem, "fp", "lease", now)
+        .await
+        .unwrap()
+    else {
+        panic!("fresh key executes");
+    };
+    let record = CreateTokenRecord {
+        token_hash: hash_create_token(token),
+        owner: owner.into(),
+        route: sample_route(&format!("rqq_{token}"), owner, expires_at_ms),
+        created_at_ms: now,
+        expires_at_ms,
+        used_at_ms: None,
+    };
+    let response = StoredResponse {
+        status: 200,
+        body: b"{}".to_vec(),
+    };
+    store
+        .issue_create_token(
+            &record,
+            IdempotentFinish {
+                principal: owner,
+                key: idem,
+                lease_token: &lease_token,
+                response: &response,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.begin_idempotent(owner, idem, "fp", "other", now).await.unwrap(),
+        Begin::Replay(stored) if stored == response
+    ));
+    record
+}
+
+async fn create_tokens_are_single_use_owner_bound_and_expire(store: &dyn Store) {
+    let now = 1_700_000_000_000;
+    let record = issue(
+        store,
+        "ctk_one",
+        "key:one",
+        "idem-ctk-1",
+        now,
+        now + 600_000,
+    )
+    .await;
+
+    assert_eq!(
+        store
+            .redeem_create_token(&record.token_hash, "key:two", now)
+            .await
+            .unwrap(),
+        Err(RedeemError::NotFound)
+    );
+    assert_eq!(
+        store
+            .redeem_create_token("unknown", "key:one", now)
+            .await
+            .unwrap(),
+        Err(RedeemError::NotFound)
+    );
+    let redeemed = store
+        .redeem_create_token(&record.token_hash, "key:one", now + 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(redeemed.route, record.route);
+    assert_eq!(redeemed.used_at_ms, Some(now + 1));
+    assert_eq!(
+        store
+            .redeem_create_token(&record.token_hash, "key:one", now + 2)
+            .await
+            .unwrap(),
+        Err(RedeemError::Used)
+    );
+
+    let expiring = issue(
+        store,
+        "ctk_two",
+        "key:one",
+        "idem-ctk-2",
+        now,
+        now + 600_000,
+    )
+    .await;
+    assert_eq!(
+        store
+            .redeem_create_token(&expiring.token_hash, "key:one", now + 600_000)
+            .await
+            .unwrap(),
+        Err(RedeemError::Expired)
+    );
+
+    // A write whose idempotency lease was lost commits nothing.
+    let record = CreateTokenRecord {
+        token_hash: hash_create_token("ctk_three"),
+        ..record
+    };
+    let response = StoredResponse {
+        status: 200,
+        body: b"{}".to_vec(),
+    };
+    let lost = store
+        .issue_create_token(
+            &record,
+            IdempotentFinish {
+                principal: "key:one",
+                key: "idem-never-claimed",
+                lease_token: "x",
+                response: &response,
+            },
+        )
+        .await;
+    assert!(matches!(lost, Err(StoreError::Conflict(_))));
+    assert_eq!(
+        store
+            .redeem_create_token(&record.token_hash, "key:one", now)
+            .await
+            .unwrap(),
+        Err(RedeemError::NotFound)
+    );
+}
+
+async fn concurrent_redemptions_succeed_once(store: &Arc<dyn Store>) {
+    let now = 1_700_000_000_000;
+    let record = issue(
+        store.as_ref(),
+        "ctk_race",
+        "key:race",
+        "idem-ctk-race",
+        now,
+        now + 600_000,
+    )
+    .await;
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let store = store.clone();
+            let hash = record.token_hash.clone();
+            tokio::spawn(async move { store.redeem_create_token(&hash, "key:race", now).await })
+        })
+        .collect();
+    let mut redeemed = 0;
+    for task in tasks {
+        match task.await.unwrap().unwrap() {
+            Ok(_) => redeemed += 1,
+            Err(RedeemError::Used) => {}
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(redeemed, 1);
 }

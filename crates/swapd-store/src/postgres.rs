@@ -6,11 +6,12 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use swapd_core::StoreError;
 use swapd_core::api_keys::{ApiKey, RateLimits};
 use swapd_core::idempotency::{self, Begin, StoredResponse};
+use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
 use swapd_core::rate_limit::{self, RateDecision, RateState};
-use swapd_core::store::NonceRecord;
+use swapd_core::store::{IdempotentFinish, NonceRecord};
 
 use crate::rows::{ApiKeyRow, IdempotencyRow, RateRow, api_key_columns};
-use crate::shared::store_impl;
+use crate::shared::{decode_json, finish_idempotent_in, store_impl};
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 
 pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");

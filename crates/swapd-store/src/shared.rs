@@ -108,13 +108,16 @@ macro_rules! store_impl {
 
         async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
             let mut purged = 0;
-            for statement in [
-                "DELETE FROM nonces WHERE expires_at <= $1",
-                "DELETE FROM nonce_log WHERE expires_at <= $1",
-                "DELETE FROM idempotency_keys WHERE expires_at <= $1",
+            let retained = now_ms - swapd_core::store::EXPIRED_RETENTION_MS;
+            for (statement, cutoff) in [
+                ("DELETE FROM nonces WHERE expires_at <= $1", now_ms),
+                ("DELETE FROM nonce_log WHERE expires_at <= $1", now_ms),
+                ("DELETE FROM idempotency_keys WHERE expires_at <= $1", now_ms),
+                ("DELETE FROM route_quotes WHERE expires_at <= $1", retained),
+                ("DELETE FROM create_tokens WHERE expires_at <= $1", retained),
             ] {
                 purged += sqlx::query(statement)
-                    .bind(now_ms)
+                    .bind(cutoff)
                     .execute(&self.pool)
                     .await
                     .map_err(map_sqlx_error)?
@@ -328,6 +331,118 @@ macro_rules! store_impl {
             .map_err(map_sqlx_error)
         }
 
+        async fn save_route_quotes(&self, quotes: &[RouteQuote]) -> Result<(), StoreError> {
+            if quotes.is_empty() {
+                return Ok(());
+            }
+            let bodies = quotes
+                .iter()
+                .map(|quote| serde_json::to_string(quote).map(|body| (quote, body)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| StoreError::Database(format!("cannot encode a route quote: {e}")))?;
+            sqlx::QueryBuilder::new(
+                "INSERT INTO route_quotes (id, owner, body, created_at, expires_at) ",
+            )
+            .push_values(&bodies, |mut row, (quote, body)| {
+                row.push_bind(&quote.id)
+                    .push_bind(&quote.owner)
+                    .push_bind(body)
+                    .push_bind(quote.created_at_ms)
+                    .push_bind(quote.expires_at_ms);
+            })
+            .build()
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+        }
+
+        async fn route_quote(
+            &self,
+            id: &str,
+            owner: &str,
+        ) -> Result<Option<RouteQuote>, StoreError> {
+            let body: Option<String> =
+                sqlx::query_scalar("SELECT body FROM route_quotes WHERE id = $1 AND owner = $2")
+                    .bind(id)
+                    .bind(owner)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            body.map(|body| decode_json(&body)).transpose()
+        }
+
+        async fn issue_create_token(
+            &self,
+            token: &CreateTokenRecord,
+            finish: IdempotentFinish<'_>,
+        ) -> Result<(), StoreError> {
+            let route = serde_json::to_string(&token.route)
+                .map_err(|e| StoreError::Database(format!("cannot encode a route quote: {e}")))?;
+            let mut tx = self.write_tx().await?;
+            sqlx::query(
+                "INSERT INTO create_tokens (token_hash, owner, route_quote_id, route, created_at, \
+                 expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&token.token_hash)
+            .bind(&token.owner)
+            .bind(&token.route.id)
+            .bind(route)
+            .bind(token.created_at_ms)
+            .bind(token.expires_at_ms)
+            .bind(token.used_at_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            finish_idempotent_in!(tx, finish);
+            tx.commit().await.map_err(map_sqlx_error)
+        }
+
+        async fn redeem_create_token(
+            &self,
+            token_hash: &str,
+            owner: &str,
+            now_ms: i64,
+        ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
+            let mut tx = self.write_tx().await?;
+            let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(concat!(
+                "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens ",
+                "WHERE token_hash = $1",
+                $lock
+            ))
+            .bind(token_hash)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let Some((stored_owner, route, created_at_ms, expires_at_ms, used_at_ms)) = row else {
+                return Ok(Err(RedeemError::NotFound));
+            };
+            if stored_owner != owner {
+                return Ok(Err(RedeemError::NotFound));
+            }
+            if used_at_ms.is_some() {
+                return Ok(Err(RedeemError::Used));
+            }
+            if now_ms >= expires_at_ms {
+                return Ok(Err(RedeemError::Expired));
+            }
+            sqlx::query("UPDATE create_tokens SET used_at = $2 WHERE token_hash = $1")
+                .bind(token_hash)
+                .bind(now_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            tx.commit().await.map_err(map_sqlx_error)?;
+            Ok(Ok(CreateTokenRecord {
+                token_hash: token_hash.to_owned(),
+                owner: stored_owner,
+                route: decode_json(&route)?,
+                created_at_ms,
+                expires_at_ms,
+                used_at_ms: Some(now_ms),
+            }))
+        }
+
         async fn revoke_api_key(
             &self,
             id: &str,
@@ -350,4 +465,37 @@ macro_rules! store_impl {
     };
 }
 
-pub(crate) use store_impl;
+/// Inside a write transaction `$tx`: completes the idempotency record of `$finish`, or fails
+/// the transaction with a conflict when its lease was lost.
+macro_rules! finish_idempotent_in {
+    ($tx:ident, $finish:expr) => {{
+        let finish: IdempotentFinish<'_> = $finish;
+        let done = sqlx::query(
+            "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
+             lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+        )
+        .bind(finish.principal)
+        .bind(finish.key)
+        .bind(finish.lease_token)
+        .bind(i64::from(finish.response.status))
+        .bind(&finish.response.body)
+        .execute(&mut *$tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        if done.rows_affected() != 1 {
+            return Err(StoreError::Conflict(
+                "the idempotency lease expired before the write committed".into(),
+            ));
+        }
+    }};
+}
+
+/// A JSON column back into its domain value.
+pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, swapd_core::StoreError> {
+    serde_json::from_str(text)
+        .map_err(|e| swapd_core::StoreError::Corrupt(format!("stored JSON: {e}")))
+}
+
+pub(crate) use {finish_idempotent_in, store_impl};
