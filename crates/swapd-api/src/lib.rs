@@ -32,4 +32,6 @@ pub struct AppState {
     pub guards: Arc<business::guards::Guards>,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Arc<[IpNet]>,
+    /// The liquidity providers, behind the aggregator.
+    pub market: Arc<swapd_providers::Market>,
 }

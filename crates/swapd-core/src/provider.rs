@@ -30,12 +30,12 @@ pub struct CurrencyOffer {
     pub max: Amount,
 }
 
-/// The wallet that will sign an onchain route.
+/// The wallet that will sign an onchain route: its namespace, and its address when known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wallet {
     /// `eip155` or `solana`.
     pub namespace: &'static str,
-    pub address: String,
+    pub address: Option<String>,
 }
 
 #[derive(Debug, Clone)]

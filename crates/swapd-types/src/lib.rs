@@ -6,6 +6,7 @@
 mod envelope;
 mod error_code;
 pub mod ids;
+pub mod market;
 mod permission;
 pub mod signing;
 

@@ -151,12 +151,16 @@ impl App {
                 .context("cannot load the nonce set")?,
             );
             let flusher = tokio::spawn(guards.clone().run_nonce_flusher(shutdown.clone()));
+            let market = Arc::new(market(&config));
+            // Assemble the catalog now, so the first caller does not wait for the providers.
+            market.catalog(clock.now_ms()).await;
             let state = AppState {
                 store,
                 clock,
                 mode: config.mode,
                 guards,
                 trusted_proxies: config.security.trusted_proxies.clone().into(),
+                market,
             };
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
@@ -173,6 +177,30 @@ impl App {
         }
         Ok(())
     }
+}
+
+/// The providers of the configured mode behind the aggregator. Live adapters do not exist yet,
+/// and `Config::validate` refuses live mode until they do.
+fn market(config: &Config) -> swapd_providers::Market {
+    use swapd_providers::sandbox::{self, Fault, Faults};
+    let faults = Faults::default();
+    for id in &config.providers.sandbox_stalled {
+        faults.set(id, Fault::Stall);
+    }
+    for id in &config.providers.sandbox_failing {
+        faults.set(
+            id,
+            Fault::Fail("failing by configuration (providers.sandbox_failing)".into()),
+        );
+    }
+    let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
+    swapd_providers::Market::new(
+        sandbox::providers(feed, &faults),
+        swapd_providers::MarketOptions {
+            deadline: std::time::Duration::from_millis(config.providers.deadline_ms),
+            ..Default::default()
+        },
+    )
 }
 
 /// A file in the data dir that exists while the API role runs. Found at start, it means the

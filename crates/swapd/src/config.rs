@@ -90,6 +90,14 @@ pub struct X402Config {
 pub struct ProvidersConfig {
     /// Live liquidity-provider adapters to enable. Live: at least one is required.
     pub live: Vec<String>,
+    /// How long one provider may take to answer a quote or catalog request, in milliseconds.
+    pub deadline_ms: u64,
+    /// Seed of the sandbox price feed's random walk.
+    pub sandbox_seed: u64,
+    /// Sandbox providers that never answer (to see deadlines at work).
+    pub sandbox_stalled: Vec<String>,
+    /// Sandbox providers that fail every call.
+    pub sandbox_failing: Vec<String>,
 }
 
 impl Default for Config {
@@ -120,7 +128,13 @@ impl Default for Config {
                 price_usd: "0.05".into(),
                 access_token_secret: String::new(),
             },
-            providers: ProvidersConfig { live: Vec::new() },
+            providers: ProvidersConfig {
+                live: Vec::new(),
+                deadline_ms: 1_500,
+                sandbox_seed: 0,
+                sandbox_stalled: Vec::new(),
+                sandbox_failing: Vec::new(),
+            },
         }
     }
 }
@@ -279,6 +293,35 @@ impl Config {
                     format!(
                         "unknown live provider adapter `{name}` (this build has: {})",
                         adapters_list()
+                    ),
+                ));
+            }
+        }
+        if !(50..=30_000).contains(&self.providers.deadline_ms) {
+            return Err(setting(
+                "providers.deadline_ms",
+                "must be from 50 to 30000 milliseconds".into(),
+            ));
+        }
+        for (key, names) in [
+            ("providers.sandbox_stalled", &self.providers.sandbox_stalled),
+            ("providers.sandbox_failing", &self.providers.sandbox_failing),
+        ] {
+            if self.mode == Mode::Live && !names.is_empty() {
+                return Err(setting(
+                    key,
+                    "sandbox faults cannot be set in live mode".into(),
+                ));
+            }
+            if let Some(name) = names
+                .iter()
+                .find(|n| !swapd_providers::sandbox::PROVIDER_IDS.contains(&n.as_str()))
+            {
+                return Err(setting(
+                    key,
+                    format!(
+                        "unknown sandbox provider `{name}` (known: {})",
+                        swapd_providers::sandbox::PROVIDER_IDS.join(", ")
                     ),
                 ));
             }

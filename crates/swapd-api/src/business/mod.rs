@@ -2,7 +2,7 @@
 //! behind [`crate::idempotency::idempotent`].
 
 use axum::extract::State;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Extension, Json, Router, middleware};
 use serde::Serialize;
 use swapd_types::{Permission, Success};
@@ -12,6 +12,7 @@ use crate::AppState;
 
 pub mod auth;
 pub mod guards;
+pub mod market;
 pub mod routes;
 
 pub use auth::{BusinessPrincipal, Gate};
@@ -20,7 +21,16 @@ pub use routes::{BUSINESS_ROUTES, RouteInfo, RouteSpec};
 /// The signed Business API routes.
 pub fn router(state: &AppState) -> Router<AppState> {
     protect(
-        Router::new().route("/api/v3", get(readiness)),
+        Router::new()
+            .route("/api/v3", get(readiness))
+            .route("/api/v3/currencies", get(market::currencies))
+            .route("/api/v3/tokens/popular", get(market::tokens_popular))
+            .route("/api/v3/tokens/search", get(market::tokens_search))
+            .route("/api/v3/tokens/by-address", get(market::tokens_by_address))
+            .route("/api/v3/tokens/logo", get(market::tokens_logo))
+            .route("/api/v3/quotes", post(market::quotes))
+            .route("/api/v3/routes", get(market::discover_routes))
+            .route("/api/v3/routes/resolve", post(market::resolve)),
         state,
         BUSINESS_ROUTES,
     )

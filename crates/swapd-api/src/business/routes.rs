@@ -18,12 +18,39 @@ pub struct RouteSpec {
     pub weight: u32,
 }
 
-pub static BUSINESS_ROUTES: &[RouteSpec] = &[RouteSpec {
-    method: Method::GET,
-    path: "/api/v3",
-    permission: None,
-    weight: 1,
-}];
+const fn route(
+    method: Method,
+    path: &'static str,
+    permission: Option<Permission>,
+    weight: u32,
+) -> RouteSpec {
+    RouteSpec {
+        method,
+        path,
+        permission,
+        weight,
+    }
+}
+
+const PRICES: Option<Permission> = Some(Permission::PricesRead);
+
+/// Route discovery asks every provider, so it weighs more than a catalog read.
+pub static BUSINESS_ROUTES: &[RouteSpec] = &[
+    route(Method::GET, "/api/v3", None, 1),
+    route(Method::GET, "/api/v3/currencies", PRICES, 1),
+    route(Method::GET, "/api/v3/tokens/popular", PRICES, 1),
+    route(Method::GET, "/api/v3/tokens/search", PRICES, 1),
+    route(Method::GET, "/api/v3/tokens/by-address", PRICES, 1),
+    route(Method::GET, "/api/v3/tokens/logo", PRICES, 1),
+    route(Method::POST, "/api/v3/quotes", PRICES, 2),
+    route(Method::GET, "/api/v3/routes", PRICES, 5),
+    route(
+        Method::POST,
+        "/api/v3/routes/resolve",
+        Some(Permission::OrdersCreate),
+        2,
+    ),
+];
 
 pub fn find<'a>(routes: &'a [RouteSpec], method: &Method, path: &str) -> Option<&'a RouteSpec> {
     routes.iter().find(|spec| {

@@ -178,6 +178,8 @@ pub struct Options {
     pub clock: Option<Arc<ManualClock>>,
     pub master: Option<MasterKey>,
     pub after_unclean_stop: bool,
+    /// Per-provider deadline of the aggregator.
+    pub provider_deadline: std::time::Duration,
 }
 
 impl Default for Options {
@@ -190,6 +192,7 @@ impl Default for Options {
             clock: None,
             master: None,
             after_unclean_stop: false,
+            provider_deadline: std::time::Duration::from_millis(1_500),
         }
     }
 }
@@ -200,6 +203,8 @@ pub struct TestServer {
     pub clock: Arc<ManualClock>,
     pub master: MasterKey,
     pub counters: Arc<Counters>,
+    /// Faults of the sandbox providers, switchable while the server runs.
+    pub faults: swapd_providers::sandbox::Faults,
     pub http: reqwest::Client,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -322,12 +327,24 @@ impl TestServer {
             .await
             .unwrap(),
         );
+        let faults = swapd_providers::sandbox::Faults::default();
+        let market = swapd_providers::Market::new(
+            swapd_providers::sandbox::providers(
+                swapd_providers::price_feed::PriceFeed::new(0),
+                &faults,
+            ),
+            swapd_providers::MarketOptions {
+                deadline: options.provider_deadline,
+                ..Default::default()
+            },
+        );
         let state = AppState {
             store,
             clock: clock.clone(),
             mode: Mode::Sandbox,
             guards: guards.clone(),
             trusted_proxies: options.trusted_proxies.into(),
+            market: Arc::new(market),
         };
         let counters = Arc::new(Counters::default());
         let test_routes = Router::new()
@@ -361,6 +378,7 @@ impl TestServer {
             clock,
             master,
             counters,
+            faults,
             http: reqwest::Client::new(),
             shutdown,
             task: Some(task),

@@ -375,7 +375,7 @@ mod tests {
         let mut wrong_wallet = request("SOL", "USDCSOL", "1");
         wrong_wallet.wallet = Some(Wallet {
             namespace: "eip155",
-            address: "0x0000000000000000000000000000000000000001".into(),
+            address: Some("0x0000000000000000000000000000000000000001".into()),
         });
         assert!(matches!(
             sunfish.quote(&wrong_wallet).await,

@@ -1,0 +1,256 @@
+//! Wire shapes of market data and routing (DESIGN.md §4): catalog, tokens, quotes, route cards
+//! and resolution. Amounts are decimal strings in display units; times are Unix seconds.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Which side of a swap the requested amount names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The amount is what the user sends.
+    #[default]
+    From,
+    /// The amount is what the user receives (a reverse quote).
+    To,
+}
+
+/// `fixed`: the rate is locked when the order is made. `float`: the rate is taken when the
+/// deposit is exchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RateType {
+    #[default]
+    Fixed,
+    Float,
+}
+
+/// How a route is executed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionType {
+    /// Deposit to an address; the provider exchanges and pays out.
+    Offchain,
+    /// The user's wallet signs transactions or permits (DEX swaps, bridges).
+    Onchain,
+}
+
+/// One asset on one network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Currency {
+    /// Unique per asset+network, e.g. `USDTTRC`, `USDCSOL`.
+    pub code: String,
+    pub symbol: String,
+    pub name: String,
+    /// `BTC`, `LTC`, `ETH`, `BSC`, `POLYGON`, `BASE`, `ARBITRUM`, `SOL`, `TRX` or `XRP`.
+    pub network: String,
+    /// CAIP-2 namespace: `bip122`, `eip155`, `solana`, `tron`, `xrpl`.
+    pub chain_namespace: String,
+    /// EIP-155 chain id on EVM networks.
+    pub chain_id: Option<u64>,
+    /// Base-unit decimals on its chain.
+    pub decimals: u8,
+    /// Fraction digits accepted and shown in amounts.
+    pub precision: u8,
+    /// Token contract or mint; `null` for a native asset.
+    pub contract_address: Option<String>,
+    /// What the network calls its memo (`destination tag` on XRP), when it has one.
+    pub tag_name: Option<String>,
+    /// Payouts to this currency need `tag`.
+    pub tag_required: bool,
+    /// Can be sent (deposited) to swapd.
+    pub send: bool,
+    /// Can be received (paid out) from swapd.
+    pub receive: bool,
+    /// Smallest input accepted by any provider, in this currency.
+    pub min: String,
+    /// Largest input accepted by any provider, in this currency.
+    pub max: String,
+}
+
+/// `GET /currencies`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Catalog {
+    pub schema_version: u32,
+    pub currencies: Vec<Currency>,
+    pub count: usize,
+    /// `true` when some provider's part could not be refreshed.
+    pub degraded: bool,
+    /// Why the catalog is degraded.
+    pub reason: Option<String>,
+    /// `live` (fresh from the providers), `cache` (some part is a last good answer) or
+    /// `snapshot` (the catalog shipped with swapd).
+    pub source: String,
+}
+
+/// An onchain asset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Token {
+    pub symbol: String,
+    pub name: String,
+    /// Network code (`ETH`, `BASE`, `ARBITRUM`, `BSC`, `POLYGON`, `SOL`).
+    pub chain: String,
+    pub chain_namespace: String,
+    pub chain_id: Option<u64>,
+    /// Contract address, mint, or `0xEeee…EEeE` for an EVM chain's native asset.
+    pub address: String,
+    pub decimals: u8,
+    pub native: bool,
+    /// The catalog currency this token is, usable as `fromCcy`/`toCcy`.
+    pub currency_code: Option<String>,
+}
+
+/// `GET /tokens/popular`, `GET /tokens/search`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<Token>,
+    pub count: usize,
+}
+
+/// `GET /tokens/logo`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenLogo {
+    pub chain: String,
+    pub address: String,
+    pub symbol: String,
+    /// `data:image/svg+xml;base64,…`.
+    pub image: String,
+    /// `true`: no logo is known, the image is generated deterministically from the address.
+    pub generated: bool,
+}
+
+/// Limits on which routes a quote may use.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RouteConstraints {
+    /// Only these providers (lowercase ids).
+    #[serde(default)]
+    pub providers: Option<Vec<String>>,
+    /// None of these providers.
+    #[serde(default)]
+    pub exclude_providers: Option<Vec<String>>,
+}
+
+/// `POST /quotes` body.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QuoteInput {
+    pub from_ccy: String,
+    pub to_ccy: String,
+    /// Decimal string; what is sent (`direction=from`) or received (`direction=to`).
+    pub amount: String,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    #[serde(default, rename = "type")]
+    pub rate_type: Option<RateType>,
+    /// Checked against `fromCcy`'s network.
+    #[serde(default)]
+    pub refund_address: Option<String>,
+    #[serde(default)]
+    pub route_constraints: Option<RouteConstraints>,
+}
+
+/// `POST /quotes` answer: the best offchain offer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Quote {
+    /// `qte_…`.
+    pub quote_id: String,
+    pub from_ccy: String,
+    pub to_ccy: String,
+    pub direction: Direction,
+    #[serde(rename = "type")]
+    pub rate_type: RateType,
+    pub from_amount: String,
+    pub to_amount: String,
+    /// `toAmount / fromAmount`.
+    pub rate: String,
+    /// Payout network fee, in `toCcy`, already deducted from `toAmount`.
+    pub network_fee: String,
+    /// Input limits, in `fromCcy`.
+    pub min: String,
+    pub max: String,
+    pub provider: String,
+    pub expires_at: i64,
+}
+
+/// A fee of a route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Fee {
+    /// `network` (payout fee, deducted), `relayer` (bridge fee, deducted) or `gas` (paid by
+    /// the signing wallet on the source chain).
+    pub kind: String,
+    pub amount: String,
+    /// Currency code the fee is in.
+    pub currency: String,
+}
+
+/// One way to make the swap. Unusable providers appear with `isAvailable: false`, a reason and
+/// no amounts.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteCard {
+    /// `rqq_…`; pass it to `POST /routes/resolve` (offchain) or `/onchain/routes/resolve`.
+    pub route_quote_id: Option<String>,
+    pub execution_type: ExecutionType,
+    pub execution_provider: String,
+    /// `true` for routes a wallet signs.
+    pub wallet_required: bool,
+    pub is_available: bool,
+    /// Stable code: `provider_unavailable`, `amount_out_of_range`, `recipient_required`,
+    /// `wallet_unsupported`, `pair_unsupported`.
+    pub unavailable_reason: Option<String>,
+    /// Human explanation of `unavailableReason`.
+    pub unavailable_detail: Option<String>,
+    pub from_ccy: String,
+    pub to_ccy: String,
+    pub from_amount: Option<String>,
+    pub expected_output_amount: Option<String>,
+    /// Least output the route guarantees (slippage or float tolerance applied).
+    pub min_output_amount: Option<String>,
+    pub rate: Option<String>,
+    #[serde(rename = "type")]
+    pub rate_type: RateType,
+    pub fees: Vec<Fee>,
+    /// Onchain routes whose signer can use a gasless permit signature.
+    pub gasless: bool,
+    pub estimated_duration_seconds: Option<u32>,
+    pub expires_at: Option<i64>,
+}
+
+/// `GET /routes`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Routes {
+    /// Best first: usable routes by output, then unusable ones.
+    pub routes: Vec<RouteCard>,
+    pub count: usize,
+}
+
+/// `POST /routes/resolve` body.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResolveInput {
+    pub route_quote_id: String,
+}
+
+/// `POST /routes/resolve` answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolved {
+    /// Single use, for `POST /orders`; only the key that resolved it can use it.
+    pub create_token: String,
+    pub expires_at: i64,
+    pub route_quote_id: String,
+    pub from_ccy: String,
+    pub to_ccy: String,
+    pub from_amount: String,
+    pub to_amount: String,
+    pub rate: String,
+    #[serde(rename = "type")]
+    pub rate_type: RateType,
+    pub provider: String,
+}
