@@ -20,6 +20,9 @@ struct Args {
     /// Path to GET.
     #[arg(long, default_value = "/healthz")]
     path: String,
+    /// Query parameter `name=value` (repeatable), sent and signed in canonical order.
+    #[arg(long = "query", value_parser = parse_pair)]
+    query: Vec<(String, String)>,
     /// API key: sign every request (needs --secret).
     #[arg(long, env = "SWAPD_API_KEY", requires = "secret")]
     key: Option<String>,
@@ -56,11 +59,12 @@ async fn main() -> anyhow::Result<()> {
     let stop_at = warm_until + Duration::from_secs(args.seconds);
     let workers: Vec<_> = (0..args.concurrency)
         .map(|_| {
-            let (http, signer, url, path) = (
+            let (http, signer, url, path, query) = (
                 http.clone(),
                 signer.clone(),
                 args.url.clone(),
                 args.path.clone(),
+                args.query.clone(),
             );
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
@@ -68,6 +72,10 @@ async fn main() -> anyhow::Result<()> {
                 let mut first_failure: Option<String> = None;
                 while Instant::now() < stop_at {
                     let started = Instant::now();
+                    let pairs: Vec<(&str, &str)> = query
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_str()))
+                        .collect();
                     let outcome: Result<(), String> = match &signer {
                         Some(client) => {
                             let now = std::time::SystemTime::now()
@@ -78,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
                                 .sign(
                                     Method::GET,
                                     &path,
-                                    &[],
+                                    &pairs,
                                     None::<&()>,
                                     None,
                                     &new_nonce(),
@@ -92,7 +100,7 @@ async fn main() -> anyhow::Result<()> {
                                 .map_err(|e| e.to_string())
                         }
                         // Read the body too, as the signed path does.
-                        None => match http.get(format!("{url}{path}")).send().await {
+                        None => match http.get(format!("{url}{path}")).query(&pairs).send().await {
                             Ok(r) if r.status().is_success() => {
                                 r.bytes().await.map(drop).map_err(|e| e.to_string())
                             }
@@ -160,4 +168,10 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+fn parse_pair(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{text}` is not name=value"))
 }

@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_setting() {
-        let cases: [BadCase; 7] = [
+        let cases: [BadCase; 10] = [
             (&[("SWAPD_LISTEN", "not-an-address")], None, "listen"),
             (&[], Some("listne = \"x\""), "listne"),
             (&[("SWAPD_DATABASE_URL", "mysql://x")], None, "database_url"),
@@ -571,6 +571,21 @@ mod tests {
                 &[("SWAPD_DATABASE__MAX_CONNECTIONS", "0")],
                 None,
                 "database.max_connections",
+            ),
+            (
+                &[("SWAPD_PROVIDERS__DEADLINE_MS", "10")],
+                None,
+                "providers.deadline_ms",
+            ),
+            (
+                &[],
+                Some("[providers]\nsandbox_stalled = [\"nobody\"]"),
+                "providers.sandbox_stalled",
+            ),
+            (
+                &[("SWAPD_MODE", "live")],
+                Some("[providers]\nsandbox_failing = [\"atlas\"]"),
+                "providers.sandbox_failing",
             ),
         ];
         for (env, toml, key) in cases {

@@ -15,13 +15,19 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A server whose configuration `configure` adjusts.
+    async fn start_with(configure: impl FnOnce(&mut Config)) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let config = Config {
+        let mut config = Config {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: dir.path().to_path_buf(),
             database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
             ..Config::default()
         };
+        configure(&mut config);
         let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
             .await
             .unwrap();
@@ -34,6 +40,39 @@ impl Server {
             task,
             _dir: dir,
         }
+    }
+
+    /// A client holding a new API key with `permissions`, issued as `swapd keys create` does.
+    async fn client(
+        &self,
+        permissions: &[swapd_types::Permission],
+    ) -> swapd_client::BusinessClient {
+        let runtime = Runtime::open(Config {
+            data_dir: self._dir.path().to_path_buf(),
+            database_url: format!("sqlite://{}", self._dir.path().join("swapd.db").display()),
+            ..Config::default()
+        })
+        .await
+        .unwrap();
+        let policy = swapd_core::api_keys::ApiKeyPolicy::new(
+            "e2e",
+            permissions.iter().copied(),
+            &[],
+            &[],
+            Default::default(),
+        )
+        .unwrap();
+        let issued = swapd_core::api_keys::ApiKey::issue(
+            policy,
+            &runtime.master_key,
+            swapd_core::Clock::now_ms(runtime.clock.as_ref()),
+        );
+        runtime.store.insert_api_key(&issued.key).await.unwrap();
+        swapd_client::BusinessClient::new(
+            &self.base,
+            swapd_client::Credentials::new(issued.key.id, issued.secret),
+        )
+        .unwrap()
     }
 
     fn url(&self, path: &str) -> String {
@@ -248,4 +287,43 @@ async fn the_worker_sweeps_expired_nonces() {
             .await
             .unwrap()
     );
+}
+
+/// The wired application serves market data from the sandbox providers, and a provider that
+/// never answers costs only its deadline.
+#[tokio::test]
+async fn the_served_app_routes_around_a_stalled_provider() {
+    let server = Server::start_with(|config| {
+        config.providers.sandbox_stalled = vec!["sunfish".into()];
+        config.providers.deadline_ms = 200;
+    })
+    .await;
+    let client = server.client(&[swapd_types::Permission::PricesRead]).await;
+
+    let catalog = client
+        .send(reqwest::Method::GET, "/api/v3/currencies", &[], None::<&()>)
+        .await
+        .unwrap()
+        .data;
+    assert!(catalog["count"].as_u64().unwrap() >= 20);
+    assert_eq!(catalog["degraded"], true);
+    assert!(catalog["reason"].as_str().unwrap().contains("sunfish"));
+
+    let routes = client
+        .send(
+            reqwest::Method::GET,
+            "/api/v3/routes",
+            &[("fromCcy", "SOL"), ("toCcy", "USDCSOL"), ("amount", "10")],
+            None::<&()>,
+        )
+        .await
+        .unwrap()
+        .data;
+    let cards = routes["routes"].as_array().unwrap();
+    let by = |id: &str| cards.iter().find(|c| c["executionProvider"] == id).unwrap();
+    assert_eq!(by("sunfish")["isAvailable"], false);
+    assert_eq!(by("sunfish")["unavailableReason"], "provider_unavailable");
+    assert_eq!(by("atlas")["isAvailable"], true);
+    assert_eq!(cards[0]["isAvailable"], true);
+    server.stop().await;
 }
