@@ -8,6 +8,7 @@ pub mod clock;
 pub mod idempotency;
 pub mod ids;
 pub mod market;
+pub mod orders;
 pub mod provider;
 pub mod rate_limit;
 pub mod secrets;

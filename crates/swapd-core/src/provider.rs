@@ -150,6 +150,32 @@ impl ProviderError {
     }
 }
 
+/// An offchain exchange to open: the user deposits `from_amount` of `from` to the address the
+/// provider returns; the provider pays `to` out to `payout_address`.
+#[derive(Debug, Clone)]
+pub struct ExchangeRequest {
+    /// swapd's reference (the order id). The same reference always names the same exchange, so
+    /// a create retried after a crash never opens a second one.
+    pub reference: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub rate_type: RateType,
+    pub from_amount: Amount,
+    pub to_amount: Amount,
+    pub payout_address: String,
+    pub payout_tag: Option<String>,
+}
+
+/// An opened exchange: where the user deposits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    /// The provider's id for it.
+    pub provider_ref: String,
+    pub deposit_address: String,
+    /// Destination tag or memo the deposit must carry, on networks that use one.
+    pub deposit_tag: Option<String>,
+}
+
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
     fn info(&self) -> ProviderInfo;
@@ -160,4 +186,13 @@ pub trait Provider: Send + Sync + 'static {
     /// Prices `request`. Onchain providers answer only for pairs their wallet-signed route can
     /// execute.
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError>;
+
+    /// Opens an offchain exchange. Onchain providers open none.
+    async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
+        let _ = request;
+        Err(ProviderError::PairUnsupported(format!(
+            "{} makes wallet-signed onchain routes and opens no offchain exchanges",
+            self.info().id
+        )))
+    }
 }

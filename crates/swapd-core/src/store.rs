@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use crate::api_keys::{ApiKey, RateLimits};
 use crate::idempotency::{Begin, StoredResponse};
 use crate::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
+use crate::orders::{Order, OrderEvent};
 use crate::rate_limit::{RateDecision, RateState};
 
 /// The idempotency record a domain write completes in its own transaction: the claim taken by
@@ -157,4 +158,28 @@ pub trait Store: Send + Sync + 'static {
         owner: &str,
         now_ms: i64,
     ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError>;
+
+    /// Creates `order` with its first `events` and completes the request's idempotency record,
+    /// in one transaction. With `create_token_hash`, the createToken is redeemed by the order's
+    /// owner in the same transaction; when it cannot be, nothing is written and the reason is
+    /// returned.
+    async fn create_order(
+        &self,
+        order: &Order,
+        events: &[OrderEvent],
+        create_token_hash: Option<&str>,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<Result<(), RedeemError>, StoreError>;
+
+    /// The order `id` if `owner` created it; `None` otherwise (missing and foreign look the
+    /// same).
+    async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError>;
+
+    /// Stores `order` (whose `version` was increased by one) with its `events`, only if the
+    /// stored version is still the one it was read at. `false`: another writer changed the
+    /// order first; nothing was written.
+    async fn update_order(&self, order: &Order, events: &[OrderEvent]) -> Result<bool, StoreError>;
+
+    /// Every outbox event of one order, by sequence.
+    async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError>;
 }

@@ -7,6 +7,7 @@ use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, KeyStatus, RateLimits};
 use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredResponse};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote, hash_create_token};
 use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::orders::{EventType, Order, OrderEvent, OrderStatus};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::{EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord};
@@ -33,6 +34,8 @@ pub async fn run_all(shared: Arc<dyn Store>) {
     route_quotes_are_visible_to_their_owner_only(store).await;
     create_tokens_are_single_use_owner_bound_and_expire(store).await;
     concurrent_redemptions_succeed_once(&shared).await;
+    orders_are_created_with_their_events_and_token_atomically(store).await;
+    order_updates_are_compare_and_set(&shared).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -672,4 +675,239 @@ async fn concurrent_redemptions_succeed_once(store: &Arc<dyn Store>) {
         }
     }
     assert_eq!(redeemed, 1);
+}
+
+fn sample_order(id: &str, owner: &str, now: i64) -> Order {
+    Order {
+        id: id.into(),
+        owner: owner.into(),
+        status: OrderStatus::AwaitingDeposit,
+        version: 1,
+        rate_type: RateType::Fixed,
+        direction: Direction::From,
+        from_code: "BTC".into(),
+        to_code: "USDTTRC".into(),
+        provider: "atlas".into(),
+        provider_ref: format!("atlas-{id}"),
+        rate: "96025".into(),
+        from_amount: "0.1".into(),
+        to_amount: "9602.5".into(),
+        min: "0.0001".into(),
+        max: "1".into(),
+        deposit_address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
+        deposit_tag: None,
+        to_address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into(),
+        to_tag: None,
+        refund_address: None,
+        refund_tag: None,
+        deposits: vec![],
+        payout_tx: None,
+        payout_amount: None,
+        refund_tx: None,
+        refund_amount: None,
+        emergency: None,
+        affiliate_code: None,
+        email: None,
+        create_token_hash: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        expires_at_ms: now + 1_800_000,
+    }
+}
+
+fn event(order: &Order, sequence: i64, event_type: EventType) -> OrderEvent {
+    OrderEvent {
+        id: format!("evt_{}_{sequence}", order.id),
+        order_id: order.id.clone(),
+        owner: order.owner.clone(),
+        sequence,
+        event_type,
+        data: serde_json::json!({"status": order.status.as_str()}),
+        created_at_ms: order.updated_at_ms,
+    }
+}
+
+async fn claim(store: &dyn Store, owner: &str, key: &str, now: i64) -> String {
+    match store
+        .begin_idempotent(owner, key, "fp", "lease-o", now)
+        .await
+        .unwrap()
+    {
+        Begin::Execute { lease_token } => lease_token,
+        other => panic!("fresh key executes, got {other:?}"),
+    }
+}
+
+async fn orders_are_created_with_their_events_and_token_atomically(store: &dyn Store) {
+    let now = 1_700_000_000_000;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let order = sample_order("ord_plain", "key:one", now);
+    let events = [
+        event(&order, 1, EventType::Created),
+        event(&order, 2, EventType::AwaitingDeposit),
+    ];
+    let lease = claim(store, "key:one", "idem-ord-1", now).await;
+    let finish = IdempotentFinish {
+        principal: "key:one",
+        key: "idem-ord-1",
+        lease_token: &lease,
+        response: &response,
+    };
+    assert_eq!(
+        store
+            .create_order(&order, &events, None, finish)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(
+        store.order("ord_plain", "key:one").await.unwrap(),
+        Some(order.clone())
+    );
+    assert_eq!(store.order("ord_plain", "key:two").await.unwrap(), None);
+    assert_eq!(
+        store.order_events("ord_plain").await.unwrap(),
+        events.to_vec()
+    );
+    assert!(matches!(
+        store
+            .begin_idempotent("key:one", "idem-ord-1", "fp", "x", now)
+            .await
+            .unwrap(),
+        Begin::Replay(_)
+    ));
+
+    // With a createToken: redeemed in the same transaction, or nothing is written.
+    let token = issue(
+        store,
+        "ctk_order",
+        "key:one",
+        "idem-ctk-order",
+        now,
+        now + 600_000,
+    )
+    .await;
+    let mut with_token = sample_order("ord_token", "key:one", now);
+    with_token.create_token_hash = Some(token.token_hash.clone());
+    let events = [event(&with_token, 1, EventType::Created)];
+    let foreign = sample_order("ord_foreign", "key:two", now);
+    let lease = claim(store, "key:two", "idem-ord-2", now).await;
+    let finish = IdempotentFinish {
+        principal: "key:two",
+        key: "idem-ord-2",
+        lease_token: &lease,
+        response: &response,
+    };
+    assert_eq!(
+        store
+            .create_order(
+                &foreign,
+                &[event(&foreign, 1, EventType::Created)],
+                Some(&token.token_hash),
+                finish
+            )
+            .await
+            .unwrap(),
+        Err(RedeemError::NotFound)
+    );
+    assert_eq!(store.order("ord_foreign", "key:two").await.unwrap(), None);
+    assert!(store.order_events("ord_foreign").await.unwrap().is_empty());
+
+    let lease = claim(store, "key:one", "idem-ord-3", now).await;
+    let finish = IdempotentFinish {
+        principal: "key:one",
+        key: "idem-ord-3",
+        lease_token: &lease,
+        response: &response,
+    };
+    assert_eq!(
+        store
+            .create_order(&with_token, &events, Some(&token.token_hash), finish)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    let lease = claim(store, "key:one", "idem-ord-4", now).await;
+    let again = sample_order("ord_token_again", "key:one", now);
+    let finish = IdempotentFinish {
+        principal: "key:one",
+        key: "idem-ord-4",
+        lease_token: &lease,
+        response: &response,
+    };
+    assert_eq!(
+        store
+            .create_order(
+                &again,
+                &[event(&again, 1, EventType::Created)],
+                Some(&token.token_hash),
+                finish
+            )
+            .await
+            .unwrap(),
+        Err(RedeemError::Used)
+    );
+    assert_eq!(
+        store.order("ord_token_again", "key:one").await.unwrap(),
+        None
+    );
+}
+
+async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
+    let now = 1_700_000_000_000;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let order = sample_order("ord_cas", "key:cas", now);
+    let lease = claim(store.as_ref(), "key:cas", "idem-cas", now).await;
+    let finish = IdempotentFinish {
+        principal: "key:cas",
+        key: "idem-cas",
+        lease_token: &lease,
+        response: &response,
+    };
+    store
+        .create_order(
+            &order,
+            &[event(&order, 1, EventType::Created)],
+            None,
+            finish,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+
+    // Ten writers read version 1 and race to move the order on: exactly one wins.
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let store = store.clone();
+            let mut next = order.clone();
+            next.version = 2;
+            next.status = OrderStatus::Confirming;
+            next.updated_at_ms = now + i;
+            tokio::spawn(async move {
+                let events = [event(&next, 2, EventType::Updated)];
+                store.update_order(&next, &events).await.unwrap()
+            })
+        })
+        .collect();
+    let mut wins = 0;
+    for task in tasks {
+        wins += usize::from(task.await.unwrap());
+    }
+    assert_eq!(wins, 1);
+    let stored = store.order("ord_cas", "key:cas").await.unwrap().unwrap();
+    assert_eq!(
+        (stored.version, stored.status),
+        (2, OrderStatus::Confirming)
+    );
+    let events = store.order_events("ord_cas").await.unwrap();
+    assert_eq!(
+        events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        [1, 2]
+    );
 }

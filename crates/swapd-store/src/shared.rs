@@ -405,42 +405,112 @@ macro_rules! store_impl {
             now_ms: i64,
         ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
             let mut tx = self.write_tx().await?;
-            let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(concat!(
-                "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens ",
-                "WHERE token_hash = $1",
-                $lock
-            ))
-            .bind(token_hash)
-            .fetch_optional(&mut *tx)
+            let redeemed = redeem_in!(tx, $lock, token_hash, owner, now_ms);
+            if redeemed.is_ok() {
+                tx.commit().await.map_err(map_sqlx_error)?;
+            }
+            Ok(redeemed)
+        }
+
+        async fn create_order(
+            &self,
+            order: &Order,
+            events: &[OrderEvent],
+            create_token_hash: Option<&str>,
+            finish: IdempotentFinish<'_>,
+        ) -> Result<Result<(), RedeemError>, StoreError> {
+            let body = encode_json(order)?;
+            let mut tx = self.write_tx().await?;
+            if let Some(hash) = create_token_hash {
+                if let Err(refused) = redeem_in!(tx, $lock, hash, &order.owner, order.created_at_ms) {
+                    return Ok(Err(refused));
+                }
+            }
+            sqlx::query(
+                "INSERT INTO orders (id, owner, status, version, body, create_token_hash, \
+                 created_at, updated_at, next_check_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(&order.id)
+            .bind(&order.owner)
+            .bind(order.status.as_str())
+            .bind(order.version)
+            .bind(body)
+            .bind(create_token_hash)
+            .bind(order.created_at_ms)
+            .bind(order.updated_at_ms)
+            .bind(order.expires_at_ms)
+            .execute(&mut *tx)
             .await
             .map_err(map_sqlx_error)?;
-            let Some((stored_owner, route, created_at_ms, expires_at_ms, used_at_ms)) = row else {
-                return Ok(Err(RedeemError::NotFound));
-            };
-            if stored_owner != owner {
-                return Ok(Err(RedeemError::NotFound));
-            }
-            if used_at_ms.is_some() {
-                return Ok(Err(RedeemError::Used));
-            }
-            if now_ms >= expires_at_ms {
-                return Ok(Err(RedeemError::Expired));
-            }
-            sqlx::query("UPDATE create_tokens SET used_at = $2 WHERE token_hash = $1")
-                .bind(token_hash)
-                .bind(now_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
+            insert_events_in!(tx, events);
+            finish_idempotent_in!(tx, finish);
             tx.commit().await.map_err(map_sqlx_error)?;
-            Ok(Ok(CreateTokenRecord {
-                token_hash: token_hash.to_owned(),
-                owner: stored_owner,
-                route: decode_json(&route)?,
-                created_at_ms,
-                expires_at_ms,
-                used_at_ms: Some(now_ms),
-            }))
+            Ok(Ok(()))
+        }
+
+        async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {
+            let body: Option<String> =
+                sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
+                    .bind(id)
+                    .bind(owner)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            body.map(|body| decode_json(&body)).transpose()
+        }
+
+        async fn update_order(
+            &self,
+            order: &Order,
+            events: &[OrderEvent],
+        ) -> Result<bool, StoreError> {
+            let body = encode_json(order)?;
+            let mut tx = self.write_tx().await?;
+            let updated = sqlx::query(
+                "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5 \
+                 WHERE id = $1 AND version = $6",
+            )
+            .bind(&order.id)
+            .bind(order.status.as_str())
+            .bind(order.version)
+            .bind(body)
+            .bind(order.updated_at_ms)
+            .bind(order.version - 1)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            if updated.rows_affected() != 1 {
+                return Ok(false);
+            }
+            insert_events_in!(tx, events);
+            tx.commit().await.map_err(map_sqlx_error)?;
+            Ok(true)
+        }
+
+        async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
+            let rows: Vec<(String, String, String, i64, String, String, i64)> = sqlx::query_as(
+                "SELECT id, order_id, owner, sequence, event_type, data, created_at \
+                 FROM order_events WHERE order_id = $1 ORDER BY sequence",
+            )
+            .bind(order_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            rows.into_iter()
+                .map(|(id, order_id, owner, sequence, event_type, data, created_at_ms)| {
+                    Ok(OrderEvent {
+                        id,
+                        order_id,
+                        owner,
+                        sequence,
+                        event_type: EventType::parse(&event_type).ok_or_else(|| {
+                            StoreError::Corrupt(format!("unknown event type {event_type}"))
+                        })?,
+                        data: decode_json(&data)?,
+                        created_at_ms,
+                    })
+                })
+                .collect()
         }
 
         async fn revoke_api_key(
@@ -490,6 +560,77 @@ macro_rules! finish_idempotent_in {
     }};
 }
 
+/// Inside a write transaction `$tx`: redeems a createToken (see `Store::redeem_create_token`),
+/// evaluating to `Result<CreateTokenRecord, RedeemError>`; the caller commits on success.
+macro_rules! redeem_in {
+    ($tx:ident, $lock:literal, $hash:expr, $owner:expr, $now:expr) => {{
+        let (hash, owner, now_ms): (&str, &str, i64) = ($hash, $owner, $now);
+        let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(concat!(
+            "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens ",
+            "WHERE token_hash = $1",
+            $lock
+        ))
+        .bind(hash)
+        .fetch_optional(&mut *$tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        match row {
+            None => Err(RedeemError::NotFound),
+            Some((stored_owner, _, _, _, _)) if stored_owner != owner => Err(RedeemError::NotFound),
+            Some((_, _, _, _, Some(_))) => Err(RedeemError::Used),
+            Some((_, _, _, expires_at_ms, None)) if now_ms >= expires_at_ms => {
+                Err(RedeemError::Expired)
+            }
+            Some((stored_owner, route, created_at_ms, expires_at_ms, None)) => {
+                sqlx::query("UPDATE create_tokens SET used_at = $2 WHERE token_hash = $1")
+                    .bind(hash)
+                    .bind(now_ms)
+                    .execute(&mut *$tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+                Ok(CreateTokenRecord {
+                    token_hash: hash.to_owned(),
+                    owner: stored_owner,
+                    route: decode_json(&route)?,
+                    created_at_ms,
+                    expires_at_ms,
+                    used_at_ms: Some(now_ms),
+                })
+            }
+        }
+    }};
+}
+
+/// Inside a write transaction `$tx`: appends outbox events.
+macro_rules! insert_events_in {
+    ($tx:ident, $events:expr) => {{
+        for event in $events {
+            sqlx::query(
+                "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&event.id)
+            .bind(&event.order_id)
+            .bind(&event.owner)
+            .bind(event.sequence)
+            .bind(event.event_type.as_str())
+            .bind(encode_json(&event.data)?)
+            .bind(event.created_at_ms)
+            .execute(&mut *$tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+    }};
+}
+
+/// A domain value as a JSON column.
+pub(crate) fn encode_json<T: serde::Serialize>(
+    value: &T,
+) -> Result<String, swapd_core::StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| swapd_core::StoreError::Database(format!("cannot encode JSON: {e}")))
+}
+
 /// A JSON column back into its domain value.
 pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
     text: &str,
@@ -498,4 +639,4 @@ pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| swapd_core::StoreError::Corrupt(format!("stored JSON: {e}")))
 }
 
-pub(crate) use {finish_idempotent_in, store_impl};
+pub(crate) use {finish_idempotent_in, insert_events_in, redeem_in, store_impl};

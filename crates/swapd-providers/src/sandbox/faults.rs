@@ -7,7 +7,8 @@ use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use swapd_core::provider::{
-    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+    CurrencyOffer, Exchange, ExchangeRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,5 +81,10 @@ impl Provider for Faulty {
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         self.check().await?;
         self.inner.quote(request).await
+    }
+
+    async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
+        self.check().await?;
+        self.inner.create_exchange(request).await
     }
 }

@@ -2,6 +2,7 @@
 //! spreads, limits, fees and coverage of real ones, and switchable faults for tests and
 //! benchmarks. Everything above the [`Provider`] port runs unchanged in sandbox and live.
 
+mod addresses;
 mod faults;
 mod offchain;
 mod onchain;

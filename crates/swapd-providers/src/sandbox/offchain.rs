@@ -9,7 +9,8 @@ use swapd_core::market::pricing::Conversion;
 use swapd_core::market::routes::less_bps;
 use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+    CurrencyOffer, Exchange, ExchangeRequest, Fee, FeeKind, Provider, ProviderError, ProviderInfo,
+    ProviderQuote, QuoteRequest,
 };
 
 use super::{limits, network_fee, usd_price};
@@ -185,6 +186,26 @@ impl Provider for OffchainDesk {
             estimated_duration_secs: self.duration_secs,
             valid_for_secs: 120,
             gasless: false,
+        })
+    }
+
+    /// Deposit addresses are derived from the reference, so opening the same exchange twice
+    /// answers the same address.
+    async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
+        for currency in [request.from, request.to] {
+            if !self.covers(currency) {
+                return Err(ProviderError::PairUnsupported(format!(
+                    "{} does not trade {}",
+                    self.id, currency.code
+                )));
+            }
+        }
+        let (deposit_address, deposit_tag) =
+            super::addresses::deposit_address(self.id, request.from.network, &request.reference);
+        Ok(Exchange {
+            provider_ref: format!("{}-{}", self.id, request.reference),
+            deposit_address,
+            deposit_tag,
         })
     }
 }

@@ -1,0 +1,441 @@
+//! Offchain orders: the status machine (which transitions exist and which event each one emits)
+//! and the emergency rules that classify a deposit (DESIGN.md §5, research/swap-anchors.md §2).
+//! Pure: the lifecycle engine and the store apply these decisions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::amount::{Amount, Rounding};
+use crate::market::{Direction, RateType};
+
+/// Where an order is. Every change of status is one of [`OrderStatus::can_become`]'s edges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderStatus {
+    New,
+    AwaitingDeposit,
+    Confirming,
+    Exchanging,
+    Withdrawing,
+    Completed,
+    Expired,
+    Emergency,
+    Refunding,
+    Refunded,
+    Failed,
+}
+
+impl OrderStatus {
+    pub const ALL: [OrderStatus; 11] = [
+        OrderStatus::New,
+        OrderStatus::AwaitingDeposit,
+        OrderStatus::Confirming,
+        OrderStatus::Exchanging,
+        OrderStatus::Withdrawing,
+        OrderStatus::Completed,
+        OrderStatus::Expired,
+        OrderStatus::Emergency,
+        OrderStatus::Refunding,
+        OrderStatus::Refunded,
+        OrderStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::New => "new",
+            OrderStatus::AwaitingDeposit => "awaiting_deposit",
+            OrderStatus::Confirming => "confirming",
+            OrderStatus::Exchanging => "exchanging",
+            OrderStatus::Withdrawing => "withdrawing",
+            OrderStatus::Completed => "completed",
+            OrderStatus::Expired => "expired",
+            OrderStatus::Emergency => "emergency",
+            OrderStatus::Refunding => "refunding",
+            OrderStatus::Refunded => "refunded",
+            OrderStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<OrderStatus> {
+        OrderStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// No further change will happen. (`expired` is not terminal: a late deposit reopens it
+    /// as an emergency.)
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            OrderStatus::Completed | OrderStatus::Refunded | OrderStatus::Failed
+        )
+    }
+
+    /// The legal transitions; everything else is refused by construction.
+    pub fn can_become(self, next: OrderStatus) -> bool {
+        use OrderStatus::*;
+        matches!(
+            (self, next),
+            (New, AwaitingDeposit | Failed)
+                | (AwaitingDeposit, Confirming | Expired | Emergency)
+                | (Confirming, Exchanging | Emergency)
+                | (Expired, Emergency)
+                | (Emergency, Exchanging | Refunding)
+                | (Exchanging, Withdrawing | Failed)
+                | (Withdrawing, Completed | Failed)
+                | (Refunding, Refunded | Failed)
+        )
+    }
+
+    /// The event entering this status emits.
+    pub fn entry_event(self) -> EventType {
+        match self {
+            OrderStatus::New => EventType::Created,
+            OrderStatus::AwaitingDeposit => EventType::AwaitingDeposit,
+            OrderStatus::Exchanging => EventType::ExchangeStarted,
+            OrderStatus::Withdrawing => EventType::WithdrawStarted,
+            OrderStatus::Completed => EventType::Completed,
+            OrderStatus::Expired => EventType::Expired,
+            OrderStatus::Emergency => EventType::Emergency,
+            OrderStatus::Failed => EventType::Failed,
+            OrderStatus::Confirming | OrderStatus::Refunding | OrderStatus::Refunded => {
+                EventType::Updated
+            }
+        }
+    }
+}
+
+/// The nine webhook event types of the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventType {
+    #[serde(rename = "order.created")]
+    Created,
+    #[serde(rename = "order.awaiting_deposit")]
+    AwaitingDeposit,
+    #[serde(rename = "order.exchange_started")]
+    ExchangeStarted,
+    #[serde(rename = "order.withdraw_started")]
+    WithdrawStarted,
+    #[serde(rename = "order.completed")]
+    Completed,
+    #[serde(rename = "order.expired")]
+    Expired,
+    #[serde(rename = "order.emergency")]
+    Emergency,
+    #[serde(rename = "order.updated")]
+    Updated,
+    #[serde(rename = "order.failed")]
+    Failed,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 9] = [
+        EventType::Created,
+        EventType::AwaitingDeposit,
+        EventType::ExchangeStarted,
+        EventType::WithdrawStarted,
+        EventType::Completed,
+        EventType::Expired,
+        EventType::Emergency,
+        EventType::Updated,
+        EventType::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Created => "order.created",
+            EventType::AwaitingDeposit => "order.awaiting_deposit",
+            EventType::ExchangeStarted => "order.exchange_started",
+            EventType::WithdrawStarted => "order.withdraw_started",
+            EventType::Completed => "order.completed",
+            EventType::Expired => "order.expired",
+            EventType::Emergency => "order.emergency",
+            EventType::Updated => "order.updated",
+            EventType::Failed => "order.failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+}
+
+/// Why an order needs the user's choice (FixedFloat's emergency codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EmergencyReason {
+    /// The deposit arrived after the order expired.
+    Expired,
+    /// Less than expected (fixed orders, beyond the tolerance), or below the minimum with `Limit`.
+    Less,
+    /// More than expected (fixed orders, beyond the tolerance), or above the maximum with `Limit`.
+    More,
+    /// Outside the provider's limits: only a refund is possible.
+    Limit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Choice {
+    /// Continue at the current market rate for the amount received.
+    Exchange,
+    /// Send the deposit back (less the network fee) to the refund address.
+    Refund,
+}
+
+/// What an order's terms say about a confirmed deposit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DepositVerdict {
+    /// Exchange it under the order's terms.
+    Proceed,
+    /// Ask the user; `allowed` are the choices they may make.
+    Emergency {
+        reasons: Vec<EmergencyReason>,
+        allowed: Vec<Choice>,
+    },
+}
+
+/// The part of an order's terms that judges a deposit.
+#[derive(Debug, Clone, Copy)]
+pub struct DepositRules {
+    pub rate_type: RateType,
+    /// What the user was asked to send.
+    pub expected: Amount,
+    /// The provider's input limits.
+    pub min: Amount,
+    pub max: Amount,
+    /// How far a fixed order's deposit may differ from `expected`, in basis points.
+    pub tolerance_bps: u32,
+}
+
+/// Default tolerance of fixed orders: a deposit within ±0.5 % of the expected amount is
+/// exchanged as agreed (at the locked rate, on the amount received).
+pub const DEFAULT_TOLERANCE_BPS: u32 = 50;
+
+/// Judges a deposit of `received`, seen `late` (after the order expired) or not.
+pub fn judge_deposit(rules: &DepositRules, received: Amount, late: bool) -> DepositVerdict {
+    let mut reasons = Vec::new();
+    if received < rules.min {
+        reasons.extend([EmergencyReason::Limit, EmergencyReason::Less]);
+    } else if received > rules.max {
+        reasons.extend([EmergencyReason::Limit, EmergencyReason::More]);
+    } else if rules.rate_type == RateType::Fixed {
+        let band = |bps: u32, rounding| {
+            rules.expected.mul_div(
+                alloy_primitives::U256::from(bps),
+                alloy_primitives::U256::from(crate::market::pricing::BPS),
+                rounding,
+            )
+        };
+        let low = band(
+            crate::market::pricing::BPS - rules.tolerance_bps,
+            Rounding::Up,
+        );
+        let high = band(
+            crate::market::pricing::BPS + rules.tolerance_bps,
+            Rounding::Down,
+        );
+        if received < low {
+            reasons.push(EmergencyReason::Less);
+        } else if received > high {
+            reasons.push(EmergencyReason::More);
+        }
+    }
+    if late {
+        reasons.push(EmergencyReason::Expired);
+    }
+    if reasons.is_empty() {
+        return DepositVerdict::Proceed;
+    }
+    reasons.sort();
+    let allowed = if reasons.contains(&EmergencyReason::Limit) {
+        vec![Choice::Refund]
+    } else {
+        vec![Choice::Exchange, Choice::Refund]
+    };
+    DepositVerdict::Emergency { reasons, allowed }
+}
+
+/// A deposit the chain has seen for an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deposit {
+    pub tx_id: String,
+    pub amount: String,
+    pub confirmations: u32,
+    pub required_confirmations: u32,
+    pub seen_at_ms: i64,
+}
+
+/// An order waiting for the user's choice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Emergency {
+    pub reasons: Vec<EmergencyReason>,
+    pub allowed: Vec<Choice>,
+    pub choice: Option<Choice>,
+    /// After this an order with a refund address is refunded.
+    pub deadline_ms: i64,
+}
+
+/// An offchain order as stored. Amounts are decimal strings in display units of their
+/// currency; `version` increases with every write (compare-and-set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Order {
+    /// `ord_…`.
+    pub id: String,
+    /// The caller scope that created it (`key:<id>`, `wallet:<address>`).
+    pub owner: String,
+    pub status: OrderStatus,
+    pub version: i64,
+    pub rate_type: RateType,
+    pub direction: Direction,
+    pub from_code: String,
+    pub to_code: String,
+    pub provider: String,
+    pub provider_ref: String,
+    /// The locked rate (fixed) or the rate quoted at creation (float).
+    pub rate: String,
+    /// What the user is asked to send.
+    pub from_amount: String,
+    /// What the user is told to expect.
+    pub to_amount: String,
+    /// Input limits of the provider, in `from_code`.
+    pub min: String,
+    pub max: String,
+    pub deposit_address: String,
+    pub deposit_tag: Option<String>,
+    pub to_address: String,
+    pub to_tag: Option<String>,
+    pub refund_address: Option<String>,
+    pub refund_tag: Option<String>,
+    pub deposits: Vec<Deposit>,
+    pub payout_tx: Option<String>,
+    pub payout_amount: Option<String>,
+    pub refund_tx: Option<String>,
+    pub refund_amount: Option<String>,
+    pub emergency: Option<Emergency>,
+    pub affiliate_code: Option<String>,
+    pub email: Option<String>,
+    /// The createToken it was made with, by hash.
+    pub create_token_hash: Option<String>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// One outbox entry: an event about an order, written in the transaction that changed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderEvent {
+    /// `evt_…`.
+    pub id: String,
+    pub order_id: String,
+    pub owner: String,
+    /// 1, 2, 3… per order, in commit order.
+    pub sequence: i64,
+    pub event_type: EventType,
+    /// The order as the API shows it after the change, plus `previousStatus`.
+    pub data: serde_json::Value,
+    pub created_at_ms: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(rate_type: RateType) -> DepositRules {
+        let a = |s: &str| Amount::parse(s, 8).unwrap();
+        DepositRules {
+            rate_type,
+            expected: a("1"),
+            min: a("0.01"),
+            max: a("10"),
+            tolerance_bps: DEFAULT_TOLERANCE_BPS,
+        }
+    }
+
+    fn judge(rate_type: RateType, received: &str, late: bool) -> DepositVerdict {
+        judge_deposit(&rules(rate_type), Amount::parse(received, 8).unwrap(), late)
+    }
+
+    fn emergency(reasons: &[EmergencyReason], allowed: &[Choice]) -> DepositVerdict {
+        DepositVerdict::Emergency {
+            reasons: reasons.to_vec(),
+            allowed: allowed.to_vec(),
+        }
+    }
+
+    #[test]
+    fn fixed_orders_accept_deposits_within_the_tolerance() {
+        use EmergencyReason::*;
+        let both = [Choice::Exchange, Choice::Refund];
+        assert_eq!(judge(RateType::Fixed, "1", false), DepositVerdict::Proceed);
+        assert_eq!(
+            judge(RateType::Fixed, "0.995", false),
+            DepositVerdict::Proceed
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "1.005", false),
+            DepositVerdict::Proceed
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "0.99499999", false),
+            emergency(&[Less], &both)
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "1.00500001", false),
+            emergency(&[More], &both)
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "0.5", true),
+            emergency(&[Expired, Less], &both)
+        );
+    }
+
+    #[test]
+    fn float_orders_take_any_amount_within_limits_and_limits_allow_only_refunds() {
+        use EmergencyReason::*;
+        assert_eq!(
+            judge(RateType::Float, "0.5", false),
+            DepositVerdict::Proceed
+        );
+        assert_eq!(judge(RateType::Float, "5", false), DepositVerdict::Proceed);
+        assert_eq!(
+            judge(RateType::Float, "1", true),
+            emergency(&[Expired], &[Choice::Exchange, Choice::Refund])
+        );
+        assert_eq!(
+            judge(RateType::Float, "0.001", false),
+            emergency(&[Less, Limit], &[Choice::Refund])
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "11", true),
+            emergency(&[Expired, More, Limit], &[Choice::Refund])
+        );
+    }
+
+    #[test]
+    fn transitions_follow_the_table_and_events_are_the_spec_nine() {
+        use OrderStatus::*;
+        assert!(New.can_become(AwaitingDeposit));
+        assert!(Expired.can_become(Emergency));
+        assert!(!Completed.can_become(Refunding));
+        assert!(!AwaitingDeposit.can_become(Completed));
+        for status in OrderStatus::ALL {
+            assert_eq!(OrderStatus::parse(status.as_str()), Some(status));
+            if status.is_terminal() {
+                assert!(
+                    OrderStatus::ALL
+                        .iter()
+                        .all(|next| !status.can_become(*next))
+                );
+            }
+        }
+        let names: Vec<_> = EventType::ALL.iter().map(|e| e.as_str()).collect();
+        assert_eq!(names.len(), 9);
+        for name in names {
+            assert_eq!(EventType::parse(name).unwrap().as_str(), name);
+            assert_eq!(
+                serde_json::to_string(&EventType::parse(name).unwrap()).unwrap(),
+                format!("\"{name}\"")
+            );
+        }
+        assert_eq!(Withdrawing.entry_event(), EventType::WithdrawStarted);
+        assert_eq!(Refunded.entry_event(), EventType::Updated);
+    }
+}
