@@ -171,6 +171,17 @@ pub enum EmergencyReason {
     Limit,
 }
 
+impl EmergencyReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmergencyReason::Expired => "EXPIRED",
+            EmergencyReason::Less => "LESS",
+            EmergencyReason::More => "MORE",
+            EmergencyReason::Limit => "LIMIT",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Choice {
@@ -178,6 +189,15 @@ pub enum Choice {
     Exchange,
     /// Send the deposit back (less the network fee) to the refund address.
     Refund,
+}
+
+impl Choice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Choice::Exchange => "EXCHANGE",
+            Choice::Refund => "REFUND",
+        }
+    }
 }
 
 /// What an order's terms say about a confirmed deposit.
@@ -332,6 +352,96 @@ pub struct OrderEvent {
     /// The order as the API shows it after the change, plus `previousStatus`.
     pub data: serde_json::Value,
     pub created_at_ms: i64,
+}
+
+/// Fixed orders keep their rate this long; a deposit must arrive before it ends.
+pub const FIXED_LIFETIME_MS: i64 = 30 * 60 * 1000;
+/// Float orders wait this long for a deposit.
+pub const FLOAT_LIFETIME_MS: i64 = 60 * 60 * 1000;
+
+impl Order {
+    /// The order as the API shows it.
+    pub fn view(&self) -> swapd_types::orders::OrderView {
+        use swapd_types::orders::{
+            OrderEmergency, OrderFrom, OrderRefund, OrderTo, OrderView, Received,
+        };
+        let secs = |ms: i64| ms.div_euclid(1000);
+        OrderView {
+            order_id: self.id.clone(),
+            status: self.status.as_str().into(),
+            rate_type: self.rate_type,
+            direction: self.direction,
+            from_ccy: self.from_code.clone(),
+            to_ccy: self.to_code.clone(),
+            rate: self.rate.clone(),
+            provider: self.provider.clone(),
+            created_at: secs(self.created_at_ms),
+            updated_at: secs(self.updated_at_ms),
+            expires_at: secs(self.expires_at_ms),
+            from: OrderFrom {
+                code: self.from_code.clone(),
+                amount: self.from_amount.clone(),
+                deposit_address: self.deposit_address.clone(),
+                deposit_tag: self.deposit_tag.clone(),
+                received: self
+                    .deposits
+                    .iter()
+                    .map(|d| Received {
+                        tx_id: d.tx_id.clone(),
+                        amount: d.amount.clone(),
+                        confirmations: d.confirmations,
+                        required_confirmations: d.required_confirmations,
+                        seen_at: secs(d.seen_at_ms),
+                    })
+                    .collect(),
+            },
+            to: OrderTo {
+                code: self.to_code.clone(),
+                amount: self
+                    .payout_amount
+                    .clone()
+                    .unwrap_or_else(|| self.to_amount.clone()),
+                address: self.to_address.clone(),
+                tag: self.to_tag.clone(),
+                tx_id: self.payout_tx.clone(),
+            },
+            refund: OrderRefund {
+                address: self.refund_address.clone(),
+                tag: self.refund_tag.clone(),
+                amount: self.refund_amount.clone(),
+                tx_id: self.refund_tx.clone(),
+            },
+            emergency: self.emergency.as_ref().map(|e| OrderEmergency {
+                reasons: e.reasons.iter().map(|r| r.as_str().into()).collect(),
+                allowed_choices: e.allowed.iter().map(|c| c.as_str().into()).collect(),
+                choice: e.choice.map(|c| c.as_str().into()),
+                deadline: secs(e.deadline_ms),
+            }),
+            affiliate_code: self.affiliate_code.clone(),
+            email_attached: self.email.is_some(),
+        }
+    }
+
+    /// An outbox event about this order as it is now: the order's view plus `previousStatus`.
+    pub fn event(
+        &self,
+        event_type: EventType,
+        sequence: i64,
+        previous_status: Option<OrderStatus>,
+    ) -> OrderEvent {
+        let mut data = serde_json::to_value(self.view()).expect("views serialize");
+        data["previousStatus"] =
+            previous_status.map_or(serde_json::Value::Null, |s| s.as_str().into());
+        OrderEvent {
+            id: crate::ids::new_id("evt_"),
+            order_id: self.id.clone(),
+            owner: self.owner.clone(),
+            sequence,
+            event_type,
+            data,
+            created_at_ms: self.updated_at_ms,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -150,6 +150,13 @@ pub trait Store: Send + Sync + 'static {
         finish: IdempotentFinish<'_>,
     ) -> Result<(), StoreError>;
 
+    /// The createToken with hash `token_hash` if it was issued to `owner`, used or not.
+    async fn create_token(
+        &self,
+        token_hash: &str,
+        owner: &str,
+    ) -> Result<Option<CreateTokenRecord>, StoreError>;
+
     /// Marks the createToken with hash `token_hash` used by `owner` at `now_ms` and returns it,
     /// or says why it cannot be used. A token issued to another owner is `NotFound`.
     async fn redeem_create_token(

@@ -73,6 +73,11 @@ impl Market {
         self.providers.iter().map(|p| p.info())
     }
 
+    /// The provider with this id.
+    pub fn provider(&self, id: &str) -> Option<&Arc<dyn Provider>> {
+        self.providers.iter().find(|p| p.info().id == id)
+    }
+
     pub fn deadline(&self) -> Duration {
         self.options.deadline
     }

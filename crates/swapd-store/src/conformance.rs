@@ -452,6 +452,8 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         to_amount: "9602.5".into(),
         min_output: "9602.5".into(),
         rate: "96025".into(),
+        min: "0.0001".into(),
+        max: "1".into(),
         fees: vec![swapd_core::market::routes::RouteFee {
             kind: "network".into(),
             amount: "1".into(),

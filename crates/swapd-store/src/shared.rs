@@ -398,6 +398,33 @@ macro_rules! store_impl {
             tx.commit().await.map_err(map_sqlx_error)
         }
 
+        async fn create_token(
+            &self,
+            token_hash: &str,
+            owner: &str,
+        ) -> Result<Option<CreateTokenRecord>, StoreError> {
+            let row: Option<(String, i64, i64, Option<i64>)> = sqlx::query_as(
+                "SELECT route, created_at, expires_at, used_at FROM create_tokens \
+                 WHERE token_hash = $1 AND owner = $2",
+            )
+            .bind(token_hash)
+            .bind(owner)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            row.map(|(route, created_at_ms, expires_at_ms, used_at_ms)| {
+                Ok(CreateTokenRecord {
+                    token_hash: token_hash.to_owned(),
+                    owner: owner.to_owned(),
+                    route: decode_json(&route)?,
+                    created_at_ms,
+                    expires_at_ms,
+                    used_at_ms,
+                })
+            })
+            .transpose()
+        }
+
         async fn redeem_create_token(
             &self,
             token_hash: &str,

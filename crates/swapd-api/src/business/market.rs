@@ -348,7 +348,7 @@ pub(crate) async fn quotes(
 
 /// Why no provider could quote: out of range (with the widest limits) over unsupported over
 /// unavailable.
-fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
+pub(crate) fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
     let ranges = candidates.iter().filter_map(|c| match &c.outcome {
         Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
         _ => None,
@@ -589,6 +589,8 @@ fn route_quote(
         to_amount: quote.to_amount.to_string(),
         min_output: quote.min_output.to_string(),
         rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
+        min: quote.min.to_string(),
+        max: quote.max.to_string(),
         fees: quote.fees.iter().map(route_fee).collect(),
         estimated_duration_secs: quote.estimated_duration_secs,
         wallet_address: wallet.as_ref().and_then(|w| w.address.clone()),
@@ -751,7 +753,7 @@ pub(crate) async fn resolve(
     ))
 }
 
-fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {
+pub(crate) fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {
     currency(code).ok_or_else(|| {
         ApiError::new(
             ErrorCode::PairUnsupported,
@@ -764,7 +766,7 @@ fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {
 }
 
 /// The amount of the side `direction` names, at that currency's precision; positive.
-fn parse_amount(
+pub(crate) fn parse_amount(
     text: &str,
     from: &CurrencyDef,
     to: &CurrencyDef,
@@ -792,7 +794,11 @@ fn parse_amount(
     Ok(amount)
 }
 
-fn check_address(currency: &CurrencyDef, address: &str, field: &str) -> Result<(), ApiError> {
+pub(crate) fn check_address(
+    currency: &CurrencyDef,
+    address: &str,
+    field: &str,
+) -> Result<(), ApiError> {
     currency
         .network
         .validate_address(address)
@@ -810,7 +816,7 @@ fn known_provider<'a>(state: &AppState, id: &'a str, field: &str) -> Result<&'a 
     ))
 }
 
-fn required<'a>(query: &'a SignedQuery, name: &str) -> Result<&'a str, ApiError> {
+pub(crate) fn required<'a>(query: &'a SignedQuery, name: &str) -> Result<&'a str, ApiError> {
     query
         .scalar(name)?
         .ok_or_else(|| invalid(name, "is required"))
@@ -835,7 +841,7 @@ fn only_parameters(query: &SignedQuery, known: &[&str]) -> Result<(), ApiError> 
     }
 }
 
-fn invalid(field: &str, problem: &str) -> ApiError {
+pub(crate) fn invalid(field: &str, problem: &str) -> ApiError {
     let field: String = field.chars().take(64).collect();
     ApiError::new(ErrorCode::ValidationFailed, format!("{field}: {problem}")).with_details(vec![
         swapd_types::FieldProblem {

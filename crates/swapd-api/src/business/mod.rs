@@ -13,6 +13,7 @@ use crate::AppState;
 pub mod auth;
 pub mod guards;
 pub mod market;
+pub mod orders;
 pub mod routes;
 
 pub use auth::{BusinessPrincipal, Gate};
@@ -30,7 +31,13 @@ pub fn router(state: &AppState) -> Router<AppState> {
             .route("/api/v3/tokens/logo", get(market::tokens_logo))
             .route("/api/v3/quotes", post(market::quotes))
             .route("/api/v3/routes", get(market::discover_routes))
-            .route("/api/v3/routes/resolve", post(market::resolve)),
+            .route("/api/v3/routes/resolve", post(market::resolve))
+            .route("/api/v3/orders", post(orders::create_order))
+            .route("/api/v3/orders/{orderId}", get(orders::get_order))
+            .route(
+                "/api/v3/orders/{orderId}/status",
+                get(orders::get_order_status),
+            ),
         state,
         BUSINESS_ROUTES,
     )

@@ -33,6 +33,8 @@ const fn route(
 }
 
 const PRICES: Option<Permission> = Some(Permission::PricesRead);
+const CREATE: Option<Permission> = Some(Permission::OrdersCreate);
+const READ: Option<Permission> = Some(Permission::OrdersRead);
 
 /// Route discovery asks every provider, so it weighs more than a catalog read.
 pub static BUSINESS_ROUTES: &[RouteSpec] = &[
@@ -44,12 +46,10 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
     route(Method::GET, "/api/v3/tokens/logo", PRICES, 1),
     route(Method::POST, "/api/v3/quotes", PRICES, 2),
     route(Method::GET, "/api/v3/routes", PRICES, 5),
-    route(
-        Method::POST,
-        "/api/v3/routes/resolve",
-        Some(Permission::OrdersCreate),
-        2,
-    ),
+    route(Method::POST, "/api/v3/routes/resolve", CREATE, 2),
+    route(Method::POST, "/api/v3/orders", CREATE, 5),
+    route(Method::GET, "/api/v3/orders/{orderId}", READ, 1),
+    route(Method::GET, "/api/v3/orders/{orderId}/status", READ, 1),
 ];
 
 pub fn find<'a>(routes: &'a [RouteSpec], method: &Method, path: &str) -> Option<&'a RouteSpec> {

@@ -39,6 +39,9 @@ pub struct RouteQuote {
     pub to_amount: String,
     pub min_output: String,
     pub rate: String,
+    /// The provider's input limits, in `from_code`.
+    pub min: String,
+    pub max: String,
     pub fees: Vec<RouteFee>,
     pub estimated_duration_secs: u32,
     pub wallet_address: Option<String>,

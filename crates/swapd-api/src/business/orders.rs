@@ -1,0 +1,426 @@
+//! Offchain orders on `/api/v3` (DESIGN.md §5): creation from a createToken or a full input,
+//! and reads by their owner. The lifecycle after creation belongs to the worker.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use swapd_core::amount::Amount;
+use swapd_core::idempotency::StoredResponse;
+use swapd_core::ids;
+use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::routes::{self, RedeemError};
+use swapd_core::market::{ExecutionType, pricing};
+use swapd_core::orders::{EventType, FIXED_LIFETIME_MS, FLOAT_LIFETIME_MS, Order, OrderStatus};
+use swapd_core::provider::{ExchangeRequest, QuoteRequest};
+use swapd_core::store::IdempotentFinish;
+use swapd_types::orders::{OrderInput, OrderView};
+use swapd_types::{ErrorCode, Success};
+
+use super::market::{check_address, invalid, no_quote, pair_currency, parse_amount};
+use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
+use crate::{ApiError, ApiJson, AppState};
+
+/// The terms an order is made on.
+struct Terms {
+    from: &'static CurrencyDef,
+    to: &'static CurrencyDef,
+    provider: String,
+    rate_type: swapd_core::market::RateType,
+    direction: swapd_core::market::Direction,
+    from_amount: Amount,
+    to_amount: Amount,
+    min: String,
+    max: String,
+    create_token_hash: Option<String>,
+}
+
+/// Creates an order.
+#[utoipa::path(post, path = "/api/v3/orders", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:create`; needs `Idempotency-Key`. With a `createToken` the order \
+        takes the resolved route's terms (a fixed rate stays locked); otherwise the best offchain \
+        offer for `fromCcy`, `toCcy`, `amount`, `direction`, `type` is taken. 201 for a new order, 200 \
+        with `Idempotent-Replayed: true` when the same key is reused. `quoteId` is not accepted.",
+    request_body = OrderInput,
+    responses(
+        (status = 201, description = "The new order, awaiting its deposit", body = inline(Success<OrderView>)),
+        (status = 400, description = "`validation_failed`, `amount_invalid`, `address_invalid`, `tag_required`", body = swapd_types::ErrorEnvelope),
+        (status = 404, description = "`not_found`: unknown createToken, or another key's", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`create_token_used`", body = swapd_types::ErrorEnvelope),
+        (status = 410, description = "`create_token_expired`", body = swapd_types::ErrorEnvelope),
+        (status = 422, description = "`pair_unsupported`, `amount_out_of_range`", body = swapd_types::ErrorEnvelope),
+        (status = 502, description = "`provider_error`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn create_order(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Extension(claim): Extension<IdempotencyClaim>,
+    ApiJson(input): ApiJson<OrderInput>,
+) -> Result<Response, ApiError> {
+    let now_ms = state.clock.now_ms();
+    let terms = match &input.create_token {
+        Some(token) => token_terms(&state, &owner, &input, token, now_ms).await?,
+        None => quoted_terms(&state, &input, now_ms).await?,
+    };
+    let (from, to) = (terms.from, terms.to);
+    check_address(to, &input.to_address, "toAddress")?;
+    check_tag(to, input.tag.as_deref(), "tag")?;
+    if to.tag_required() && input.tag.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::TagRequired,
+            format!(
+                "{} payouts need a {} in `tag`; without it the funds cannot be credited",
+                to.code,
+                to.network.tag_name().unwrap_or("tag")
+            ),
+        ));
+    }
+    if let Some(refund) = &input.refund_address {
+        check_address(from, refund, "refundAddress")?;
+    }
+    check_tag(from, input.refund_tag.as_deref(), "refundTag")?;
+    if input.refund_tag.is_some() && input.refund_address.is_none() {
+        return Err(invalid("refundTag", "needs refundAddress"));
+    }
+    if let Some(email) = &input.email {
+        check_email(email)?;
+    }
+    if let Some(code) = &input.affiliate_code {
+        let well_formed = (1..=64).contains(&code.len())
+            && code
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !well_formed {
+            return Err(invalid(
+                "affiliateCode",
+                "1 to 64 letters, digits, `_` or `-`",
+            ));
+        }
+    }
+
+    let order_id = ids::new_id("ord_");
+    let provider = state
+        .market
+        .provider(&terms.provider)
+        .ok_or_else(|| ApiError::new(ErrorCode::ProviderError, "the route's provider is gone"))?;
+    let exchange = tokio::time::timeout(
+        state.market.deadline(),
+        provider.create_exchange(&ExchangeRequest {
+            reference: order_id.clone(),
+            from,
+            to,
+            rate_type: terms.rate_type,
+            from_amount: terms.from_amount,
+            to_amount: terms.to_amount,
+            payout_address: input.to_address.clone(),
+            payout_tag: input.tag.clone(),
+        }),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::new(
+            ErrorCode::ProviderError,
+            format!(
+                "{} did not answer in time; retry with the same Idempotency-Key",
+                terms.provider
+            ),
+        )
+    })?
+    .map_err(|e| ApiError::new(ErrorCode::ProviderError, format!("{}: {e}", terms.provider)))?;
+
+    let lifetime = match terms.rate_type {
+        swapd_core::market::RateType::Fixed => FIXED_LIFETIME_MS,
+        swapd_core::market::RateType::Float => FLOAT_LIFETIME_MS,
+    };
+    let mut order = Order {
+        id: order_id,
+        owner: owner.clone(),
+        status: OrderStatus::New,
+        version: 1,
+        rate_type: terms.rate_type,
+        direction: terms.direction,
+        from_code: from.code.into(),
+        to_code: to.code.into(),
+        provider: terms.provider,
+        provider_ref: exchange.provider_ref,
+        rate: pricing::rate(terms.from_amount, terms.to_amount).to_string(),
+        from_amount: terms.from_amount.to_string(),
+        to_amount: terms.to_amount.to_string(),
+        min: terms.min,
+        max: terms.max,
+        deposit_address: exchange.deposit_address,
+        deposit_tag: exchange.deposit_tag,
+        to_address: input.to_address,
+        to_tag: input.tag,
+        refund_address: input.refund_address,
+        refund_tag: input.refund_tag,
+        deposits: Vec::new(),
+        payout_tx: None,
+        payout_amount: None,
+        refund_tx: None,
+        refund_amount: None,
+        emergency: None,
+        affiliate_code: input.affiliate_code,
+        email: input.email,
+        create_token_hash: terms.create_token_hash.clone(),
+        created_at_ms: now_ms,
+        updated_at_ms: now_ms,
+        expires_at_ms: now_ms + lifetime,
+    };
+    // The exchange is open, so the order is created and awaits its deposit in one step; both
+    // entries are in the outbox.
+    let created = order.event(EventType::Created, 1, None);
+    order.status = OrderStatus::AwaitingDeposit;
+    order.version = 2;
+    let awaiting = order.event(EventType::AwaitingDeposit, 2, Some(OrderStatus::New));
+
+    let body = serde_json::to_vec(&Success::new(order.view()))
+        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let response = StoredResponse {
+        status: 201,
+        body: body.clone(),
+    };
+    let finish = IdempotentFinish {
+        principal: &claim.scope,
+        key: &claim.key,
+        lease_token: &claim.lease_token,
+        response: &response,
+    };
+    state
+        .store
+        .create_order(
+            &order,
+            &[created, awaiting],
+            terms.create_token_hash.as_deref(),
+            finish,
+        )
+        .await?
+        .map_err(redeem_error)?;
+    Ok(committed(
+        (
+            StatusCode::CREATED,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+    ))
+}
+
+async fn token_terms(
+    state: &AppState,
+    owner: &str,
+    input: &OrderInput,
+    token: &str,
+    now_ms: i64,
+) -> Result<Terms, ApiError> {
+    let fixed_by_token = [
+        ("fromCcy", input.from_ccy.is_some()),
+        ("toCcy", input.to_ccy.is_some()),
+        ("amount", input.amount.is_some()),
+        ("direction", input.direction.is_some()),
+        ("type", input.rate_type.is_some()),
+    ];
+    if let Some((field, _)) = fixed_by_token.iter().find(|(_, given)| *given) {
+        return Err(invalid(field, "leave it out: the createToken fixes it"));
+    }
+    if !routes::is_create_token(token) {
+        return Err(redeem_error(RedeemError::NotFound));
+    }
+    let hash = routes::hash_create_token(token);
+    let record = state
+        .store
+        .create_token(&hash, owner)
+        .await?
+        .ok_or_else(|| redeem_error(RedeemError::NotFound))?;
+    if record.used_at_ms.is_some() {
+        return Err(redeem_error(RedeemError::Used));
+    }
+    if now_ms >= record.expires_at_ms {
+        return Err(redeem_error(RedeemError::Expired));
+    }
+    let route = record.route;
+    if route.execution_type != ExecutionType::Offchain {
+        return Err(ApiError::new(
+            ErrorCode::RouteUnavailable,
+            "onchain routes are executed with POST /onchain/routes/resolve",
+        ));
+    }
+    let stored = |code: &str| {
+        currency(code).ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))
+    };
+    let (from, to) = (stored(&route.from_code)?, stored(&route.to_code)?);
+    let amount = |text: &str, def: &CurrencyDef| {
+        Amount::parse(text, def.precision)
+            .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))
+    };
+    Ok(Terms {
+        from,
+        to,
+        provider: route.provider,
+        rate_type: route.rate_type,
+        direction: route.direction,
+        from_amount: amount(&route.from_amount, from)?,
+        to_amount: amount(&route.to_amount, to)?,
+        min: route.min,
+        max: route.max,
+        create_token_hash: Some(hash),
+    })
+}
+
+async fn quoted_terms(
+    state: &AppState,
+    input: &OrderInput,
+    now_ms: i64,
+) -> Result<Terms, ApiError> {
+    let missing = |field: &str| invalid(field, "is required without a createToken");
+    let from = pair_currency(
+        input
+            .from_ccy
+            .as_deref()
+            .ok_or_else(|| missing("fromCcy"))?,
+    )?;
+    let to = pair_currency(input.to_ccy.as_deref().ok_or_else(|| missing("toCcy"))?)?;
+    let direction = input.direction.unwrap_or_default();
+    let rate_type = input.rate_type.unwrap_or_default();
+    let amount = parse_amount(
+        input.amount.as_deref().ok_or_else(|| missing("amount"))?,
+        from,
+        to,
+        direction,
+    )?;
+    let request = QuoteRequest {
+        from,
+        to,
+        amount,
+        direction,
+        rate_type,
+        wallet: None,
+        recipient: None,
+        now_ms,
+    };
+    let mut candidates = state
+        .market
+        .quote_all(&request, |info| {
+            info.execution_type == ExecutionType::Offchain
+        })
+        .await;
+    routes::rank(&mut candidates, direction);
+    let Some((provider, quote)) = candidates
+        .iter()
+        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q)))
+    else {
+        return Err(no_quote(&candidates, from, to));
+    };
+    Ok(Terms {
+        from,
+        to,
+        provider: provider.into(),
+        rate_type,
+        direction,
+        from_amount: quote.from_amount,
+        to_amount: quote.to_amount,
+        min: quote.min.to_string(),
+        max: quote.max.to_string(),
+        create_token_hash: None,
+    })
+}
+
+fn redeem_error(error: RedeemError) -> ApiError {
+    let code = match error {
+        RedeemError::NotFound => ErrorCode::NotFound,
+        RedeemError::Used => ErrorCode::CreateTokenUsed,
+        RedeemError::Expired => ErrorCode::CreateTokenExpired,
+    };
+    ApiError::new(code, error.to_string())
+}
+
+fn check_tag(currency: &CurrencyDef, tag: Option<&str>, field: &str) -> Result<(), ApiError> {
+    currency
+        .network
+        .validate_tag(tag)
+        .map_err(|e| invalid(field, &e.to_string()))
+}
+
+/// A deliverable-looking address: one `@`, a non-empty local part, a dotted domain, no spaces,
+/// at most 254 characters. Whether it exists is learned by sending to it.
+fn check_email(email: &str) -> Result<(), ApiError> {
+    let valid = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && local.len() <= 64
+                && !domain.contains('@')
+                && domain.contains('.')
+                && domain.split('.').all(|label| {
+                    !label.is_empty()
+                        && label
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                })
+        });
+    if valid {
+        Ok(())
+    } else {
+        Err(invalid("email", "is not an e-mail address"))
+    }
+}
+
+fn order_not_found() -> ApiError {
+    ApiError::new(
+        ErrorCode::OrderNotFound,
+        "no order with this id belongs to this key",
+    )
+}
+
+/// Loads an order of the caller: 404 for unknown ids and other principals' orders alike.
+pub(crate) async fn owned_order(
+    state: &AppState,
+    owner: &str,
+    id: &str,
+) -> Result<Order, ApiError> {
+    if !swapd_types::ids::is_valid_id(id, "ord_") {
+        return Err(order_not_found());
+    }
+    state
+        .store
+        .order(id, owner)
+        .await?
+        .ok_or_else(order_not_found)
+}
+
+/// Reads an order.
+#[utoipa::path(get, path = "/api/v3/orders/{orderId}", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:read`. Only the key that created the order can read it; any other key \
+        gets the same 404 as for an unknown id.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    responses(
+        (status = 200, description = "The order", body = inline(Success<OrderView>)),
+        (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn get_order(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+) -> Result<Json<Success<OrderView>>, ApiError> {
+    let order = owned_order(&state, &owner, &id).await?;
+    Ok(Json(Success::new(order.view())))
+}
+
+/// Reads an order's status (the same view as the order).
+#[utoipa::path(get, path = "/api/v3/orders/{orderId}/status", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:read`. The same payload as `GET /orders/{orderId}`.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    responses(
+        (status = 200, description = "The order", body = inline(Success<OrderView>)),
+        (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn get_order_status(
+    state: State<AppState>,
+    scope: Extension<CallerScope>,
+    id: Path<String>,
+) -> Result<Json<Success<OrderView>>, ApiError> {
+    get_order(state, scope, id).await
+}

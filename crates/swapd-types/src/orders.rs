@@ -1,0 +1,125 @@
+//! Wire shapes of offchain orders (DESIGN.md §5). Amounts are decimal strings in display units;
+//! times are Unix seconds.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::market::{Direction, RateType};
+
+/// `POST /orders`: a createToken from `POST /routes/resolve`, or a full order input.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderInput {
+    /// Locks the terms of a resolved route; then `fromCcy`, `toCcy`, `amount`, `direction` and
+    /// `type` must be left out.
+    #[serde(default)]
+    pub create_token: Option<String>,
+    #[serde(default)]
+    pub from_ccy: Option<String>,
+    #[serde(default)]
+    pub to_ccy: Option<String>,
+    #[serde(default)]
+    pub amount: Option<String>,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    #[serde(default, rename = "type")]
+    pub rate_type: Option<RateType>,
+    /// Where the output is paid, checked for `toCcy`'s network.
+    pub to_address: String,
+    /// Destination tag or memo of `toAddress`; required on networks that need one.
+    #[serde(default)]
+    pub tag: Option<String>,
+    /// Where a refund goes, checked for `fromCcy`'s network.
+    #[serde(default)]
+    pub refund_address: Option<String>,
+    #[serde(default)]
+    pub refund_tag: Option<String>,
+    #[serde(default)]
+    pub affiliate_code: Option<String>,
+    /// Status e-mails go here from creation on.
+    #[serde(default)]
+    pub email: Option<String>,
+}
+
+/// A deposit seen on the chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Received {
+    pub tx_id: String,
+    pub amount: String,
+    pub confirmations: u32,
+    pub required_confirmations: u32,
+    pub seen_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderFrom {
+    pub code: String,
+    /// What to send.
+    pub amount: String,
+    pub deposit_address: String,
+    /// The destination tag or memo the deposit must carry, when the network uses one.
+    pub deposit_tag: Option<String>,
+    pub received: Vec<Received>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderTo {
+    pub code: String,
+    /// Expected output; the amount paid once the payout is made.
+    pub amount: String,
+    pub address: String,
+    pub tag: Option<String>,
+    pub tx_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderRefund {
+    pub address: Option<String>,
+    pub tag: Option<String>,
+    pub amount: Option<String>,
+    pub tx_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderEmergency {
+    /// `EXPIRED`, `LESS`, `MORE`, `LIMIT`.
+    pub reasons: Vec<String>,
+    /// `EXCHANGE`, `REFUND`.
+    pub allowed_choices: Vec<String>,
+    pub choice: Option<String>,
+    /// After this, an order with a refund address is refunded.
+    pub deadline: i64,
+}
+
+/// An order as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderView {
+    /// `ord_…`.
+    pub order_id: String,
+    /// `new`, `awaiting_deposit`, `confirming`, `exchanging`, `withdrawing`, `completed`,
+    /// `expired`, `emergency`, `refunding`, `refunded`, `failed`.
+    pub status: String,
+    #[serde(rename = "type")]
+    pub rate_type: RateType,
+    pub direction: Direction,
+    pub from_ccy: String,
+    pub to_ccy: String,
+    pub rate: String,
+    pub provider: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// A deposit must arrive before this.
+    pub expires_at: i64,
+    pub from: OrderFrom,
+    pub to: OrderTo,
+    pub refund: OrderRefund,
+    pub emergency: Option<OrderEmergency>,
+    pub affiliate_code: Option<String>,
+    pub email_attached: bool,
+}
