@@ -36,6 +36,7 @@ use utoipa::{Modify, OpenApi};
         crate::business::orders::create_order,
         crate::business::orders::get_order,
         crate::business::orders::get_order_status,
+        crate::business::sandbox::deposit,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
     modifiers(&HmacScheme),

@@ -7,6 +7,7 @@ pub mod api_keys;
 pub mod clock;
 pub mod idempotency;
 pub mod ids;
+pub mod lifecycle;
 pub mod market;
 pub mod orders;
 pub mod provider;

@@ -337,6 +337,12 @@ pub struct Order {
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     pub expires_at_ms: i64,
+    /// When the lifecycle engine looks at the order next; `None` when it is finished.
+    #[serde(default)]
+    pub next_check_at_ms: Option<i64>,
+    /// Sequence number of the order's latest outbox event.
+    #[serde(default)]
+    pub event_sequence: i64,
 }
 
 /// One outbox entry: an event about an order, written in the transaction that changed it.
@@ -422,13 +428,15 @@ impl Order {
         }
     }
 
-    /// An outbox event about this order as it is now: the order's view plus `previousStatus`.
-    pub fn event(
-        &self,
+    /// Records the next outbox event about this order as it is now (the order's view plus
+    /// `previousStatus`), numbering it after the previous one.
+    pub fn record_event(
+        &mut self,
         event_type: EventType,
-        sequence: i64,
         previous_status: Option<OrderStatus>,
     ) -> OrderEvent {
+        self.event_sequence += 1;
+        let sequence = self.event_sequence;
         let mut data = serde_json::to_value(self.view()).expect("views serialize");
         data["previousStatus"] =
             previous_status.map_or(serde_json::Value::Null, |s| s.as_str().into());

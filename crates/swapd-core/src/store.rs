@@ -187,6 +187,53 @@ pub trait Store: Send + Sync + 'static {
     /// order first; nothing was written.
     async fn update_order(&self, order: &Order, events: &[OrderEvent]) -> Result<bool, StoreError>;
 
+    /// Orders whose next check is due at `now_ms`, earliest first.
+    async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError>;
+
     /// Every outbox event of one order, by sequence.
     async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError>;
+
+    /// Sandbox chain: records a deposit (a transfer to a deposit address). `Conflict` for a
+    /// repeated transaction id.
+    async fn sandbox_record_deposit(&self, deposit: &SandboxDeposit) -> Result<(), StoreError>;
+
+    /// Sandbox chain: the deposits to `address`/`tag`, oldest first.
+    async fn sandbox_deposits(
+        &self,
+        address: &str,
+        tag: Option<&str>,
+    ) -> Result<Vec<SandboxDeposit>, StoreError>;
+
+    /// Sandbox chain: records the transfer `key` unless it exists, and returns the stored one.
+    async fn sandbox_transfer(
+        &self,
+        transfer: &SandboxTransfer,
+    ) -> Result<SandboxTransfer, StoreError>;
+
+    /// Sandbox chain: every transfer out, oldest first (tests count payouts with it).
+    async fn sandbox_transfers(&self) -> Result<Vec<SandboxTransfer>, StoreError>;
+}
+
+/// A simulated transfer into a deposit address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxDeposit {
+    pub tx_id: String,
+    pub address: String,
+    pub tag: Option<String>,
+    pub amount: String,
+    /// Confirmations it had when recorded; more accrue with time.
+    pub confirmations: u32,
+    pub seen_at_ms: i64,
+}
+
+/// A simulated transfer out (payout or refund), made once per idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxTransfer {
+    pub key: String,
+    pub tx_id: String,
+    pub currency: String,
+    pub address: String,
+    pub tag: Option<String>,
+    pub amount: String,
+    pub created_at_ms: i64,
 }

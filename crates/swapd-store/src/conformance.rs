@@ -10,7 +10,9 @@ use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::orders::{EventType, Order, OrderEvent, OrderStatus};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
-use swapd_core::store::{EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord};
+use swapd_core::store::{
+    EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer,
+};
 use swapd_core::{Store, StoreError};
 use swapd_types::Permission;
 
@@ -36,6 +38,8 @@ pub async fn run_all(shared: Arc<dyn Store>) {
     concurrent_redemptions_succeed_once(&shared).await;
     orders_are_created_with_their_events_and_token_atomically(store).await;
     order_updates_are_compare_and_set(&shared).await;
+    due_orders_come_earliest_first(store).await;
+    sandbox_transfers_happen_once_per_key(store).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -714,6 +718,8 @@ fn sample_order(id: &str, owner: &str, now: i64) -> Order {
         created_at_ms: now,
         updated_at_ms: now,
         expires_at_ms: now + 1_800_000,
+        next_check_at_ms: Some(now),
+        event_sequence: 0,
     }
 }
 
@@ -912,4 +918,117 @@ async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
         events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
         [1, 2]
     );
+}
+
+async fn due_orders_come_earliest_first(store: &dyn Store) {
+    let now = 1_800_000_000_000;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    for (id, at) in [
+        ("ord_due_late", now + 5),
+        ("ord_due_early", now + 1),
+        ("ord_due_never", now + 10_000),
+    ] {
+        let mut order = sample_order(id, "key:due", now);
+        order.next_check_at_ms = Some(at);
+        let lease = claim(store, "key:due", id, now).await;
+        let finish = IdempotentFinish {
+            principal: "key:due",
+            key: id,
+            lease_token: &lease,
+            response: &response,
+        };
+        store
+            .create_order(
+                &order,
+                &[event(&order, 1, EventType::Created)],
+                None,
+                finish,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let due: Vec<String> = store
+        .due_orders(now + 100, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .filter(|id| id.starts_with("ord_due"))
+        .collect();
+    assert_eq!(due, ["ord_due_early", "ord_due_late"]);
+    // A finished order (no next check) is never due.
+    let mut early = store
+        .order("ord_due_early", "key:due")
+        .await
+        .unwrap()
+        .unwrap();
+    early.version += 1;
+    early.next_check_at_ms = None;
+    assert!(store.update_order(&early, &[]).await.unwrap());
+    let due: Vec<String> = store
+        .due_orders(now + 100, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .filter(|id| id.starts_with("ord_due"))
+        .collect();
+    assert_eq!(due, ["ord_due_late"]);
+}
+
+async fn sandbox_transfers_happen_once_per_key(store: &dyn Store) {
+    let deposit = SandboxDeposit {
+        tx_id: "tx_dep_1".into(),
+        address: "rAddress".into(),
+        tag: Some("7".into()),
+        amount: "12.5".into(),
+        confirmations: 0,
+        seen_at_ms: 1,
+    };
+    store.sandbox_record_deposit(&deposit).await.unwrap();
+    assert!(matches!(
+        store.sandbox_record_deposit(&deposit).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.sandbox_deposits("rAddress", Some("7")).await.unwrap(),
+        vec![deposit.clone()]
+    );
+    assert!(
+        store
+            .sandbox_deposits("rAddress", Some("8"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .sandbox_deposits("rAddress", None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let first = SandboxTransfer {
+        key: "payout:ord_x".into(),
+        tx_id: "tx_first".into(),
+        currency: "BTC".into(),
+        address: "bc1q".into(),
+        tag: None,
+        amount: "1".into(),
+        created_at_ms: 5,
+    };
+    assert_eq!(store.sandbox_transfer(&first).await.unwrap(), first);
+    let retry = SandboxTransfer {
+        tx_id: "tx_second".into(),
+        amount: "2".into(),
+        ..first.clone()
+    };
+    assert_eq!(store.sandbox_transfer(&retry).await.unwrap(), first);
+    let all = store.sandbox_transfers().await.unwrap();
+    assert_eq!(all.iter().filter(|t| t.key == "payout:ord_x").count(), 1);
 }

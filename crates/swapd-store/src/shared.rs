@@ -465,7 +465,7 @@ macro_rules! store_impl {
             .bind(create_token_hash)
             .bind(order.created_at_ms)
             .bind(order.updated_at_ms)
-            .bind(order.expires_at_ms)
+            .bind(order.next_check_at_ms)
             .execute(&mut *tx)
             .await
             .map_err(map_sqlx_error)?;
@@ -494,8 +494,8 @@ macro_rules! store_impl {
             let body = encode_json(order)?;
             let mut tx = self.write_tx().await?;
             let updated = sqlx::query(
-                "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5 \
-                 WHERE id = $1 AND version = $6",
+                "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5, \
+                 next_check_at = $7 WHERE id = $1 AND version = $6",
             )
             .bind(&order.id)
             .bind(order.status.as_str())
@@ -503,6 +503,7 @@ macro_rules! store_impl {
             .bind(body)
             .bind(order.updated_at_ms)
             .bind(order.version - 1)
+            .bind(order.next_check_at_ms)
             .execute(&mut *tx)
             .await
             .map_err(map_sqlx_error)?;
@@ -512,6 +513,103 @@ macro_rules! store_impl {
             insert_events_in!(tx, events);
             tx.commit().await.map_err(map_sqlx_error)?;
             Ok(true)
+        }
+
+        async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError> {
+            let bodies: Vec<String> = sqlx::query_scalar(
+                "SELECT body FROM orders WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $2",
+            )
+            .bind(now_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            bodies.iter().map(|body| decode_json(body)).collect()
+        }
+
+        async fn sandbox_record_deposit(&self, deposit: &SandboxDeposit) -> Result<(), StoreError> {
+            sqlx::query(
+                "INSERT INTO sandbox_deposits (tx_id, address, tag, amount, confirmations, seen_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&deposit.tx_id)
+            .bind(&deposit.address)
+            .bind(&deposit.tag)
+            .bind(&deposit.amount)
+            .bind(i64::from(deposit.confirmations))
+            .bind(deposit.seen_at_ms)
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+        }
+
+        async fn sandbox_deposits(
+            &self,
+            address: &str,
+            tag: Option<&str>,
+        ) -> Result<Vec<SandboxDeposit>, StoreError> {
+            let rows: Vec<(String, String, Option<String>, String, i64, i64)> = sqlx::query_as(
+                "SELECT tx_id, address, tag, amount, confirmations, seen_at FROM sandbox_deposits \
+                 WHERE address = $1 AND COALESCE(tag, '') = COALESCE($2, '') ORDER BY seen_at, tx_id",
+            )
+            .bind(address)
+            .bind(tag)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            Ok(rows
+                .into_iter()
+                .map(|(tx_id, address, tag, amount, confirmations, seen_at_ms)| SandboxDeposit {
+                    tx_id,
+                    address,
+                    tag,
+                    amount,
+                    confirmations: u32::try_from(confirmations).unwrap_or(u32::MAX),
+                    seen_at_ms,
+                })
+                .collect())
+        }
+
+        async fn sandbox_transfer(
+            &self,
+            transfer: &SandboxTransfer,
+        ) -> Result<SandboxTransfer, StoreError> {
+            sqlx::query(
+                "INSERT INTO sandbox_transfers (idem_key, tx_id, currency, address, tag, amount, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idem_key) DO NOTHING",
+            )
+            .bind(&transfer.key)
+            .bind(&transfer.tx_id)
+            .bind(&transfer.currency)
+            .bind(&transfer.address)
+            .bind(&transfer.tag)
+            .bind(&transfer.amount)
+            .bind(transfer.created_at_ms)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            let row: (String, String, String, String, Option<String>, String, i64) = sqlx::query_as(
+                "SELECT idem_key, tx_id, currency, address, tag, amount, created_at \
+                 FROM sandbox_transfers WHERE idem_key = $1",
+            )
+            .bind(&transfer.key)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            Ok(transfer_from_row(row))
+        }
+
+        async fn sandbox_transfers(&self) -> Result<Vec<SandboxTransfer>, StoreError> {
+            let rows: Vec<(String, String, String, String, Option<String>, String, i64)> =
+                sqlx::query_as(
+                    "SELECT idem_key, tx_id, currency, address, tag, amount, created_at \
+                     FROM sandbox_transfers ORDER BY created_at, idem_key",
+                )
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+            Ok(rows.into_iter().map(transfer_from_row).collect())
         }
 
         async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
@@ -648,6 +746,21 @@ macro_rules! insert_events_in {
             .map_err(map_sqlx_error)?;
         }
     }};
+}
+
+type TransferRow = (String, String, String, String, Option<String>, String, i64);
+
+pub(crate) fn transfer_from_row(row: TransferRow) -> swapd_core::store::SandboxTransfer {
+    let (key, tx_id, currency, address, tag, amount, created_at_ms) = row;
+    swapd_core::store::SandboxTransfer {
+        key,
+        tx_id,
+        currency,
+        address,
+        tag,
+        amount,
+        created_at_ms,
+    }
 }
 
 /// A domain value as a JSON column.

@@ -2,8 +2,12 @@
 //! before the process exits. Jobs are safe to run on several nodes at once: each step is a
 //! single atomic store call.
 
+mod orders;
+
 use std::sync::Arc;
 use std::time::Duration;
+
+pub use orders::OrderEngine;
 
 use swapd_core::{Clock, Store};
 use tokio_util::sync::CancellationToken;
@@ -15,6 +19,7 @@ pub struct Worker {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     janitor_interval: Duration,
+    orders: Option<OrderEngine>,
 }
 
 impl Worker {
@@ -23,7 +28,14 @@ impl Worker {
             store,
             clock,
             janitor_interval: JANITOR_INTERVAL,
+            orders: None,
         }
+    }
+
+    /// Also runs the order lifecycle, one pass per poll interval of its rules.
+    pub fn with_orders(mut self, engine: OrderEngine) -> Self {
+        self.orders = Some(engine);
+        self
     }
 
     pub fn with_janitor_interval(mut self, interval: Duration) -> Self {
@@ -36,10 +48,23 @@ impl Worker {
         tracing::info!("worker started");
         let mut tick = tokio::time::interval(self.janitor_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let order_interval = self
+            .orders
+            .as_ref()
+            .map_or(Duration::from_secs(3600), |engine| {
+                Duration::from_millis(engine.rules().poll_interval_ms.max(10) as u64)
+            });
+        let mut order_tick = tokio::time::interval(order_interval);
+        order_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => self.sweep_expired().await,
+                _ = order_tick.tick(), if self.orders.is_some() => {
+                    if let Some(engine) = &self.orders {
+                        engine.run_due().await;
+                    }
+                }
             }
         }
         tracing::info!("worker stopped");

@@ -128,8 +128,28 @@ impl App {
             clock,
             master_key,
         } = self.runtime;
+        let market = Arc::new(market(&config));
+        // Assemble the catalog now, so the first caller does not wait for the providers.
+        market.catalog(clock.now_ms()).await;
         let worker = self.roles.worker.then(|| {
-            let worker = swapd_worker::Worker::new(store.clone(), clock.clone());
+            let chain = Arc::new(swapd_providers::sandbox::SandboxChain::new(
+                store.clone(),
+                config.providers.sandbox_block_ms,
+            ));
+            let rules = swapd_core::lifecycle::LifecycleRules {
+                poll_interval_ms: config.orders.poll_interval_ms,
+                emergency_window_ms: config.orders.emergency_window_secs * 1000,
+                ..Default::default()
+            };
+            let engine = swapd_worker::OrderEngine::new(
+                store.clone(),
+                chain,
+                market.clone(),
+                clock.clone(),
+                rules,
+            );
+            let worker =
+                swapd_worker::Worker::new(store.clone(), clock.clone()).with_orders(engine);
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
@@ -151,9 +171,6 @@ impl App {
                 .context("cannot load the nonce set")?,
             );
             let flusher = tokio::spawn(guards.clone().run_nonce_flusher(shutdown.clone()));
-            let market = Arc::new(market(&config));
-            // Assemble the catalog now, so the first caller does not wait for the providers.
-            market.catalog(clock.now_ms()).await;
             let state = AppState {
                 store,
                 clock,

@@ -37,6 +37,16 @@ pub struct Config {
     pub security: SecurityConfig,
     pub x402: X402Config,
     pub providers: ProvidersConfig,
+    pub orders: OrdersConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrdersConfig {
+    /// How often the lifecycle engine looks for orders due for a step, in milliseconds.
+    pub poll_interval_ms: i64,
+    /// How long a user has to choose in an emergency before a refund, in seconds.
+    pub emergency_window_secs: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +108,8 @@ pub struct ProvidersConfig {
     pub sandbox_stalled: Vec<String>,
     /// Sandbox providers that fail every call.
     pub sandbox_failing: Vec<String>,
+    /// Time between two blocks of the sandbox chain (one confirmation each), in milliseconds.
+    pub sandbox_block_ms: i64,
 }
 
 impl Default for Config {
@@ -134,6 +146,11 @@ impl Default for Config {
                 sandbox_seed: 0,
                 sandbox_stalled: Vec::new(),
                 sandbox_failing: Vec::new(),
+                sandbox_block_ms: 2_000,
+            },
+            orders: OrdersConfig {
+                poll_interval_ms: 1_000,
+                emergency_window_secs: 24 * 60 * 60,
             },
         }
     }
@@ -141,7 +158,7 @@ impl Default for Config {
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 11] = [
+const ENV_KEYS: [&str; 12] = [
     "mode",
     "listen",
     "data_dir",
@@ -153,6 +170,7 @@ const ENV_KEYS: [&str; 11] = [
     "security",
     "x402",
     "providers",
+    "orders",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -296,6 +314,24 @@ impl Config {
                     ),
                 ));
             }
+        }
+        if !(10..=600_000).contains(&self.orders.poll_interval_ms) {
+            return Err(setting(
+                "orders.poll_interval_ms",
+                "must be from 10 to 600000 milliseconds".into(),
+            ));
+        }
+        if !(1..=30 * 24 * 3600).contains(&self.orders.emergency_window_secs) {
+            return Err(setting(
+                "orders.emergency_window_secs",
+                "must be from 1 second to 30 days".into(),
+            ));
+        }
+        if !(1..=3_600_000).contains(&self.providers.sandbox_block_ms) {
+            return Err(setting(
+                "providers.sandbox_block_ms",
+                "must be from 1 to 3600000 milliseconds".into(),
+            ));
         }
         if !(50..=30_000).contains(&self.providers.deadline_ms) {
             return Err(setting(

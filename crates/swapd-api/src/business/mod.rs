@@ -15,6 +15,7 @@ pub mod guards;
 pub mod market;
 pub mod orders;
 pub mod routes;
+pub mod sandbox;
 
 pub use auth::{BusinessPrincipal, Gate};
 pub use routes::{BUSINESS_ROUTES, RouteInfo, RouteSpec};
@@ -37,6 +38,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
             .route(
                 "/api/v3/orders/{orderId}/status",
                 get(orders::get_order_status),
+            )
+            .route(
+                "/api/v3/sandbox/orders/{orderId}/deposit",
+                post(sandbox::deposit),
             ),
         state,
         BUSINESS_ROUTES,

@@ -167,13 +167,15 @@ pub(crate) async fn create_order(
         created_at_ms: now_ms,
         updated_at_ms: now_ms,
         expires_at_ms: now_ms + lifetime,
+        next_check_at_ms: Some(now_ms),
+        event_sequence: 0,
     };
     // The exchange is open, so the order is created and awaits its deposit in one step; both
     // entries are in the outbox.
-    let created = order.event(EventType::Created, 1, None);
+    let created = order.record_event(EventType::Created, None);
     order.status = OrderStatus::AwaitingDeposit;
     order.version = 2;
-    let awaiting = order.event(EventType::AwaitingDeposit, 2, Some(OrderStatus::New));
+    let awaiting = order.record_event(EventType::AwaitingDeposit, Some(OrderStatus::New));
 
     let body = serde_json::to_vec(&Success::new(order.view()))
         .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;

@@ -50,6 +50,12 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
     route(Method::POST, "/api/v3/orders", CREATE, 5),
     route(Method::GET, "/api/v3/orders/{orderId}", READ, 1),
     route(Method::GET, "/api/v3/orders/{orderId}/status", READ, 1),
+    route(
+        Method::POST,
+        "/api/v3/sandbox/orders/{orderId}/deposit",
+        CREATE,
+        1,
+    ),
 ];
 
 pub fn find<'a>(routes: &'a [RouteSpec], method: &Method, path: &str) -> Option<&'a RouteSpec> {

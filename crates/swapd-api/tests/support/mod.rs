@@ -170,6 +170,11 @@ async fn query(query: SignedQuery) -> Result<Json<Success<Value>>, swapd_api::Ap
     Ok(Json(Success::new(json!({"pairs": query.0, "a": a}))))
 }
 
+/// Sandbox chain block time in tests: one confirmation per second of the manual clock.
+pub const BLOCK_MS: i64 = 1_000;
+/// Emergency choice window in tests.
+pub const EMERGENCY_WINDOW_MS: i64 = 60 * 60 * 1000;
+
 pub struct Options {
     pub sharing: Sharing,
     pub trusted_proxies: Vec<IpNet>,
@@ -205,6 +210,8 @@ pub struct TestServer {
     pub counters: Arc<Counters>,
     /// Faults of the sandbox providers, switchable while the server runs.
     pub faults: swapd_providers::sandbox::Faults,
+    /// The order lifecycle engine on the same store and clock; tests run its passes.
+    pub engine: swapd_worker::OrderEngine,
     pub http: reqwest::Client,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -338,13 +345,28 @@ impl TestServer {
                 ..Default::default()
             },
         );
+        let market = Arc::new(market);
+        let engine = swapd_worker::OrderEngine::new(
+            store.clone(),
+            Arc::new(swapd_providers::sandbox::SandboxChain::new(
+                store.clone(),
+                BLOCK_MS,
+            )),
+            market.clone(),
+            clock.clone(),
+            swapd_core::lifecycle::LifecycleRules {
+                poll_interval_ms: 1_000,
+                emergency_window_ms: EMERGENCY_WINDOW_MS,
+                ..Default::default()
+            },
+        );
         let state = AppState {
             store,
             clock: clock.clone(),
             mode: Mode::Sandbox,
             guards: guards.clone(),
             trusted_proxies: options.trusted_proxies.into(),
-            market: Arc::new(market),
+            market,
         };
         let counters = Arc::new(Counters::default());
         let test_routes = Router::new()
@@ -379,6 +401,7 @@ impl TestServer {
             master,
             counters,
             faults,
+            engine,
             http: reqwest::Client::new(),
             shutdown,
             task: Some(task),

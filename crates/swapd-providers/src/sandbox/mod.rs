@@ -3,6 +3,7 @@
 //! benchmarks. Everything above the [`Provider`] port runs unchanged in sandbox and live.
 
 mod addresses;
+mod chain;
 mod faults;
 mod offchain;
 mod onchain;
@@ -14,6 +15,7 @@ use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::pricing;
 use swapd_core::provider::{Provider, ProviderError};
 
+pub use chain::{SandboxChain, new_tx_id};
 pub use faults::{Fault, Faults};
 pub use offchain::OffchainDesk;
 pub use onchain::{Bridge, Dex};

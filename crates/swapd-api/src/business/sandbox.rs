@@ -1,0 +1,105 @@
+//! The sandbox chain's control: `POST /api/v3/sandbox/orders/{orderId}/deposit` simulates a
+//! transfer to an order's deposit address. Sandbox mode only: in live mode the route answers
+//! 404 as if it did not exist.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use swapd_core::Mode;
+use swapd_core::amount::Amount;
+use swapd_core::market::currencies::currency;
+use swapd_core::store::SandboxDeposit;
+use swapd_types::{ErrorCode, Success};
+use utoipa::ToSchema;
+
+use super::market::invalid;
+use super::orders::owned_order;
+use crate::idempotency::CallerScope;
+use crate::{ApiError, ApiJson, AppState};
+
+/// A simulated deposit.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DepositInput {
+    /// In the order's `fromCcy`, at most its precision.
+    pub amount: String,
+    /// Confirmations it already has (default 0); one more accrues per sandbox block.
+    #[serde(default)]
+    pub confirmations: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DepositRecorded {
+    pub tx_id: String,
+    pub address: String,
+    pub tag: Option<String>,
+    pub amount: String,
+    pub confirmations: u32,
+}
+
+/// Simulates a deposit to an order's address (sandbox only).
+#[utoipa::path(post, path = "/api/v3/sandbox/orders/{orderId}/deposit", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:create`; needs `Idempotency-Key`. Sandbox mode only (404 in live). \
+        Records a transfer of `amount` to the order's deposit address; the order then advances by itself \
+        as confirmations accrue. Several deposits to one order are allowed.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    request_body = DepositInput,
+    responses(
+        (status = 202, description = "The deposit is on the sandbox chain", body = inline(Success<DepositRecorded>)),
+        (status = 400, description = "`amount_invalid`", body = swapd_types::ErrorEnvelope),
+        (status = 404, description = "`order_not_found`, or `not_found` in live mode", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn deposit(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<DepositInput>,
+) -> Result<(StatusCode, Json<Success<DepositRecorded>>), ApiError> {
+    if state.mode != Mode::Sandbox {
+        return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
+    }
+    let order = owned_order(&state, &owner, &id).await?;
+    let from = currency(&order.from_code)
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let amount = Amount::parse(&input.amount, from.precision).map_err(|e| {
+        ApiError::new(
+            ErrorCode::AmountInvalid,
+            format!(
+                "amount: {e} ({} has {} fraction digits)",
+                from.code, from.precision
+            ),
+        )
+    })?;
+    if amount.is_zero() {
+        return Err(ApiError::new(
+            ErrorCode::AmountInvalid,
+            "amount must be greater than zero",
+        ));
+    }
+    let confirmations = input.confirmations.unwrap_or(0);
+    if confirmations > 1_000 {
+        return Err(invalid("confirmations", "at most 1000"));
+    }
+    let recorded = SandboxDeposit {
+        tx_id: swapd_providers::sandbox::new_tx_id(),
+        address: order.deposit_address,
+        tag: order.deposit_tag,
+        amount: amount.to_string(),
+        confirmations,
+        seen_at_ms: state.clock.now_ms(),
+    };
+    state.store.sandbox_record_deposit(&recorded).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Success::new(DepositRecorded {
+            tx_id: recorded.tx_id,
+            address: recorded.address,
+            tag: recorded.tag,
+            amount: recorded.amount,
+            confirmations,
+        })),
+    ))
+}

@@ -1,0 +1,352 @@
+//! Orders from deposit to payout: the sandbox chain, the lifecycle engine and the outbox,
+//! driven by a manual clock.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
+use swapd_core::orders::EventType;
+use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
+
+const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
+const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+
+async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
+    let body = serde_json::to_vec(body).unwrap();
+    server
+        .send(&server.sign(key, "POST", path, "", &body))
+        .await
+}
+
+async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
+    let resp = server
+        .send(&server.sign(key, "GET", &format!("/api/v3/orders/{id}"), "", b""))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.body["data"].clone()
+}
+
+async fn create(server: &TestServer, key: &TestKey, body: Value) -> Value {
+    let resp = post(server, key, "/api/v3/orders", &body).await;
+    assert_eq!(resp.status, 201, "{}", resp.body);
+    resp.body["data"].clone()
+}
+
+async fn deposit(server: &TestServer, key: &TestKey, id: &str, amount: &str) -> Value {
+    let resp = post(
+        server,
+        key,
+        &format!("/api/v3/sandbox/orders/{id}/deposit"),
+        &json!({"amount": amount}),
+    )
+    .await;
+    assert_eq!(resp.status, 202, "{}", resp.body);
+    resp.body["data"].clone()
+}
+
+/// Lets `blocks` sandbox blocks pass and runs one engine pass.
+async fn step(server: &TestServer, blocks: i64) {
+    server.clock.advance_ms(blocks * BLOCK_MS);
+    server.engine.run_due().await;
+}
+
+async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
+    let events = server.state.store.order_events(id).await.unwrap();
+    let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+    assert_eq!(
+        sequences,
+        (1..=events.len() as i64).collect::<Vec<_>>(),
+        "gapless sequence"
+    );
+    events.iter().map(|e| e.event_type).collect()
+}
+
+fn text(value: &Value) -> &str {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"))
+}
+
+async fn key(server: &TestServer) -> TestKey {
+    server.key(&[PricesRead, OrdersCreate, OrdersRead]).await
+}
+
+#[tokio::test]
+async fn a_fixed_order_runs_from_deposit_to_payout() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+
+    let sent = deposit(&server, &key, &id, "0.05").await;
+    assert_eq!(sent["address"], created["from"]["depositAddress"]);
+    step(&server, 0).await;
+    let seen = order(&server, &key, &id).await;
+    assert_eq!(seen["status"], "confirming");
+    assert_eq!(seen["from"]["received"][0]["txId"], sent["txId"]);
+    assert_eq!(seen["from"]["received"][0]["confirmations"], 0);
+    assert_eq!(seen["from"]["received"][0]["requiredConfirmations"], 2);
+
+    step(&server, 1).await;
+    assert_eq!(
+        order(&server, &key, &id).await["from"]["received"][0]["confirmations"],
+        1
+    );
+    step(&server, 1).await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["to"]["amount"], created["to"]["amount"],
+        "the locked terms are paid"
+    );
+    let tx = text(&done["to"]["txId"]).to_owned();
+
+    let transfers = server.state.store.sandbox_transfers().await.unwrap();
+    let payouts: Vec<_> = transfers
+        .iter()
+        .filter(|t| t.key == format!("payout:{id}"))
+        .collect();
+    assert_eq!(payouts.len(), 1);
+    assert_eq!(payouts[0].tx_id, tx);
+    assert_eq!(payouts[0].address, TRON_ADDRESS);
+    assert_eq!(payouts[0].amount, text(&created["to"]["amount"]));
+
+    use EventType::*;
+    assert_eq!(
+        event_types(&server, &id).await,
+        [
+            Created,
+            AwaitingDeposit,
+            Updated,
+            Updated,
+            Updated,
+            ExchangeStarted,
+            WithdrawStarted,
+            Completed
+        ]
+    );
+    // Finished orders are not looked at again.
+    step(&server, 10).await;
+    assert_eq!(event_types(&server, &id).await.len(), 8);
+}
+
+#[tokio::test]
+async fn float_and_reverse_orders_pay_what_arrived() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let float = create(&server, &key, json!({"fromCcy": "SOL", "toCcy": "USDCSOL", "amount": "10", "type": "float", "toAddress": "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM"})).await;
+    let id = text(&float["orderId"]).to_owned();
+    deposit(&server, &key, &id, "12").await;
+    step(&server, 0).await;
+    step(&server, 1).await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    // A float order exchanges whatever arrived within limits, at the rate of the moment.
+    let quote = post(
+        &server,
+        &key,
+        "/api/v3/quotes",
+        &json!({"fromCcy": "SOL", "toCcy": "USDCSOL", "amount": "12", "type": "float",
+        "routeConstraints": {"providers": [done["provider"]]}}),
+    )
+    .await;
+    assert_eq!(done["to"]["amount"], quote.body["data"]["toAmount"]);
+
+    let reverse = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "1000", "direction": "to", "toAddress": TRON_ADDRESS})).await;
+    let id = text(&reverse["orderId"]).to_owned();
+    deposit(&server, &key, &id, text(&reverse["from"]["amount"])).await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["to"]["amount"], "1000");
+}
+
+#[tokio::test]
+async fn unpaid_orders_expire_and_late_deposits_are_refunded_after_the_window() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS, "refundAddress": BTC_ADDRESS})).await;
+    let id = text(&created["orderId"]).to_owned();
+    server.clock.advance_ms(30 * 60 * 1000);
+    server.engine.run_due().await;
+    assert_eq!(order(&server, &key, &id).await["status"], "expired");
+
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    let held = order(&server, &key, &id).await;
+    assert_eq!(held["status"], "emergency", "{held}");
+    assert_eq!(held["emergency"]["reasons"], json!(["EXPIRED"]));
+    assert_eq!(
+        held["emergency"]["allowedChoices"],
+        json!(["EXCHANGE", "REFUND"])
+    );
+    assert_eq!(held["emergency"]["choice"], Value::Null);
+
+    // No choice within the window: the refund address gets the deposit back.
+    server.clock.advance_ms(EMERGENCY_WINDOW_MS);
+    server.engine.run_due().await;
+    let refunded = order(&server, &key, &id).await;
+    assert_eq!(refunded["status"], "refunded", "{refunded}");
+    assert_eq!(refunded["refund"]["amount"], "0.05");
+    assert_eq!(refunded["emergency"]["choice"], "REFUND");
+    let refunds: Vec<_> = server
+        .state
+        .store
+        .sandbox_transfers()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.key == format!("refund:{id}"))
+        .collect();
+    assert_eq!(refunds.len(), 1);
+    assert_eq!(refunds[0].address, BTC_ADDRESS);
+    assert_eq!(refunded["refund"]["txId"], refunds[0].tx_id.as_str());
+    use EventType::*;
+    let types = event_types(&server, &id).await;
+    assert_eq!(types[2], Expired);
+    assert!(types.contains(&Emergency));
+    assert_eq!(types.last(), Some(&Updated));
+}
+
+#[tokio::test]
+async fn deposits_outside_the_limits_are_refunded_at_once() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS, "refundAddress": BTC_ADDRESS})).await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.00001").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "refunded", "{done}");
+    assert_eq!(done["emergency"]["reasons"], json!(["LESS", "LIMIT"]));
+    assert_eq!(done["emergency"]["allowedChoices"], json!(["REFUND"]));
+    assert_eq!(done["to"]["txId"], Value::Null);
+
+    // Without a refund address the order waits for one.
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.04").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    let held = order(&server, &key, &id).await;
+    assert_eq!(held["status"], "emergency");
+    assert_eq!(held["emergency"]["reasons"], json!(["LESS"]));
+    server.clock.advance_ms(EMERGENCY_WINDOW_MS);
+    server.engine.run_due().await;
+    assert_eq!(order(&server, &key, &id).await["status"], "emergency");
+}
+
+/// A payout that was sent but whose state change was lost (the process died in between) is
+/// sent again under the same key: the chain answers with the first transfer, nothing more.
+#[tokio::test]
+async fn a_repeated_payout_after_a_lost_commit_pays_once() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    server.clock.advance_ms(2 * BLOCK_MS);
+    // Run the engine only up to withdrawing: pricing happens, the payout is next.
+    let stored = server
+        .state
+        .store
+        .order(&id, &format!("key:{}", key.id))
+        .await
+        .unwrap()
+        .unwrap();
+    let chain = swapd_providers::sandbox::SandboxChain::new(server.state.store.clone(), BLOCK_MS);
+    use swapd_core::lifecycle::Chain;
+    // The first attempt sent the payout, then died before saving.
+    let first_tx = chain
+        .transfer(
+            &format!("payout:{id}"),
+            "USDTTRC",
+            TRON_ADDRESS,
+            None,
+            text(&created["to"]["amount"]),
+            0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.status.as_str(), "confirming");
+    server.engine.run_due().await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["to"]["txId"], first_tx.as_str());
+    let payouts = server
+        .state
+        .store
+        .sandbox_transfers()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.key == format!("payout:{id}"))
+        .count();
+    assert_eq!(payouts, 1);
+}
+
+#[tokio::test]
+async fn sandbox_deposits_are_for_the_owner_only() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let other = server.key(&[OrdersCreate, OrdersRead]).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    post(
+        &server,
+        &other,
+        &format!("/api/v3/sandbox/orders/{id}/deposit"),
+        &json!({"amount": "0.05"}),
+    )
+    .await
+    .expect(404, "order_not_found");
+    post(
+        &server,
+        &key,
+        &format!("/api/v3/sandbox/orders/{id}/deposit"),
+        &json!({"amount": "0.000000001"}),
+    )
+    .await
+    .expect(400, "amount_invalid");
+    post(
+        &server,
+        &key,
+        &format!("/api/v3/sandbox/orders/{id}/deposit"),
+        &json!({"amount": "0"}),
+    )
+    .await
+    .expect(400, "amount_invalid");
+    assert!(
+        server
+            .state
+            .store
+            .sandbox_deposits(text(&created["from"]["depositAddress"]), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

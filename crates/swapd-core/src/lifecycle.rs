@@ -1,0 +1,350 @@
+//! The order lifecycle as pure decisions: given an order, what the chain shows for its deposit
+//! address, and the time, what happens next. The worker carries the decisions out: it saves
+//! [`Next::Save`] with a compare-and-set, performs effects (exchange pricing, payout, refund)
+//! under deterministic idempotency keys, and feeds their results back through the `after_*`
+//! functions. A crash between an effect and its save repeats the effect with the same key, which
+//! the other side answers with the first result: nothing is paid twice.
+
+use crate::address::Network;
+use crate::amount::Amount;
+use crate::orders::{
+    Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderStatus,
+    judge_deposit,
+};
+
+/// The chain as the lifecycle sees it: deposits to an address, and transfers out. In sandbox
+/// mode a simulated chain in the database; live, the provider's or an indexer's view.
+#[async_trait::async_trait]
+pub trait Chain: Send + Sync + 'static {
+    /// Transfers seen to `address` (with `tag` where the network uses one), with their current
+    /// confirmations.
+    async fn deposits(
+        &self,
+        network: Network,
+        address: &str,
+        tag: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Vec<ChainDeposit>, ChainError>;
+
+    /// Sends `amount` of `currency` to `address` once per `key`: a repeated call with the same
+    /// key returns the first transfer's id and sends nothing.
+    async fn transfer(
+        &self,
+        key: &str,
+        currency: &str,
+        address: &str,
+        tag: Option<&str>,
+        amount: &str,
+        now_ms: i64,
+    ) -> Result<String, ChainError>;
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("chain unavailable: {0}")]
+pub struct ChainError(pub String);
+
+/// A transfer seen on the chain to an order's deposit address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainDeposit {
+    pub tx_id: String,
+    pub amount: Amount,
+    pub confirmations: u32,
+    pub seen_at_ms: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct LifecycleRules {
+    /// How long a user has to choose in an emergency before a refund (when possible).
+    pub emergency_window_ms: i64,
+    /// How often an order waiting on the chain is looked at again.
+    pub poll_interval_ms: i64,
+    /// How long an expired order is still watched for a late deposit.
+    pub late_watch_ms: i64,
+    pub tolerance_bps: u32,
+}
+
+impl Default for LifecycleRules {
+    fn default() -> Self {
+        Self {
+            emergency_window_ms: 24 * 60 * 60 * 1000,
+            poll_interval_ms: 5_000,
+            late_watch_ms: 24 * 60 * 60 * 1000,
+            tolerance_bps: crate::orders::DEFAULT_TOLERANCE_BPS,
+        }
+    }
+}
+
+/// Confirmations a deposit needs before it is exchanged.
+pub fn required_confirmations(network: Network) -> u32 {
+    match network {
+        Network::Bitcoin | Network::Litecoin => 2,
+        Network::Ethereum
+        | Network::BnbChain
+        | Network::Polygon
+        | Network::Arbitrum
+        | Network::Base => 3,
+        Network::Solana | Network::Tron | Network::Xrp => 1,
+    }
+}
+
+/// What to do with an order now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Store this version of the order with this event (`None`: only the next check moved).
+    Save(Box<Order>, Option<EventType>),
+    /// Price the exchange of the received amount; then call [`after_exchange`].
+    Exchange { received: Amount },
+    /// Send `amount` of the output to the payout address under `key`; then [`after_payout`].
+    Payout { key: String, amount: String },
+    /// Send `amount` of the input back to the refund address under `key`; then
+    /// [`after_refund`].
+    Refund { key: String, amount: String },
+    /// Nothing to do until the order's next check.
+    Idle,
+}
+
+/// Decides the next step for `order` at `now_ms`, given the deposits the chain shows.
+/// `from_precision` is the input currency's precision; `from_network` its network.
+pub fn next(
+    order: &Order,
+    chain: &[ChainDeposit],
+    from_network: Network,
+    from_precision: u8,
+    rules: &LifecycleRules,
+    now_ms: i64,
+) -> Next {
+    if order.status.is_terminal() {
+        return Next::Idle;
+    }
+    if let Some(next) = record_deposits(order, chain, from_network, now_ms) {
+        return next;
+    }
+    let received = || first_deposit_amount(order, from_precision);
+    match order.status {
+        OrderStatus::New => Next::Idle,
+        OrderStatus::AwaitingDeposit if now_ms >= order.expires_at_ms => {
+            let mut expired = bump(order, OrderStatus::Expired, now_ms);
+            expired.next_check_at_ms = Some(now_ms + rules.poll_interval_ms);
+            Next::Save(Box::new(expired), Some(EventType::Expired))
+        }
+        OrderStatus::Confirming | OrderStatus::Expired if !order.deposits.is_empty() => {
+            let first = &order.deposits[0];
+            if first.confirmations < first.required_confirmations {
+                return reschedule(order, now_ms + rules.poll_interval_ms);
+            }
+            // Once expired, any deposit is late, even one the chain dates earlier.
+            let late =
+                order.status == OrderStatus::Expired || first.seen_at_ms >= order.expires_at_ms;
+            decide_on_deposit(order, received(), late, rules, now_ms)
+        }
+        OrderStatus::Emergency => {
+            let emergency = order
+                .emergency
+                .as_ref()
+                .expect("an emergency order has its reasons");
+            match emergency.choice {
+                Some(Choice::Exchange) => {
+                    let mut exchanging = bump(order, OrderStatus::Exchanging, now_ms);
+                    exchanging.next_check_at_ms = Some(now_ms);
+                    Next::Save(Box::new(exchanging), Some(EventType::ExchangeStarted))
+                }
+                Some(Choice::Refund) => start_refund(order, now_ms),
+                None if order.refund_address.is_some()
+                    && (now_ms >= emergency.deadline_ms
+                        || emergency.allowed == [Choice::Refund]) =>
+                {
+                    let mut chosen = order.clone();
+                    if let Some(e) = chosen.emergency.as_mut() {
+                        e.choice = Some(Choice::Refund);
+                    }
+                    start_refund(&chosen, now_ms)
+                }
+                None => reschedule(
+                    order,
+                    emergency.deadline_ms.max(now_ms + rules.poll_interval_ms),
+                ),
+            }
+        }
+        OrderStatus::Exchanging => Next::Exchange {
+            received: received(),
+        },
+        OrderStatus::Withdrawing => Next::Payout {
+            key: format!("payout:{}", order.id),
+            amount: order
+                .payout_amount
+                .clone()
+                .expect("a withdrawing order has its payout amount"),
+        },
+        OrderStatus::Refunding => Next::Refund {
+            key: format!("refund:{}", order.id),
+            amount: order
+                .refund_amount
+                .clone()
+                .expect("a refunding order has its refund amount"),
+        },
+        OrderStatus::AwaitingDeposit => reschedule(
+            order,
+            (now_ms + rules.poll_interval_ms).min(order.expires_at_ms),
+        ),
+        OrderStatus::Expired if now_ms < order.expires_at_ms + rules.late_watch_ms => {
+            reschedule(order, now_ms + rules.poll_interval_ms)
+        }
+        OrderStatus::Expired => {
+            if order.next_check_at_ms.is_none() {
+                Next::Idle
+            } else {
+                let mut done = order.clone();
+                done.next_check_at_ms = None;
+                Next::Save(Box::new(done), None)
+            }
+        }
+        OrderStatus::Confirming
+        | OrderStatus::Completed
+        | OrderStatus::Refunded
+        | OrderStatus::Failed => Next::Idle,
+    }
+}
+
+/// New deposits and confirmation changes. The first deposit drives the order; later ones are
+/// recorded and reported.
+fn record_deposits(
+    order: &Order,
+    chain: &[ChainDeposit],
+    network: Network,
+    now_ms: i64,
+) -> Option<Next> {
+    let mut updated = order.clone();
+    let mut changed = false;
+    for seen in chain {
+        match updated.deposits.iter_mut().find(|d| d.tx_id == seen.tx_id) {
+            Some(known) if known.confirmations != seen.confirmations => {
+                known.confirmations = seen.confirmations;
+                changed = true;
+            }
+            Some(_) => {}
+            None => {
+                updated.deposits.push(Deposit {
+                    tx_id: seen.tx_id.clone(),
+                    amount: seen.amount.to_string(),
+                    confirmations: seen.confirmations,
+                    required_confirmations: required_confirmations(network),
+                    seen_at_ms: seen.seen_at_ms,
+                });
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return None;
+    }
+    updated.version += 1;
+    updated.updated_at_ms = now_ms;
+    updated.next_check_at_ms = Some(now_ms);
+    if order.status == OrderStatus::AwaitingDeposit {
+        updated.status = OrderStatus::Confirming;
+    }
+    Some(Next::Save(Box::new(updated), Some(EventType::Updated)))
+}
+
+fn decide_on_deposit(
+    order: &Order,
+    received: Amount,
+    late: bool,
+    rules: &LifecycleRules,
+    now_ms: i64,
+) -> Next {
+    let precision = received.decimals();
+    let parse =
+        |text: &str| Amount::parse(text, precision).unwrap_or_else(|_| Amount::zero(precision));
+    let deposit_rules = DepositRules {
+        rate_type: order.rate_type,
+        expected: parse(&order.from_amount),
+        min: parse(&order.min),
+        max: parse(&order.max),
+        tolerance_bps: rules.tolerance_bps,
+    };
+    match judge_deposit(&deposit_rules, received, late) {
+        DepositVerdict::Proceed => {
+            let mut exchanging = bump(order, OrderStatus::Exchanging, now_ms);
+            exchanging.next_check_at_ms = Some(now_ms);
+            Next::Save(Box::new(exchanging), Some(EventType::ExchangeStarted))
+        }
+        DepositVerdict::Emergency { reasons, allowed } => {
+            let mut emergency = bump(order, OrderStatus::Emergency, now_ms);
+            emergency.emergency = Some(Emergency {
+                reasons,
+                allowed,
+                choice: None,
+                deadline_ms: now_ms + rules.emergency_window_ms,
+            });
+            emergency.next_check_at_ms = Some(now_ms);
+            Next::Save(Box::new(emergency), Some(EventType::Emergency))
+        }
+    }
+}
+
+fn start_refund(order: &Order, now_ms: i64) -> Next {
+    let mut refunding = bump(order, OrderStatus::Refunding, now_ms);
+    let received: Vec<&str> = order.deposits.iter().map(|d| d.amount.as_str()).collect();
+    refunding.refund_amount = received.first().map(|a| (*a).to_owned());
+    refunding.next_check_at_ms = Some(now_ms);
+    Next::Save(Box::new(refunding), Some(EventType::Updated))
+}
+
+/// The order after the exchange was priced: `payout` of the output goes out next.
+pub fn after_exchange(order: &Order, payout: Amount, now_ms: i64) -> Order {
+    let mut withdrawing = bump(order, OrderStatus::Withdrawing, now_ms);
+    withdrawing.payout_amount = Some(payout.to_string());
+    withdrawing.next_check_at_ms = Some(now_ms);
+    withdrawing
+}
+
+/// The order after its payout was sent as `tx_id`.
+pub fn after_payout(order: &Order, tx_id: String, now_ms: i64) -> Order {
+    let mut completed = bump(order, OrderStatus::Completed, now_ms);
+    completed.payout_tx = Some(tx_id);
+    completed.next_check_at_ms = None;
+    completed
+}
+
+/// The order after its refund was sent as `tx_id`.
+pub fn after_refund(order: &Order, tx_id: String, now_ms: i64) -> Order {
+    let mut refunded = bump(order, OrderStatus::Refunded, now_ms);
+    refunded.refund_tx = Some(tx_id);
+    refunded.next_check_at_ms = None;
+    refunded
+}
+
+fn first_deposit_amount(order: &Order, precision: u8) -> Amount {
+    order
+        .deposits
+        .first()
+        .and_then(|d| Amount::parse(&d.amount, precision).ok())
+        .unwrap_or_else(|| Amount::zero(precision))
+}
+
+/// The next version of `order` in `status`. Panics on an illegal transition: the decisions
+/// above only make legal ones, and a test walks them all.
+fn bump(order: &Order, status: OrderStatus, now_ms: i64) -> Order {
+    assert!(
+        order.status.can_become(status),
+        "illegal transition {} -> {}",
+        order.status.as_str(),
+        status.as_str()
+    );
+    let mut next = order.clone();
+    next.status = status;
+    next.version += 1;
+    next.updated_at_ms = now_ms;
+    next
+}
+
+fn reschedule(order: &Order, at_ms: i64) -> Next {
+    if order.next_check_at_ms == Some(at_ms) {
+        return Next::Idle;
+    }
+    let mut next = order.clone();
+    next.next_check_at_ms = Some(at_ms);
+    next.version += 1;
+    Next::Save(Box::new(next), None)
+}

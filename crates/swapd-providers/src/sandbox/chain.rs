@@ -1,0 +1,94 @@
+//! The sandbox chain: deposits are recorded by `POST /api/v3/sandbox/orders/{id}/deposit` and
+//! gain one confirmation per block interval; transfers out are recorded once per idempotency
+//! key. Both live in the database, so they survive restarts like a real chain would.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use swapd_core::Store;
+use swapd_core::address::Network;
+use swapd_core::amount::{Amount, MAX_DECIMALS};
+use swapd_core::lifecycle::{Chain, ChainDeposit, ChainError};
+use swapd_core::store::SandboxTransfer;
+
+pub struct SandboxChain {
+    store: Arc<dyn Store>,
+    block_interval_ms: i64,
+}
+
+impl SandboxChain {
+    /// A chain on `store` where every network makes a block each `block_interval_ms`.
+    pub fn new(store: Arc<dyn Store>, block_interval_ms: i64) -> Self {
+        assert!(block_interval_ms > 0, "blocks need time");
+        Self {
+            store,
+            block_interval_ms,
+        }
+    }
+}
+
+/// A transaction id in the common 64-hex-digit form (256 random bits).
+pub fn new_tx_id() -> String {
+    format!(
+        "{}{}",
+        swapd_core::ids::new_id(""),
+        swapd_core::ids::new_id("")
+    )
+}
+
+#[async_trait]
+impl Chain for SandboxChain {
+    async fn deposits(
+        &self,
+        _network: Network,
+        address: &str,
+        tag: Option<&str>,
+        now_ms: i64,
+    ) -> Result<Vec<ChainDeposit>, ChainError> {
+        let deposits = self
+            .store
+            .sandbox_deposits(address, tag)
+            .await
+            .map_err(|e| ChainError(e.to_string()))?;
+        deposits
+            .into_iter()
+            .map(|d| {
+                let blocks = (now_ms - d.seen_at_ms).max(0) / self.block_interval_ms;
+                Ok(ChainDeposit {
+                    amount: Amount::parse(&d.amount, MAX_DECIMALS)
+                        .map_err(|e| ChainError(format!("stored deposit amount: {e}")))?,
+                    tx_id: d.tx_id,
+                    confirmations: d
+                        .confirmations
+                        .saturating_add(u32::try_from(blocks).unwrap_or(u32::MAX)),
+                    seen_at_ms: d.seen_at_ms,
+                })
+            })
+            .collect()
+    }
+
+    async fn transfer(
+        &self,
+        key: &str,
+        currency: &str,
+        address: &str,
+        tag: Option<&str>,
+        amount: &str,
+        now_ms: i64,
+    ) -> Result<String, ChainError> {
+        let sent = self
+            .store
+            .sandbox_transfer(&SandboxTransfer {
+                key: key.to_owned(),
+                tx_id: new_tx_id(),
+                currency: currency.to_owned(),
+                address: address.to_owned(),
+                tag: tag.map(Into::into),
+                amount: amount.to_owned(),
+                created_at_ms: now_ms,
+            })
+            .await
+            .map_err(|e| ChainError(e.to_string()))?;
+        Ok(sent.tx_id)
+    }
+}
