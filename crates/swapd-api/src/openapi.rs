@@ -36,6 +36,8 @@ use utoipa::{Modify, OpenApi};
         crate::business::orders::create_order,
         crate::business::orders::get_order,
         crate::business::orders::get_order_status,
+        crate::business::orders::emergency,
+        crate::business::orders::refund,
         crate::business::sandbox::deposit,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),

@@ -6,7 +6,7 @@ mod support;
 use serde_json::{Value, json};
 use support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
 use swapd_core::orders::EventType;
-use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
+use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead};
 
 const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
@@ -349,4 +349,207 @@ async fn sandbox_deposits_are_for_the_owner_only() {
             .unwrap()
             .is_empty()
     );
+}
+
+async fn held(server: &TestServer, key: &TestKey, amount: &str, refund: Option<&str>) -> String {
+    let mut body =
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS});
+    if let Some(address) = refund {
+        body["refundAddress"] = json!(address);
+    }
+    let created = create(server, key, body).await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(server, key, &id, amount).await;
+    step(server, 0).await;
+    step(server, 2).await;
+    id
+}
+
+async fn choose(server: &TestServer, key: &TestKey, id: &str, body: Value) -> Resp {
+    post(
+        server,
+        key,
+        &format!("/api/v3/orders/{id}/emergency"),
+        &body,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn emergency_choices_follow_the_allowed_list() {
+    let server = TestServer::start().await;
+    let key = server
+        .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
+        .await;
+
+    // LESS: both choices; EXCHANGE continues at the market rate for what arrived.
+    let id = held(&server, &key, "0.04", None).await;
+    let order_now = order(&server, &key, &id).await;
+    assert_eq!(order_now["emergency"]["reasons"], json!(["LESS"]));
+    let chosen = choose(&server, &key, &id, json!({"choice": "EXCHANGE"})).await;
+    assert_eq!(chosen.status, 200, "{}", chosen.body);
+    assert_eq!(chosen.body["data"]["status"], "exchanging");
+    assert_eq!(chosen.body["data"]["emergency"]["choice"], "EXCHANGE");
+    server.engine.run_due().await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "completed");
+    let quote = post(
+        &server,
+        &key,
+        "/api/v3/quotes",
+        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.04", "type": "float",
+        "routeConstraints": {"providers": [done["provider"]]}}),
+    )
+    .await;
+    assert_eq!(done["to"]["amount"], quote.body["data"]["toAmount"]);
+    // The same choice again changes nothing; another one is a conflict.
+    let again = choose(&server, &key, &id, json!({"choice": "EXCHANGE"})).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(again.body["data"]["status"], "completed");
+    choose(
+        &server,
+        &key,
+        &id,
+        json!({"choice": "REFUND", "refundAddress": BTC_ADDRESS}),
+    )
+    .await
+    .expect(409, "order_state_conflict");
+
+    // LIMIT: only REFUND, and a refund needs an address.
+    let id = held(&server, &key, "0.00001", None).await;
+    assert_eq!(
+        order(&server, &key, &id).await["emergency"]["allowedChoices"],
+        json!(["REFUND"])
+    );
+    choose(&server, &key, &id, json!({"choice": "EXCHANGE"}))
+        .await
+        .expect(409, "choice_not_allowed");
+    choose(&server, &key, &id, json!({"choice": "REFUND"}))
+        .await
+        .expect(400, "validation_failed");
+    choose(
+        &server,
+        &key,
+        &id,
+        json!({"choice": "REFUND", "refundAddress": TRON_ADDRESS}),
+    )
+    .await
+    .expect(400, "address_invalid");
+    choose(&server, &key, &id, json!({"choice": "MAYBE"}))
+        .await
+        .expect(400, "validation_failed");
+    let refunding = choose(
+        &server,
+        &key,
+        &id,
+        json!({"choice": "REFUND", "refundAddress": BTC_ADDRESS}),
+    )
+    .await;
+    assert_eq!(
+        refunding.body["data"]["status"], "refunding",
+        "{}",
+        refunding.body
+    );
+    server.engine.run_due().await;
+    let refunded = order(&server, &key, &id).await;
+    assert_eq!(refunded["status"], "refunded");
+    assert_eq!(refunded["refund"]["amount"], "0.00001");
+    assert_eq!(refunded["refund"]["address"], BTC_ADDRESS);
+
+    // MORE, refunded in full.
+    let id = held(&server, &key, "0.06", Some(BTC_ADDRESS)).await;
+    assert_eq!(
+        order(&server, &key, &id).await["emergency"]["reasons"],
+        json!(["MORE"])
+    );
+    let refunding = choose(&server, &key, &id, json!({"choice": "REFUND"})).await;
+    assert_eq!(refunding.body["data"]["status"], "refunding");
+    server.engine.run_due().await;
+    assert_eq!(order(&server, &key, &id).await["refund"]["amount"], "0.06");
+
+    // Not in an emergency.
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let fresh = text(&created["orderId"]).to_owned();
+    choose(&server, &key, &fresh, json!({"choice": "EXCHANGE"}))
+        .await
+        .expect(409, "order_state_conflict");
+
+    let other = server.key(&[OrdersUpdate]).await;
+    choose(&server, &other, &id, json!({"choice": "REFUND"}))
+        .await
+        .expect(404, "order_not_found");
+    let no_update = server.key(&[OrdersCreate, OrdersRead]).await;
+    choose(&server, &no_update, &id, json!({"choice": "REFUND"}))
+        .await
+        .expect(403, "permission_denied");
+}
+
+#[tokio::test]
+async fn refunds_are_for_deposits_not_yet_exchanged() {
+    let server = TestServer::start().await;
+    let key = server
+        .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
+        .await;
+    let refund = |id: String, body: Value| {
+        let server = &server;
+        let key = &key;
+        async move { post(server, key, &format!("/api/v3/orders/{id}/refund"), &body).await }
+    };
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    refund(id.clone(), json!({"refundAddress": BTC_ADDRESS}))
+        .await
+        .expect(409, "order_not_refundable");
+
+    // Seen but not confirmed: can still go back.
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    assert_eq!(order(&server, &key, &id).await["status"], "confirming");
+    refund(id.clone(), json!({}))
+        .await
+        .expect(400, "validation_failed");
+    let refunding = refund(id.clone(), json!({"refundAddress": BTC_ADDRESS})).await;
+    assert_eq!(refunding.status, 200, "{}", refunding.body);
+    assert_eq!(refunding.body["data"]["status"], "refunding");
+    step(&server, 2).await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "refunded");
+    assert_eq!(done["to"]["txId"], Value::Null, "never paid out");
+    refund(id.clone(), json!({"refundAddress": BTC_ADDRESS}))
+        .await
+        .expect(409, "order_not_refundable");
+
+    // Completed orders are not refundable.
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    refund(id.clone(), json!({"refundAddress": BTC_ADDRESS}))
+        .await
+        .expect(409, "order_not_refundable");
+    let other = server.key(&[OrdersUpdate]).await;
+    post(
+        &server,
+        &other,
+        &format!("/api/v3/orders/{id}/refund"),
+        &json!({"refundAddress": BTC_ADDRESS}),
+    )
+    .await
+    .expect(404, "order_not_found");
 }

@@ -291,6 +291,111 @@ fn start_refund(order: &Order, now_ms: i64) -> Next {
     Next::Save(Box::new(refunding), Some(EventType::Updated))
 }
 
+/// Why a user's choice or refund request cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    #[error("the order is {0}, not waiting for a choice")]
+    NotInEmergency(&'static str),
+    #[error("{0} was already chosen")]
+    AlreadyChosen(&'static str),
+    #[error("{choice} is not allowed here; allowed: {allowed}")]
+    NotAllowed {
+        choice: &'static str,
+        allowed: String,
+    },
+    #[error("a refund needs refundAddress (none was given when the order was created)")]
+    RefundAddressMissing,
+    #[error(
+        "the order is {0}: only orders holding a deposit that was not exchanged can be refunded"
+    )]
+    NotRefundable(&'static str),
+}
+
+/// Applies a user's emergency choice: EXCHANGE continues at the market rate, REFUND sends the
+/// deposit back (to `refund`, or the refund address given at creation). `Ok(None)`: the same
+/// choice was already made, nothing changes.
+pub fn choose(
+    order: &Order,
+    choice: Choice,
+    refund: Option<(String, Option<String>)>,
+    now_ms: i64,
+) -> Result<Option<(Order, EventType)>, ChoiceError> {
+    let Some(emergency) = &order.emergency else {
+        return Err(ChoiceError::NotInEmergency(order.status.as_str()));
+    };
+    if let Some(made) = emergency.choice {
+        return if made == choice {
+            Ok(None)
+        } else {
+            Err(ChoiceError::AlreadyChosen(made.as_str()))
+        };
+    }
+    if order.status != OrderStatus::Emergency {
+        return Err(ChoiceError::NotInEmergency(order.status.as_str()));
+    }
+    if !emergency.allowed.contains(&choice) {
+        let allowed: Vec<&str> = emergency.allowed.iter().map(|c| c.as_str()).collect();
+        return Err(ChoiceError::NotAllowed {
+            choice: choice.as_str(),
+            allowed: allowed.join(", "),
+        });
+    }
+    let mut chosen = order.clone();
+    if let Some(e) = chosen.emergency.as_mut() {
+        e.choice = Some(choice);
+    }
+    match choice {
+        Choice::Exchange => {
+            let mut exchanging = bump(&chosen, OrderStatus::Exchanging, now_ms);
+            exchanging.next_check_at_ms = Some(now_ms);
+            Ok(Some((exchanging, EventType::ExchangeStarted)))
+        }
+        Choice::Refund => refund_now(&chosen, refund, now_ms).map(Some),
+    }
+}
+
+/// A refund request outside an emergency: for an order whose deposit has arrived and was not
+/// exchanged (confirming, or held in an emergency).
+pub fn request_refund(
+    order: &Order,
+    refund: Option<(String, Option<String>)>,
+    now_ms: i64,
+) -> Result<(Order, EventType), ChoiceError> {
+    match order.status {
+        OrderStatus::Emergency => {
+            let mut chosen = order.clone();
+            if let Some(e) = chosen.emergency.as_mut() {
+                if e.choice.is_some() {
+                    return Err(ChoiceError::NotRefundable(order.status.as_str()));
+                }
+                e.choice = Some(Choice::Refund);
+            }
+            refund_now(&chosen, refund, now_ms)
+        }
+        OrderStatus::Confirming if !order.deposits.is_empty() => refund_now(order, refund, now_ms),
+        other => Err(ChoiceError::NotRefundable(other.as_str())),
+    }
+}
+
+fn refund_now(
+    order: &Order,
+    refund: Option<(String, Option<String>)>,
+    now_ms: i64,
+) -> Result<(Order, EventType), ChoiceError> {
+    let mut with_address = order.clone();
+    if let Some((address, tag)) = refund {
+        with_address.refund_address = Some(address);
+        with_address.refund_tag = tag;
+    }
+    if with_address.refund_address.is_none() {
+        return Err(ChoiceError::RefundAddressMissing);
+    }
+    match start_refund(&with_address, now_ms) {
+        Next::Save(refunding, Some(event)) => Ok((*refunding, event)),
+        _ => unreachable!("start_refund always saves with an event"),
+    }
+}
+
 /// The order after the exchange was priced: `payout` of the output goes out next.
 pub fn after_exchange(order: &Order, payout: Amount, now_ms: i64) -> Order {
     let mut withdrawing = bump(order, OrderStatus::Withdrawing, now_ms);

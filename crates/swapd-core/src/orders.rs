@@ -75,7 +75,7 @@ impl OrderStatus {
             (self, next),
             (New, AwaitingDeposit | Failed)
                 | (AwaitingDeposit, Confirming | Expired | Emergency)
-                | (Confirming, Exchanging | Emergency)
+                | (Confirming, Exchanging | Emergency | Refunding)
                 | (Expired, Emergency)
                 | (Emergency, Exchanging | Refunding)
                 | (Exchanging, Withdrawing | Failed)

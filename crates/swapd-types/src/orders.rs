@@ -123,3 +123,35 @@ pub struct OrderView {
     pub affiliate_code: Option<String>,
     pub email_attached: bool,
 }
+
+/// A choice in an emergency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EmergencyChoice {
+    /// Continue at the current market rate for the amount received.
+    Exchange,
+    /// Send the deposit back.
+    Refund,
+}
+
+/// `POST /orders/{orderId}/emergency`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EmergencyInput {
+    pub choice: EmergencyChoice,
+    /// For REFUND when none was given at creation (replaces it otherwise).
+    #[serde(default)]
+    pub refund_address: Option<String>,
+    #[serde(default)]
+    pub refund_tag: Option<String>,
+}
+
+/// `POST /orders/{orderId}/refund`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RefundInput {
+    #[serde(default)]
+    pub refund_address: Option<String>,
+    #[serde(default)]
+    pub refund_tag: Option<String>,
+}

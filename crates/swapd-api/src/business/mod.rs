@@ -40,6 +40,11 @@ pub fn router(state: &AppState) -> Router<AppState> {
                 get(orders::get_order_status),
             )
             .route(
+                "/api/v3/orders/{orderId}/emergency",
+                post(orders::emergency),
+            )
+            .route("/api/v3/orders/{orderId}/refund", post(orders::refund))
+            .route(
                 "/api/v3/sandbox/orders/{orderId}/deposit",
                 post(sandbox::deposit),
             ),

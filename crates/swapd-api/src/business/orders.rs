@@ -8,10 +8,13 @@ use axum::{Extension, Json};
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
+use swapd_core::lifecycle::{self, ChoiceError};
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::routes::{self, RedeemError};
 use swapd_core::market::{ExecutionType, pricing};
-use swapd_core::orders::{EventType, FIXED_LIFETIME_MS, FLOAT_LIFETIME_MS, Order, OrderStatus};
+use swapd_core::orders::{
+    Choice, EventType, FIXED_LIFETIME_MS, FLOAT_LIFETIME_MS, Order, OrderStatus,
+};
 use swapd_core::provider::{ExchangeRequest, QuoteRequest};
 use swapd_core::store::IdempotentFinish;
 use swapd_types::orders::{OrderInput, OrderView};
@@ -425,4 +428,112 @@ pub(crate) async fn get_order_status(
     id: Path<String>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
     get_order(state, scope, id).await
+}
+
+/// Checks a refund destination given in a request body against the order's input network.
+fn refund_destination(
+    order: &Order,
+    address: Option<String>,
+    tag: Option<String>,
+) -> Result<Option<(String, Option<String>)>, ApiError> {
+    let from = currency(&order.from_code)
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    match address {
+        Some(address) => {
+            check_address(from, &address, "refundAddress")?;
+            check_tag(from, tag.as_deref(), "refundTag")?;
+            Ok(Some((address, tag)))
+        }
+        None if tag.is_some() => Err(invalid("refundTag", "needs refundAddress")),
+        None => Ok(None),
+    }
+}
+
+fn choice_error(error: ChoiceError) -> ApiError {
+    let code = match error {
+        ChoiceError::NotInEmergency(_) | ChoiceError::AlreadyChosen(_) => {
+            ErrorCode::OrderStateConflict
+        }
+        ChoiceError::NotAllowed { .. } => ErrorCode::ChoiceNotAllowed,
+        ChoiceError::RefundAddressMissing => ErrorCode::ValidationFailed,
+        ChoiceError::NotRefundable(_) => ErrorCode::OrderNotRefundable,
+    };
+    ApiError::new(code, error.to_string())
+}
+
+/// Saves a user-driven change with its outbox event; a concurrent change (the engine moved the
+/// order meanwhile) is a conflict the client may retry.
+async fn save_change(
+    state: &AppState,
+    current: &Order,
+    mut updated: Order,
+    event: EventType,
+) -> Result<Json<Success<OrderView>>, ApiError> {
+    let recorded = updated.record_event(event, Some(current.status));
+    if !state.store.update_order(&updated, &[recorded]).await? {
+        return Err(ApiError::new(
+            ErrorCode::OrderStateConflict,
+            "the order changed meanwhile; read it and try again",
+        ));
+    }
+    Ok(Json(Success::new(updated.view())))
+}
+
+/// Answers an emergency.
+#[utoipa::path(post, path = "/api/v3/orders/{orderId}/emergency", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:update`; needs `Idempotency-Key`. EXCHANGE continues at the current \
+        market rate for the amount received; REFUND sends the deposit back to `refundAddress` (or the one \
+        given at creation). Repeating the choice already made answers the order unchanged.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    request_body = swapd_types::orders::EmergencyInput,
+    responses(
+        (status = 200, description = "The order after the choice", body = inline(Success<OrderView>)),
+        (status = 400, description = "`validation_failed` (REFUND without any refund address), `address_invalid`", body = swapd_types::ErrorEnvelope),
+        (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`choice_not_allowed`, `order_state_conflict`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn emergency(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<swapd_types::orders::EmergencyInput>,
+) -> Result<Json<Success<OrderView>>, ApiError> {
+    let order = owned_order(&state, &owner, &id).await?;
+    let refund = refund_destination(&order, input.refund_address, input.refund_tag)?;
+    let choice = match input.choice {
+        swapd_types::orders::EmergencyChoice::Exchange => Choice::Exchange,
+        swapd_types::orders::EmergencyChoice::Refund => Choice::Refund,
+    };
+    match lifecycle::choose(&order, choice, refund, state.clock.now_ms()).map_err(choice_error)? {
+        None => Ok(Json(Success::new(order.view()))),
+        Some((updated, event)) => save_change(&state, &order, updated, event).await,
+    }
+}
+
+/// Asks for a refund of a deposit that was not exchanged.
+#[utoipa::path(post, path = "/api/v3/orders/{orderId}/refund", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:update`; needs `Idempotency-Key`. For an order holding a deposit that \
+        was not exchanged (confirming, or in an emergency without a choice): the deposit goes back to \
+        `refundAddress` (or the one given at creation). Any other order: 409 `order_not_refundable`.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    request_body = swapd_types::orders::RefundInput,
+    responses(
+        (status = 200, description = "The order, refunding", body = inline(Success<OrderView>)),
+        (status = 400, description = "`validation_failed`, `address_invalid`", body = swapd_types::ErrorEnvelope),
+        (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`order_not_refundable`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn refund(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<swapd_types::orders::RefundInput>,
+) -> Result<Json<Success<OrderView>>, ApiError> {
+    let order = owned_order(&state, &owner, &id).await?;
+    let refund = refund_destination(&order, input.refund_address, input.refund_tag)?;
+    let (updated, event) =
+        lifecycle::request_refund(&order, refund, state.clock.now_ms()).map_err(choice_error)?;
+    save_change(&state, &order, updated, event).await
 }

@@ -35,6 +35,7 @@ const fn route(
 const PRICES: Option<Permission> = Some(Permission::PricesRead);
 const CREATE: Option<Permission> = Some(Permission::OrdersCreate);
 const READ: Option<Permission> = Some(Permission::OrdersRead);
+const UPDATE: Option<Permission> = Some(Permission::OrdersUpdate);
 
 /// Route discovery asks every provider, so it weighs more than a catalog read.
 pub static BUSINESS_ROUTES: &[RouteSpec] = &[
@@ -50,6 +51,13 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
     route(Method::POST, "/api/v3/orders", CREATE, 5),
     route(Method::GET, "/api/v3/orders/{orderId}", READ, 1),
     route(Method::GET, "/api/v3/orders/{orderId}/status", READ, 1),
+    route(
+        Method::POST,
+        "/api/v3/orders/{orderId}/emergency",
+        UPDATE,
+        2,
+    ),
+    route(Method::POST, "/api/v3/orders/{orderId}/refund", UPDATE, 2),
     route(
         Method::POST,
         "/api/v3/sandbox/orders/{orderId}/deposit",
