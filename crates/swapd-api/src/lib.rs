@@ -14,6 +14,7 @@ mod json;
 mod layers;
 pub mod openapi;
 mod ops;
+mod qr;
 mod query;
 mod router;
 

@@ -38,6 +38,7 @@ use utoipa::{Modify, OpenApi};
         crate::business::orders::get_order_status,
         crate::business::orders::emergency,
         crate::business::orders::refund,
+        crate::business::orders::deposit_qr,
         crate::business::sandbox::deposit,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),

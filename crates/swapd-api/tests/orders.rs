@@ -371,3 +371,107 @@ async fn orders_are_readable_by_their_creator_only() {
         .await
         .expect(403, "permission_denied");
 }
+
+/// Decodes a `data:image/png;base64,` QR image back to its text with rqrr.
+fn decode_qr(data_uri: &str) -> String {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(
+            data_uri
+                .strip_prefix("data:image/png;base64,")
+                .expect("a PNG data URI"),
+        )
+        .unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let (width, height) = (frame.width as usize, frame.height as usize);
+    let mut image =
+        rqrr::PreparedImage::prepare_from_greyscale(width, height, |x, y| pixels[y * width + x]);
+    let grids = image.detect_grids();
+    assert_eq!(grids.len(), 1);
+    grids[0].decode().unwrap().1
+}
+
+#[tokio::test]
+async fn deposit_qr_codes_decode_to_wallet_uris() {
+    let server = TestServer::start().await;
+    let key = full_key(&server).await;
+    let cases = [
+        (
+            json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+            "bitcoin:",
+            "?amount=0.05",
+        ),
+        (
+            json!({"fromCcy": "XRP", "toCcy": "BTC", "amount": "1000", "toAddress": BTC_ADDRESS}),
+            "xrpl:",
+            "&amount=1000",
+        ),
+        (
+            json!({"fromCcy": "USDCBASE", "toCcy": "BTC", "amount": "250", "toAddress": BTC_ADDRESS}),
+            "ethereum:0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913@8453/transfer?address=",
+            "&uint256=250000000",
+        ),
+        (
+            json!({"fromCcy": "USDCSOL", "toCcy": "BTC", "amount": "250", "toAddress": BTC_ADDRESS}),
+            "solana:",
+            "?amount=250&spl-token=EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+        ),
+    ];
+    for (body, prefix, amount_part) in cases.clone() {
+        let order = data(&post(&server, &key, "/api/v3/orders", &body).await, 201);
+        let id = text(&order["orderId"]);
+        let address = text(&order["from"]["depositAddress"]);
+        let qr = data(
+            &get(&server, &key, &format!("/api/v3/orders/{id}/qr")).await,
+            200,
+        );
+        let codes = qr["qr"].as_array().unwrap();
+        assert_eq!(codes.len(), 2);
+        let (plain, with_amount) = (&codes[0], &codes[1]);
+        assert_eq!(
+            (plain["kind"].as_str(), plain["checked"].as_bool()),
+            (Some("address"), Some(false))
+        );
+        assert_eq!(
+            (
+                with_amount["kind"].as_str(),
+                with_amount["checked"].as_bool()
+            ),
+            (Some("amount"), Some(true))
+        );
+        for code in codes {
+            let payload = text(&code["payload"]);
+            assert!(payload.starts_with(prefix), "{payload}");
+            assert!(payload.contains(address), "{payload}");
+            if let Some(tag) = order["from"]["depositTag"].as_str() {
+                assert!(
+                    payload.contains(&format!("dt={tag}")),
+                    "the memo is in the QR: {payload}"
+                );
+            }
+            assert_eq!(decode_qr(text(&code["image"])), payload);
+            assert!(text(&code["svg"]).starts_with("data:image/svg+xml;base64,"));
+        }
+        assert!(
+            text(&with_amount["payload"]).ends_with(amount_part),
+            "{}",
+            with_amount["payload"]
+        );
+        assert!(!text(&plain["payload"]).contains("amount"));
+    }
+    let other = full_key(&server).await;
+    let order = data(
+        &post(&server, &key, "/api/v3/orders", &cases[0].0).await,
+        201,
+    );
+    get(
+        &server,
+        &other,
+        &format!("/api/v3/orders/{}/qr", text(&order["orderId"])),
+    )
+    .await
+    .expect(404, "order_not_found");
+}

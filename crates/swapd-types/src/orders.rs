@@ -155,3 +155,26 @@ pub struct RefundInput {
     #[serde(default)]
     pub refund_tag: Option<String>,
 }
+
+/// One deposit QR code.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QrImage {
+    /// `Address` or `With amount`.
+    pub title: String,
+    /// `address` (the address, and tag, only) or `amount` (with the amount to send).
+    pub kind: String,
+    /// The wallet URI encoded: BIP-21, EIP-681, Solana Pay, `tron:` or `xrpl:`.
+    pub payload: String,
+    /// `data:image/png;base64,…`.
+    pub image: String,
+    /// `data:image/svg+xml;base64,…`.
+    pub svg: String,
+    /// The one to show first.
+    pub checked: bool,
+}
+
+/// `GET /orders/{orderId}/qr`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DepositQr {
+    pub qr: Vec<QrImage>,
+}

@@ -44,6 +44,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
                 post(orders::emergency),
             )
             .route("/api/v3/orders/{orderId}/refund", post(orders::refund))
+            .route("/api/v3/orders/{orderId}/qr", get(orders::deposit_qr))
             .route(
                 "/api/v3/sandbox/orders/{orderId}/deposit",
                 post(sandbox::deposit),

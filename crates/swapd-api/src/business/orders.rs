@@ -537,3 +537,47 @@ pub(crate) async fn refund(
         lifecycle::request_refund(&order, refund, state.clock.now_ms()).map_err(choice_error)?;
     save_change(&state, &order, updated, event).await
 }
+
+/// Deposit QR codes.
+#[utoipa::path(get, path = "/api/v3/orders/{orderId}/qr", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `orders:read`. Two QR codes of the deposit's wallet URI (BIP-21, EIP-681, \
+        Solana Pay, `tron:`, `xrpl:` with the destination tag): the address alone, and with the amount to \
+        send (`checked`). Each as PNG and SVG data URIs.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    responses(
+        (status = 200, description = "QR codes", body = inline(Success<swapd_types::orders::DepositQr>)),
+        (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn deposit_qr(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+) -> Result<Json<Success<swapd_types::orders::DepositQr>>, ApiError> {
+    let order = owned_order(&state, &owner, &id).await?;
+    let internal = || ApiError::new(ErrorCode::InternalError, "internal error");
+    let from = currency(&order.from_code).ok_or_else(internal)?;
+    let amount = Amount::parse(&order.from_amount, from.precision).map_err(|_| internal())?;
+    let tag = order.deposit_tag.as_deref();
+    let variants = [
+        ("Address", "address", None, false),
+        ("With amount", "amount", Some(amount), true),
+    ];
+    let qr = variants
+        .into_iter()
+        .map(|(title, kind, amount, checked)| {
+            let payload =
+                swapd_core::payment_uri::wallet_uri(from, &order.deposit_address, tag, amount);
+            let (image, svg) = crate::qr::images(&payload).ok_or_else(internal)?;
+            Ok(swapd_types::orders::QrImage {
+                title: title.into(),
+                kind: kind.into(),
+                payload,
+                image,
+                svg,
+                checked,
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    Ok(Json(Success::new(swapd_types::orders::DepositQr { qr })))
+}

@@ -58,6 +58,7 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
         2,
     ),
     route(Method::POST, "/api/v3/orders/{orderId}/refund", UPDATE, 2),
+    route(Method::GET, "/api/v3/orders/{orderId}/qr", READ, 2),
     route(
         Method::POST,
         "/api/v3/sandbox/orders/{orderId}/deposit",
