@@ -194,6 +194,7 @@ pub fn next(
                 Next::Idle
             } else {
                 let mut done = order.clone();
+                done.version += 1;
                 done.next_check_at_ms = None;
                 Next::Save(Box::new(done), None)
             }
@@ -452,4 +453,250 @@ fn reschedule(order: &Order, at_ms: i64) -> Next {
     next.next_check_at_ms = Some(at_ms);
     next.version += 1;
     Next::Save(Box::new(next), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::market::{Direction, RateType};
+
+    const T0: i64 = 1_800_000_000_000;
+    const BLOCK: i64 = 1_000;
+
+    fn new_order(rate_type: RateType, refund: bool) -> Order {
+        Order {
+            id: "ord_prop".into(),
+            owner: "key:prop".into(),
+            status: OrderStatus::AwaitingDeposit,
+            version: 2,
+            rate_type,
+            direction: Direction::From,
+            from_code: "BTC".into(),
+            to_code: "USDTTRC".into(),
+            provider: "atlas".into(),
+            provider_ref: "atlas-ord_prop".into(),
+            rate: "96000".into(),
+            from_amount: "1".into(),
+            to_amount: "96000".into(),
+            min: "0.1".into(),
+            max: "2".into(),
+            deposit_address: "bc1qdeposit".into(),
+            deposit_tag: None,
+            to_address: "TPayout".into(),
+            to_tag: None,
+            refund_address: refund.then(|| "bc1qrefund".into()),
+            refund_tag: None,
+            deposits: vec![],
+            payout_tx: None,
+            payout_amount: None,
+            refund_tx: None,
+            refund_amount: None,
+            emergency: None,
+            affiliate_code: None,
+            email: None,
+            create_token_hash: None,
+            created_at_ms: T0,
+            updated_at_ms: T0,
+            expires_at_ms: T0 + 30 * 60 * 1000,
+            next_check_at_ms: Some(T0),
+            event_sequence: 2,
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Deposit(&'static str),
+        Wait(i64),
+        Choose(Choice),
+        Refund,
+        /// The next effect is performed, then the process dies before saving.
+        CrashAfterEffect,
+        Run,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            prop::sample::select(vec!["1", "0.999", "0.5", "1.5", "0.01", "3"])
+                .prop_map(Op::Deposit),
+            prop::sample::select(vec![BLOCK, 3 * BLOCK, 31 * 60 * 1000, 25 * 60 * 60 * 1000])
+                .prop_map(Op::Wait),
+            prop::sample::select(vec![Choice::Exchange, Choice::Refund]).prop_map(Op::Choose),
+            Just(Op::Refund),
+            Just(Op::CrashAfterEffect),
+            Just(Op::Run),
+        ]
+    }
+
+    /// The stored order, the chain, and the transfers made (by key).
+    struct World {
+        stored: Order,
+        chain: Vec<ChainDeposit>,
+        transfers: BTreeMap<String, String>,
+        events: Vec<EventType>,
+        now: i64,
+        deposits_made: usize,
+    }
+
+    impl World {
+        fn chain_view(&self) -> Vec<ChainDeposit> {
+            self.chain
+                .iter()
+                .map(|d| ChainDeposit {
+                    confirmations: ((self.now - d.seen_at_ms) / BLOCK) as u32,
+                    ..d.clone()
+                })
+                .collect()
+        }
+
+        fn save(&mut self, updated: Order, event: Option<EventType>) {
+            let before = self.stored.status;
+            assert_eq!(updated.version, self.stored.version + 1, "compare-and-set");
+            assert!(
+                before == updated.status || before.can_become(updated.status),
+                "illegal {before:?} -> {:?}",
+                updated.status
+            );
+            if before != updated.status {
+                assert!(event.is_some(), "every transition has its event");
+            }
+            let mut updated = updated;
+            if let Some(event) = event {
+                let recorded = updated.record_event(event, Some(before));
+                assert_eq!(recorded.sequence, self.stored.event_sequence + 1);
+                self.events.push(event);
+            }
+            self.stored = updated;
+        }
+
+        /// Runs steps until idle; with `crash`, the first effect is performed and not saved.
+        fn run(&mut self, crash: bool) {
+            for _ in 0..64 {
+                let order = self.stored.clone();
+                let next = next(
+                    &order,
+                    &self.chain_view(),
+                    Network::Bitcoin,
+                    8,
+                    &LifecycleRules {
+                        poll_interval_ms: BLOCK,
+                        emergency_window_ms: 24 * 60 * 60 * 1000,
+                        late_watch_ms: 24 * 60 * 60 * 1000,
+                        tolerance_bps: 50,
+                    },
+                    self.now,
+                );
+                let (updated, event) = match next {
+                    Next::Idle => return,
+                    Next::Save(updated, event) => (*updated, event),
+                    Next::Exchange { received } => {
+                        let payout = Amount::from_units(
+                            received.units() * alloy_primitives::U256::from(96_000u64),
+                            8,
+                        )
+                        .rescale(6, crate::amount::Rounding::Down);
+                        (
+                            after_exchange(&order, payout, self.now),
+                            Some(EventType::WithdrawStarted),
+                        )
+                    }
+                    Next::Payout { key, amount } | Next::Refund { key, amount } => {
+                        let tx = format!("tx-{key}");
+                        let first = self.transfers.entry(key.clone()).or_insert(amount.clone());
+                        assert_eq!(*first, amount, "a repeated effect asks for the same amount");
+                        if crash {
+                            return;
+                        }
+                        if key.starts_with("payout:") {
+                            (
+                                after_payout(&order, tx, self.now),
+                                Some(EventType::Completed),
+                            )
+                        } else {
+                            (after_refund(&order, tx, self.now), Some(EventType::Updated))
+                        }
+                    }
+                };
+                self.save(updated, event);
+            }
+            panic!("the lifecycle did not settle");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn random_histories_keep_the_order_consistent(
+            fixed in any::<bool>(),
+            refund in any::<bool>(),
+            ops in prop::collection::vec(op(), 1..25),
+        ) {
+            let rate_type = if fixed { RateType::Fixed } else { RateType::Float };
+            let mut world = World {
+                stored: new_order(rate_type, refund),
+                chain: vec![],
+                transfers: BTreeMap::new(),
+                events: vec![],
+                now: T0,
+                deposits_made: 0,
+            };
+            for op in ops {
+                match op {
+                    Op::Deposit(amount) => {
+                        world.deposits_made += 1;
+                        world.chain.push(ChainDeposit {
+                            tx_id: format!("dep{}", world.deposits_made),
+                            amount: Amount::parse(amount, 8).unwrap(),
+                            confirmations: 0,
+                            seen_at_ms: world.now,
+                        });
+                    }
+                    Op::Wait(ms) => world.now += ms,
+                    Op::Choose(choice) => {
+                        let refund_to = Some(("bc1qchosen".to_owned(), None));
+                        if let Ok(Some((updated, event))) = choose(&world.stored, choice, refund_to, world.now) {
+                            world.save(updated, Some(event));
+                        }
+                    }
+                    Op::Refund => {
+                        if let Ok((updated, event)) = request_refund(&world.stored, None, world.now) {
+                            world.save(updated, Some(event));
+                        }
+                    }
+                    Op::CrashAfterEffect => world.run(true),
+                    Op::Run => world.run(false),
+                }
+            }
+            world.now += 48 * 60 * 60 * 1000;
+            world.run(false);
+
+            let order = &world.stored;
+            let payouts = world.transfers.keys().filter(|k| k.starts_with("payout:")).count();
+            let refunds = world.transfers.keys().filter(|k| k.starts_with("refund:")).count();
+            prop_assert!(payouts + refunds <= 1, "never both paid out and refunded");
+            let terminal_events = world.events.iter().filter(|e| matches!(e, EventType::Completed | EventType::Failed)).count();
+            prop_assert!(terminal_events <= 1);
+            match order.status {
+                OrderStatus::Completed => {
+                    prop_assert_eq!(payouts, 1);
+                    prop_assert_eq!(order.payout_tx.clone(), Some(format!("tx-payout:{}", order.id)));
+                    prop_assert!(!order.deposits.is_empty());
+                }
+                OrderStatus::Refunded => {
+                    prop_assert_eq!(refunds, 1);
+                    // Value conservation: the first deposit goes back whole.
+                    prop_assert_eq!(order.refund_amount.as_deref(), Some(order.deposits[0].amount.as_str()));
+                    prop_assert_eq!(world.transfers.get(&format!("refund:{}", order.id)), order.refund_amount.as_ref());
+                }
+                OrderStatus::AwaitingDeposit => prop_assert!(false, "48 h later an unpaid order has expired"),
+                _ => prop_assert_eq!(payouts + refunds, 0, "{:?} moved no money", order.status),
+            }
+            if order.deposits.is_empty() {
+                prop_assert_eq!(order.status, OrderStatus::Expired);
+            }
+        }
+    }
 }
