@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use reqwest::Method;
-use swapd_client::{BusinessClient, Credentials, new_nonce};
+use swapd_client::{BusinessClient, Credentials, new_idempotency_key, new_nonce};
 
 #[derive(Debug, Parser)]
 #[command(about = "Load generator for swapd benchmarks")]
@@ -23,6 +23,10 @@ struct Args {
     /// Query parameter `name=value` (repeatable), sent and signed in canonical order.
     #[arg(long = "query", value_parser = parse_pair)]
     query: Vec<(String, String)>,
+    /// JSON body: send POSTs with it (each with a fresh Idempotency-Key) instead of GETs.
+    /// Signed mode only.
+    #[arg(long, requires = "key")]
+    body: Option<String>,
     /// API key: sign every request (needs --secret).
     #[arg(long, env = "SWAPD_API_KEY", requires = "secret")]
     key: Option<String>,
@@ -55,16 +59,23 @@ async fn main() -> anyhow::Result<()> {
         )?),
         _ => None,
     };
+    let body: Option<serde_json::Value> = args
+        .body
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .context("--body is not JSON")?;
     let warm_until = Instant::now() + Duration::from_secs(args.warmup);
     let stop_at = warm_until + Duration::from_secs(args.seconds);
     let workers: Vec<_> = (0..args.concurrency)
         .map(|_| {
-            let (http, signer, url, path, query) = (
+            let (http, signer, url, path, query, body) = (
                 http.clone(),
                 signer.clone(),
                 args.url.clone(),
                 args.path.clone(),
                 args.query.clone(),
+                body.clone(),
             );
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
@@ -82,13 +93,15 @@ async fn main() -> anyhow::Result<()> {
                                 .duration_since(std::time::UNIX_EPOCH)
                                 .unwrap()
                                 .as_secs() as i64;
+                            let idempotency_key = body.as_ref().map(|_| new_idempotency_key());
+                            let method = if body.is_some() { Method::POST } else { Method::GET };
                             let signed = client
                                 .sign(
-                                    Method::GET,
+                                    method,
                                     &path,
                                     &pairs,
-                                    None::<&()>,
-                                    None,
+                                    body.as_ref(),
+                                    idempotency_key.as_deref(),
                                     &new_nonce(),
                                     now,
                                 )
@@ -145,7 +158,11 @@ async fn main() -> anyhow::Result<()> {
         latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)] as f64 / 1000.0
     };
     let rps = latencies.len() as f64 / args.seconds as f64;
-    let mode = if signer.is_some() { "signed" } else { "plain" };
+    let mode = match (&signer, &args.body) {
+        (Some(_), Some(_)) => "signed POST",
+        (Some(_), None) => "signed",
+        (None, _) => "plain",
+    };
     if args.json {
         println!(
             "{}",
@@ -155,7 +172,7 @@ async fn main() -> anyhow::Result<()> {
         );
     } else {
         println!(
-            "{mode} GET {}: {} ok, {failures} failed in {} s, {:.0} req/s; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms (concurrency {})",
+            "{mode} {}: {} ok, {failures} failed in {} s, {:.0} req/s; latency p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms (concurrency {})",
             args.path,
             latencies.len(),
             args.seconds,
