@@ -94,7 +94,11 @@ async fn main() -> anyhow::Result<()> {
                                 .unwrap()
                                 .as_secs() as i64;
                             let idempotency_key = body.as_ref().map(|_| new_idempotency_key());
-                            let method = if body.is_some() { Method::POST } else { Method::GET };
+                            let method = if body.is_some() {
+                                Method::POST
+                            } else {
+                                Method::GET
+                            };
                             let signed = client
                                 .sign(
                                     method,

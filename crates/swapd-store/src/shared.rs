@@ -337,9 +337,8 @@ macro_rules! store_impl {
             }
             let bodies = quotes
                 .iter()
-                .map(|quote| serde_json::to_string(quote).map(|body| (quote, body)))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| StoreError::Database(format!("cannot encode a route quote: {e}")))?;
+                .map(|quote| encode_json(quote).map(|body| (quote, body)))
+                .collect::<Result<Vec<_>, _>>()?;
             sqlx::QueryBuilder::new(
                 "INSERT INTO route_quotes (id, owner, body, created_at, expires_at) ",
             )
@@ -377,8 +376,7 @@ macro_rules! store_impl {
             token: &CreateTokenRecord,
             finish: IdempotentFinish<'_>,
         ) -> Result<(), StoreError> {
-            let route = serde_json::to_string(&token.route)
-                .map_err(|e| StoreError::Database(format!("cannot encode a route quote: {e}")))?;
+            let route = encode_json(&token.route)?;
             let mut tx = self.write_tx().await?;
             sqlx::query(
                 "INSERT INTO create_tokens (token_hash, owner, route_quote_id, route, created_at, \

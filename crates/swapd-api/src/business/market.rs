@@ -308,27 +308,17 @@ pub(crate) async fn quotes(
         recipient: None,
         now_ms,
     };
-    let mut candidates = state
-        .market
-        .quote_all(&request, |info| {
-            info.execution_type == ExecutionType::Offchain
-                && constraints
-                    .providers
-                    .as_ref()
-                    .is_none_or(|list| list.iter().any(|id| id == info.id))
-                && !constraints
-                    .exclude_providers
-                    .as_ref()
-                    .is_some_and(|list| list.iter().any(|id| id == info.id))
-        })
-        .await;
-    routes::rank(&mut candidates, direction);
-    let Some((provider, quote)) = candidates
-        .iter()
-        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q)))
-    else {
-        return Err(no_quote(&candidates, from, to));
-    };
+    let (provider, quote) = best_offchain_quote(&state, &request, |id| {
+        constraints
+            .providers
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|p| p == id))
+            && !constraints
+                .exclude_providers
+                .as_ref()
+                .is_some_and(|list| list.iter().any(|p| p == id))
+    })
+    .await?;
     Ok(Json(Success::new(swapd_types::market::Quote {
         quote_id: ids::new_id("qte_"),
         from_ccy: from.code.into(),
@@ -346,9 +336,28 @@ pub(crate) async fn quotes(
     })))
 }
 
+/// The best answer of the offchain providers `allowed` keeps, or why there is none.
+pub(crate) async fn best_offchain_quote(
+    state: &AppState,
+    request: &QuoteRequest,
+    allowed: impl Fn(&str) -> bool,
+) -> Result<(&'static str, ProviderQuote), ApiError> {
+    let mut candidates = state
+        .market
+        .quote_all(request, |info| {
+            info.execution_type == ExecutionType::Offchain && allowed(info.id)
+        })
+        .await;
+    routes::rank(&mut candidates, request.direction);
+    let best = candidates
+        .iter()
+        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q.clone())));
+    best.ok_or_else(|| no_quote(&candidates, request.from, request.to))
+}
+
 /// Why no provider could quote: out of range (with the widest limits) over unsupported over
 /// unavailable.
-pub(crate) fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
+fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
     let ranges = candidates.iter().filter_map(|c| match &c.outcome {
         Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
         _ => None,

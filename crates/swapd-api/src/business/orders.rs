@@ -20,7 +20,7 @@ use swapd_core::store::IdempotentFinish;
 use swapd_types::orders::{OrderInput, OrderView};
 use swapd_types::{ErrorCode, Success};
 
-use super::market::{check_address, invalid, no_quote, pair_currency, parse_amount};
+use super::market::{best_offchain_quote, check_address, invalid, pair_currency, parse_amount};
 use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
 use crate::{ApiError, ApiJson, AppState};
 
@@ -304,19 +304,7 @@ async fn quoted_terms(
         recipient: None,
         now_ms,
     };
-    let mut candidates = state
-        .market
-        .quote_all(&request, |info| {
-            info.execution_type == ExecutionType::Offchain
-        })
-        .await;
-    routes::rank(&mut candidates, direction);
-    let Some((provider, quote)) = candidates
-        .iter()
-        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q)))
-    else {
-        return Err(no_quote(&candidates, from, to));
-    };
+    let (provider, quote) = best_offchain_quote(state, &request, |_| true).await?;
     Ok(Terms {
         from,
         to,
