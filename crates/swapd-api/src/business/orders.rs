@@ -449,22 +449,33 @@ fn choice_error(error: ChoiceError) -> ApiError {
     ApiError::new(code, error.to_string())
 }
 
-/// Saves a user-driven change with its outbox event; a concurrent change (the engine moved the
-/// order meanwhile) is a conflict the client may retry.
-async fn save_change(
+/// How often a user-driven change is re-read and re-applied when the engine wrote the order
+/// between our read and our write.
+const CHANGE_ATTEMPTS: usize = 3;
+
+/// Applies a user-driven change (`decide` turns the current order into the changed one and its
+/// event, or `None` for no change) with a compare-and-set and its outbox event, re-reading the
+/// order when the engine moved it meanwhile.
+async fn apply_change(
     state: &AppState,
-    current: &Order,
-    mut updated: Order,
-    event: EventType,
+    owner: &str,
+    id: &str,
+    decide: impl Fn(&Order) -> Result<Option<(Order, EventType)>, ApiError>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
-    let recorded = updated.record_event(event, Some(current.status));
-    if !state.store.update_order(&updated, &[recorded]).await? {
-        return Err(ApiError::new(
-            ErrorCode::OrderStateConflict,
-            "the order changed meanwhile; read it and try again",
-        ));
+    for _ in 0..CHANGE_ATTEMPTS {
+        let current = owned_order(state, owner, id).await?;
+        let Some((mut updated, event)) = decide(&current)? else {
+            return Ok(Json(Success::new(current.view())));
+        };
+        let recorded = updated.record_event(event, Some(current.status));
+        if state.store.update_order(&updated, &[recorded]).await? {
+            return Ok(Json(Success::new(updated.view())));
+        }
     }
-    Ok(Json(Success::new(updated.view())))
+    Err(ApiError::new(
+        ErrorCode::OrderStateConflict,
+        "the order keeps changing; read it and try again",
+    ))
 }
 
 /// Answers an emergency.
@@ -487,16 +498,20 @@ pub(crate) async fn emergency(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<swapd_types::orders::EmergencyInput>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
-    let order = owned_order(&state, &owner, &id).await?;
-    let refund = refund_destination(&order, input.refund_address, input.refund_tag)?;
     let choice = match input.choice {
         swapd_types::orders::EmergencyChoice::Exchange => Choice::Exchange,
         swapd_types::orders::EmergencyChoice::Refund => Choice::Refund,
     };
-    match lifecycle::choose(&order, choice, refund, state.clock.now_ms()).map_err(choice_error)? {
-        None => Ok(Json(Success::new(order.view()))),
-        Some((updated, event)) => save_change(&state, &order, updated, event).await,
-    }
+    let now_ms = state.clock.now_ms();
+    apply_change(&state, &owner, &id, |order| {
+        let refund = refund_destination(
+            order,
+            input.refund_address.clone(),
+            input.refund_tag.clone(),
+        )?;
+        lifecycle::choose(order, choice, refund, now_ms).map_err(choice_error)
+    })
+    .await
 }
 
 /// Asks for a refund of a deposit that was not exchanged.
@@ -519,11 +534,18 @@ pub(crate) async fn refund(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<swapd_types::orders::RefundInput>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
-    let order = owned_order(&state, &owner, &id).await?;
-    let refund = refund_destination(&order, input.refund_address, input.refund_tag)?;
-    let (updated, event) =
-        lifecycle::request_refund(&order, refund, state.clock.now_ms()).map_err(choice_error)?;
-    save_change(&state, &order, updated, event).await
+    let now_ms = state.clock.now_ms();
+    apply_change(&state, &owner, &id, |order| {
+        let refund = refund_destination(
+            order,
+            input.refund_address.clone(),
+            input.refund_tag.clone(),
+        )?;
+        lifecycle::request_refund(order, refund, now_ms)
+            .map(Some)
+            .map_err(choice_error)
+    })
+    .await
 }
 
 /// Deposit QR codes.
