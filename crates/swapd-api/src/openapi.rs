@@ -39,6 +39,7 @@ use utoipa::{Modify, OpenApi};
         crate::business::orders::emergency,
         crate::business::orders::refund,
         crate::business::orders::deposit_qr,
+        crate::business::orders::attach_email,
         crate::business::sandbox::deposit,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),

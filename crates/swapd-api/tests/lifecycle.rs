@@ -6,7 +6,9 @@ mod support;
 use serde_json::{Value, json};
 use support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
 use swapd_core::orders::EventType;
-use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead};
+use swapd_types::Permission::{
+    NotificationsWrite, OrdersCreate, OrdersRead, OrdersUpdate, PricesRead,
+};
 
 const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
@@ -552,4 +554,129 @@ async fn refunds_are_for_deposits_not_yet_exchanged() {
     )
     .await
     .expect(404, "order_not_found");
+}
+
+/// The subjects of the `.eml` files written so far, sorted.
+fn mailed_subjects(server: &TestServer) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(&server.mail_dir) else {
+        return Vec::new();
+    };
+    let mut subjects: Vec<String> = entries
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .map(|text| {
+            assert!(text.contains("To: ops@example.com"), "{text}");
+            text.lines()
+                .find_map(|l| l.strip_prefix("Subject: "))
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    subjects.sort();
+    subjects
+}
+
+#[tokio::test]
+async fn status_changes_are_emailed_after_an_address_is_attached() {
+    let server = TestServer::start().await;
+    let key = server
+        .key(&[PricesRead, OrdersCreate, OrdersRead, NotificationsWrite])
+        .await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    assert_eq!(created["emailAttached"], false);
+    server.notifier.run_pending().await;
+    assert!(mailed_subjects(&server).is_empty(), "no address, no e-mail");
+
+    let attach = |email: &'static str| {
+        let server = &server;
+        let key = &key;
+        let id = id.clone();
+        async move {
+            post(
+                server,
+                key,
+                &format!("/api/v3/orders/{id}/notifications/email"),
+                &json!({"email": email}),
+            )
+            .await
+        }
+    };
+    attach("not-an-address")
+        .await
+        .expect(400, "validation_failed");
+    let attached = attach("ops@example.com").await;
+    assert_eq!(attached.status, 200, "{}", attached.body);
+    assert_eq!(attached.body["data"]["emailAttached"], true);
+    // Attaching the same address again changes nothing.
+    let again = attach("ops@example.com").await;
+    assert_eq!(again.body["data"], attached.body["data"]);
+    assert_eq!(event_types(&server, &id).await.len(), 3);
+
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    assert_eq!(order(&server, &key, &id).await["status"], "completed");
+    assert_eq!(server.notifier.run_pending().await, 4);
+    assert_eq!(
+        mailed_subjects(&server),
+        [
+            format!("Order {id} is completed"),
+            format!("Order {id} is confirming"),
+            format!("Order {id} is exchanging"),
+            format!("Order {id} is withdrawing"),
+        ]
+    );
+    // Sent once: nothing is pending afterwards.
+    assert_eq!(server.notifier.run_pending().await, 0);
+
+    let other = server.key(&[NotificationsWrite]).await;
+    post(
+        &server,
+        &other,
+        &format!("/api/v3/orders/{id}/notifications/email"),
+        &json!({"email": "x@example.com"}),
+    )
+    .await
+    .expect(404, "order_not_found");
+    post(
+        &server,
+        &key,
+        &format!("/api/v3/orders/{id}/notifications/email"),
+        &json!({"email": "x@example.com", "cc": "y"}),
+    )
+    .await
+    .expect(400, "validation_failed");
+    let no_permission = server.key(&[OrdersRead]).await;
+    post(
+        &server,
+        &no_permission,
+        &format!("/api/v3/orders/{id}/notifications/email"),
+        &json!({"email": "x@example.com"}),
+    )
+    .await
+    .expect(403, "permission_denied");
+}
+
+#[tokio::test]
+async fn an_address_given_at_creation_gets_every_status_email() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS, "email": "ops@example.com"})).await;
+    let id = text(&created["orderId"]).to_owned();
+    server.clock.advance_ms(30 * 60 * 1000);
+    server.engine.run_due().await;
+    server.notifier.run_pending().await;
+    assert_eq!(
+        mailed_subjects(&server),
+        [
+            format!("Order {id} is awaiting deposit"),
+            format!("Order {id} is expired"),
+            format!("Order {id} is new"),
+        ]
+    );
 }

@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod lifecycle;
 pub mod market;
+pub mod notify;
 pub mod orders;
 pub mod payment_uri;
 pub mod provider;

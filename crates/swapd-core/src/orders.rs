@@ -358,6 +358,10 @@ pub struct OrderEvent {
     /// The order as the API shows it after the change, plus `previousStatus`.
     pub data: serde_json::Value,
     pub created_at_ms: i64,
+    /// The e-mail address to tell about this event: set for status changes of orders with an
+    /// e-mail attached.
+    #[serde(default)]
+    pub notify_email: Option<String>,
 }
 
 /// Fixed orders keep their rate this long; a deposit must arrive before it ends.
@@ -440,6 +444,7 @@ impl Order {
         let mut data = serde_json::to_value(self.view()).expect("views serialize");
         data["previousStatus"] =
             previous_status.map_or(serde_json::Value::Null, |s| s.as_str().into());
+        let status_changed = previous_status != Some(self.status);
         OrderEvent {
             id: crate::ids::new_id("evt_"),
             order_id: self.id.clone(),
@@ -448,6 +453,7 @@ impl Order {
             event_type,
             data,
             created_at_ms: self.updated_at_ms,
+            notify_email: self.email.clone().filter(|_| status_changed),
         }
     }
 }

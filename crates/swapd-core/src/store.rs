@@ -190,6 +190,12 @@ pub trait Store: Send + Sync + 'static {
     /// Orders whose next check is due at `now_ms`, earliest first.
     async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError>;
 
+    /// Events with an e-mail to send that was not sent yet, oldest first.
+    async fn pending_notifications(&self, limit: u32) -> Result<Vec<OrderEvent>, StoreError>;
+
+    /// Records that the e-mail of event `event_id` was sent.
+    async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError>;
+
     /// Every outbox event of one order, by sequence.
     async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError>;
 

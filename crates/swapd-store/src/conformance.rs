@@ -40,6 +40,7 @@ pub async fn run_all(shared: Arc<dyn Store>) {
     order_updates_are_compare_and_set(&shared).await;
     due_orders_come_earliest_first(store).await;
     sandbox_transfers_happen_once_per_key(store).await;
+    notifications_are_pending_until_marked(store).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -732,6 +733,7 @@ fn event(order: &Order, sequence: i64, event_type: EventType) -> OrderEvent {
         event_type,
         data: serde_json::json!({"status": order.status.as_str()}),
         created_at_ms: order.updated_at_ms,
+        notify_email: order.email.clone(),
     }
 }
 
@@ -1031,4 +1033,55 @@ async fn sandbox_transfers_happen_once_per_key(store: &dyn Store) {
     assert_eq!(store.sandbox_transfer(&retry).await.unwrap(), first);
     let all = store.sandbox_transfers().await.unwrap();
     assert_eq!(all.iter().filter(|t| t.key == "payout:ord_x").count(), 1);
+}
+
+async fn notifications_are_pending_until_marked(store: &dyn Store) {
+    let now = 1_900_000_000_000;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let mut order = sample_order("ord_mail", "key:mail", now);
+    order.email = Some("ops@example.com".into());
+    let events = [
+        event(&order, 1, EventType::Created),
+        event(&order, 2, EventType::AwaitingDeposit),
+    ];
+    let lease = claim(store, "key:mail", "idem-mail", now).await;
+    let finish = IdempotentFinish {
+        principal: "key:mail",
+        key: "idem-mail",
+        lease_token: &lease,
+        response: &response,
+    };
+    store
+        .create_order(&order, &events, None, finish)
+        .await
+        .unwrap()
+        .unwrap();
+    let pending: Vec<String> = store
+        .pending_notifications(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.order_id == "ord_mail")
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(pending, [events[0].id.clone(), events[1].id.clone()]);
+    assert_eq!(
+        store.order_events("ord_mail").await.unwrap()[0]
+            .notify_email
+            .as_deref(),
+        Some("ops@example.com")
+    );
+    store.mark_notified(&events[0].id, now).await.unwrap();
+    let pending: Vec<String> = store
+        .pending_notifications(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.order_id == "ord_mail")
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(pending, [events[1].id.clone()]);
 }

@@ -7,14 +7,14 @@ use swapd_core::StoreError;
 use swapd_core::api_keys::{ApiKey, RateLimits};
 use swapd_core::idempotency::{self, Begin, StoredResponse};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
-use swapd_core::orders::{EventType, Order, OrderEvent};
+use swapd_core::orders::{Order, OrderEvent};
 use swapd_core::rate_limit::{self, RateDecision, RateState};
 use swapd_core::store::{IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer};
 
 use crate::rows::{ApiKeyRow, IdempotencyRow, RateRow, api_key_columns};
 use crate::shared::{
-    decode_json, encode_json, finish_idempotent_in, insert_events_in, redeem_in, store_impl,
-    transfer_from_row,
+    EventRow, decode_json, encode_json, event_columns, event_from_row, finish_idempotent_in,
+    insert_events_in, redeem_in, store_impl, transfer_from_row,
 };
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 

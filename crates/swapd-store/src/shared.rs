@@ -611,29 +611,40 @@ macro_rules! store_impl {
         }
 
         async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
-            let rows: Vec<(String, String, String, i64, String, String, i64)> = sqlx::query_as(
-                "SELECT id, order_id, owner, sequence, event_type, data, created_at \
-                 FROM order_events WHERE order_id = $1 ORDER BY sequence",
-            )
+            let rows: Vec<EventRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM order_events WHERE order_id = $1 ORDER BY sequence"
+            ))
             .bind(order_id)
             .fetch_all(&self.pool)
             .await
             .map_err(map_sqlx_error)?;
-            rows.into_iter()
-                .map(|(id, order_id, owner, sequence, event_type, data, created_at_ms)| {
-                    Ok(OrderEvent {
-                        id,
-                        order_id,
-                        owner,
-                        sequence,
-                        event_type: EventType::parse(&event_type).ok_or_else(|| {
-                            StoreError::Corrupt(format!("unknown event type {event_type}"))
-                        })?,
-                        data: decode_json(&data)?,
-                        created_at_ms,
-                    })
-                })
-                .collect()
+            rows.into_iter().map(event_from_row).collect()
+        }
+
+        async fn pending_notifications(&self, limit: u32) -> Result<Vec<OrderEvent>, StoreError> {
+            let rows: Vec<EventRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM order_events WHERE notify_email IS NOT NULL AND mailed_at IS NULL ",
+                "ORDER BY created_at, order_id, sequence LIMIT $1"
+            ))
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+            rows.into_iter().map(event_from_row).collect()
+        }
+
+        async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError> {
+            sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
+                .bind(event_id)
+                .bind(now_ms)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
         }
 
         async fn revoke_api_key(
@@ -730,7 +741,7 @@ macro_rules! insert_events_in {
         for event in $events {
             sqlx::query(
                 "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
-                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 created_at, notify_email) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(&event.id)
             .bind(&event.order_id)
@@ -739,11 +750,48 @@ macro_rules! insert_events_in {
             .bind(event.event_type.as_str())
             .bind(encode_json(&event.data)?)
             .bind(event.created_at_ms)
+            .bind(&event.notify_email)
             .execute(&mut *$tx)
             .await
             .map_err(map_sqlx_error)?;
         }
     }};
+}
+
+/// The columns of an outbox event, in [`EventRow`] order.
+macro_rules! event_columns {
+    () => {
+        "id, order_id, owner, sequence, event_type, data, created_at, notify_email"
+    };
+}
+
+pub(crate) type EventRow = (
+    String,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    i64,
+    Option<String>,
+);
+
+pub(crate) fn event_from_row(
+    row: EventRow,
+) -> Result<swapd_core::orders::OrderEvent, swapd_core::StoreError> {
+    let (id, order_id, owner, sequence, event_type, data, created_at_ms, notify_email) = row;
+    Ok(swapd_core::orders::OrderEvent {
+        id,
+        order_id,
+        owner,
+        sequence,
+        event_type: swapd_core::orders::EventType::parse(&event_type).ok_or_else(|| {
+            swapd_core::StoreError::Corrupt(format!("unknown event type {event_type}"))
+        })?,
+        data: decode_json(&data)?,
+        created_at_ms,
+        notify_email,
+    })
 }
 
 type TransferRow = (String, String, String, String, Option<String>, String, i64);
@@ -777,4 +825,4 @@ pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(
         .map_err(|e| swapd_core::StoreError::Corrupt(format!("stored JSON: {e}")))
 }
 
-pub(crate) use {finish_idempotent_in, insert_events_in, redeem_in, store_impl};
+pub(crate) use {event_columns, finish_idempotent_in, insert_events_in, redeem_in, store_impl};

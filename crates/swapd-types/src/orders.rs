@@ -178,3 +178,10 @@ pub struct QrImage {
 pub struct DepositQr {
     pub qr: Vec<QrImage>,
 }
+
+/// `POST /orders/{orderId}/notifications/email`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmailInput {
+    pub email: String,
+}

@@ -2,11 +2,13 @@
 //! before the process exits. Jobs are safe to run on several nodes at once: each step is a
 //! single atomic store call.
 
+pub mod mail;
 mod orders;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use mail::{FileMailer, Notifier, SmtpMailer};
 pub use orders::OrderEngine;
 
 use swapd_core::{Clock, Store};
@@ -20,6 +22,7 @@ pub struct Worker {
     clock: Arc<dyn Clock>,
     janitor_interval: Duration,
     orders: Option<OrderEngine>,
+    notifier: Option<Notifier>,
 }
 
 impl Worker {
@@ -29,7 +32,14 @@ impl Worker {
             clock,
             janitor_interval: JANITOR_INTERVAL,
             orders: None,
+            notifier: None,
         }
+    }
+
+    /// Also sends status e-mails, on the order engine's pass.
+    pub fn with_notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// Also runs the order lifecycle, one pass per poll interval of its rules.
@@ -60,9 +70,12 @@ impl Worker {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => self.sweep_expired().await,
-                _ = order_tick.tick(), if self.orders.is_some() => {
+                _ = order_tick.tick(), if self.orders.is_some() || self.notifier.is_some() => {
                     if let Some(engine) = &self.orders {
                         engine.run_due().await;
+                    }
+                    if let Some(notifier) = &self.notifier {
+                        notifier.run_pending().await;
                     }
                 }
             }

@@ -131,6 +131,7 @@ impl App {
         let market = Arc::new(market(&config));
         // Assemble the catalog now, so the first caller does not wait for the providers.
         market.catalog(clock.now_ms()).await;
+        let mailer = mailer(&config)?;
         let worker = self.roles.worker.then(|| {
             let chain = Arc::new(swapd_providers::sandbox::SandboxChain::new(
                 store.clone(),
@@ -148,8 +149,11 @@ impl App {
                 clock.clone(),
                 rules,
             );
-            let worker =
-                swapd_worker::Worker::new(store.clone(), clock.clone()).with_orders(engine);
+            let notifier =
+                swapd_worker::Notifier::new(store.clone(), mailer.clone(), clock.clone());
+            let worker = swapd_worker::Worker::new(store.clone(), clock.clone())
+                .with_orders(engine)
+                .with_notifier(notifier);
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
@@ -194,6 +198,22 @@ impl App {
         }
         Ok(())
     }
+}
+
+/// SMTP when a server is configured (required in live mode), else `.eml` files under
+/// `<data_dir>/mail`.
+fn mailer(config: &Config) -> anyhow::Result<Arc<dyn swapd_core::notify::Mailer>> {
+    Ok(if config.mail.smtp_url.is_empty() {
+        Arc::new(
+            swapd_worker::FileMailer::new(config.data_path("mail"), &config.mail.from)
+                .context("cannot prepare the sandbox mail directory")?,
+        )
+    } else {
+        Arc::new(
+            swapd_worker::SmtpMailer::from_url(&config.mail.smtp_url, &config.mail.from)
+                .context("mail.smtp_url")?,
+        )
+    })
 }
 
 /// The providers of the configured mode behind the aggregator. Live adapters do not exist yet,

@@ -38,6 +38,18 @@ pub struct Config {
     pub x402: X402Config,
     pub providers: ProvidersConfig,
     pub orders: OrdersConfig,
+    pub mail: MailConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailConfig {
+    /// SMTP server for status e-mails: `smtps://user:pass@host:465` or
+    /// `smtp://user:pass@host:587?tls=required`. Sandbox: empty writes `.eml` files under
+    /// `<data_dir>/mail`. Live: required.
+    pub smtp_url: String,
+    /// Sender of status e-mails.
+    pub from: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -152,13 +164,17 @@ impl Default for Config {
                 poll_interval_ms: 1_000,
                 emergency_window_secs: 24 * 60 * 60,
             },
+            mail: MailConfig {
+                smtp_url: String::new(),
+                from: "swapd <noreply@localhost>".into(),
+            },
         }
     }
 }
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 12] = [
+const ENV_KEYS: [&str; 13] = [
     "mode",
     "listen",
     "data_dir",
@@ -171,6 +187,7 @@ const ENV_KEYS: [&str; 12] = [
     "x402",
     "providers",
     "orders",
+    "mail",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -315,6 +332,23 @@ impl Config {
                 ));
             }
         }
+        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(setting(
+                "mail.from",
+                "must be an e-mail address, optionally with a name: `swapd <noreply@example.com>`"
+                    .into(),
+            ));
+        }
+        if !self.mail.smtp_url.is_empty()
+            && !["smtp://", "smtps://"]
+                .iter()
+                .any(|s| self.mail.smtp_url.starts_with(s))
+        {
+            return Err(setting(
+                "mail.smtp_url",
+                "must be an smtp:// or smtps:// URL".into(),
+            ));
+        }
         if !(10..=600_000).contains(&self.orders.poll_interval_ms) {
             return Err(setting(
                 "orders.poll_interval_ms",
@@ -385,6 +419,9 @@ impl Config {
         if self.x402.pay_to.is_empty() {
             missing.push(("x402.pay_to", "SWAPD_X402__PAY_TO"));
         }
+        if self.mail.smtp_url.is_empty() {
+            missing.push(("mail.smtp_url", "SWAPD_MAIL__SMTP_URL"));
+        }
         if self.providers.live.is_empty() {
             missing.push((
                 "providers.live (at least one live provider adapter)",
@@ -407,6 +444,7 @@ impl Config {
             }
         }
         shown.database_url = redact_url(&shown.database_url);
+        shown.mail.smtp_url = redact_url(&shown.mail.smtp_url);
         toml::to_string_pretty(&shown).expect("configuration serializes to TOML")
     }
 

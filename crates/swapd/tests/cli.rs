@@ -314,7 +314,7 @@ fn migrate_brings_sqlite_up_to_date() {
     let dir = tempfile::tempdir().unwrap();
     let out = ok(swapd(dir.path()).args(["migrate", "--data-dir", "elsewhere"]));
     assert!(
-        out.starts_with("sqlite database is at migration 6"),
+        out.starts_with("sqlite database is at migration 7"),
         "{out}"
     );
     assert!(dir.path().join("elsewhere/swapd.db").exists());
@@ -329,7 +329,7 @@ async fn serve_and_migrate_on_postgres() {
 
     let out = ok(swapd(dir.path()).args(["migrate", "--database-url", &database_url]));
     assert!(
-        out.starts_with("postgres database is at migration 6"),
+        out.starts_with("postgres database is at migration 7"),
         "{out}"
     );
 

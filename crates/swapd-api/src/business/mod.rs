@@ -46,6 +46,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
             .route("/api/v3/orders/{orderId}/refund", post(orders::refund))
             .route("/api/v3/orders/{orderId}/qr", get(orders::deposit_qr))
             .route(
+                "/api/v3/orders/{orderId}/notifications/email",
+                post(orders::attach_email),
+            )
+            .route(
                 "/api/v3/sandbox/orders/{orderId}/deposit",
                 post(sandbox::deposit),
             ),

@@ -591,3 +591,37 @@ pub(crate) async fn deposit_qr(
         .collect::<Result<Vec<_>, ApiError>>()?;
     Ok(Json(Success::new(swapd_types::orders::DepositQr { qr })))
 }
+
+/// Attaches an e-mail address for status e-mails.
+#[utoipa::path(post, path = "/api/v3/orders/{orderId}/notifications/email", tag = "business",
+    security(("hmac" = [])),
+    description = "Permission `notifications:write`; needs `Idempotency-Key`. Every later status change of \
+        the order is e-mailed to `email` (SMTP in live mode, `.eml` files under the data directory in \
+        sandbox mode). Attaching the address already attached changes nothing; another one replaces it.",
+    params(("orderId" = String, Path, description = "`ord_…`")),
+    request_body = swapd_types::orders::EmailInput,
+    responses(
+        (status = 200, description = "The order (`emailAttached: true`)", body = inline(Success<OrderView>)),
+        (status = 400, description = "`validation_failed`: not an e-mail address", body = swapd_types::ErrorEnvelope),
+        (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn attach_email(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<swapd_types::orders::EmailInput>,
+) -> Result<Json<Success<OrderView>>, ApiError> {
+    check_email(&input.email)?;
+    let now_ms = state.clock.now_ms();
+    apply_change(&state, &owner, &id, |order| {
+        if order.email.as_deref() == Some(input.email.as_str()) {
+            return Ok(None);
+        }
+        let mut updated = order.clone();
+        updated.email = Some(input.email.clone());
+        updated.version += 1;
+        updated.updated_at_ms = now_ms;
+        Ok(Some((updated, EventType::Updated)))
+    })
+    .await
+}

@@ -61,6 +61,12 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
     route(Method::GET, "/api/v3/orders/{orderId}/qr", READ, 2),
     route(
         Method::POST,
+        "/api/v3/orders/{orderId}/notifications/email",
+        Some(Permission::NotificationsWrite),
+        1,
+    ),
+    route(
+        Method::POST,
         "/api/v3/sandbox/orders/{orderId}/deposit",
         CREATE,
         1,

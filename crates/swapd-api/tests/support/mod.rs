@@ -212,6 +212,10 @@ pub struct TestServer {
     pub faults: swapd_providers::sandbox::Faults,
     /// The order lifecycle engine on the same store and clock; tests run its passes.
     pub engine: swapd_worker::OrderEngine,
+    /// Sends status e-mails as `.eml` files into `mail_dir`; tests run its passes.
+    pub notifier: swapd_worker::Notifier,
+    pub mail_dir: std::path::PathBuf,
+    _mail: tempfile::TempDir,
     pub http: reqwest::Client,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -360,6 +364,16 @@ impl TestServer {
                 ..Default::default()
             },
         );
+        let mail = tempfile::tempdir().unwrap();
+        let mail_dir = mail.path().join("mail");
+        let notifier = swapd_worker::Notifier::new(
+            store.clone(),
+            Arc::new(
+                swapd_worker::FileMailer::new(mail_dir.clone(), "swapd <noreply@swapd.test>")
+                    .unwrap(),
+            ),
+            clock.clone(),
+        );
         let state = AppState {
             store,
             clock: clock.clone(),
@@ -402,6 +416,9 @@ impl TestServer {
             counters,
             faults,
             engine,
+            notifier,
+            mail_dir,
+            _mail: mail,
             http: reqwest::Client::new(),
             shutdown,
             task: Some(task),

@@ -1,0 +1,77 @@
+//! Status e-mails: the message about an order event, and the port that sends it.
+
+use async_trait::async_trait;
+
+use crate::orders::OrderEvent;
+
+/// One plain-text e-mail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mail {
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot send e-mail: {0}")]
+pub struct MailError(pub String);
+
+/// Sends e-mails: SMTP in live mode, `.eml` files in sandbox mode.
+#[async_trait]
+pub trait Mailer: Send + Sync + 'static {
+    async fn send(&self, mail: &Mail) -> Result<(), MailError>;
+}
+
+/// The e-mail telling `to` about `event`: the new status and what the order looks like now.
+pub fn order_mail(event: &OrderEvent, to: &str) -> Mail {
+    let data = &event.data;
+    let field = |path: &[&str]| {
+        path.iter()
+            .try_fold(data, |value, key| value.get(key))
+            .and_then(|v| v.as_str())
+            .unwrap_or("-")
+            .to_owned()
+    };
+    let status = field(&["status"]).replace('_', " ");
+    let mut text = format!(
+        "Order {id} is now {status}.\n\n\
+         Send:     {from_amount} {from_code}\n\
+         To:       {deposit}{deposit_tag}\n\
+         Receive:  {to_amount} {to_code}\n\
+         Payout:   {payout}\n",
+        id = event.order_id,
+        from_amount = field(&["from", "amount"]),
+        from_code = field(&["from", "code"]),
+        deposit = field(&["from", "depositAddress"]),
+        deposit_tag = data["from"]["depositTag"]
+            .as_str()
+            .map(|t| format!(" (destination tag {t})"))
+            .unwrap_or_default(),
+        to_amount = field(&["to", "amount"]),
+        to_code = field(&["to", "code"]),
+        payout = field(&["to", "address"]),
+    );
+    if let Some(tx) = data["to"]["txId"].as_str() {
+        text.push_str(&format!("Payout transaction: {tx}\n"));
+    }
+    if let Some(tx) = data["refund"]["txId"].as_str() {
+        text.push_str(&format!("Refund transaction: {tx}\n"));
+    }
+    if let Some(reasons) = data["emergency"]["reasons"].as_array() {
+        let reasons: Vec<&str> = reasons.iter().filter_map(|r| r.as_str()).collect();
+        text.push_str(&format!(
+            "\nYour choice is needed ({}): EXCHANGE or REFUND.\n",
+            reasons.join(", ")
+        ));
+    }
+    text.push_str(&format!(
+        "\nEvent {} ({}).\n",
+        event.id,
+        event.event_type.as_str()
+    ));
+    Mail {
+        to: to.to_owned(),
+        subject: format!("Order {} is {status}", event.order_id),
+        text,
+    }
+}
