@@ -680,3 +680,150 @@ async fn an_address_given_at_creation_gets_every_status_email() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_deposit_after_the_first_is_sent_back() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS, "refundAddress": BTC_ADDRESS})).await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    assert_eq!(order(&server, &key, &id).await["status"], "completed");
+
+    // The same address receives again after the order finished.
+    let extra = deposit(&server, &key, &id, "0.01").await;
+    step(&server, 0).await;
+    let seen = order(&server, &key, &id).await;
+    assert_eq!(seen["status"], "completed");
+    assert_eq!(seen["from"]["received"][1]["txId"], extra["txId"]);
+    assert_eq!(seen["from"]["received"][1]["refundTxId"], Value::Null);
+    step(&server, 2).await;
+    let done = order(&server, &key, &id).await;
+    let key_name = format!("refund:{id}:{}", text(&extra["txId"]));
+    let refunds: Vec<_> = server
+        .state
+        .store
+        .sandbox_transfers()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.key == key_name)
+        .collect();
+    assert_eq!(refunds.len(), 1);
+    assert_eq!(refunds[0].amount, "0.01");
+    assert_eq!(refunds[0].address, BTC_ADDRESS);
+    assert_eq!(
+        done["from"]["received"][1]["refundTxId"],
+        refunds[0].tx_id.as_str()
+    );
+    assert_eq!(done["status"], "completed");
+    assert_eq!(
+        done["to"]["txId"],
+        order(&server, &key, &id).await["to"]["txId"],
+        "the payout is untouched"
+    );
+    // Nothing else happens afterwards.
+    let events = event_types(&server, &id).await.len();
+    step(&server, 5).await;
+    assert_eq!(event_types(&server, &id).await.len(), events);
+}
+
+/// Every emergency case with each choice: (deposit, late, reasons, choice, expected outcome).
+#[tokio::test]
+async fn every_emergency_case_allows_exactly_its_choices() {
+    let server = TestServer::start().await;
+    let key = server
+        .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
+        .await;
+    let cases: [(&str, bool, Value, &str, Option<&str>); 10] = [
+        (
+            "0.04",
+            false,
+            json!(["LESS"]),
+            "EXCHANGE",
+            Some("completed"),
+        ),
+        ("0.04", false, json!(["LESS"]), "REFUND", Some("refunded")),
+        (
+            "0.06",
+            false,
+            json!(["MORE"]),
+            "EXCHANGE",
+            Some("completed"),
+        ),
+        ("0.06", false, json!(["MORE"]), "REFUND", Some("refunded")),
+        (
+            "0.05",
+            true,
+            json!(["EXPIRED"]),
+            "EXCHANGE",
+            Some("completed"),
+        ),
+        ("0.05", true, json!(["EXPIRED"]), "REFUND", Some("refunded")),
+        ("0.00001", false, json!(["LESS", "LIMIT"]), "EXCHANGE", None),
+        (
+            "0.00001",
+            false,
+            json!(["LESS", "LIMIT"]),
+            "REFUND",
+            Some("refunded"),
+        ),
+        ("5", false, json!(["MORE", "LIMIT"]), "EXCHANGE", None),
+        (
+            "5",
+            false,
+            json!(["MORE", "LIMIT"]),
+            "REFUND",
+            Some("refunded"),
+        ),
+    ];
+    for (amount, late, reasons, choice, outcome) in cases {
+        let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS})).await;
+        let id = text(&created["orderId"]).to_owned();
+        if late {
+            server.clock.advance_ms(30 * 60 * 1000);
+            server.engine.run_due().await;
+        }
+        deposit(&server, &key, &id, amount).await;
+        step(&server, 0).await;
+        step(&server, 2).await;
+        let held = order(&server, &key, &id).await;
+        assert_eq!(held["status"], "emergency", "{amount} late={late}: {held}");
+        assert_eq!(
+            held["emergency"]["reasons"], reasons,
+            "{amount} late={late}"
+        );
+        let body = json!({"choice": choice, "refundAddress": BTC_ADDRESS});
+        let resp = post(
+            &server,
+            &key,
+            &format!("/api/v3/orders/{id}/emergency"),
+            &body,
+        )
+        .await;
+        match outcome {
+            None => {
+                resp.expect(409, "choice_not_allowed");
+                assert_eq!(order(&server, &key, &id).await["status"], "emergency");
+            }
+            Some(outcome) => {
+                assert_eq!(resp.status, 200, "{amount} {choice}: {}", resp.body);
+                server.engine.run_due().await;
+                let done = order(&server, &key, &id).await;
+                assert_eq!(
+                    done["status"], outcome,
+                    "{amount} late={late} {choice}: {done}"
+                );
+                if outcome == "refunded" {
+                    assert_eq!(done["refund"]["amount"], amount);
+                    assert_eq!(done["to"]["txId"], Value::Null);
+                } else {
+                    assert!(done["to"]["txId"].is_string());
+                    assert_eq!(done["refund"]["txId"], Value::Null);
+                }
+            }
+        }
+    }
+}

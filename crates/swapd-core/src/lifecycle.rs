@@ -99,6 +99,13 @@ pub enum Next {
     /// Send `amount` of the input back to the refund address under `key`; then
     /// [`after_refund`].
     Refund { key: String, amount: String },
+    /// Send a deposit after the first (`deposit_tx`) back to the refund address under `key`;
+    /// then [`after_extra_refund`].
+    RefundExtra {
+        key: String,
+        deposit_tx: String,
+        amount: String,
+    },
     /// Nothing to do until the order's next check.
     Idle,
 }
@@ -113,11 +120,36 @@ pub fn next(
     rules: &LifecycleRules,
     now_ms: i64,
 ) -> Next {
-    if order.status.is_terminal() {
-        return Next::Idle;
-    }
     if let Some(next) = record_deposits(order, chain, from_network, now_ms) {
         return next;
+    }
+    // Deposits after the first are not part of the order: each goes back once confirmed.
+    if let Some(extra) = order
+        .deposits
+        .iter()
+        .skip(1)
+        .find(|d| d.refund_tx.is_none() && d.confirmations >= d.required_confirmations)
+        && order.refund_address.is_some()
+    {
+        return Next::RefundExtra {
+            key: format!("refund:{}:{}", order.id, extra.tx_id),
+            deposit_tx: extra.tx_id.clone(),
+            amount: extra.amount.clone(),
+        };
+    }
+    if order.status.is_terminal() {
+        let waiting = order.refund_address.is_some()
+            && order.deposits.iter().skip(1).any(|d| d.refund_tx.is_none());
+        return match (waiting, order.next_check_at_ms) {
+            (true, _) => reschedule(order, now_ms + rules.poll_interval_ms),
+            (false, None) => Next::Idle,
+            (false, Some(_)) => {
+                let mut done = order.clone();
+                done.version += 1;
+                done.next_check_at_ms = None;
+                Next::Save(Box::new(done), None)
+            }
+        };
     }
     let received = || first_deposit_amount(order, from_precision);
     match order.status {
@@ -230,6 +262,7 @@ fn record_deposits(
                     confirmations: seen.confirmations,
                     required_confirmations: required_confirmations(network),
                     seen_at_ms: seen.seen_at_ms,
+                    refund_tx: None,
                 });
                 changed = true;
             }
@@ -413,6 +446,24 @@ pub fn after_payout(order: &Order, tx_id: String, now_ms: i64) -> Order {
     completed
 }
 
+/// The order after the extra deposit `deposit_tx` was sent back as `refund_tx` (reported as
+/// `order.updated`; the status does not change).
+pub fn after_extra_refund(
+    order: &Order,
+    deposit_tx: &str,
+    refund_tx: String,
+    now_ms: i64,
+) -> Order {
+    let mut updated = order.clone();
+    if let Some(deposit) = updated.deposits.iter_mut().find(|d| d.tx_id == deposit_tx) {
+        deposit.refund_tx = Some(refund_tx);
+    }
+    updated.version += 1;
+    updated.updated_at_ms = now_ms;
+    updated.next_check_at_ms = Some(now_ms);
+    updated
+}
+
 /// The order after its refund was sent as `tx_id`.
 pub fn after_refund(order: &Order, tx_id: String, now_ms: i64) -> Order {
     let mut refunded = bump(order, OrderStatus::Refunded, now_ms);
@@ -531,6 +582,10 @@ mod tests {
         ]
     }
 
+    fn order_id(world: &World) -> String {
+        world.stored.id.clone()
+    }
+
     /// The stored order, the chain, and the transfers made (by key).
     struct World {
         stored: Order,
@@ -601,6 +656,21 @@ mod tests {
                         (
                             after_exchange(&order, payout, self.now),
                             Some(EventType::WithdrawStarted),
+                        )
+                    }
+                    Next::RefundExtra {
+                        key,
+                        deposit_tx,
+                        amount,
+                    } => {
+                        let first = self.transfers.entry(key.clone()).or_insert(amount.clone());
+                        assert_eq!(*first, amount);
+                        if crash {
+                            return;
+                        }
+                        (
+                            after_extra_refund(&order, &deposit_tx, format!("tx-{key}"), self.now),
+                            Some(EventType::Updated),
                         )
                     }
                     Next::Payout { key, amount } | Next::Refund { key, amount } => {
@@ -674,8 +744,21 @@ mod tests {
             world.run(false);
 
             let order = &world.stored;
-            let payouts = world.transfers.keys().filter(|k| k.starts_with("payout:")).count();
-            let refunds = world.transfers.keys().filter(|k| k.starts_with("refund:")).count();
+            let payouts = usize::from(world.transfers.contains_key(&format!("payout:{}", order_id(&world))));
+            let refunds = usize::from(world.transfers.contains_key(&format!("refund:{}", order_id(&world))));
+            // Every deposit after the first goes back once, whole, when there is somewhere to
+            // send it (48 h is plenty of confirmations).
+            let extras: Vec<&Deposit> = world.stored.deposits.iter().skip(1).collect();
+            for extra in &extras {
+                let key = format!("refund:{}:{}", order_id(&world), extra.tx_id);
+                if world.stored.refund_address.is_some() {
+                    prop_assert_eq!(world.transfers.get(&key), Some(&extra.amount));
+                    prop_assert_eq!(extra.refund_tx.clone(), Some(format!("tx-{key}")));
+                } else {
+                    prop_assert!(!world.transfers.contains_key(&key));
+                }
+            }
+            prop_assert_eq!(world.transfers.len(), payouts + refunds + extras.iter().filter(|d| d.refund_tx.is_some()).count());
             prop_assert!(payouts + refunds <= 1, "never both paid out and refunded");
             let terminal_events = world.events.iter().filter(|e| matches!(e, EventType::Completed | EventType::Failed)).count();
             prop_assert!(terminal_events <= 1);

@@ -281,6 +281,9 @@ pub struct Deposit {
     pub confirmations: u32,
     pub required_confirmations: u32,
     pub seen_at_ms: i64,
+    /// For a deposit after the first: the transfer that sent it back.
+    #[serde(default)]
+    pub refund_tx: Option<String>,
 }
 
 /// An order waiting for the user's choice.
@@ -402,6 +405,7 @@ impl Order {
                         confirmations: d.confirmations,
                         required_confirmations: d.required_confirmations,
                         seen_at: secs(d.seen_at_ms),
+                        refund_tx_id: d.refund_tx.clone(),
                     })
                     .collect(),
             },

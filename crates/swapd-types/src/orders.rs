@@ -50,6 +50,8 @@ pub struct Received {
     pub confirmations: u32,
     pub required_confirmations: u32,
     pub seen_at: i64,
+    /// A deposit after the first is not exchanged: it is sent back, in this transaction.
+    pub refund_tx_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -159,6 +159,31 @@ impl OrderEngine {
                         Some(EventType::Updated),
                     )
                 }
+                Next::RefundExtra {
+                    key,
+                    deposit_tx,
+                    amount,
+                } => {
+                    let address = order
+                        .refund_address
+                        .clone()
+                        .expect("extra deposits go back only with a refund address");
+                    let tx = self
+                        .chain
+                        .transfer(
+                            &key,
+                            from.code,
+                            &address,
+                            order.refund_tag.as_deref(),
+                            &amount,
+                            now,
+                        )
+                        .await?;
+                    (
+                        lifecycle::after_extra_refund(&order, &deposit_tx, tx, now),
+                        Some(EventType::Updated),
+                    )
+                }
             };
             let Some(saved) = self.save(&order, updated, event).await? else {
                 // Another engine moved the order first; it carries on from there.

@@ -92,6 +92,7 @@ pub(crate) async fn deposit(
         seen_at_ms: state.clock.now_ms(),
     };
     state.store.sandbox_record_deposit(&recorded).await?;
+    wake(&state, &owner, &id, recorded.seen_at_ms).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Success::new(DepositRecorded {
@@ -102,4 +103,21 @@ pub(crate) async fn deposit(
             confirmations,
         })),
     ))
+}
+
+/// Makes the engine look at the order now (a finished order too: a deposit after the first is
+/// sent back). Retried when the engine writes the order meanwhile, which wakes it anyway.
+async fn wake(state: &AppState, owner: &str, id: &str, now_ms: i64) -> Result<(), ApiError> {
+    for _ in 0..3 {
+        let mut order = owned_order(state, owner, id).await?;
+        if order.next_check_at_ms.is_some_and(|at| at <= now_ms) {
+            return Ok(());
+        }
+        order.next_check_at_ms = Some(now_ms);
+        order.version += 1;
+        if state.store.update_order(&order, &[]).await? {
+            return Ok(());
+        }
+    }
+    Ok(())
 }
