@@ -827,3 +827,56 @@ async fn every_emergency_case_allows_exactly_its_choices() {
         }
     }
 }
+
+/// The sandbox chain refuses to pay well-known burn addresses: a payout or refund to one fails
+/// the order for good, with `order.failed`.
+#[tokio::test]
+async fn a_refused_payout_or_refund_fails_the_order() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let burn_tron = "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb";
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": burn_tron}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    let failed = order(&server, &key, &id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(text(&failed["failureReason"]).contains("burn address"));
+    assert_eq!(failed["to"]["txId"], Value::Null);
+    assert_eq!(
+        event_types(&server, &id).await.last(),
+        Some(&EventType::Failed)
+    );
+    assert!(
+        server
+            .state
+            .store
+            .sandbox_transfers()
+            .await
+            .unwrap()
+            .iter()
+            .all(|t| t.address != burn_tron)
+    );
+    // Failed is final.
+    step(&server, 5).await;
+    assert_eq!(
+        event_types(&server, &id).await.last(),
+        Some(&EventType::Failed)
+    );
+
+    let burn_btc = "1BitcoinEaterAddressDontSendf59kuE";
+    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS, "refundAddress": burn_btc})).await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.00001").await;
+    step(&server, 0).await;
+    step(&server, 2).await;
+    let failed = order(&server, &key, &id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["refund"]["txId"], Value::Null);
+}

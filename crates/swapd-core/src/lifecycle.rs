@@ -40,8 +40,14 @@ pub trait Chain: Send + Sync + 'static {
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("chain unavailable: {0}")]
-pub struct ChainError(pub String);
+pub enum ChainError {
+    /// The chain (or the node, or the provider) did not answer; retrying later may succeed.
+    #[error("chain unavailable: {0}")]
+    Unavailable(String),
+    /// The transfer was refused for good (e.g. a destination the chain will not pay).
+    #[error("transfer rejected: {0}")]
+    Rejected(String),
+}
 
 /// A transfer seen on the chain to an order's deposit address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,7 +145,11 @@ pub fn next(
     }
     if order.status.is_terminal() {
         let waiting = order.refund_address.is_some()
-            && order.deposits.iter().skip(1).any(|d| d.refund_tx.is_none());
+            && order
+                .deposits
+                .iter()
+                .skip(1)
+                .any(|d| d.refund_tx.is_none() && d.refund_error.is_none());
         return match (waiting, order.next_check_at_ms) {
             (true, _) => reschedule(order, now_ms + rules.poll_interval_ms),
             (false, None) => Next::Idle,
@@ -263,6 +273,7 @@ fn record_deposits(
                     required_confirmations: required_confirmations(network),
                     seen_at_ms: seen.seen_at_ms,
                     refund_tx: None,
+                    refund_error: None,
                 });
                 changed = true;
             }
@@ -464,6 +475,32 @@ pub fn after_extra_refund(
     updated
 }
 
+/// The order after its payout or refund was rejected for good: failed, with the reason.
+pub fn after_failure(order: &Order, reason: String, now_ms: i64) -> Order {
+    let mut failed = bump(order, OrderStatus::Failed, now_ms);
+    failed.failure_reason = Some(reason);
+    failed.next_check_at_ms = None;
+    failed
+}
+
+/// The order after an extra deposit could not be sent back: recorded on the deposit, not
+/// retried.
+pub fn after_extra_refund_failure(
+    order: &Order,
+    deposit_tx: &str,
+    reason: String,
+    now_ms: i64,
+) -> Order {
+    let mut updated = order.clone();
+    if let Some(deposit) = updated.deposits.iter_mut().find(|d| d.tx_id == deposit_tx) {
+        deposit.refund_error = Some(reason);
+    }
+    updated.version += 1;
+    updated.updated_at_ms = now_ms;
+    updated.next_check_at_ms = Some(now_ms);
+    updated
+}
+
 /// The order after its refund was sent as `tx_id`.
 pub fn after_refund(order: &Order, tx_id: String, now_ms: i64) -> Order {
     let mut refunded = bump(order, OrderStatus::Refunded, now_ms);
@@ -555,6 +592,7 @@ mod tests {
             expires_at_ms: T0 + 30 * 60 * 1000,
             next_check_at_ms: Some(T0),
             event_sequence: 2,
+            failure_reason: None,
         }
     }
 

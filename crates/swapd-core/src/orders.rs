@@ -284,6 +284,9 @@ pub struct Deposit {
     /// For a deposit after the first: the transfer that sent it back.
     #[serde(default)]
     pub refund_tx: Option<String>,
+    /// For a deposit after the first: why it could not be sent back.
+    #[serde(default)]
+    pub refund_error: Option<String>,
 }
 
 /// An order waiting for the user's choice.
@@ -346,6 +349,9 @@ pub struct Order {
     /// Sequence number of the order's latest outbox event.
     #[serde(default)]
     pub event_sequence: i64,
+    /// Why the order failed.
+    #[serde(default)]
+    pub failure_reason: Option<String>,
 }
 
 /// One outbox entry: an event about an order, written in the transaction that changed it.
@@ -433,6 +439,7 @@ impl Order {
             }),
             affiliate_code: self.affiliate_code.clone(),
             email_attached: self.email.is_some(),
+            failure_reason: self.failure_reason.clone(),
         }
     }
 

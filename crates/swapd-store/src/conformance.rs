@@ -721,6 +721,7 @@ fn sample_order(id: &str, owner: &str, now: i64) -> Order {
         expires_at_ms: now + 1_800_000,
         next_check_at_ms: Some(now),
         event_sequence: 0,
+        failure_reason: None,
     }
 }
 

@@ -124,6 +124,8 @@ pub struct OrderView {
     pub emergency: Option<OrderEmergency>,
     pub affiliate_code: Option<String>,
     pub email_attached: bool,
+    /// Why the order failed (`status: failed`).
+    pub failure_reason: Option<String>,
 }
 
 /// A choice in an emergency.

@@ -122,7 +122,7 @@ impl OrderEngine {
                     }
                 }
                 Next::Payout { key, amount } => {
-                    let tx = self
+                    let sent = self
                         .chain
                         .transfer(
                             &key,
@@ -132,18 +132,24 @@ impl OrderEngine {
                             &amount,
                             now,
                         )
-                        .await?;
-                    (
-                        lifecycle::after_payout(&order, tx, now),
-                        Some(EventType::Completed),
-                    )
+                        .await;
+                    match settled(sent)? {
+                        Ok(tx) => (
+                            lifecycle::after_payout(&order, tx, now),
+                            Some(EventType::Completed),
+                        ),
+                        Err(reason) => (
+                            lifecycle::after_failure(&order, reason, now),
+                            Some(EventType::Failed),
+                        ),
+                    }
                 }
                 Next::Refund { key, amount } => {
                     let address = order
                         .refund_address
                         .clone()
                         .expect("refunds start only with a refund address");
-                    let tx = self
+                    let sent = self
                         .chain
                         .transfer(
                             &key,
@@ -153,11 +159,17 @@ impl OrderEngine {
                             &amount,
                             now,
                         )
-                        .await?;
-                    (
-                        lifecycle::after_refund(&order, tx, now),
-                        Some(EventType::Updated),
-                    )
+                        .await;
+                    match settled(sent)? {
+                        Ok(tx) => (
+                            lifecycle::after_refund(&order, tx, now),
+                            Some(EventType::Updated),
+                        ),
+                        Err(reason) => (
+                            lifecycle::after_failure(&order, reason, now),
+                            Some(EventType::Failed),
+                        ),
+                    }
                 }
                 Next::RefundExtra {
                     key,
@@ -168,7 +180,7 @@ impl OrderEngine {
                         .refund_address
                         .clone()
                         .expect("extra deposits go back only with a refund address");
-                    let tx = self
+                    let sent = self
                         .chain
                         .transfer(
                             &key,
@@ -178,11 +190,14 @@ impl OrderEngine {
                             &amount,
                             now,
                         )
-                        .await?;
-                    (
-                        lifecycle::after_extra_refund(&order, &deposit_tx, tx, now),
-                        Some(EventType::Updated),
-                    )
+                        .await;
+                    let updated = match settled(sent)? {
+                        Ok(tx) => lifecycle::after_extra_refund(&order, &deposit_tx, tx, now),
+                        Err(reason) => {
+                            lifecycle::after_extra_refund_failure(&order, &deposit_tx, reason, now)
+                        }
+                    };
+                    (updated, Some(EventType::Updated))
                 }
             };
             let Some(saved) = self.save(&order, updated, event).await? else {
@@ -249,6 +264,18 @@ impl OrderEngine {
             .map_err(|_| StepError::Pricing(format!("{} did not answer in time", order.provider)))?
             .map_err(|e| StepError::Pricing(e.to_string()))?;
         Ok(quote.to_amount)
+    }
+}
+
+/// A transfer's outcome: sent (`Ok(Ok(tx))`), refused for good (`Ok(Err(reason))`), or not
+/// known yet (`Err`: retried on the next pass).
+fn settled(
+    sent: Result<String, swapd_core::lifecycle::ChainError>,
+) -> Result<Result<String, String>, StepError> {
+    match sent {
+        Ok(tx) => Ok(Ok(tx)),
+        Err(swapd_core::lifecycle::ChainError::Rejected(reason)) => Ok(Err(reason)),
+        Err(unavailable) => Err(unavailable.into()),
     }
 }
 

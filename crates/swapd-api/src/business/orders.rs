@@ -172,6 +172,7 @@ pub(crate) async fn create_order(
         expires_at_ms: now_ms + lifetime,
         next_check_at_ms: Some(now_ms),
         event_sequence: 0,
+        failure_reason: None,
     };
     // The exchange is open, so the order is created and awaits its deposit in one step; both
     // entries are in the outbox.

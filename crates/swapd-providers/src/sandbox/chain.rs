@@ -11,6 +11,16 @@ use swapd_core::amount::{Amount, MAX_DECIMALS};
 use swapd_core::lifecycle::{Chain, ChainDeposit, ChainError};
 use swapd_core::store::SandboxTransfer;
 
+/// Well-known burn addresses. The sandbox chain refuses to pay them, so a payout or refund to
+/// one fails for good: the way to see `order.failed` in sandbox.
+pub const BURN_ADDRESSES: [&str; 5] = [
+    "1BitcoinEaterAddressDontSendf59kuE",
+    "0x000000000000000000000000000000000000dEaD",
+    "1nc1nerator11111111111111111111111111111111",
+    "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
+    "rrrrrrrrrrrrrrrrrrrrBZbvji",
+];
+
 pub struct SandboxChain {
     store: Arc<dyn Store>,
     block_interval_ms: i64,
@@ -49,14 +59,15 @@ impl Chain for SandboxChain {
             .store
             .sandbox_deposits(address, tag)
             .await
-            .map_err(|e| ChainError(e.to_string()))?;
+            .map_err(|e| ChainError::Unavailable(e.to_string()))?;
         deposits
             .into_iter()
             .map(|d| {
                 let blocks = (now_ms - d.seen_at_ms).max(0) / self.block_interval_ms;
                 Ok(ChainDeposit {
-                    amount: Amount::parse(&d.amount, MAX_DECIMALS)
-                        .map_err(|e| ChainError(format!("stored deposit amount: {e}")))?,
+                    amount: Amount::parse(&d.amount, MAX_DECIMALS).map_err(|e| {
+                        ChainError::Unavailable(format!("stored deposit amount: {e}"))
+                    })?,
                     tx_id: d.tx_id,
                     confirmations: d
                         .confirmations
@@ -76,6 +87,11 @@ impl Chain for SandboxChain {
         amount: &str,
         now_ms: i64,
     ) -> Result<String, ChainError> {
+        if BURN_ADDRESSES.contains(&address) {
+            return Err(ChainError::Rejected(format!(
+                "the sandbox chain refuses transfers to the burn address {address}"
+            )));
+        }
         let sent = self
             .store
             .sandbox_transfer(&SandboxTransfer {
@@ -88,7 +104,30 @@ impl Chain for SandboxChain {
                 created_at_ms: now_ms,
             })
             .await
-            .map_err(|e| ChainError(e.to_string()))?;
+            .map_err(|e| ChainError::Unavailable(e.to_string()))?;
         Ok(sent.tx_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use swapd_core::address::Network;
+
+    use super::BURN_ADDRESSES;
+
+    #[test]
+    fn burn_addresses_are_valid_addresses() {
+        let networks = [
+            Network::Bitcoin,
+            Network::Ethereum,
+            Network::Solana,
+            Network::Tron,
+            Network::Xrp,
+        ];
+        for (address, network) in BURN_ADDRESSES.iter().zip(networks) {
+            network
+                .validate_address(address)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
     }
 }
