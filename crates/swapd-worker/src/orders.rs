@@ -25,6 +25,7 @@ pub struct OrderEngine {
     market: Arc<Market>,
     clock: Arc<dyn Clock>,
     rules: LifecycleRules,
+    pause_after_payout: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -53,7 +54,15 @@ impl OrderEngine {
             market,
             clock,
             rules,
+            pause_after_payout: false,
         }
+    }
+
+    /// Sandbox fault: after the next payout is sent, stop dead before saving it (until the
+    /// process is killed), to stage a crash at the worst moment.
+    pub fn pause_after_payout(mut self, pause: bool) -> Self {
+        self.pause_after_payout = pause;
+        self
     }
 
     pub fn rules(&self) -> &LifecycleRules {
@@ -133,6 +142,13 @@ impl OrderEngine {
                             now,
                         )
                         .await;
+                    if self.pause_after_payout && sent.is_ok() {
+                        tracing::warn!(
+                            order = %order.id,
+                            "sandbox fault: paused after a payout, before saving it"
+                        );
+                        std::future::pending::<()>().await;
+                    }
                     match settled(sent)? {
                         Ok(tx) => (
                             lifecycle::after_payout(&order, tx, now),

@@ -148,7 +148,8 @@ impl App {
                 market.clone(),
                 clock.clone(),
                 rules,
-            );
+            )
+            .pause_after_payout(config.orders.sandbox_pause_after_payout);
             let notifier =
                 swapd_worker::Notifier::new(store.clone(), mailer.clone(), clock.clone());
             let worker = swapd_worker::Worker::new(store.clone(), clock.clone())

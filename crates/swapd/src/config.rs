@@ -59,6 +59,9 @@ pub struct OrdersConfig {
     pub poll_interval_ms: i64,
     /// How long a user has to choose in an emergency before a refund, in seconds.
     pub emergency_window_secs: i64,
+    /// Sandbox fault: the worker stops dead right after its next payout, before saving it, so
+    /// a crash at the worst moment can be staged (kill it, restart it, see one payout).
+    pub sandbox_pause_after_payout: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -163,6 +166,7 @@ impl Default for Config {
             orders: OrdersConfig {
                 poll_interval_ms: 1_000,
                 emergency_window_secs: 24 * 60 * 60,
+                sandbox_pause_after_payout: false,
             },
             mail: MailConfig {
                 smtp_url: String::new(),
@@ -347,6 +351,12 @@ impl Config {
             return Err(setting(
                 "mail.smtp_url",
                 "must be an smtp:// or smtps:// URL".into(),
+            ));
+        }
+        if self.mode == Mode::Live && self.orders.sandbox_pause_after_payout {
+            return Err(setting(
+                "orders.sandbox_pause_after_payout",
+                "sandbox faults cannot be set in live mode".into(),
             ));
         }
         if !(10..=600_000).contains(&self.orders.poll_interval_ms) {

@@ -1,0 +1,198 @@
+//! A worker process killed with SIGKILL between sending a payout and saving it: after a
+//! restart the order completes and exactly one payout exists.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+const SWAPD: &str = env!("CARGO_BIN_EXE_swapd");
+
+fn swapd(cwd: &Path) -> Command {
+    let mut command = Command::new(SWAPD);
+    command.current_dir(cwd);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("SWAPD_") {
+            command.env_remove(key);
+        }
+    }
+    command
+        .env("RUST_LOG", "warn")
+        .env("SWAPD_PROVIDERS__SANDBOX_BLOCK_MS", "50")
+        .env("SWAPD_ORDERS__POLL_INTERVAL_MS", "50");
+    command
+}
+
+/// Spawns `command`, forwarding its stderr lines into a channel.
+fn spawn_watched(command: &mut Command) -> (Child, mpsc::Receiver<String>) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn swapd");
+    let (send, receive) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, receive)
+}
+
+fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    panic!("no line containing `{needle}` within 60 s");
+}
+
+/// Starts the API role and returns it with its base URL.
+fn serve_api(dir: &Path) -> (Child, String) {
+    let mut child = swapd(dir)
+        .args(["serve", "--api", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn swapd serve --api");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("swapd exited before listening")
+            .unwrap();
+        if let Some(rest) = line.trim().strip_prefix("listening: ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, base)
+}
+
+async fn payouts(dir: &Path, order_id: &str) -> Vec<swapd_core::store::SandboxTransfer> {
+    let url = format!("sqlite://{}", dir.join("data/swapd.db").display());
+    let store = swapd_store::open(&url, &swapd_store::StoreOptions::default())
+        .await
+        .unwrap();
+    let key = format!("payout:{order_id}");
+    store
+        .sandbox_transfers()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.key == key)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_worker_killed_between_payout_and_commit_pays_once_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let created = swapd(dir.path())
+        .args([
+            "keys",
+            "create",
+            "--name",
+            "crash",
+            "--permissions",
+            "orders:create,orders:read",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let key: Value = serde_json::from_slice(&created.stdout).unwrap();
+    let (mut api, base) = serve_api(dir.path());
+    let client = swapd_client::BusinessClient::new(
+        &base,
+        swapd_client::Credentials::new(
+            key["apiKey"].as_str().unwrap(),
+            key["apiSecret"].as_str().unwrap(),
+        ),
+    )
+    .unwrap();
+
+    let (mut doomed, doomed_log) = spawn_watched(
+        swapd(dir.path())
+            .args(["serve", "--worker"])
+            .env("SWAPD_ORDERS__SANDBOX_PAUSE_AFTER_PAYOUT", "true"),
+    );
+    let order = client
+        .send(
+            Method::POST,
+            "/api/v3/orders",
+            &[],
+            Some(&json!({
+            "fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
+            "toAddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"})),
+        )
+        .await
+        .unwrap()
+        .data;
+    let id = order["orderId"].as_str().unwrap().to_owned();
+    client
+        .send(
+            Method::POST,
+            &format!("/api/v3/sandbox/orders/{id}/deposit"),
+            &[],
+            Some(&json!({"amount": "0.05"})),
+        )
+        .await
+        .unwrap();
+
+    // The payout is on the chain; the worker has not saved it. Kill it there.
+    wait_for_line(&doomed_log, "paused after a payout");
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let path = format!("/api/v3/orders/{id}");
+    let read = |client: &swapd_client::BusinessClient| {
+        let client = client.clone();
+        let path = path.clone();
+        async move {
+            client
+                .send(Method::GET, &path, &[], None::<&()>)
+                .await
+                .unwrap()
+                .data
+        }
+    };
+    assert_eq!(read(&client).await["status"], "withdrawing");
+    let sent = payouts(dir.path(), &id).await;
+    assert_eq!(sent.len(), 1);
+
+    // A new worker finishes the order with the payout already sent.
+    let (mut worker, _log) = spawn_watched(swapd(dir.path()).args(["serve", "--worker"]));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let order = read(&client).await;
+        if order["status"] == "completed" {
+            break order;
+        }
+        assert!(Instant::now() < deadline, "not completed: {order}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["to"]["txId"], sent[0].tx_id.as_str());
+    assert_eq!(payouts(dir.path(), &id).await, sent, "exactly one payout");
+
+    for child in [&mut worker, &mut api] {
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        child.wait().unwrap();
+    }
+}
