@@ -10,6 +10,7 @@ pub mod ids;
 pub mod lifecycle;
 pub mod market;
 pub mod notify;
+pub mod onchain;
 pub mod orders;
 pub mod payment_uri;
 pub mod provider;

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use crate::amount::Amount;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, ExecutionType, RateType};
+use crate::onchain::{ExecutionPlan, ExecutionReport, Tracked};
 
 /// Who a provider is and what kind of routes it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,6 +177,33 @@ pub struct Exchange {
     pub deposit_tag: Option<String>,
 }
 
+/// An onchain route to turn into the steps a wallet performs.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    /// swapd's plan id: provider-side references derive from it.
+    pub plan_id: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub from_amount: Amount,
+    pub min_output: Amount,
+    pub wallet_address: String,
+    /// Where the output goes; the wallet when `None`.
+    pub recipient: Option<String>,
+    /// Whether the route is executed with signatures a relayer submits.
+    pub gasless: bool,
+    /// The plan's deadline (Unix seconds): transactions and permits stop being valid then.
+    pub deadline_secs: i64,
+}
+
+/// A reported execution to look up.
+#[derive(Debug, Clone, Copy)]
+pub struct TrackRequest<'a> {
+    pub plan: &'a ExecutionPlan,
+    pub report: &'a ExecutionReport,
+    pub reported_at_ms: i64,
+    pub now_ms: i64,
+}
+
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
     fn info(&self) -> ProviderInfo;
@@ -192,6 +220,28 @@ pub trait Provider: Send + Sync + 'static {
         let _ = request;
         Err(ProviderError::PairUnsupported(format!(
             "{} makes wallet-signed onchain routes and opens no offchain exchanges",
+            self.info().id
+        )))
+    }
+
+    /// Builds the steps a wallet performs to execute an onchain route. Offchain providers build
+    /// none.
+    async fn build_plan(
+        &self,
+        request: &PlanRequest,
+    ) -> Result<Vec<swapd_types::onchain::PlanStep>, ProviderError> {
+        let _ = request;
+        Err(ProviderError::PairUnsupported(format!(
+            "{} opens offchain exchanges and builds no onchain plans",
+            self.info().id
+        )))
+    }
+
+    /// Where a reported onchain execution stands.
+    async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
+        let _ = request;
+        Err(ProviderError::PairUnsupported(format!(
+            "{} builds no onchain plans, so it tracks none",
             self.info().id
         )))
     }

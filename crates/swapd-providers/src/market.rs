@@ -203,7 +203,7 @@ mod tests {
 
     fn market(faults: &Faults) -> Market {
         Market::new(
-            sandbox::providers(PriceFeed::new(1), faults),
+            sandbox::providers(PriceFeed::new(1), faults, sandbox::DEFAULT_BLOCK_MS),
             MarketOptions {
                 deadline: Duration::from_millis(200),
                 ..MarketOptions::default()

@@ -50,7 +50,11 @@ mod tests {
     #[tokio::test]
     async fn snapshot_matches_the_sandbox_catalog() {
         let mut offers = Vec::new();
-        for provider in sandbox::providers(PriceFeed::new(0), &Faults::default()) {
+        for provider in sandbox::providers(
+            PriceFeed::new(0),
+            &Faults::default(),
+            sandbox::DEFAULT_BLOCK_MS,
+        ) {
             let provider: Arc<dyn swapd_core::provider::Provider> = provider;
             offers.extend(provider.catalog(1_800_000_000_000).await.unwrap());
         }

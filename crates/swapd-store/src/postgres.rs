@@ -7,6 +7,7 @@ use swapd_core::StoreError;
 use swapd_core::api_keys::{ApiKey, RateLimits};
 use swapd_core::idempotency::{self, Begin, StoredResponse};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
+use swapd_core::onchain::ExecutionPlan;
 use swapd_core::orders::{Order, OrderEvent};
 use swapd_core::rate_limit::{self, RateDecision, RateState};
 use swapd_core::store::{IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer};

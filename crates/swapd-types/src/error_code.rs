@@ -92,6 +92,7 @@ error_codes! {
     ChoiceNotAllowed => "choice_not_allowed", 409;
     CreateTokenUsed => "create_token_used", 409;
     RotationInProgress => "rotation_in_progress", 409;
+    ExecutionAlreadyReported => "execution_already_reported", 409;
     QuoteExpired => "quote_expired", 410;
     CreateTokenExpired => "create_token_expired", 410;
     PlanExpired => "plan_expired", 410;
@@ -103,6 +104,8 @@ error_codes! {
     AmountOutOfRange => "amount_out_of_range", 422;
     RouteUnavailable => "route_unavailable", 422;
     RecipientRequired => "recipient_required", 422;
+    WalletUnsupported => "wallet_unsupported", 422;
+    ExecutionSignatureInvalid => "execution_signature_invalid", 422;
     RateLimitExceeded => "rate_limit_exceeded", 429;
     QuotaExceeded => "quota_exceeded", 429;
     PaidAttemptsExceeded => "paid_attempts_exceeded", 429;

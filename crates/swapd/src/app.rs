@@ -233,7 +233,7 @@ fn market(config: &Config) -> swapd_providers::Market {
     }
     let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
     swapd_providers::Market::new(
-        sandbox::providers(feed, &faults),
+        sandbox::providers(feed, &faults, config.providers.sandbox_block_ms),
         swapd_providers::MarketOptions {
             deadline: std::time::Duration::from_millis(config.providers.deadline_ms),
             ..Default::default()

@@ -343,6 +343,7 @@ impl TestServer {
             swapd_providers::sandbox::providers(
                 swapd_providers::price_feed::PriceFeed::new(0),
                 &faults,
+                BLOCK_MS,
             ),
             swapd_providers::MarketOptions {
                 deadline: options.provider_deadline,

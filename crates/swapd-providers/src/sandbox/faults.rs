@@ -6,10 +6,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use swapd_core::onchain::Tracked;
 use swapd_core::provider::{
-    CurrencyOffer, Exchange, ExchangeRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest,
+    CurrencyOffer, Exchange, ExchangeRequest, PlanRequest, Provider, ProviderError, ProviderInfo,
+    ProviderQuote, QuoteRequest, TrackRequest,
 };
+use swapd_types::onchain::PlanStep;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -86,5 +88,15 @@ impl Provider for Faulty {
     async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
         self.check().await?;
         self.inner.create_exchange(request).await
+    }
+
+    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
+        self.check().await?;
+        self.inner.build_plan(request).await
+    }
+
+    async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
+        self.check().await?;
+        self.inner.track_execution(request).await
     }
 }

@@ -7,6 +7,7 @@ mod chain;
 mod faults;
 mod offchain;
 mod onchain;
+pub mod plans;
 
 use std::sync::Arc;
 
@@ -18,19 +19,19 @@ use swapd_core::provider::{Provider, ProviderError};
 pub use chain::{BURN_ADDRESSES, SandboxChain, new_tx_id};
 pub use faults::{Fault, Faults};
 pub use offchain::OffchainDesk;
-pub use onchain::{Bridge, Dex};
+pub use onchain::{Bridge, DEFAULT_BLOCK_MS, Dex};
 
 use crate::price_feed::PriceFeed;
 
 /// The sandbox providers: two offchain desks, an EVM DEX, a Solana DEX and a bridge, each
-/// behind `faults`.
-pub fn providers(feed: PriceFeed, faults: &Faults) -> Vec<Arc<dyn Provider>> {
+/// behind `faults`. Onchain executions advance one stage per `block_ms`.
+pub fn providers(feed: PriceFeed, faults: &Faults, block_ms: i64) -> Vec<Arc<dyn Provider>> {
     let providers: Vec<Arc<dyn Provider>> = vec![
         Arc::new(OffchainDesk::atlas(feed.clone())),
         Arc::new(OffchainDesk::borealis(feed.clone())),
-        Arc::new(Dex::meridian(feed.clone())),
-        Arc::new(Dex::sunfish(feed.clone())),
-        Arc::new(Bridge::arcbridge(feed)),
+        Arc::new(Dex::meridian(feed.clone()).with_block_ms(block_ms)),
+        Arc::new(Dex::sunfish(feed.clone()).with_block_ms(block_ms)),
+        Arc::new(Bridge::arcbridge(feed).with_block_ms(block_ms)),
     ];
     providers
         .into_iter()

@@ -10,15 +10,18 @@ use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::pricing::Conversion;
 use swapd_core::market::routes::less_bps;
 use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, Tracked};
 use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+    CurrencyOffer, Fee, FeeKind, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest, TrackRequest,
 };
+use swapd_types::onchain::PlanStep;
 
-use super::{limits, usd_price};
+use super::{limits, plans, usd_price};
 use crate::price_feed::PriceFeed;
 
-/// Slippage allowed below the quoted output unless the caller sets its own at resolve.
-pub const DEFAULT_SLIPPAGE_BPS: u32 = 50;
+/// One sandbox block unless configured otherwise (`providers.sandbox_block_ms`).
+pub const DEFAULT_BLOCK_MS: i64 = 2_000;
 
 /// What a transaction costs the signer on `network`: (currency code, amount).
 fn gas(network: Network) -> (&'static str, &'static str) {
@@ -138,6 +141,7 @@ pub struct Dex {
     pool_fee_bps: u32,
     max_usd: &'static str,
     duration_secs: u32,
+    block_ms: i64,
 }
 
 impl Dex {
@@ -156,6 +160,7 @@ impl Dex {
             pool_fee_bps: 30,
             max_usd: "1000000",
             duration_secs: 30,
+            block_ms: DEFAULT_BLOCK_MS,
         }
     }
 
@@ -168,7 +173,14 @@ impl Dex {
             pool_fee_bps: 25,
             max_usd: "500000",
             duration_secs: 5,
+            block_ms: DEFAULT_BLOCK_MS,
         }
+    }
+
+    /// Executions advance one stage per `block_ms` (see `plans::track`).
+    pub fn with_block_ms(mut self, block_ms: i64) -> Self {
+        self.block_ms = block_ms;
+        self
     }
 
     fn trades(&self, currency: &CurrencyDef) -> bool {
@@ -225,6 +237,14 @@ impl Provider for Dex {
             },
         )
     }
+
+    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
+        plans::dex_plan(self.id, request)
+    }
+
+    async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
+        plans::track(request, false, self.block_ms, &self.feed)
+    }
 }
 
 /// A cross-chain bridge between the EVM chains and Solana.
@@ -232,6 +252,7 @@ impl Provider for Dex {
 pub struct Bridge {
     id: &'static str,
     feed: PriceFeed,
+    block_ms: i64,
 }
 
 const BRIDGE_CHAINS: [Network; 6] = [
@@ -248,13 +269,23 @@ impl Bridge {
         Self {
             id: "arcbridge",
             feed,
+            block_ms: DEFAULT_BLOCK_MS,
         }
     }
 
-    /// USDC on EVM chains implements EIP-2612 `permit`, so the relayer can pull it with a
-    /// signature and the user pays no gas.
+    /// Executions advance one stage per `block_ms` (see `plans::track`).
+    pub fn with_block_ms(mut self, block_ms: i64) -> Self {
+        self.block_ms = block_ms;
+        self
+    }
+
+    /// Circle's USDC on EVM chains implements EIP-2612 `permit`, so the relayer can pull it
+    /// with a signature and the user pays no gas. (BNB Chain's USDC is a bridged token without
+    /// `permit`.)
     fn gasless(currency: &CurrencyDef) -> bool {
-        currency.symbol == "USDC" && currency.network.evm_chain_id().is_some()
+        currency.symbol == "USDC"
+            && currency.network.evm_chain_id().is_some()
+            && currency.network != Network::BnbChain
     }
 }
 
@@ -328,6 +359,14 @@ impl Provider for Bridge {
                 gasless: Self::gasless(from),
             },
         )
+    }
+
+    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
+        plans::bridge_plan(self.id, request)
+    }
+
+    async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
+        plans::track(request, true, self.block_ms, &self.feed)
     }
 }
 
