@@ -35,4 +35,6 @@ pub struct AppState {
     pub trusted_proxies: Arc<[IpNet]>,
     /// The liquidity providers, behind the aggregator.
     pub market: Arc<swapd_providers::Market>,
+    /// Signs and checks onchain execution access tokens.
+    pub access_tokens: swapd_core::onchain::AccessTokens,
 }

@@ -28,9 +28,18 @@ use rand::RngCore;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+use swapd_types::onchain::{
+    ACCESS_TOKEN_HEADER, ExecutionPlanView, ExecutionReportInput, ExecutionView,
+    OnchainResolveInput,
+};
 use swapd_types::signing;
 use swapd_types::{ErrorCode, ErrorEnvelope};
+
+/// The wire types of onchain execution, for [`BusinessClient::resolve_onchain`],
+/// [`BusinessClient::report_execution`] and [`BusinessClient::execution`].
+pub use swapd_types::onchain;
 
 /// An API key and its secret.
 #[derive(Clone)]
@@ -155,6 +164,65 @@ impl BusinessClient {
         self.execute(signed).await
     }
 
+    /// `POST /api/v3/onchain/routes/resolve`: an onchain route card's execution plan, with the
+    /// access token that scopes [`Self::report_execution`] and [`Self::execution`] to it.
+    pub async fn resolve_onchain(
+        &self,
+        input: &OnchainResolveInput,
+    ) -> Result<ExecutionPlanView, Error> {
+        let answer = self
+            .send(
+                Method::POST,
+                "/api/v3/onchain/routes/resolve",
+                &[],
+                Some(input),
+            )
+            .await?;
+        typed(answer)
+    }
+
+    /// `POST /api/v3/onchain/executions`: reports the wallet's transaction hash or signatures.
+    pub async fn report_execution(
+        &self,
+        access_token: &str,
+        report: &ExecutionReportInput,
+    ) -> Result<ExecutionView, Error> {
+        let mut signed = self.sign(
+            Method::POST,
+            "/api/v3/onchain/executions",
+            &[],
+            Some(report),
+            Some(&new_idempotency_key()),
+            &new_nonce(),
+            now_secs(),
+        )?;
+        signed
+            .headers
+            .push((ACCESS_TOKEN_HEADER, access_token.to_owned()));
+        typed(self.execute(signed).await?)
+    }
+
+    /// `GET /api/v3/onchain/executions/{executionPlanId}`: where the execution stands.
+    pub async fn execution(
+        &self,
+        execution_plan_id: &str,
+        access_token: &str,
+    ) -> Result<ExecutionView, Error> {
+        let mut signed = self.sign(
+            Method::GET,
+            &format!("/api/v3/onchain/executions/{execution_plan_id}"),
+            &[],
+            None::<&()>,
+            None,
+            &new_nonce(),
+            now_secs(),
+        )?;
+        signed
+            .headers
+            .push((ACCESS_TOKEN_HEADER, access_token.to_owned()));
+        typed(self.execute(signed).await?)
+    }
+
     /// Builds a signed request without sending it (to inspect it, or to send it several times).
     #[allow(clippy::too_many_arguments)]
     pub fn sign<B: Serialize + ?Sized>(
@@ -228,6 +296,14 @@ impl BusinessClient {
         let bytes = response.bytes().await?;
         decode(status, headers, &bytes)
     }
+}
+
+/// The `data` of `answer` as the wire type `T`.
+fn typed<T: DeserializeOwned>(answer: Answer) -> Result<T, Error> {
+    serde_json::from_value(answer.data).map_err(|e| Error::Unexpected {
+        status: answer.status,
+        detail: format!("the answer does not have the documented shape: {e}"),
+    })
 }
 
 fn decode(status: StatusCode, headers: HeaderMap, bytes: &[u8]) -> Result<Answer, Error> {

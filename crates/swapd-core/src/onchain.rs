@@ -23,6 +23,9 @@ pub const DEFAULT_SLIPPAGE_BPS: u32 = 50;
 pub const MAX_SLIPPAGE_BPS: u32 = 5_000;
 /// Plans never ask for more signatures than this, so reports are bounded too.
 pub const MAX_SIGNATURES: usize = 8;
+/// What the access-token key is derived for from the master key, when the operator sets no
+/// `x402.access_token_secret`.
+pub const ACCESS_TOKEN_KEY_PURPOSE: &str = "execution access tokens";
 
 /// What the wallet reported, as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,12 +160,14 @@ impl ExecutionPlan {
     }
 
     /// Applies a provider's answer. Statuses only move forward and terminal ones never change,
-    /// so a stale or confused answer cannot undo progress. `true` when something changed.
+    /// so a stale or confused answer cannot undo progress. `true` when the execution changed;
+    /// otherwise it is only [rescheduled](Self::reschedule) (unless terminal).
     pub fn apply_tracked(&mut self, tracked: Tracked, now_ms: i64, next_check_ms: i64) -> bool {
-        if self.status.is_terminal()
-            || self.report.is_none()
-            || rank(tracked.status) < rank(self.status)
-        {
+        if self.status.is_terminal() {
+            return false;
+        }
+        if self.report.is_none() || rank(tracked.status) < rank(self.status) {
+            self.reschedule(next_check_ms);
             return false;
         }
         let changed = tracked.status != self.status
@@ -172,8 +177,7 @@ impl ExecutionPlan {
             || tracked.received_amount != self.received_amount
             || tracked.received_token != self.received_token;
         if !changed {
-            // Nothing new: only the next look moves, which is no change of the execution.
-            self.next_check_at_ms = Some(next_check_ms);
+            self.reschedule(next_check_ms);
             return false;
         }
         let terminal = tracked.status.is_terminal();
@@ -196,6 +200,13 @@ impl ExecutionPlan {
         self.substatus = Some("plan_expired".into());
         self.touch(now_ms, None);
         true
+    }
+
+    /// Moves the next look to `next_check_ms` without changing the execution (a new version to
+    /// save, the same `updated_at`).
+    pub fn reschedule(&mut self, next_check_ms: i64) {
+        self.version += 1;
+        self.next_check_at_ms = Some(next_check_ms);
     }
 
     fn touch(&mut self, now_ms: i64, next_check_at_ms: Option<i64>) {
@@ -414,6 +425,14 @@ impl AccessTokens {
         Self { key }
     }
 
+    /// Keyed by an operator-set secret of any length.
+    pub fn from_secret(secret: &str) -> Self {
+        let mut digest = Sha256::new();
+        digest.update(b"swapd execution access tokens\n");
+        digest.update(secret.as_bytes());
+        Self::new(digest.finalize().into())
+    }
+
     pub fn issue(&self, plan_id: &str, owner: &str, expires_at_secs: i64) -> String {
         let mac = self.mac(plan_id, owner, expires_at_secs).finalize();
         format!(
@@ -575,13 +594,15 @@ mod tests {
         ));
         assert!(!plan.apply_tracked(tracked(ExecutionStatus::Submitted, "not_indexed"), 12, 13));
         assert_eq!(plan.status, ExecutionStatus::Pending);
-        let version = plan.version;
+        let (version, updated_at) = (plan.version, plan.updated_at_ms);
         assert!(!plan.apply_tracked(
             tracked(ExecutionStatus::Pending, "source_confirming"),
             13,
             14
         ));
-        assert_eq!(plan.version, version, "no change, no new version");
+        // No change of the execution: only its next look moves (a save, so a new version).
+        assert_eq!(plan.updated_at_ms, updated_at);
+        assert_eq!(plan.version, version + 1);
         assert_eq!(plan.next_check_at_ms, Some(14));
         let mut done = tracked(ExecutionStatus::Done, "completed");
         done.outcome = Some(Outcome::Completed);

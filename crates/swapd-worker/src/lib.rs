@@ -2,12 +2,14 @@
 //! before the process exits. Jobs are safe to run on several nodes at once: each step is a
 //! single atomic store call.
 
+mod executions;
 pub mod mail;
 mod orders;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use executions::ExecutionTracker;
 pub use mail::{FileMailer, Notifier, SmtpMailer};
 pub use orders::OrderEngine;
 
@@ -23,6 +25,7 @@ pub struct Worker {
     janitor_interval: Duration,
     orders: Option<OrderEngine>,
     notifier: Option<Notifier>,
+    executions: Option<ExecutionTracker>,
 }
 
 impl Worker {
@@ -33,6 +36,7 @@ impl Worker {
             janitor_interval: JANITOR_INTERVAL,
             orders: None,
             notifier: None,
+            executions: None,
         }
     }
 
@@ -45,6 +49,12 @@ impl Worker {
     /// Also runs the order lifecycle, one pass per poll interval of its rules.
     pub fn with_orders(mut self, engine: OrderEngine) -> Self {
         self.orders = Some(engine);
+        self
+    }
+
+    /// Also tracks onchain executions, on the order engine's pass.
+    pub fn with_executions(mut self, tracker: ExecutionTracker) -> Self {
+        self.executions = Some(tracker);
         self
     }
 
@@ -70,9 +80,12 @@ impl Worker {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => self.sweep_expired().await,
-                _ = order_tick.tick(), if self.orders.is_some() || self.notifier.is_some() => {
+                _ = order_tick.tick(), if self.orders.is_some() || self.notifier.is_some() || self.executions.is_some() => {
                     if let Some(engine) = &self.orders {
                         engine.run_due().await;
+                    }
+                    if let Some(tracker) = &self.executions {
+                        tracker.run_due().await;
                     }
                     if let Some(notifier) = &self.notifier {
                         notifier.run_pending().await;

@@ -129,6 +129,15 @@ impl App {
             master_key,
         } = self.runtime;
         let market = Arc::new(market(&config));
+        // The operator's secret signs execution access tokens; without one, a key derived from
+        // the master key does.
+        let access_tokens = if config.x402.access_token_secret.is_empty() {
+            swapd_core::onchain::AccessTokens::new(
+                master_key.derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
+            )
+        } else {
+            swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
+        };
         // Assemble the catalog now, so the first caller does not wait for the providers.
         market.catalog(clock.now_ms()).await;
         let mailer = mailer(&config)?;
@@ -152,9 +161,16 @@ impl App {
             .pause_after_payout(config.orders.sandbox_pause_after_payout);
             let notifier =
                 swapd_worker::Notifier::new(store.clone(), mailer.clone(), clock.clone());
+            let tracker = swapd_worker::ExecutionTracker::new(
+                store.clone(),
+                market.clone(),
+                clock.clone(),
+                config.orders.poll_interval_ms,
+            );
             let worker = swapd_worker::Worker::new(store.clone(), clock.clone())
                 .with_orders(engine)
-                .with_notifier(notifier);
+                .with_notifier(notifier)
+                .with_executions(tracker);
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
@@ -183,6 +199,7 @@ impl App {
                 guards,
                 trusted_proxies: config.security.trusted_proxies.clone().into(),
                 market,
+                access_tokens,
             };
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();

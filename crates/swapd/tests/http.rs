@@ -327,3 +327,90 @@ async fn the_served_app_routes_around_a_stalled_provider() {
     assert_eq!(cards[0]["isAvailable"], true);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn the_served_worker_tracks_an_onchain_execution_to_its_end() {
+    use swapd_types::onchain::{
+        ExecutionReportInput, ExecutionStatus, OnchainResolveInput, Outcome,
+    };
+    let server = Server::start_with(|config| {
+        config.providers.sandbox_block_ms = 20;
+        config.orders.poll_interval_ms = 20;
+    })
+    .await;
+    let client = server
+        .client(&[
+            swapd_types::Permission::PricesRead,
+            swapd_types::Permission::OrdersCreate,
+            swapd_types::Permission::OrdersRead,
+        ])
+        .await;
+    let wallet = "0x52908400098527886E0F7030069857D2E4169EE7";
+    let routes = client
+        .send(
+            reqwest::Method::GET,
+            "/api/v3/routes",
+            &[
+                ("fromCcy", "ETHARB"),
+                ("toCcy", "USDCARB"),
+                ("amount", "0.1"),
+                ("walletAddress", wallet),
+            ],
+            None::<&()>,
+        )
+        .await
+        .unwrap()
+        .data;
+    let card = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["executionProvider"] == "meridian")
+        .unwrap()
+        .clone();
+    let plan = client
+        .resolve_onchain(&OnchainResolveInput {
+            route_quote_id: card["routeQuoteId"].as_str().unwrap().into(),
+            wallet_address: wallet.into(),
+            wallet_chain_namespace: None,
+            slippage_bps: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(plan.steps[0].chain_id, Some(42161));
+    let token = plan.execution_access_token.clone();
+    let submitted = client
+        .report_execution(
+            &token,
+            &ExecutionReportInput {
+                execution_plan_id: plan.execution_plan_id.clone(),
+                chain_namespace: "eip155".into(),
+                wallet_address: wallet.into(),
+                tx_hash: Some(format!("0x{}", "ab".repeat(32))),
+                signatures: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(submitted.status, ExecutionStatus::Submitted);
+    // The worker moves it on by itself: 3 sandbox blocks of 20 ms.
+    let mut view = submitted;
+    for _ in 0..200 {
+        if view.terminal {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        view = client
+            .execution(&plan.execution_plan_id, &token)
+            .await
+            .unwrap();
+    }
+    assert_eq!(view.status, ExecutionStatus::Done, "{view:?}");
+    assert_eq!(view.outcome, Some(Outcome::Completed));
+    assert_eq!(view.received_token.as_deref(), Some("USDCARB"));
+    assert_eq!(
+        view.received_amount.as_deref(),
+        card["expectedOutputAmount"].as_str()
+    );
+    server.stop().await;
+}

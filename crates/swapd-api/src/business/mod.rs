@@ -13,6 +13,7 @@ use crate::AppState;
 pub mod auth;
 pub mod guards;
 pub mod market;
+pub mod onchain;
 pub mod orders;
 pub mod routes;
 pub mod sandbox;
@@ -48,6 +49,12 @@ pub fn router(state: &AppState) -> Router<AppState> {
             .route(
                 "/api/v3/orders/{orderId}/notifications/email",
                 post(orders::attach_email),
+            )
+            .route("/api/v3/onchain/routes/resolve", post(onchain::resolve))
+            .route("/api/v3/onchain/executions", post(onchain::report))
+            .route(
+                "/api/v3/onchain/executions/{executionPlanId}",
+                get(onchain::status),
             )
             .route(
                 "/api/v3/sandbox/orders/{orderId}/deposit",

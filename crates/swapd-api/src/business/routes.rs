@@ -65,6 +65,14 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
         Some(Permission::NotificationsWrite),
         1,
     ),
+    route(Method::POST, "/api/v3/onchain/routes/resolve", CREATE, 3),
+    route(Method::POST, "/api/v3/onchain/executions", CREATE, 2),
+    route(
+        Method::GET,
+        "/api/v3/onchain/executions/{executionPlanId}",
+        READ,
+        1,
+    ),
     route(
         Method::POST,
         "/api/v3/sandbox/orders/{orderId}/deposit",

@@ -212,6 +212,8 @@ pub struct TestServer {
     pub faults: swapd_providers::sandbox::Faults,
     /// The order lifecycle engine on the same store and clock; tests run its passes.
     pub engine: swapd_worker::OrderEngine,
+    /// The onchain execution tracker on the same store and clock; tests run its passes.
+    pub tracker: swapd_worker::ExecutionTracker,
     /// Sends status e-mails as `.eml` files into `mail_dir`; tests run its passes.
     pub notifier: swapd_worker::Notifier,
     pub mail_dir: std::path::PathBuf,
@@ -351,6 +353,12 @@ impl TestServer {
             },
         );
         let market = Arc::new(market);
+        let tracker = swapd_worker::ExecutionTracker::new(
+            store.clone(),
+            market.clone(),
+            clock.clone(),
+            1_000,
+        );
         let engine = swapd_worker::OrderEngine::new(
             store.clone(),
             Arc::new(swapd_providers::sandbox::SandboxChain::new(
@@ -382,6 +390,9 @@ impl TestServer {
             guards: guards.clone(),
             trusted_proxies: options.trusted_proxies.into(),
             market,
+            access_tokens: swapd_core::onchain::AccessTokens::new(
+                master.derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
+            ),
         };
         let counters = Arc::new(Counters::default());
         let test_routes = Router::new()
@@ -417,6 +428,7 @@ impl TestServer {
             counters,
             faults,
             engine,
+            tracker,
             notifier,
             mail_dir,
             _mail: mail,

@@ -895,6 +895,35 @@ mod tests {
     }
 
     #[test]
+    fn docs_sandbox_md_names_the_contracts_plans_call() {
+        let doc = include_str!("../../../../docs/sandbox.md");
+        for (name, value) in [
+            (
+                "meridian contract",
+                evm_contract("meridian").to_checksum(None),
+            ),
+            (
+                "arcbridge contract",
+                evm_contract("arcbridge").to_checksum(None),
+            ),
+            (
+                "sunfish program",
+                bs58::encode(solana_program("sunfish")).into_string(),
+            ),
+            (
+                "arcbridge program",
+                bs58::encode(solana_program("arcbridge")).into_string(),
+            ),
+            ("native marker", NATIVE_TOKEN.to_checksum(None)),
+        ] {
+            assert!(
+                doc.contains(&format!("`{value}`")),
+                "docs/sandbox.md lacks the {name} `{value}`"
+            );
+        }
+    }
+
+    #[test]
     fn compact_u16_matches_solana() {
         for (value, bytes) in [
             (0usize, vec![0u8]),
