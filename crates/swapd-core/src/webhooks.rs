@@ -8,7 +8,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
 use sha2::Sha256;
+
+use crate::orders::{EventType, OrderEvent};
 
 /// How a signing secret is shown: this prefix and the base64 of its bytes.
 pub const SECRET_PREFIX: &str = "whsec_";
@@ -149,9 +152,588 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     }
 }
 
+/// How long a receiver may take to answer one delivery.
+pub const DELIVERY_TIMEOUT_MS: u64 = 15_000;
+/// How long a worker holds a claimed delivery before another worker may take it over.
+pub const LEASE_MS: i64 = 60_000;
+/// A subscription whose deliveries have failed for this long without one success is disabled.
+pub const DISABLE_AFTER_FAILING_MS: i64 = 5 * 24 * 3600 * 1000;
+/// Default and largest grace of the previous secret after a rotation.
+pub const DEFAULT_ROTATION_GRACE_SECS: i64 = 24 * 3600;
+pub const MAX_ROTATION_GRACE_SECS: i64 = 7 * 24 * 3600;
+/// At most this many events per replay.
+pub const MAX_REPLAY: u32 = 100;
+/// Limits on what a subscriber sends.
+pub const MAX_URL_LEN: usize = 2_048;
+pub const MAX_DESCRIPTION_LEN: usize = 256;
+pub const MAX_SUBSCRIPTIONS_PER_OWNER: usize = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubscriptionStatus {
+    Active,
+    Disabled,
+}
+
+impl SubscriptionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubscriptionStatus::Active => "active",
+            SubscriptionStatus::Disabled => "disabled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "active" => Some(SubscriptionStatus::Active),
+            "disabled" => Some(SubscriptionStatus::Disabled),
+            _ => None,
+        }
+    }
+}
+
+/// A webhook subscription. Secrets are stored sealed under the master key (bound to the
+/// subscription id); the previous secret keeps signing until its grace ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// `whk_…`.
+    pub id: String,
+    pub owner: String,
+    pub url: String,
+    pub events: Vec<EventType>,
+    pub description: Option<String>,
+    pub status: SubscriptionStatus,
+    /// Why it was disabled, when swapd disabled it (410, failing for days).
+    pub disabled_reason: Option<String>,
+    pub secret_sealed: String,
+    pub previous_secret_sealed: Option<String>,
+    pub previous_secret_expires_at_ms: Option<i64>,
+    /// Since when every delivery has failed; `None` after a success.
+    pub failing_since_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub version: i64,
+}
+
+impl Subscription {
+    /// The sealed secrets that sign a delivery at `now_ms`: the current one, then the
+    /// previous one during its grace.
+    pub fn signing_secrets(&self, now_ms: i64) -> Vec<&str> {
+        let mut secrets = vec![self.secret_sealed.as_str()];
+        if self.rotation_open(now_ms)
+            && let Some(previous) = &self.previous_secret_sealed
+        {
+            secrets.push(previous);
+        }
+        secrets
+    }
+
+    /// Whether the previous secret still signs.
+    pub fn rotation_open(&self, now_ms: i64) -> bool {
+        self.previous_secret_sealed.is_some()
+            && self
+                .previous_secret_expires_at_ms
+                .is_some_and(|expires| now_ms < expires)
+    }
+
+    /// The `events` column: every type between commas, so `LIKE '%,type,%'` finds it.
+    pub fn events_column(&self) -> String {
+        let mut column = String::from(",");
+        for event in &self.events {
+            column.push_str(event.as_str());
+            column.push(',');
+        }
+        column
+    }
+}
+
+/// The `LIKE` pattern that finds subscriptions to `event` in the events column.
+pub fn events_pattern(event: EventType) -> String {
+    format!("%,{},%", event.as_str())
+}
+
+/// The body of a delivery, serialized once when the event is written:
+/// `{id, type, createdAt, sequence, data: {order, previousStatus}}` with sorted keys.
+/// `sequence` counts the order's events, so a receiver can drop a stale one.
+pub fn event_payload(event: &OrderEvent) -> Vec<u8> {
+    let mut order = event.data.clone();
+    let previous_status = order
+        .as_object_mut()
+        .and_then(|fields| fields.remove("previousStatus"))
+        .unwrap_or(serde_json::Value::Null);
+    serde_json::to_vec(&serde_json::json!({
+        "id": event.id,
+        "type": event.event_type.as_str(),
+        "createdAt": event.created_at_ms / 1000,
+        "sequence": event.sequence,
+        "data": {"order": order, "previousStatus": previous_status},
+    }))
+    .expect("JSON values serialize")
+}
+
+/// The body of a test delivery (`POST /callbacks/test`): the shape of an event, marked `test`.
+pub fn test_payload(id: &str, event: EventType, now_ms: i64) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "id": id,
+        "type": event.as_str(),
+        "createdAt": now_ms / 1000,
+        "sequence": 0,
+        "test": true,
+        "data": {"order": null, "previousStatus": null},
+    }))
+    .expect("JSON values serialize")
+}
+
+/// Which destinations deliveries may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlPolicy {
+    /// `https` on port 443 to global addresses only.
+    Live,
+    /// Also `http`, any port, and loopback addresses, so a local receiver works.
+    Sandbox,
+}
+
+/// Why a webhook URL is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlProblem {
+    #[error("url: {0}")]
+    Invalid(String),
+    #[error("url: only https is allowed")]
+    Scheme,
+    #[error("url: only port 443 is allowed")]
+    Port,
+    #[error("url: user names and passwords are not allowed in webhook URLs")]
+    Credentials,
+    #[error("url: {0} is not a public address")]
+    Host(String),
+    #[error("url: {0} does not resolve")]
+    Unresolvable(String),
+}
+
+/// A checked destination: where to connect before the addresses are resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    pub url: url::Url,
+    /// The host name (or literal address) as written.
+    pub host: String,
+    pub port: u16,
+    /// Set when the host is a literal address (no resolution).
+    pub literal: Option<IpAddr>,
+}
+
+/// Checks the shape of a webhook URL under `policy`, parsed as browsers do (WHATWG: `127.1`,
+/// `2130706433` and `0177.0.0.1` are IPv4 literals). Addresses are checked after resolution
+/// with [`address_allowed`].
+pub fn check_url(text: &str, policy: UrlPolicy) -> Result<Destination, UrlProblem> {
+    if text.len() > MAX_URL_LEN {
+        return Err(UrlProblem::Invalid(format!(
+            "at most {MAX_URL_LEN} characters"
+        )));
+    }
+    let url = url::Url::parse(text).map_err(|e| UrlProblem::Invalid(e.to_string()))?;
+    match (url.scheme(), policy) {
+        ("https", _) | ("http", UrlPolicy::Sandbox) => {}
+        _ => return Err(UrlProblem::Scheme),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(UrlProblem::Credentials);
+    }
+    if url.fragment().is_some() {
+        return Err(UrlProblem::Invalid("fragments are not allowed".into()));
+    }
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| UrlProblem::Invalid("no port".into()))?;
+    if policy == UrlPolicy::Live && port != 443 {
+        return Err(UrlProblem::Port);
+    }
+    let (host, literal) = match url.host() {
+        Some(url::Host::Domain(name)) => (name.to_owned(), None),
+        Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
+        Some(url::Host::Ipv6(ip)) => (ip.to_string(), Some(IpAddr::V6(ip))),
+        None => return Err(UrlProblem::Invalid("no host".into())),
+    };
+    if let Some(ip) = literal
+        && !address_allowed(ip, policy)
+    {
+        return Err(UrlProblem::Host(ip.to_string()));
+    }
+    Ok(Destination {
+        url,
+        host,
+        port,
+        literal,
+    })
+}
+
+/// Whether a delivery may connect to `ip` under `policy`.
+pub fn address_allowed(ip: IpAddr, policy: UrlPolicy) -> bool {
+    is_deliverable(ip) || (policy == UrlPolicy::Sandbox && is_loopback(ip))
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// What one delivery attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// A 2xx answer.
+    Delivered { status: u16 },
+    /// 410 Gone: the receiver wants no more deliveries.
+    Gone,
+    /// Anything else: another status (3xx included: redirects are not followed), a timeout, a
+    /// connection failure, or a destination the policy blocks.
+    Failed {
+        status: Option<u16>,
+        error: String,
+        retry_after_secs: Option<i64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryStatus {
+    Pending,
+    Succeeded,
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Succeeded => "succeeded",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "pending" => Some(DeliveryStatus::Pending),
+            "succeeded" => Some(DeliveryStatus::Succeeded),
+            "failed" => Some(DeliveryStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// A delivery claimed by a worker, with what an attempt needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedDelivery {
+    pub delivery_id: String,
+    pub lease_token: String,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    pub event_id: String,
+    /// The stored payload bytes.
+    pub payload: Vec<u8>,
+    pub subscription: Subscription,
+}
+
+/// One attempt's result, to record with the lease that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub delivery_id: String,
+    pub lease_token: String,
+    pub subscription_id: String,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub started_at_ms: i64,
+    pub finished_at_ms: i64,
+    pub status_code: Option<u16>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    pub after: AfterAttempt,
+}
+
+/// A delivery as its subscriber sees it in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: String,
+    pub subscription_id: String,
+    pub event_id: String,
+    /// `event` (from the outbox) or `replay`.
+    pub kind: String,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    pub next_attempt_at_ms: Option<i64>,
+    pub last_status_code: Option<u16>,
+    pub last_error: Option<String>,
+    pub last_latency_ms: Option<i64>,
+    pub created_at_ms: i64,
+    pub log: Vec<Attempt>,
+}
+
+/// One attempt in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub attempt: u32,
+    pub started_at_ms: i64,
+    pub status_code: Option<u16>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    pub next_attempt_at_ms: Option<i64>,
+}
+
+/// Which past events a replay sends again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplaySelection {
+    Event(String),
+    /// Events created in `[since_ms, until_ms)`, oldest first, of the types the subscription
+    /// receives.
+    Window {
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    },
+}
+
+/// A delivery to queue for a replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedDelivery {
+    pub id: String,
+    pub subscription_id: String,
+    pub event_id: String,
+    pub owner: String,
+    pub created_at_ms: i64,
+}
+
+/// What follows an attempt: the delivery's new state, and whether the subscription must be
+/// disabled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AfterAttempt {
+    pub status: DeliveryStatus,
+    /// When to try again (`Pending` only).
+    pub next_attempt_at_ms: Option<i64>,
+    pub disable_subscription: Option<String>,
+}
+
+/// Decides what follows attempt number `attempt` (1 for the first) that came to `outcome` at
+/// `now_ms`. `failing_since_ms`: since when the subscription's deliveries have failed, if they
+/// have. `jitter` in [-1, 1] spreads the retry.
+pub fn after_attempt(
+    attempt: usize,
+    outcome: &AttemptOutcome,
+    now_ms: i64,
+    failing_since_ms: Option<i64>,
+    jitter: f64,
+) -> AfterAttempt {
+    match outcome {
+        AttemptOutcome::Delivered { .. } => AfterAttempt {
+            status: DeliveryStatus::Succeeded,
+            next_attempt_at_ms: None,
+            disable_subscription: None,
+        },
+        AttemptOutcome::Gone => AfterAttempt {
+            status: DeliveryStatus::Failed,
+            next_attempt_at_ms: None,
+            disable_subscription: Some("the receiver answered 410 Gone".into()),
+        },
+        AttemptOutcome::Failed {
+            retry_after_secs, ..
+        } => {
+            let failing_for = now_ms - failing_since_ms.unwrap_or(now_ms);
+            if failing_for >= DISABLE_AFTER_FAILING_MS {
+                return AfterAttempt {
+                    status: DeliveryStatus::Failed,
+                    next_attempt_at_ms: None,
+                    disable_subscription: Some("every delivery has failed for 5 days".into()),
+                };
+            }
+            match next_attempt_delay_ms(attempt, jitter, *retry_after_secs) {
+                Some(delay) => AfterAttempt {
+                    status: DeliveryStatus::Pending,
+                    next_attempt_at_ms: Some(now_ms + delay),
+                    disable_subscription: None,
+                },
+                None => AfterAttempt {
+                    status: DeliveryStatus::Failed,
+                    next_attempt_at_ms: None,
+                    disable_subscription: None,
+                },
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(sequence: i64) -> OrderEvent {
+        OrderEvent {
+            id: "evt_00000000000000000000000000000001".into(),
+            order_id: "ord_1".into(),
+            owner: "key:a".into(),
+            sequence,
+            event_type: EventType::Completed,
+            data: serde_json::json!({"orderId": "ord_1", "status": "completed", "previousStatus": "withdrawing"}),
+            created_at_ms: 1_800_000_000_123,
+            notify_email: None,
+        }
+    }
+
+    #[test]
+    fn payloads_are_stable_bytes_with_sorted_keys() {
+        let payload = event_payload(&event(7));
+        assert_eq!(
+            std::str::from_utf8(&payload).unwrap(),
+            r#"{"createdAt":1800000000,"data":{"order":{"orderId":"ord_1","status":"completed"},"previousStatus":"withdrawing"},"id":"evt_00000000000000000000000000000001","sequence":7,"type":"order.completed"}"#
+        );
+        assert_eq!(payload, event_payload(&event(7)));
+        let test = test_payload("evt_t", EventType::Updated, 1_800_000_000_000);
+        let test: serde_json::Value = serde_json::from_slice(&test).unwrap();
+        assert_eq!(test["test"], true);
+        assert_eq!(test["type"], "order.updated");
+    }
+
+    #[test]
+    fn urls_are_parsed_as_browsers_do_and_checked_per_policy() {
+        use UrlPolicy::{Live, Sandbox};
+        let ok = check_url("https://hooks.example.com/swapd?x=1", Live).unwrap();
+        assert_eq!(
+            (ok.host.as_str(), ok.port, ok.literal),
+            ("hooks.example.com", 443, None)
+        );
+        assert_eq!(
+            check_url("http://hooks.example.com/", Live),
+            Err(UrlProblem::Scheme)
+        );
+        assert_eq!(
+            check_url("ftp://hooks.example.com/", Sandbox),
+            Err(UrlProblem::Scheme)
+        );
+        assert_eq!(
+            check_url("https://example.com:22/", Live),
+            Err(UrlProblem::Port)
+        );
+        assert!(check_url("https://example.com:8443/", Sandbox).is_ok());
+        assert_eq!(
+            check_url("https://user:pass@example.com/", Live),
+            Err(UrlProblem::Credentials)
+        );
+        assert!(matches!(
+            check_url("not a url", Live),
+            Err(UrlProblem::Invalid(_))
+        ));
+        assert!(matches!(
+            check_url(&format!("https://example.com/{}", "a".repeat(2_100)), Live),
+            Err(UrlProblem::Invalid(_))
+        ));
+        for blocked in [
+            "https://127.0.0.1/",
+            "https://[::1]/",
+            "https://0.0.0.0/",
+            "https://[::ffff:127.0.0.1]/",
+            "https://[::ffff:7f00:1]/",
+            "https://169.254.169.254/latest/meta-data/",
+            "https://[::ffff:a9fe:a9fe]/",
+            "https://[64:ff9b::a9fe:a9fe]/",
+            "https://[2002:7f00:1::]/",
+            "https://10.0.0.1/",
+            "https://100.64.0.1/",
+            "https://[fd00::1]/",
+            "https://2130706433/",
+            "https://0177.0.0.1/",
+            "https://127.1/",
+        ] {
+            assert!(
+                matches!(check_url(blocked, Live), Err(UrlProblem::Host(_))),
+                "{blocked} must be refused in live mode"
+            );
+        }
+        // Sandbox reaches loopback (a local receiver), and nothing else private.
+        assert!(check_url("http://127.0.0.1:9000/hook", Sandbox).is_ok());
+        assert!(check_url("http://[::1]:9000/hook", Sandbox).is_ok());
+        assert!(matches!(
+            check_url("http://169.254.169.254/", Sandbox),
+            Err(UrlProblem::Host(_))
+        ));
+        assert!(matches!(
+            check_url("http://10.0.0.1/", Sandbox),
+            Err(UrlProblem::Host(_))
+        ));
+    }
+
+    #[test]
+    fn attempts_retry_on_schedule_stop_on_410_and_disable_after_days_of_failure() {
+        let failed = |retry_after| AttemptOutcome::Failed {
+            status: Some(500),
+            error: "500".into(),
+            retry_after_secs: retry_after,
+        };
+        let now = 1_000_000_000;
+        let first = after_attempt(1, &failed(None), now, None, 0.0);
+        assert_eq!(first.status, DeliveryStatus::Pending);
+        assert_eq!(first.next_attempt_at_ms, Some(now + 5_000));
+        assert_eq!(first.disable_subscription, None);
+        let asked = after_attempt(1, &failed(Some(60)), now, None, 0.0);
+        assert_eq!(asked.next_attempt_at_ms, Some(now + 60_000));
+        let last = after_attempt(10, &failed(None), now, Some(now - 1_000), 0.0);
+        assert_eq!(
+            (last.status, last.next_attempt_at_ms),
+            (DeliveryStatus::Failed, None)
+        );
+        let days = after_attempt(
+            3,
+            &failed(None),
+            now,
+            Some(now - DISABLE_AFTER_FAILING_MS),
+            0.0,
+        );
+        assert_eq!(days.status, DeliveryStatus::Failed);
+        assert!(days.disable_subscription.is_some());
+        let gone = after_attempt(1, &AttemptOutcome::Gone, now, None, 0.0);
+        assert_eq!(gone.status, DeliveryStatus::Failed);
+        assert!(gone.disable_subscription.unwrap().contains("410"));
+        let ok = after_attempt(
+            4,
+            &AttemptOutcome::Delivered { status: 204 },
+            now,
+            Some(0),
+            0.0,
+        );
+        assert_eq!(ok.status, DeliveryStatus::Succeeded);
+    }
+
+    #[test]
+    fn previous_secrets_sign_only_during_their_grace() {
+        let mut subscription = Subscription {
+            id: "whk_1".into(),
+            owner: "key:a".into(),
+            url: "https://example.com/".into(),
+            events: vec![EventType::Created, EventType::AwaitingDeposit],
+            description: None,
+            status: SubscriptionStatus::Active,
+            disabled_reason: None,
+            secret_sealed: "new".into(),
+            previous_secret_sealed: Some("old".into()),
+            previous_secret_expires_at_ms: Some(100),
+            failing_since_ms: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 1,
+        };
+        assert_eq!(subscription.signing_secrets(99), ["new", "old"]);
+        assert_eq!(subscription.signing_secrets(100), ["new"]);
+        assert_eq!(
+            subscription.events_column(),
+            ",order.created,order.awaiting_deposit,"
+        );
+        assert!(
+            subscription
+                .events_column()
+                .contains(&events_pattern(EventType::Created).replace('%', ""))
+        );
+        subscription.previous_secret_sealed = None;
+        assert!(!subscription.rotation_open(0));
+    }
 
     #[test]
     fn secrets_round_trip() {

@@ -8,14 +8,21 @@ use swapd_core::api_keys::{ApiKey, RateLimits};
 use swapd_core::idempotency::{self, Begin, StoredResponse};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
 use swapd_core::onchain::ExecutionPlan;
+use swapd_core::orders::EventType;
 use swapd_core::orders::{Order, OrderEvent};
 use swapd_core::rate_limit::{self, RateDecision, RateState};
 use swapd_core::store::{IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer};
+use swapd_core::webhooks::{
+    Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
+    ReplaySelection, Subscription,
+};
 
-use crate::rows::{ApiKeyRow, IdempotencyRow, RateRow, api_key_columns};
+use crate::rows::{
+    ApiKeyRow, IdempotencyRow, RateRow, SubscriptionRow, api_key_columns, subscription_columns,
+};
 use crate::shared::{
-    EventRow, decode_json, encode_json, event_columns, event_from_row, finish_idempotent_in,
-    insert_events_in, redeem_in, store_impl, transfer_from_row,
+    DeliveryRow, EventRow, PayloadRow, decode_json, encode_json, event_columns, event_from_row,
+    finish_idempotent_in, insert_events_in, redeem_in, store_impl, transfer_from_row,
 };
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 
@@ -55,4 +62,10 @@ impl PgStore {
     }
 }
 
-store_impl!(PgStore, "postgres", lock = " FOR UPDATE", {});
+store_impl!(
+    PgStore,
+    "postgres",
+    lock = " FOR UPDATE",
+    skip_locked = " FOR UPDATE SKIP LOCKED",
+    {}
+);

@@ -144,3 +144,61 @@ impl IdempotencyRow {
         })
     }
 }
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct SubscriptionRow {
+    pub id: String,
+    pub owner: String,
+    pub url: String,
+    pub events: String,
+    pub description: Option<String>,
+    pub status: String,
+    pub disabled_reason: Option<String>,
+    pub secret_sealed: String,
+    pub previous_secret_sealed: Option<String>,
+    pub previous_secret_expires_at: Option<i64>,
+    pub failing_since: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub version: i64,
+}
+
+/// The `webhook_subscriptions` columns in [`SubscriptionRow`] order.
+macro_rules! subscription_columns {
+    () => {
+        "id, owner, url, events, description, status, disabled_reason, secret_sealed, \
+         previous_secret_sealed, previous_secret_expires_at, failing_since, created_at, \
+         updated_at, version"
+    };
+}
+pub(crate) use subscription_columns;
+
+impl SubscriptionRow {
+    pub fn into_domain(self) -> Result<swapd_core::webhooks::Subscription, StoreError> {
+        use swapd_core::orders::EventType;
+        use swapd_core::webhooks::{Subscription, SubscriptionStatus};
+        let corrupt =
+            |what: String| StoreError::Corrupt(format!("subscription {}: {what}", self.id));
+        let events = split(&self.events, ',')
+            .map(|name| EventType::parse(name).ok_or_else(|| corrupt(format!("event {name}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let status = SubscriptionStatus::parse(&self.status)
+            .ok_or_else(|| corrupt(format!("status {}", self.status)))?;
+        Ok(Subscription {
+            id: self.id,
+            owner: self.owner,
+            url: self.url,
+            events,
+            description: self.description,
+            status,
+            disabled_reason: self.disabled_reason,
+            secret_sealed: self.secret_sealed,
+            previous_secret_sealed: self.previous_secret_sealed,
+            previous_secret_expires_at_ms: self.previous_secret_expires_at,
+            failing_since_ms: self.failing_since,
+            created_at_ms: self.created_at,
+            updated_at_ms: self.updated_at,
+            version: self.version,
+        })
+    }
+}

@@ -57,6 +57,12 @@ error_codes! {
     InvalidSiwxPayload => "invalid_siwx_payload", 400;
     BodyNotAllowed => "body_not_allowed", 400;
     DuplicateParameter => "duplicate_parameter", 400;
+    WebhookUrlInvalid => "webhook_url_invalid", 400;
+    WebhookUrlSchemeNotAllowed => "webhook_url_scheme_not_allowed", 400;
+    WebhookUrlPortNotAllowed => "webhook_url_port_not_allowed", 400;
+    WebhookUrlCredentialsNotAllowed => "webhook_url_credentials_not_allowed", 400;
+    WebhookUrlHostNotAllowed => "webhook_url_host_not_allowed", 400;
+    WebhookUrlUnresolvable => "webhook_url_unresolvable", 400;
     AuthHeaderMissing => "auth_header_missing", 401;
     AuthHeaderDuplicated => "auth_header_duplicated", 401;
     ApiKeyInvalid => "api_key_invalid", 401;
