@@ -37,4 +37,8 @@ pub struct AppState {
     pub market: Arc<swapd_providers::Market>,
     /// Signs and checks onchain execution access tokens.
     pub access_tokens: swapd_core::onchain::AccessTokens,
+    /// Seals webhook signing secrets.
+    pub master_key: swapd_core::secrets::MasterKey,
+    /// Checks webhook URLs and sends test deliveries, under the mode's URL policy.
+    pub webhooks: swapd_delivery::Sender,
 }

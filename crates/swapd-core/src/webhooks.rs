@@ -341,12 +341,6 @@ pub fn check_url(text: &str, policy: UrlPolicy) -> Result<Destination, UrlProble
     if url.fragment().is_some() {
         return Err(UrlProblem::Invalid("fragments are not allowed".into()));
     }
-    let port = url
-        .port_or_known_default()
-        .ok_or_else(|| UrlProblem::Invalid("no port".into()))?;
-    if policy == UrlPolicy::Live && port != 443 {
-        return Err(UrlProblem::Port);
-    }
     let (host, literal) = match url.host() {
         Some(url::Host::Domain(name)) => (name.to_owned(), None),
         Some(url::Host::Ipv4(ip)) => (ip.to_string(), Some(IpAddr::V4(ip))),
@@ -357,6 +351,12 @@ pub fn check_url(text: &str, policy: UrlPolicy) -> Result<Destination, UrlProble
         && !address_allowed(ip, policy)
     {
         return Err(UrlProblem::Host(ip.to_string()));
+    }
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| UrlProblem::Invalid("no port".into()))?;
+    if policy == UrlPolicy::Live && port != 443 {
+        return Err(UrlProblem::Port);
     }
     Ok(Destination {
         url,

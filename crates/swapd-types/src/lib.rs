@@ -11,6 +11,7 @@ pub mod onchain;
 pub mod orders;
 mod permission;
 pub mod signing;
+pub mod webhooks;
 
 pub use envelope::{ErrorBody, ErrorEnvelope, FieldProblem, Success};
 pub use error_code::ErrorCode;

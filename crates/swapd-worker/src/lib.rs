@@ -5,6 +5,7 @@
 mod executions;
 pub mod mail;
 mod orders;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use std::time::Duration;
 pub use executions::ExecutionTracker;
 pub use mail::{FileMailer, Notifier, SmtpMailer};
 pub use orders::OrderEngine;
+pub use webhooks::{DispatchLimits, WebhookDispatcher};
 
 use swapd_core::{Clock, Store};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +28,7 @@ pub struct Worker {
     orders: Option<OrderEngine>,
     notifier: Option<Notifier>,
     executions: Option<ExecutionTracker>,
+    webhooks: Option<(WebhookDispatcher, Duration)>,
 }
 
 impl Worker {
@@ -37,6 +40,7 @@ impl Worker {
             orders: None,
             notifier: None,
             executions: None,
+            webhooks: None,
         }
     }
 
@@ -58,13 +62,40 @@ impl Worker {
         self
     }
 
+    /// Also delivers webhooks, one pass per `interval`.
+    pub fn with_webhooks(mut self, dispatcher: WebhookDispatcher, interval: Duration) -> Self {
+        self.webhooks = Some((dispatcher, interval));
+        self
+    }
+
     pub fn with_janitor_interval(mut self, interval: Duration) -> Self {
         self.janitor_interval = interval;
         self
     }
 
-    /// Runs every job until `shutdown` is cancelled.
+    /// Runs every job until `shutdown` is cancelled. Webhook deliveries run in a loop of their
+    /// own, so a slow receiver never holds up the order lifecycle.
     pub async fn run(self, shutdown: CancellationToken) {
+        tokio::join!(self.run_jobs(shutdown.clone()), self.run_webhooks(shutdown));
+    }
+
+    async fn run_webhooks(&self, shutdown: CancellationToken) {
+        let Some((dispatcher, interval)) = &self.webhooks else {
+            return;
+        };
+        let mut tick = tokio::time::interval(*interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    dispatcher.run_due().await;
+                }
+            }
+        }
+    }
+
+    async fn run_jobs(&self, shutdown: CancellationToken) {
         tracing::info!("worker started");
         let mut tick = tokio::time::interval(self.janitor_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -76,10 +107,12 @@ impl Worker {
             });
         let mut order_tick = tokio::time::interval(order_interval);
         order_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 _ = tick.tick() => self.sweep_expired().await,
+
                 _ = order_tick.tick(), if self.orders.is_some() || self.notifier.is_some() || self.executions.is_some() => {
                     if let Some(engine) = &self.orders {
                         engine.run_due().await;

@@ -167,10 +167,24 @@ impl App {
                 clock.clone(),
                 config.orders.poll_interval_ms,
             );
+            let dispatcher = swapd_worker::WebhookDispatcher::new(
+                store.clone(),
+                clock.clone(),
+                master_key.clone(),
+                webhook_sender(&config),
+                swapd_worker::DispatchLimits {
+                    batch: config.webhooks.batch,
+                    concurrency: config.webhooks.concurrency,
+                },
+            );
             let worker = swapd_worker::Worker::new(store.clone(), clock.clone())
                 .with_orders(engine)
                 .with_notifier(notifier)
-                .with_executions(tracker);
+                .with_executions(tracker)
+                .with_webhooks(
+                    dispatcher,
+                    Duration::from_millis(config.webhooks.poll_interval_ms),
+                );
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
@@ -184,7 +198,7 @@ impl App {
                 Guards::new(
                     store.clone(),
                     clock.clone(),
-                    master_key,
+                    master_key.clone(),
                     sharing,
                     marker.found_unclean,
                 )
@@ -200,6 +214,8 @@ impl App {
                 trusted_proxies: config.security.trusted_proxies.clone().into(),
                 market,
                 access_tokens,
+                master_key,
+                webhooks: webhook_sender(&config),
             };
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
@@ -216,6 +232,16 @@ impl App {
         }
         Ok(())
     }
+}
+
+/// Webhook deliveries under the mode's URL policy: live reaches public https endpoints only;
+/// sandbox also reaches loopback, so a local receiver works.
+fn webhook_sender(config: &Config) -> swapd_delivery::Sender {
+    let policy = match config.mode {
+        swapd_core::Mode::Live => swapd_core::webhooks::UrlPolicy::Live,
+        swapd_core::Mode::Sandbox => swapd_core::webhooks::UrlPolicy::Sandbox,
+    };
+    swapd_delivery::Sender::new(policy, Duration::from_millis(config.webhooks.timeout_ms))
 }
 
 /// SMTP when a server is configured (required in live mode), else `.eml` files under

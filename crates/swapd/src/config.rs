@@ -39,6 +39,19 @@ pub struct Config {
     pub providers: ProvidersConfig,
     pub orders: OrdersConfig,
     pub mail: MailConfig,
+    pub webhooks: WebhooksConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhooksConfig {
+    /// How often the dispatcher looks for due deliveries, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// How long a receiver may take to answer, in milliseconds (success is a 2xx within it).
+    pub timeout_ms: u64,
+    /// Deliveries claimed per pass, and sent at once.
+    pub batch: u32,
+    pub concurrency: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -172,13 +185,19 @@ impl Default for Config {
                 smtp_url: String::new(),
                 from: "swapd <noreply@localhost>".into(),
             },
+            webhooks: WebhooksConfig {
+                poll_interval_ms: 100,
+                timeout_ms: swapd_core::webhooks::DELIVERY_TIMEOUT_MS,
+                batch: 64,
+                concurrency: 16,
+            },
         }
     }
 }
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 13] = [
+const ENV_KEYS: [&str; 14] = [
     "mode",
     "listen",
     "data_dir",
@@ -192,6 +211,7 @@ const ENV_KEYS: [&str; 13] = [
     "providers",
     "orders",
     "mail",
+    "webhooks",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -370,6 +390,33 @@ impl Config {
                 "orders.emergency_window_secs",
                 "must be from 1 second to 30 days".into(),
             ));
+        }
+        let webhooks = &self.webhooks;
+        for (name, ok, problem) in [
+            (
+                "webhooks.poll_interval_ms",
+                (10..=60_000).contains(&webhooks.poll_interval_ms),
+                "must be from 10 to 60000 milliseconds",
+            ),
+            (
+                "webhooks.timeout_ms",
+                (100..=30_000).contains(&webhooks.timeout_ms),
+                "must be from 100 to 30000 milliseconds",
+            ),
+            (
+                "webhooks.batch",
+                (1..=1_000).contains(&webhooks.batch),
+                "must be from 1 to 1000",
+            ),
+            (
+                "webhooks.concurrency",
+                (1..=256).contains(&webhooks.concurrency),
+                "must be from 1 to 256",
+            ),
+        ] {
+            if !ok {
+                return Err(setting(name, problem.into()));
+            }
         }
         if !(1..=3_600_000).contains(&self.providers.sandbox_block_ms) {
             return Err(setting(

@@ -2,7 +2,7 @@
 //! behind [`crate::idempotency::idempotent`].
 
 use axum::extract::State;
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Extension, Json, Router, middleware};
 use serde::Serialize;
 use swapd_types::{Permission, Success};
@@ -17,6 +17,7 @@ pub mod onchain;
 pub mod orders;
 pub mod routes;
 pub mod sandbox;
+pub mod webhooks;
 
 pub use auth::{BusinessPrincipal, Gate};
 pub use routes::{BUSINESS_ROUTES, RouteInfo, RouteSpec};
@@ -56,6 +57,24 @@ pub fn router(state: &AppState) -> Router<AppState> {
                 "/api/v3/onchain/executions/{executionPlanId}",
                 get(onchain::status),
             )
+            .route(
+                "/api/v3/webhooks",
+                get(webhooks::list).post(webhooks::create),
+            )
+            .route("/api/v3/webhooks/{webhookId}", patch(webhooks::update))
+            .route(
+                "/api/v3/webhooks/{webhookId}/rotate-secret",
+                post(webhooks::rotate),
+            )
+            .route(
+                "/api/v3/webhooks/{webhookId}/replay",
+                post(webhooks::replay),
+            )
+            .route(
+                "/api/v3/webhooks/{webhookId}/deliveries",
+                get(webhooks::deliveries),
+            )
+            .route("/api/v3/callbacks/test", post(webhooks::test_callback))
             .route(
                 "/api/v3/sandbox/orders/{orderId}/deposit",
                 post(sandbox::deposit),
@@ -130,4 +149,19 @@ pub(crate) async fn readiness(
         permissions: principal.permissions,
         routes: BUSINESS_ROUTES.iter().map(RouteInfo::from).collect(),
     }))
+}
+
+/// A JSON answer from bytes already serialized (and, for committed writes, already stored as
+/// the idempotent response).
+pub(crate) fn json_response(
+    status: axum::http::StatusCode,
+    body: Vec<u8>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }

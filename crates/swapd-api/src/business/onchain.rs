@@ -26,6 +26,7 @@ use swapd_types::onchain::{
 };
 use swapd_types::{ErrorCode, Success};
 
+use super::json_response;
 use super::market::invalid;
 use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
 use crate::{ApiError, ApiJson, AppState};
@@ -293,15 +294,6 @@ fn plan_view(state: &AppState, plan: &ExecutionPlan) -> ExecutionPlanView {
 
 fn plan_response(state: &AppState, plan: &ExecutionPlan) -> Response {
     Json(Success::new(plan_view(state, plan))).into_response()
-}
-
-fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    (
-        status,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
 }
 
 /// Reports what the wallet did with a plan.

@@ -36,6 +36,8 @@ const PRICES: Option<Permission> = Some(Permission::PricesRead);
 const CREATE: Option<Permission> = Some(Permission::OrdersCreate);
 const READ: Option<Permission> = Some(Permission::OrdersRead);
 const UPDATE: Option<Permission> = Some(Permission::OrdersUpdate);
+const HOOKS_READ: Option<Permission> = Some(Permission::WebhooksRead);
+const HOOKS_WRITE: Option<Permission> = Some(Permission::WebhooksWrite);
 
 /// Route discovery asks every provider, so it weighs more than a catalog read.
 pub static BUSINESS_ROUTES: &[RouteSpec] = &[
@@ -73,6 +75,33 @@ pub static BUSINESS_ROUTES: &[RouteSpec] = &[
         READ,
         1,
     ),
+    route(Method::GET, "/api/v3/webhooks", HOOKS_READ, 1),
+    route(Method::POST, "/api/v3/webhooks", HOOKS_WRITE, 2),
+    route(
+        Method::PATCH,
+        "/api/v3/webhooks/{webhookId}",
+        HOOKS_WRITE,
+        2,
+    ),
+    route(
+        Method::POST,
+        "/api/v3/webhooks/{webhookId}/rotate-secret",
+        HOOKS_WRITE,
+        2,
+    ),
+    route(
+        Method::POST,
+        "/api/v3/webhooks/{webhookId}/replay",
+        HOOKS_WRITE,
+        5,
+    ),
+    route(
+        Method::GET,
+        "/api/v3/webhooks/{webhookId}/deliveries",
+        HOOKS_READ,
+        1,
+    ),
+    route(Method::POST, "/api/v3/callbacks/test", HOOKS_WRITE, 5),
     route(
         Method::POST,
         "/api/v3/sandbox/orders/{orderId}/deposit",

@@ -185,7 +185,12 @@ pub struct Options {
     pub after_unclean_stop: bool,
     /// Per-provider deadline of the aggregator.
     pub provider_deadline: std::time::Duration,
+    /// Which webhook destinations are allowed (live: public https only).
+    pub url_policy: swapd_core::webhooks::UrlPolicy,
 }
+
+/// A receiver's time to answer in tests (15 s in production).
+pub const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Default for Options {
     fn default() -> Self {
@@ -198,6 +203,7 @@ impl Default for Options {
             master: None,
             after_unclean_stop: false,
             provider_deadline: std::time::Duration::from_millis(1_500),
+            url_policy: swapd_core::webhooks::UrlPolicy::Sandbox,
         }
     }
 }
@@ -214,6 +220,8 @@ pub struct TestServer {
     pub engine: swapd_worker::OrderEngine,
     /// The onchain execution tracker on the same store and clock; tests run its passes.
     pub tracker: swapd_worker::ExecutionTracker,
+    /// The webhook dispatcher on the same store and clock; tests run its passes.
+    pub dispatcher: swapd_worker::WebhookDispatcher,
     /// Sends status e-mails as `.eml` files into `mail_dir`; tests run its passes.
     pub notifier: swapd_worker::Notifier,
     pub mail_dir: std::path::PathBuf,
@@ -359,6 +367,13 @@ impl TestServer {
             clock.clone(),
             1_000,
         );
+        let dispatcher = swapd_worker::WebhookDispatcher::new(
+            store.clone(),
+            clock.clone(),
+            master.clone(),
+            swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT),
+            swapd_worker::DispatchLimits::default(),
+        );
         let engine = swapd_worker::OrderEngine::new(
             store.clone(),
             Arc::new(swapd_providers::sandbox::SandboxChain::new(
@@ -393,6 +408,8 @@ impl TestServer {
             access_tokens: swapd_core::onchain::AccessTokens::new(
                 master.derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
             ),
+            master_key: master.clone(),
+            webhooks: swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT),
         };
         let counters = Arc::new(Counters::default());
         let test_routes = Router::new()
@@ -429,6 +446,7 @@ impl TestServer {
             faults,
             engine,
             tracker,
+            dispatcher,
             notifier,
             mail_dir,
             _mail: mail,

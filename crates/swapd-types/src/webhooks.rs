@@ -1,0 +1,211 @@
+//! Wire shapes of webhook subscriptions, replays, test callbacks and the delivery log
+//! (DESIGN.md §7). Times are Unix seconds.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `POST /webhooks`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookInput {
+    /// Where deliveries go. Live: `https` on port 443 to a public address.
+    pub url: String,
+    /// Event types to receive (`order.created`, … `order.failed`), at least one.
+    pub events: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `PATCH /webhooks/{webhookId}`: every field optional; `description: null` clears it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookPatch {
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default, with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<Option<String>>,
+    #[serde(default)]
+    pub events: Option<Vec<String>>,
+    /// `active` or `disabled`. Enabling a subscription swapd disabled clears the reason.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// Tells a missing field (`None`) from an explicit `null` (`Some(None)`).
+mod double_option {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        value: &Option<Option<String>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        value.as_ref().map(Option::as_ref).serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Option<String>>, D::Error> {
+        Option::<String>::deserialize(deserializer).map(Some)
+    }
+}
+
+/// A subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    /// `whk_…`.
+    pub webhook_id: String,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: Option<String>,
+    /// `active` or `disabled`.
+    pub status: String,
+    /// Why swapd disabled it (a 410 answer, failing for 5 days), when it did.
+    pub disabled_reason: Option<String>,
+    /// Until when the previous secret also signs (after a rotation), if it does.
+    pub previous_secret_expires_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A new subscription, with its signing secret (shown only here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookCreated {
+    #[serde(flatten)]
+    pub webhook: Webhook,
+    /// `whsec_…`: verify deliveries with it (Standard Webhooks). Shown once.
+    pub secret: String,
+}
+
+/// `GET /webhooks`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookList {
+    pub webhooks: Vec<Webhook>,
+    pub count: usize,
+}
+
+/// `POST /webhooks/{webhookId}/rotate-secret`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RotateInput {
+    /// How long the current secret keeps signing beside the new one, in seconds (0 to 604800,
+    /// default 86400). 0 retires it at once (after a leak).
+    #[serde(default)]
+    pub previous_secret_expires_in: Option<i64>,
+    /// Rotate although the previous rotation's grace is still running (its old secret then
+    /// stops signing at once).
+    #[serde(default)]
+    pub force: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Rotated {
+    pub webhook_id: String,
+    /// The new `whsec_…` secret. Shown once.
+    pub secret: String,
+    /// Until when the previous secret also signs; `null` when it stopped at once.
+    pub previous_secret_expires_at: Option<i64>,
+}
+
+/// `POST /webhooks/{webhookId}/replay`: `eventId`, or a `since`/`until` window (Unix seconds;
+/// `until` defaults to now) with `limit` (1 to 100, default 100).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplayInput {
+    #[serde(default)]
+    pub event_id: Option<String>,
+    #[serde(default)]
+    pub since: Option<i64>,
+    #[serde(default)]
+    pub until: Option<i64>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedReplay {
+    pub delivery_id: String,
+    pub event_id: String,
+    pub event_type: String,
+}
+
+/// What a replay queued (202).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayQueued {
+    pub webhook_id: String,
+    pub queued: usize,
+    pub deliveries: Vec<QueuedReplay>,
+}
+
+/// `POST /callbacks/test`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestCallbackInput {
+    pub webhook_id: String,
+    /// The type the test event carries; default `order.updated`.
+    #[serde(default)]
+    pub event_type: Option<String>,
+}
+
+/// The outcome of one signed test delivery: only its status code and latency (and swapd's own
+/// reason when it failed), never what the receiver answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TestCallbackResult {
+    pub webhook_id: String,
+    /// The test event's id (`webhook-id`).
+    pub event_id: String,
+    /// `true` for a 2xx answer within the timeout.
+    pub delivered: bool,
+    pub status_code: Option<u16>,
+    pub latency_ms: i64,
+    /// `timeout`, `connection_failed`, `destination_blocked`, `http_status` when not delivered.
+    pub failure: Option<String>,
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryAttempt {
+    pub attempt: u32,
+    pub started_at: i64,
+    pub status_code: Option<u16>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    /// When the next attempt was scheduled after this one.
+    pub next_attempt_at: Option<i64>,
+}
+
+/// One delivery of an event to a subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookDelivery {
+    pub delivery_id: String,
+    pub event_id: String,
+    /// `event` (from the order's outbox) or `replay`.
+    pub kind: String,
+    /// `pending`, `succeeded` or `failed`.
+    pub status: String,
+    pub attempts: u32,
+    pub next_attempt_at: Option<i64>,
+    pub last_status_code: Option<u16>,
+    pub last_error: Option<String>,
+    pub last_latency_ms: Option<i64>,
+    pub created_at: i64,
+    pub log: Vec<DeliveryAttempt>,
+}
+
+/// `GET /webhooks/{webhookId}/deliveries`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryLog {
+    pub webhook_id: String,
+    pub deliveries: Vec<WebhookDelivery>,
+    pub count: usize,
+}
