@@ -1196,3 +1196,101 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     );
     server.stop().await;
 }
+
+/// Case 92 with another implementation: PyPI's `standardwebhooks` (installed by `.ci/run`)
+/// verifies deliveries made before, during and after a rotation, from the `webhook-*` headers.
+#[tokio::test]
+async fn python_standardwebhooks_verifies_our_deliveries_across_a_rotation() {
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import standardwebhooks"])
+        .output();
+    if !probe.is_ok_and(|out| out.status.success()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: pip install standardwebhooks==1.1.0 (.ci/run does)"
+        );
+        println!("SKIPPED: python3 with standardwebhooks is not installed");
+        return;
+    }
+    let server = server().await;
+    let key = key(&server).await;
+    let receiver = Receiver::start().await;
+    let (id, old) = subscribe(&server, &key, &receiver.url, &["order.created"]).await;
+    order(&server, &key).await;
+    server.dispatcher.run_due().await;
+    let resp = post_json(
+        &server,
+        &key,
+        &format!("/api/v3/webhooks/{id}/rotate-secret"),
+        &json!({"previousSecretExpiresIn": 60}),
+    )
+    .await;
+    let new = data(&resp, 200)["secret"].as_str().unwrap().to_owned();
+    order(&server, &key).await;
+    server.dispatcher.run_due().await;
+    server.clock.advance_ms(60_000);
+    order(&server, &key).await;
+    server.dispatcher.run_due().await;
+    let received = receiver.received();
+    assert_eq!(received.len(), 3);
+
+    // (delivery, secret, whether it must verify)
+    let cases = [
+        (0, &old, true),
+        (0, &new, false),
+        (1, &old, true),
+        (1, &new, true),
+        (2, &old, false),
+        (2, &new, true),
+    ];
+    let input: Vec<Value> = cases
+        .iter()
+        .map(|(i, secret, _)| {
+            let delivery = &received[*i];
+            json!({
+                "secret": secret,
+                "body": String::from_utf8(delivery.body.clone()).unwrap(),
+                "headers": {
+                    "webhook-id": delivery.header("webhook-id"),
+                    "webhook-timestamp": delivery.header("webhook-timestamp"),
+                    "webhook-signature": delivery.header("webhook-signature"),
+                },
+            })
+        })
+        .collect();
+    let script = r#"
+import json, sys
+from standardwebhooks.webhooks import Webhook
+for case in json.load(sys.stdin):
+    try:
+        Webhook(case["secret"]).verify(case["body"].encode(), case["headers"])
+        print("ok")
+    except Exception as error:
+        print("refused", type(error).__name__)
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&serde_json::to_vec(&input).unwrap())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let verdicts: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(verdicts.len(), cases.len());
+    for ((i, _, must), verdict) in cases.iter().zip(&verdicts) {
+        assert_eq!(verdict == "ok", *must, "delivery {i}: {verdict}");
+    }
+    server.stop().await;
+}

@@ -21,6 +21,7 @@ use swapd_core::webhooks::{
 use swapd_core::{Store, StoreError};
 use swapd_types::Permission;
 
+use crate::test_support::sample_order;
 use crate::{Backend, migrations};
 
 /// Runs every check against a freshly opened, not yet migrated store.
@@ -695,47 +696,6 @@ async fn concurrent_redemptions_succeed_once(store: &Arc<dyn Store>) {
         }
     }
     assert_eq!(redeemed, 1);
-}
-
-fn sample_order(id: &str, owner: &str, now: i64) -> Order {
-    Order {
-        id: id.into(),
-        owner: owner.into(),
-        status: OrderStatus::AwaitingDeposit,
-        version: 1,
-        rate_type: RateType::Fixed,
-        direction: Direction::From,
-        from_code: "BTC".into(),
-        to_code: "USDTTRC".into(),
-        provider: "atlas".into(),
-        provider_ref: format!("atlas-{id}"),
-        rate: "96025".into(),
-        from_amount: "0.1".into(),
-        to_amount: "9602.5".into(),
-        min: "0.0001".into(),
-        max: "1".into(),
-        deposit_address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
-        deposit_tag: None,
-        to_address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into(),
-        to_tag: None,
-        refund_address: None,
-        refund_tag: None,
-        deposits: vec![],
-        payout_tx: None,
-        payout_amount: None,
-        refund_tx: None,
-        refund_amount: None,
-        emergency: None,
-        affiliate_code: None,
-        email: None,
-        create_token_hash: None,
-        created_at_ms: now,
-        updated_at_ms: now,
-        expires_at_ms: now + 1_800_000,
-        next_check_at_ms: Some(now),
-        event_sequence: 0,
-        failure_reason: None,
-    }
 }
 
 fn event(order: &Order, sequence: i64, event_type: EventType) -> OrderEvent {
@@ -1416,7 +1376,7 @@ async fn subscriptions_are_owner_bound_and_compare_and_set(store: &dyn Store) {
     );
     assert_eq!(
         store.subscriptions("key:hooks").await.unwrap(),
-        [sub.clone()]
+        std::slice::from_ref(&sub)
     );
     assert!(store.subscriptions("key:other").await.unwrap().is_empty());
 

@@ -166,3 +166,45 @@ pub async fn tcp_proxy(target: SocketAddr, cut: tokio_util::sync::CancellationTo
     });
     addr
 }
+
+/// An order awaiting its deposit, as tests store it directly.
+pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Order {
+    swapd_core::orders::Order {
+        id: id.into(),
+        owner: owner.into(),
+        status: swapd_core::orders::OrderStatus::AwaitingDeposit,
+        version: 1,
+        rate_type: swapd_core::market::RateType::Fixed,
+        direction: swapd_core::market::Direction::From,
+        from_code: "BTC".into(),
+        to_code: "USDTTRC".into(),
+        provider: "atlas".into(),
+        provider_ref: format!("atlas-{id}"),
+        rate: "96025".into(),
+        from_amount: "0.1".into(),
+        to_amount: "9602.5".into(),
+        min: "0.0001".into(),
+        max: "1".into(),
+        deposit_address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
+        deposit_tag: None,
+        to_address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into(),
+        to_tag: None,
+        refund_address: None,
+        refund_tag: None,
+        deposits: vec![],
+        payout_tx: None,
+        payout_amount: None,
+        refund_tx: None,
+        refund_amount: None,
+        emergency: None,
+        affiliate_code: None,
+        email: None,
+        create_token_hash: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+        expires_at_ms: now + 1_800_000,
+        next_check_at_ms: Some(now),
+        event_sequence: 0,
+        failure_reason: None,
+    }
+}
