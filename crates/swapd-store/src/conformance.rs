@@ -13,6 +13,7 @@ use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::{
     EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer,
+    X402Settlement,
 };
 use swapd_core::webhooks::{
     AfterAttempt, AttemptRecord, DeliveryStatus, QueuedDelivery, ReplaySelection, Subscription,
@@ -55,6 +56,9 @@ pub async fn run_all(shared: Arc<dyn Store>) {
     concurrent_claims_are_disjoint_and_leases_expire(&shared).await;
     attempts_are_recorded_with_their_lease_and_can_disable_a_subscription(store).await;
     replays_select_owned_events_and_queue_deliveries(store).await;
+    x402_settlements_and_payment_claims_happen_once(&shared).await;
+    siwx_nonces_are_ours_unexpired_and_consumed_once(&shared).await;
+    windows_admit_their_limit_and_refusals_count_nothing(&shared).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -1820,4 +1824,105 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
             .unwrap()
             .is_empty()
     );
+}
+
+async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>) {
+    let settlement = X402Settlement {
+        payer: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".into(),
+        nonce: format!("0x{}", "3b".repeat(32)),
+        amount: "50000".into(),
+        pay_to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".into(),
+        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
+        network: "eip155:8453".into(),
+        transaction: format!("0x{}", "ab".repeat(32)),
+        settled_at_ms: 1_700_000_000_000,
+    };
+    assert_eq!(store.x402_settlement(&settlement.payer, &settlement.nonce).await.unwrap(), None);
+    // Ten concurrent settlements of one authorization: one is recorded.
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let (store, settlement) = (store.clone(), settlement.clone());
+            tokio::spawn(async move { store.record_x402_settlement(&settlement).await.unwrap() })
+        })
+        .collect();
+    let mut recorded = 0;
+    for task in tasks {
+        recorded += usize::from(task.await.unwrap());
+    }
+    assert_eq!(recorded, 1);
+    assert_eq!(
+        store.x402_settlement(&settlement.payer, &settlement.nonce).await.unwrap(),
+        Some(settlement.clone())
+    );
+
+    let tasks: Vec<_> = (0..10)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .claim_x402_payment("0xpayer", "0xnonce", &format!("/api/x402/orders#{i}"), 1)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut claimed = 0;
+    for task in tasks {
+        claimed += usize::from(task.await.unwrap());
+    }
+    assert_eq!(claimed, 1, "one payment, one execution");
+    assert!(store.claim_x402_payment("0xpayer", "0xother", "/r", 1).await.unwrap());
+    store.release_x402_payment("0xpayer", "0xother").await.unwrap();
+    assert!(store.claim_x402_payment("0xpayer", "0xother", "/r", 2).await.unwrap());
+}
+
+async fn siwx_nonces_are_ours_unexpired_and_consumed_once(store: &Arc<dyn Store>) {
+    let now = 1_700_000_000_000;
+    store.issue_siwx_nonce("n-live", now + 300_000).await.unwrap();
+    store.issue_siwx_nonce("n-old", now - 1).await.unwrap();
+    assert!(!store.check_siwx_nonce("n-unknown", now, false).await.unwrap());
+    assert!(!store.check_siwx_nonce("n-old", now, false).await.unwrap());
+    // Reading does not use it up.
+    assert!(store.check_siwx_nonce("n-live", now, false).await.unwrap());
+    assert!(store.check_siwx_nonce("n-live", now, false).await.unwrap());
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.check_siwx_nonce("n-live", now, true).await.unwrap() })
+        })
+        .collect();
+    let mut consumed = 0;
+    for task in tasks {
+        consumed += usize::from(task.await.unwrap());
+    }
+    assert_eq!(consumed, 1);
+    assert!(!store.check_siwx_nonce("n-live", now, false).await.unwrap());
+    assert!(!store.check_siwx_nonce("n-old", now, true).await.unwrap());
+}
+
+async fn windows_admit_their_limit_and_refusals_count_nothing(store: &Arc<dyn Store>) {
+    let hour = 3_600_000;
+    let now = 1_700_000_100_000;
+    let tasks: Vec<_> = (0..12)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.consume_window("w:paid", hour, 5, now).await.unwrap() })
+        })
+        .collect();
+    let mut allowed = 0;
+    for task in tasks {
+        let decision = task.await.unwrap();
+        assert_eq!(decision.limit, 5);
+        assert_eq!(decision.resets_at_ms, now - now % hour + hour);
+        allowed += usize::from(decision.allowed);
+    }
+    assert_eq!(allowed, 5);
+    let refused = store.consume_window("w:paid", hour, 5, now).await.unwrap();
+    assert!(!refused.allowed);
+    assert_eq!((refused.used, refused.remaining()), (5, 0));
+    // Another key, and the next window, start afresh.
+    assert!(store.consume_window("w:other", hour, 5, now).await.unwrap().allowed);
+    let next = store.consume_window("w:paid", hour, 5, now + hour).await.unwrap();
+    assert!(next.allowed);
+    assert_eq!((next.used, next.remaining()), (1, 4));
 }

@@ -12,7 +12,9 @@ use swapd_core::onchain::ExecutionPlan;
 use swapd_core::orders::EventType;
 use swapd_core::orders::{Order, OrderEvent};
 use swapd_core::rate_limit::{self, RateDecision, RateState};
-use swapd_core::store::{IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer};
+use swapd_core::store::{
+    IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer, WindowDecision, X402Settlement,
+};
 use swapd_core::webhooks::{
     Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
     ReplaySelection, Subscription,

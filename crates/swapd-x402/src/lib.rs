@@ -1,0 +1,141 @@
+//! x402 v2 for swapd's pay-per-call API (`/api/x402`, DESIGN.md §8, research/x402.md): the wire
+//! shapes, the `exact` EVM scheme (EIP-3009), facilitators, and Sign-In-With-X proofs.
+
+pub mod exact;
+pub mod facilitator;
+pub mod siwx;
+pub mod wire;
+
+use serde_json::{Map, Value, json};
+use swapd_core::amount::Amount;
+
+pub use facilitator::{Facilitator, FacilitatorError, HttpFacilitator, LedgerFacilitator};
+use wire::{PaymentRequired, PaymentRequirements, ResourceInfo, X402_VERSION};
+
+/// USDC as the `exact` scheme pays it on a network: (asset, EIP-712 name, EIP-712 version).
+pub fn usdc(network: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    match network {
+        "eip155:8453" => Some(("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin", "2")),
+        "eip155:84532" => Some(("0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC", "2")),
+        "eip155:1" => Some(("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", "USD Coin", "2")),
+        "eip155:42161" => Some(("0xaf88d065e77c8cC2239327C5EDb3A432268e5831", "USD Coin", "2")),
+        "eip155:137" => Some(("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", "USD Coin", "2")),
+        _ => None,
+    }
+}
+
+/// What one paid call costs and where the payment goes.
+#[derive(Debug, Clone)]
+pub struct Pricing {
+    pub network: String,
+    pub asset: String,
+    pub asset_name: String,
+    pub asset_version: String,
+    pub pay_to: String,
+    /// In the asset's atomic units (USDC: 6 decimals), e.g. `50000` for 0.05 USD.
+    pub amount: String,
+    pub max_timeout_seconds: u64,
+}
+
+impl Pricing {
+    /// USDC on `network`, `price_usd` per call, paid to `pay_to`. `None` for a network whose
+    /// USDC swapd does not know, or a price with more than 6 decimals.
+    pub fn usdc(network: &str, price_usd: &str, pay_to: &str) -> Option<Pricing> {
+        let (asset, name, version) = usdc(network)?;
+        let amount = Amount::parse(price_usd, 6).ok()?.units().to_string();
+        Some(Pricing {
+            network: network.into(),
+            asset: asset.into(),
+            asset_name: name.into(),
+            asset_version: version.into(),
+            pay_to: pay_to.into(),
+            amount,
+            max_timeout_seconds: 300,
+        })
+    }
+
+    /// Our one accepted way to pay.
+    pub fn requirements(&self) -> PaymentRequirements {
+        let mut extra = Map::new();
+        extra.insert("name".into(), Value::from(self.asset_name.clone()));
+        extra.insert("version".into(), Value::from(self.asset_version.clone()));
+        PaymentRequirements {
+            scheme: "exact".into(),
+            network: self.network.clone(),
+            amount: self.amount.clone(),
+            asset: self.asset.clone(),
+            pay_to: self.pay_to.clone(),
+            max_timeout_seconds: self.max_timeout_seconds,
+            extra,
+        }
+    }
+
+    /// A `PAYMENT-REQUIRED` value for `resource_url`: the requirements when `paid`, none for a
+    /// free wallet-bound read, and the SIWX challenge when given.
+    pub fn payment_required(
+        &self,
+        error: &str,
+        resource_url: &str,
+        description: &str,
+        paid: bool,
+        siwx_challenge: Option<Value>,
+    ) -> PaymentRequired {
+        let mut extensions = Map::new();
+        if let Some(challenge) = siwx_challenge {
+            extensions.insert(wire::SIWX_EXTENSION.into(), challenge);
+        }
+        PaymentRequired {
+            x402_version: X402_VERSION,
+            error: Some(error.into()),
+            resource: ResourceInfo {
+                url: resource_url.into(),
+                description: Some(description.into()),
+                mime_type: Some("application/json".into()),
+                other: Map::new(),
+            },
+            accepts: if paid {
+                vec![self.requirements()]
+            } else {
+                Vec::new()
+            },
+            extensions,
+        }
+    }
+
+    /// What the readiness document says about payment.
+    pub fn describe(&self) -> Value {
+        json!({
+            "scheme": "exact",
+            "network": self.network,
+            "asset": self.asset,
+            "payTo": self.pay_to,
+            "amount": self.amount,
+            "maxTimeoutSeconds": self.max_timeout_seconds,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_cents_in_base_usdc_is_50000_units() {
+        let pricing = Pricing::usdc(
+            "eip155:8453",
+            "0.05",
+            "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        )
+        .unwrap();
+        let requirements = pricing.requirements();
+        assert_eq!(requirements.amount, "50000");
+        assert_eq!(requirements.asset, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+        assert_eq!(requirements.extra["name"], "USD Coin");
+        assert_eq!(requirements.extra["version"], "2");
+        assert_eq!(requirements.max_timeout_seconds, 300);
+        assert!(Pricing::usdc("eip155:999", "0.05", "0x0").is_none());
+        assert!(Pricing::usdc("eip155:8453", "0.0000001", "0x0").is_none());
+        let free_read = pricing.payment_required("siwx_required", "http://x/y", "read", false, None);
+        assert!(free_read.accepts.is_empty());
+    }
+}

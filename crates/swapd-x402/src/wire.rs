@@ -1,0 +1,238 @@
+//! The x402 v2 wire shapes (research/x402.md §1, camelCase JSON) and their header encoding:
+//! standard base64 with padding on output; standard with or without padding on input.
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub const X402_VERSION: u8 = 2;
+pub const PAYMENT_REQUIRED: &str = "PAYMENT-REQUIRED";
+pub const PAYMENT_SIGNATURE: &str = "PAYMENT-SIGNATURE";
+pub const PAYMENT_RESPONSE: &str = "PAYMENT-RESPONSE";
+pub const SIGN_IN_WITH_X: &str = "SIGN-IN-WITH-X";
+/// The extension key of Sign-In-With-X.
+pub const SIWX_EXTENSION: &str = "sign-in-with-x";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceInfo {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Fields newer clients may add (`serviceName`, `tags`, …), kept as sent.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentRequirements {
+    pub scheme: String,
+    pub network: String,
+    /// Atomic units, decimal.
+    pub amount: String,
+    pub asset: String,
+    pub pay_to: String,
+    pub max_timeout_seconds: u64,
+    #[serde(default)]
+    pub extra: Map<String, Value>,
+}
+
+impl PaymentRequirements {
+    /// Whether a client's `accepted` is these requirements (TS 2.27's rule): every field equal
+    /// as a string, and `extra` containing ours (a client may add keys).
+    pub fn matches(&self, accepted: &PaymentRequirements) -> bool {
+        self.scheme == accepted.scheme
+            && self.network == accepted.network
+            && self.amount == accepted.amount
+            && self.asset == accepted.asset
+            && self.pay_to == accepted.pay_to
+            && self.max_timeout_seconds == accepted.max_timeout_seconds
+            && self
+                .extra
+                .iter()
+                .all(|(key, value)| accepted.extra.get(key) == Some(value))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentRequired {
+    pub x402_version: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub resource: ResourceInfo,
+    pub accepts: Vec<PaymentRequirements>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extensions: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentPayload {
+    pub x402_version: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceInfo>,
+    pub accepted: PaymentRequirements,
+    /// Scheme-specific: [`ExactEvmPayload`] for `exact` on EVM.
+    pub payload: Value,
+    /// Echoed extensions; unknown ones are ignored.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extensions: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExactEvmPayload {
+    pub signature: String,
+    pub authorization: Eip3009Authorization,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Eip3009Authorization {
+    pub from: String,
+    pub to: String,
+    pub value: String,
+    pub valid_after: String,
+    pub valid_before: String,
+    pub nonce: String,
+}
+
+/// The body of a facilitator's `/verify` and `/settle`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FacilitatorRequest {
+    pub x402_version: u8,
+    pub payment_payload: PaymentPayload,
+    /// Our requirements, not the client's `accepted`.
+    pub payment_requirements: PaymentRequirements,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyResponse {
+    pub is_valid: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payer: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettleResponse {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payer: Option<String>,
+    #[serde(default)]
+    pub transaction: String,
+    #[serde(default)]
+    pub network: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SupportedKind {
+    pub x402_version: u8,
+    pub scheme: String,
+    pub network: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SupportedResponse {
+    pub kinds: Vec<SupportedKind>,
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    #[serde(default)]
+    pub signers: Map<String, Value>,
+}
+
+/// Why a header could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("the header is not standard base64")]
+    Base64,
+    #[error("the header does not hold the expected JSON: {0}")]
+    Json(String),
+}
+
+/// `value` as compact JSON in padded standard base64 (what every x402 header holds).
+pub fn encode_header<T: Serialize>(value: &T) -> String {
+    STANDARD.encode(serde_json::to_vec(value).expect("wire types serialize"))
+}
+
+/// A header value back into `T`: standard base64, padded or not (URL-safe is refused, as the
+/// reference clients do), then JSON.
+pub fn decode_header<T: DeserializeOwned>(text: &str) -> Result<T, HeaderError> {
+    let text = text.trim();
+    let bytes = STANDARD
+        .decode(text)
+        .or_else(|_| STANDARD_NO_PAD.decode(text))
+        .map_err(|_| HeaderError::Base64)?;
+    serde_json::from_slice(&bytes).map_err(|e| HeaderError::Json(e.to_string()))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The `PAYMENT-REQUIRED` header of research/x402.md §1.8.
+    pub(crate) const VECTOR_402: &str = "eyJ4NDAyVmVyc2lvbiI6MiwiZXJyb3IiOiJQYXltZW50IHJlcXVpcmVkIiwicmVzb3VyY2UiOnsidXJsIjoiaHR0cHM6Ly9hcGkuZXhhbXBsZS5jb20vYXBpL3g0MDIvcXVvdGUiLCJkZXNjcmlwdGlvbiI6IlN3YXAgcXVvdGUgKDAuMDUgVVNEKSIsIm1pbWVUeXBlIjoiYXBwbGljYXRpb24vanNvbiJ9LCJhY2NlcHRzIjpbeyJzY2hlbWUiOiJleGFjdCIsIm5ldHdvcmsiOiJlaXAxNTU6ODQ1MyIsImFtb3VudCI6IjUwMDAwIiwiYXNzZXQiOiIweDgzMzU4OWZDRDZlRGI2RTA4ZjRjN0MzMkQ0ZjcxYjU0YmRBMDI5MTMiLCJwYXlUbyI6IjB4NzA5OTc5NzBDNTE4MTJkYzNBMDEwQzdkMDFiNTBlMGQxN2RjNzlDOCIsIm1heFRpbWVvdXRTZWNvbmRzIjozMDAsImV4dHJhIjp7Im5hbWUiOiJVU0QgQ29pbiIsInZlcnNpb24iOiIyIn19XSwiZXh0ZW5zaW9ucyI6eyJzaWduLWluLXdpdGgteCI6eyJpbmZvIjp7ImRvbWFpbiI6ImFwaS5leGFtcGxlLmNvbSIsInVyaSI6Imh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS94NDAyL3F1b3RlIiwidmVyc2lvbiI6IjEiLCJub25jZSI6ImExYjJjM2Q0ZTVmNjc4OTBhMWIyYzNkNGU1ZjY3ODkwIiwiaXNzdWVkQXQiOiIyMDI2LTAxLTE1VDEwOjMwOjAwLjAwMFoiLCJleHBpcmF0aW9uVGltZSI6IjIwMjYtMDEtMTVUMTA6MzU6MDAuMDAwWiIsInN0YXRlbWVudCI6IlNpZ24gaW4gdG8gdGhlIHN3YXAgQVBJIiwicmVzb3VyY2VzIjpbImh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS94NDAyL3F1b3RlIl19LCJzdXBwb3J0ZWRDaGFpbnMiOlt7ImNoYWluSWQiOiJlaXAxNTU6ODQ1MyIsInR5cGUiOiJlaXAxOTEifSx7ImNoYWluSWQiOiJzb2xhbmE6NWV5a3Q0VXNGdjhQOE5KZFRSRXBZMXZ6cUtxWkt2ZHAiLCJ0eXBlIjoiZWQyNTUxOSJ9XSwic2NoZW1hIjp7IiRzY2hlbWEiOiJodHRwczovL2pzb24tc2NoZW1hLm9yZy9kcmFmdC8yMDIwLTEyL3NjaGVtYSIsInR5cGUiOiJvYmplY3QifX19fQ==";
+
+    #[test]
+    fn the_worked_example_402_decodes_and_round_trips() {
+        let required: PaymentRequired = decode_header(VECTOR_402).unwrap();
+        assert_eq!(required.x402_version, 2);
+        assert_eq!(required.error.as_deref(), Some("Payment required"));
+        let accepts = &required.accepts[0];
+        assert_eq!(accepts.amount, "50000");
+        assert_eq!(accepts.asset, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+        assert_eq!(accepts.extra["name"], "USD Coin");
+        assert_eq!(required.extensions[SIWX_EXTENSION]["info"]["nonce"], "a1b2c3d4e5f67890a1b2c3d4e5f67890");
+        // Our encoding is padded standard base64 and loses nothing.
+        let encoded = encode_header(&required);
+        assert!(encoded.ends_with('='));
+        assert_eq!(decode_header::<PaymentRequired>(&encoded).unwrap(), required);
+        // Unpadded input is accepted; URL-safe is not.
+        let unpadded = VECTOR_402.trim_end_matches('=');
+        assert_eq!(decode_header::<PaymentRequired>(unpadded).unwrap(), required);
+        assert_eq!(
+            decode_header::<PaymentRequired>("eyJ4-_"),
+            Err(HeaderError::Base64)
+        );
+        assert!(matches!(
+            decode_header::<PaymentRequired>("e30="),
+            Err(HeaderError::Json(_))
+        ));
+    }
+
+    #[test]
+    fn accepted_requirements_match_exactly_but_extra_may_grow() {
+        let required: PaymentRequired = decode_header(VECTOR_402).unwrap();
+        let ours = &required.accepts[0];
+        let mut theirs = ours.clone();
+        assert!(ours.matches(&theirs));
+        theirs.extra.insert("assetTransferMethod".into(), "eip3009".into());
+        assert!(ours.matches(&theirs));
+        theirs.pay_to = theirs.pay_to.to_lowercase();
+        assert!(!ours.matches(&theirs), "payTo compares as a string");
+        let mut cheaper = ours.clone();
+        cheaper.amount = "1".into();
+        assert!(!ours.matches(&cheaper));
+        let mut no_name = ours.clone();
+        no_name.extra.remove("name");
+        assert!(!ours.matches(&no_name));
+    }
+}
