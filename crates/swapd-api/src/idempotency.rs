@@ -42,13 +42,37 @@ pub fn committed(mut response: Response) -> Response {
 pub struct CallerScope(pub String);
 
 pub async fn idempotent(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if !matches!(*request.method(), Method::POST | Method::PATCH) {
-        return next.run(request).await;
-    }
     let Some(CallerScope(scope)) = request.extensions().get::<CallerScope>().cloned() else {
         tracing::error!("idempotency middleware runs before authentication");
         return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
     };
+    match begin(&state, &scope, request).await {
+        Started::Unclaimed(request) => next.run(request).await,
+        Started::Answer(response) => response,
+        Started::Claimed(request, claim) => {
+            let response = next.run(request).await;
+            finish(&state, &claim, response).await
+        }
+    }
+}
+
+/// What [`begin`] decided about a request.
+pub enum Started {
+    /// Not a mutation, or a body the handler refuses anyway (not JSON): run it unclaimed.
+    Unclaimed(Request),
+    /// The key is claimed for this execution: run the request (it carries the
+    /// [`IdempotencyClaim`]), then [`finish`] (or [`release`] if it is not run).
+    Claimed(Request, IdempotencyClaim),
+    /// Answer this instead: the stored response (a replay), or why the key cannot be used.
+    Answer(Response),
+}
+
+/// Claims the request's `Idempotency-Key` for `scope` (POST and PATCH), or says how to answer
+/// instead.
+pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
+    if !matches!(*request.method(), Method::POST | Method::PATCH) {
+        return Started::Unclaimed(request);
+    }
     let key = match idempotency::parse_key(
         request
             .headers()
@@ -58,18 +82,20 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
     ) {
         Ok(key) => key,
         Err(error @ KeyError::Missing) => {
-            return ApiError::new(ErrorCode::IdempotencyKeyMissing, error.to_string())
-                .into_response();
+            return Started::Answer(
+                ApiError::new(ErrorCode::IdempotencyKeyMissing, error.to_string()).into_response(),
+            );
         }
         Err(error @ KeyError::Invalid) => {
-            return ApiError::new(ErrorCode::IdempotencyKeyInvalid, error.to_string())
-                .into_response();
+            return Started::Answer(
+                ApiError::new(ErrorCode::IdempotencyKeyInvalid, error.to_string()).into_response(),
+            );
         }
     };
 
     let (parts, body) = request.into_parts();
     let Ok(body) = to_bytes(body, MAX_BODY_BYTES).await else {
-        return crate::json::too_large().into_response();
+        return Started::Answer(crate::json::too_large().into_response());
     };
     let parsed = if body.is_empty() {
         None
@@ -77,7 +103,7 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
         match serde_json::from_slice::<serde_json::Value>(&body) {
             Ok(value) => Some(value),
             // Not JSON: the handler's parser refuses it with 400, which is never stored.
-            Err(_) => return next.run(Request::from_parts(parts, Body::from(body))).await,
+            Err(_) => return Started::Unclaimed(Request::from_parts(parts, Body::from(body))),
         }
     };
     let route = parts
@@ -98,48 +124,55 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
     let now = state.clock.now_ms();
     let begin = match state
         .store
-        .begin_idempotent(&scope, &key, &fingerprint, &token, now)
+        .begin_idempotent(scope, &key, &fingerprint, &token, now)
         .await
     {
         Ok(begin) => begin,
-        Err(error) => return ApiError::from(error).into_response(),
+        Err(error) => return Started::Answer(ApiError::from(error).into_response()),
     };
     match begin {
         Begin::Execute { .. } => {}
-        Begin::Replay(stored) => return replay(stored),
+        Begin::Replay(stored) => return Started::Answer(replay(stored)),
         Begin::InFlight { retry_after_secs } => {
-            return ApiError::new(
-                ErrorCode::IdempotencyKeyInUse,
-                "a request with this Idempotency-Key is still being processed; retry shortly",
-            )
-            .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
-            .into_response();
+            return Started::Answer(
+                ApiError::new(
+                    ErrorCode::IdempotencyKeyInUse,
+                    "a request with this Idempotency-Key is still being processed; retry shortly",
+                )
+                .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
+                .into_response(),
+            );
         }
         Begin::Mismatch => {
-            return ApiError::new(
-                ErrorCode::IdempotencyKeyReused,
-                "this Idempotency-Key was already used for a different request; use a new key",
-            )
-            .into_response();
+            return Started::Answer(
+                ApiError::new(
+                    ErrorCode::IdempotencyKeyReused,
+                    "this Idempotency-Key was already used for a different request; use a new key",
+                )
+                .into_response(),
+            );
         }
     }
 
+    let claim = IdempotencyClaim {
+        scope: scope.to_owned(),
+        key,
+        lease_token: token,
+    };
     let mut request = Request::from_parts(parts, Body::from(body));
-    request.extensions_mut().insert(IdempotencyClaim {
-        scope: scope.clone(),
-        key: key.clone(),
-        lease_token: token.clone(),
-    });
-    let response = next.run(request).await;
+    request.extensions_mut().insert(claim.clone());
+    Started::Claimed(request, claim)
+}
+
+/// Stores the outcome of the claimed execution when it is worth keeping (unless the handler's
+/// own transaction already did), and releases the key otherwise.
+pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Response) -> Response {
     if response.extensions().get::<Committed>().is_some() {
         return response;
     }
     let status = response.status().as_u16();
     if !idempotency::is_storable(status) {
-        if let Err(error) = state.store.release_idempotent(&scope, &key, &token).await {
-            // The lease expires by itself; a retry then takes over.
-            tracing::warn!(%error, "cannot release an idempotency key");
-        }
+        release(state, claim).await;
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -152,7 +185,7 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
     };
     match state
         .store
-        .finish_idempotent(&scope, &key, &token, &stored)
+        .finish_idempotent(&claim.scope, &claim.key, &claim.lease_token, &stored)
         .await
     {
         Ok(true) => {}
@@ -160,6 +193,18 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
         Err(error) => tracing::error!(%error, "cannot store an idempotent response"),
     }
     Response::from_parts(parts, Body::from(body))
+}
+
+/// Forgets a claim whose execution stored nothing, so a retry executes afresh.
+pub async fn release(state: &AppState, claim: &IdempotencyClaim) {
+    if let Err(error) = state
+        .store
+        .release_idempotent(&claim.scope, &claim.key, &claim.lease_token)
+        .await
+    {
+        // The lease expires by itself; a retry then takes over.
+        tracing::warn!(%error, "cannot release an idempotency key");
+    }
 }
 
 /// The stored response again. Creation statuses (201, 202) are answered as 200 on reuse, so a

@@ -17,6 +17,7 @@ mod ops;
 mod qr;
 mod query;
 mod router;
+pub mod x402;
 
 pub use error::ApiError;
 pub use json::{ApiJson, MAX_BODY_BYTES, parse_json};
@@ -41,4 +42,6 @@ pub struct AppState {
     pub master_key: swapd_core::secrets::MasterKey,
     /// Checks webhook URLs and sends test deliveries, under the mode's URL policy.
     pub webhooks: swapd_delivery::Sender,
+    /// The pay-per-call surface: pricing, facilitator, public origin, SIWX chains.
+    pub x402: Arc<x402::X402>,
 }

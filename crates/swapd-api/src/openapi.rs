@@ -92,11 +92,114 @@ impl Modify for HmacScheme {
             (PAYMENT-REQUIRED / PAYMENT-SIGNATURE / PAYMENT-RESPONSE) and SIGN-IN-WITH-X wallet \
             proofs. Errors use the same envelope as the Business API."
     ),
-    paths(x402_openapi),
+    paths(x402_openapi, crate::x402::readiness::readiness),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
-    tags((name = "meta", description = "Machine-readable descriptions of the API"))
+    modifiers(&X402Operations),
+    tags(
+        (name = "x402", description = "Paid per call (x402 v2, `exact` on the configured network) and/or             bound to a wallet (SIGN-IN-WITH-X). Each route says which; GET /api/x402 lists them all.             The bodies, queries and answers are the Business API's for the same route."),
+        (name = "meta", description = "Machine-readable descriptions of the API"),
+    )
 )]
 pub struct X402ApiDoc;
+
+/// The x402 routes are the Business API's handlers behind the x402 gate: their operations are
+/// taken from the Business document and marked with the route's charge and access rule.
+struct X402Operations;
+
+impl Modify for X402Operations {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::HttpMethod;
+        use utoipa::openapi::security::SecurityRequirement;
+        use utoipa::openapi::{RefOr, ResponseBuilder};
+
+        use crate::x402::{Access, X402_ROUTES};
+
+        let business = BusinessApiDoc::openapi();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        if let Some(theirs) = &business.components {
+            for (name, schema) in &theirs.schemas {
+                components
+                    .schemas
+                    .entry(name.clone())
+                    .or_insert_with(|| schema.clone());
+            }
+        }
+        components.add_security_scheme(
+            "x402",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "PAYMENT-SIGNATURE",
+                "x402 v2: answer the 402's PAYMENT-REQUIRED (standard base64 JSON) with the same \
+                 request plus PAYMENT-SIGNATURE (an `exact` EIP-3009 payment); wallet-bound routes \
+                 also take SIGN-IN-WITH-X (a Sign-In-With-X proof for the challenge in \
+                 PAYMENT-REQUIRED's `sign-in-with-x` extension). Successful paid answers carry \
+                 PAYMENT-RESPONSE.",
+            ))),
+        );
+        for route in X402_ROUTES.iter().filter(|r| r.access != Access::Free) {
+            let v3 = route.path.replacen("/api/x402", "/api/v3", 1);
+            let Some(item) = business.paths.paths.get(&v3) else {
+                continue;
+            };
+            let (method, operation) = match route.method.as_str() {
+                "GET" => (HttpMethod::Get, item.get.clone()),
+                "POST" => (HttpMethod::Post, item.post.clone()),
+                _ => continue,
+            };
+            let Some(mut operation) = operation else {
+                continue;
+            };
+            let rule = match route.access {
+                Access::Paid => "Paid per call.",
+                Access::PaidWallet => {
+                    "Paid per call; acts for the wallet of the SIGN-IN-WITH-X proof, or else the payer."
+                }
+                Access::WalletRead => {
+                    "Free; needs a SIGN-IN-WITH-X proof of the wallet that owns the resource."
+                }
+                Access::Free => "Free.",
+            };
+            let business_rule = operation.description.take().unwrap_or_default();
+            let detail = business_rule
+                .split_once(". ")
+                .map_or(business_rule.as_str(), |(_, rest)| rest);
+            operation.description = Some(format!("{rule} {detail}"));
+            operation.tags = Some(vec!["x402".into()]);
+            operation.security = Some(vec![SecurityRequirement::new("x402", Vec::<String>::new())]);
+            operation.responses.responses.insert(
+                "402".into(),
+                RefOr::T(
+                    ResponseBuilder::new()
+                        .description(
+                            "`payment_required`, `payment_invalid`, `payment_failed`: the \
+                             PAYMENT-REQUIRED header holds what to pay and, for wallet-bound \
+                             routes, the SIWX challenge",
+                        )
+                        .build(),
+                ),
+            );
+            for (status, text) in [
+                (
+                    "401",
+                    "`siwx_invalid`: the SIGN-IN-WITH-X proof is refused (a new challenge is in PAYMENT-REQUIRED)",
+                ),
+                ("409", "`payment_already_used`, `idempotency_key_in_use`"),
+                (
+                    "429",
+                    "`paid_attempts_exceeded` (60 per hour per client and route), `wallet_reads_exceeded` (30 per minute per client, route and resource)",
+                ),
+            ] {
+                operation
+                    .responses
+                    .responses
+                    .entry(status.into())
+                    .or_insert_with(|| RefOr::T(ResponseBuilder::new().description(text).build()));
+            }
+            openapi
+                .paths
+                .add_path_operation(route.path, vec![method], operation);
+        }
+    }
+}
 
 /// The Business API document as pretty JSON with a trailing newline (the committed form).
 pub fn business_document() -> &'static str {

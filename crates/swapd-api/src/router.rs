@@ -27,6 +27,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
 
     Router::new()
         .merge(crate::business::router(&state))
+        .merge(crate::x402::router(&state))
         .merge(extra)
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))

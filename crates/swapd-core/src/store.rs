@@ -309,7 +309,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Ledger facilitator: records a settlement unless `(payer, nonce)` was settled before.
     /// `false`: it was (nothing written).
-    async fn record_x402_settlement(&self, settlement: &X402Settlement) -> Result<bool, StoreError>;
+    async fn record_x402_settlement(&self, settlement: &X402Settlement)
+    -> Result<bool, StoreError>;
 
     /// Ledger facilitator: the settlement of `(payer, nonce)`, if any.
     async fn x402_settlement(

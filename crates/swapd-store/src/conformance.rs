@@ -1837,7 +1837,13 @@ async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>)
         transaction: format!("0x{}", "ab".repeat(32)),
         settled_at_ms: 1_700_000_000_000,
     };
-    assert_eq!(store.x402_settlement(&settlement.payer, &settlement.nonce).await.unwrap(), None);
+    assert_eq!(
+        store
+            .x402_settlement(&settlement.payer, &settlement.nonce)
+            .await
+            .unwrap(),
+        None
+    );
     // Ten concurrent settlements of one authorization: one is recorded.
     let tasks: Vec<_> = (0..10)
         .map(|_| {
@@ -1851,7 +1857,10 @@ async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>)
     }
     assert_eq!(recorded, 1);
     assert_eq!(
-        store.x402_settlement(&settlement.payer, &settlement.nonce).await.unwrap(),
+        store
+            .x402_settlement(&settlement.payer, &settlement.nonce)
+            .await
+            .unwrap(),
         Some(settlement.clone())
     );
 
@@ -1871,16 +1880,37 @@ async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>)
         claimed += usize::from(task.await.unwrap());
     }
     assert_eq!(claimed, 1, "one payment, one execution");
-    assert!(store.claim_x402_payment("0xpayer", "0xother", "/r", 1).await.unwrap());
-    store.release_x402_payment("0xpayer", "0xother").await.unwrap();
-    assert!(store.claim_x402_payment("0xpayer", "0xother", "/r", 2).await.unwrap());
+    assert!(
+        store
+            .claim_x402_payment("0xpayer", "0xother", "/r", 1)
+            .await
+            .unwrap()
+    );
+    store
+        .release_x402_payment("0xpayer", "0xother")
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_x402_payment("0xpayer", "0xother", "/r", 2)
+            .await
+            .unwrap()
+    );
 }
 
 async fn siwx_nonces_are_ours_unexpired_and_consumed_once(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
-    store.issue_siwx_nonce("n-live", now + 300_000).await.unwrap();
+    store
+        .issue_siwx_nonce("n-live", now + 300_000)
+        .await
+        .unwrap();
     store.issue_siwx_nonce("n-old", now - 1).await.unwrap();
-    assert!(!store.check_siwx_nonce("n-unknown", now, false).await.unwrap());
+    assert!(
+        !store
+            .check_siwx_nonce("n-unknown", now, false)
+            .await
+            .unwrap()
+    );
     assert!(!store.check_siwx_nonce("n-old", now, false).await.unwrap());
     // Reading does not use it up.
     assert!(store.check_siwx_nonce("n-live", now, false).await.unwrap());
@@ -1921,8 +1951,17 @@ async fn windows_admit_their_limit_and_refusals_count_nothing(store: &Arc<dyn St
     assert!(!refused.allowed);
     assert_eq!((refused.used, refused.remaining()), (5, 0));
     // Another key, and the next window, start afresh.
-    assert!(store.consume_window("w:other", hour, 5, now).await.unwrap().allowed);
-    let next = store.consume_window("w:paid", hour, 5, now + hour).await.unwrap();
+    assert!(
+        store
+            .consume_window("w:other", hour, 5, now)
+            .await
+            .unwrap()
+            .allowed
+    );
+    let next = store
+        .consume_window("w:paid", hour, 5, now + hour)
+        .await
+        .unwrap();
     assert!(next.allowed);
     assert_eq!((next.used, next.remaining()), (1, 4));
 }

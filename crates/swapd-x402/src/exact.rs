@@ -154,7 +154,10 @@ pub fn verify(
     if signer != authorization.from {
         return Err(Invalid::Signature);
     }
-    let pay_to: Address = requirements.pay_to.parse().map_err(|_| Invalid::Recipient)?;
+    let pay_to: Address = requirements
+        .pay_to
+        .parse()
+        .map_err(|_| Invalid::Recipient)?;
     if authorization.to != pay_to {
         return Err(Invalid::Recipient);
     }
@@ -245,17 +248,29 @@ mod tests {
         let more = with_authorization(|a| a.value = "50001".into());
         assert_eq!(verify(&more, &requirements, NOW), Err(Invalid::Signature));
         let other_nonce = with_authorization(|a| a.nonce = format!("0x{}", "11".repeat(32)));
-        assert_eq!(verify(&other_nonce, &requirements, NOW), Err(Invalid::Signature));
+        assert_eq!(
+            verify(&other_nonce, &requirements, NOW),
+            Err(Invalid::Signature)
+        );
         // Our requirements decide: another recipient or amount is refused before anything else.
         let mut pay_elsewhere = requirements.clone();
         pay_elsewhere.pay_to = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC".into();
-        assert_eq!(verify(&payment, &pay_elsewhere, NOW), Err(Invalid::Recipient));
+        assert_eq!(
+            verify(&payment, &pay_elsewhere, NOW),
+            Err(Invalid::Recipient)
+        );
         let mut dearer = requirements.clone();
         dearer.amount = "60000".into();
         assert_eq!(verify(&payment, &dearer, NOW), Err(Invalid::Value));
         // The time window, with six seconds of margin.
-        assert_eq!(verify(&payment, &requirements, 1_768_473_294), Ok(verify(&payment, &requirements, NOW).unwrap()));
-        assert_eq!(verify(&payment, &requirements, 1_768_473_295), Err(Invalid::Expired));
+        assert_eq!(
+            verify(&payment, &requirements, 1_768_473_294),
+            Ok(verify(&payment, &requirements, NOW).unwrap())
+        );
+        assert_eq!(
+            verify(&payment, &requirements, 1_768_473_295),
+            Err(Invalid::Expired)
+        );
         // Version, scheme, network, asset, domain.
         let mut v1 = payment.clone();
         v1.x402_version = 1;
@@ -271,6 +286,9 @@ mod tests {
         assert_eq!(verify(&garbage, &requirements, NOW), Err(Invalid::Payload));
         let mut short = payment.clone();
         short.payload["signature"] = "0x1234".into();
-        assert_eq!(verify(&short, &requirements, NOW), Err(Invalid::SignatureFormat));
+        assert_eq!(
+            verify(&short, &requirements, NOW),
+            Err(Invalid::SignatureFormat)
+        );
     }
 }

@@ -50,10 +50,7 @@ pub trait Facilitator: Send + Sync + 'static {
 
 /// Refuses a facilitator that cannot settle `network` with `exact`, and a testnet-only one for
 /// a mainnet (the message says which).
-pub async fn check_supported(
-    facilitator: &dyn Facilitator,
-    network: &str,
-) -> Result<(), String> {
+pub async fn check_supported(facilitator: &dyn Facilitator, network: &str) -> Result<(), String> {
     let supported = facilitator
         .supported()
         .await
@@ -128,7 +125,10 @@ impl LedgerFacilitator {
         };
         let used = self
             .store
-            .x402_settlement(&verified.payer.to_checksum(None), &verified.nonce.to_string())
+            .x402_settlement(
+                &verified.payer.to_checksum(None),
+                &verified.nonce.to_string(),
+            )
             .await
             .map_err(|e| FacilitatorError::Unavailable(e.to_string()))?;
         Ok(if used.is_some() {
@@ -275,7 +275,10 @@ impl HttpFacilitator {
         serde_json::from_slice(&bytes).map_err(|_| {
             FacilitatorError::BadAnswer(format!(
                 "{path} answered {status} with {}",
-                String::from_utf8_lossy(&bytes).chars().take(200).collect::<String>()
+                String::from_utf8_lossy(&bytes)
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
             ))
         })
     }

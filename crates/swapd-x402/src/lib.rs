@@ -15,18 +15,43 @@ use wire::{PaymentRequired, PaymentRequirements, ResourceInfo, X402_VERSION};
 /// USDC as the `exact` scheme pays it on a network: (asset, EIP-712 name, EIP-712 version).
 pub fn usdc(network: &str) -> Option<(&'static str, &'static str, &'static str)> {
     match network {
-        "eip155:8453" => Some(("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USD Coin", "2")),
+        "eip155:8453" => Some((
+            "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+            "USD Coin",
+            "2",
+        )),
         "eip155:84532" => Some(("0x036CbD53842c5426634e7929541eC2318f3dCF7e", "USDC", "2")),
-        "eip155:1" => Some(("0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48", "USD Coin", "2")),
-        "eip155:42161" => Some(("0xaf88d065e77c8cC2239327C5EDb3A432268e5831", "USD Coin", "2")),
-        "eip155:137" => Some(("0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359", "USD Coin", "2")),
+        "eip155:1" => Some((
+            "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+            "USD Coin",
+            "2",
+        )),
+        "eip155:42161" => Some((
+            "0xaf88d065e77c8cC2239327C5EDb3A432268e5831",
+            "USD Coin",
+            "2",
+        )),
+        "eip155:137" => Some((
+            "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
+            "USD Coin",
+            "2",
+        )),
         _ => None,
     }
+}
+
+/// The sandbox's merchant address when none is configured: derived from `seed` (a key the
+/// master key derives), so it is stable for a data directory and belongs to nobody.
+pub fn sandbox_pay_to(seed: [u8; 32]) -> String {
+    alloy_primitives::Address::from_slice(&alloy_primitives::keccak256(seed)[12..])
+        .to_checksum(None)
 }
 
 /// What one paid call costs and where the payment goes.
 #[derive(Debug, Clone)]
 pub struct Pricing {
+    /// The price of one call in USD, as configured.
+    pub price: String,
     pub network: String,
     pub asset: String,
     pub asset_name: String,
@@ -44,6 +69,7 @@ impl Pricing {
         let (asset, name, version) = usdc(network)?;
         let amount = Amount::parse(price_usd, 6).ok()?.units().to_string();
         Some(Pricing {
+            price: price_usd.into(),
             network: network.into(),
             asset: asset.into(),
             asset_name: name.into(),
@@ -102,6 +128,10 @@ impl Pricing {
         }
     }
 
+    pub fn price_usd(&self) -> String {
+        self.price.clone()
+    }
+
     /// What the readiness document says about payment.
     pub fn describe(&self) -> Value {
         json!({
@@ -129,13 +159,17 @@ mod tests {
         .unwrap();
         let requirements = pricing.requirements();
         assert_eq!(requirements.amount, "50000");
-        assert_eq!(requirements.asset, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+        assert_eq!(
+            requirements.asset,
+            "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+        );
         assert_eq!(requirements.extra["name"], "USD Coin");
         assert_eq!(requirements.extra["version"], "2");
         assert_eq!(requirements.max_timeout_seconds, 300);
         assert!(Pricing::usdc("eip155:999", "0.05", "0x0").is_none());
         assert!(Pricing::usdc("eip155:8453", "0.0000001", "0x0").is_none());
-        let free_read = pricing.payment_required("siwx_required", "http://x/y", "read", false, None);
+        let free_read =
+            pricing.payment_required("siwx_required", "http://x/y", "read", false, None);
         assert!(free_read.accepts.is_empty());
     }
 }

@@ -197,9 +197,19 @@ pub fn message(payload: &SiwxPayload) -> Result<String, SiwxError> {
             let address: Address = payload.address.parse().map_err(|_| SiwxError::Address)?;
             let id: u64 = id.parse().map_err(|_| SiwxError::ChainId)?;
             // EIP-4361: the address is checksummed in the text, however it was sent.
-            ("Ethereum", address.to_checksum(None), id.to_string(), "\n\n")
+            (
+                "Ethereum",
+                address.to_checksum(None),
+                id.to_string(),
+                "\n\n",
+            )
         } else if let Some(reference) = payload.chain_id.strip_prefix("solana:") {
-            ("Solana", payload.address.clone(), reference.to_owned(), "\n")
+            (
+                "Solana",
+                payload.address.clone(),
+                reference.to_owned(),
+                "\n",
+            )
         } else {
             return Err(SiwxError::UnsupportedChain);
         };
@@ -244,7 +254,8 @@ pub fn verify(
         return Err(SiwxError::DomainMismatch);
     }
     let uri = reqwest::Url::parse(&payload.uri).map_err(|_| SiwxError::UriMismatch)?;
-    if uri.origin().ascii_serialization() != url_parse(audience.origin).origin().ascii_serialization()
+    if uri.origin().ascii_serialization()
+        != url_parse(audience.origin).origin().ascii_serialization()
     {
         return Err(SiwxError::UriMismatch);
     }
@@ -385,7 +396,10 @@ mod tests {
         );
         let mut lowercase = evm_vector();
         lowercase.address = lowercase.address.to_lowercase();
-        assert_eq!(message(&lowercase).unwrap(), message(&evm_vector()).unwrap());
+        assert_eq!(
+            message(&lowercase).unwrap(),
+            message(&evm_vector()).unwrap()
+        );
         let mut bare = evm_vector();
         bare.statement = None;
         assert!(message(&bare).unwrap().contains("92266\n\n\nURI: "));
@@ -409,7 +423,10 @@ mod tests {
             "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
         );
         let solana = verify(&solana_vector(), &audience, AT_MS).unwrap();
-        assert_eq!(solana.scope(), "wallet:GmaDrppBC7P5ARKV8g3djiwP89vz1jLK23V2GBjuAEGB");
+        assert_eq!(
+            solana.scope(),
+            "wallet:GmaDrppBC7P5ARKV8g3djiwP89vz1jLK23V2GBjuAEGB"
+        );
     }
 
     #[test]
@@ -423,23 +440,35 @@ mod tests {
             origin: "https://api.example.org",
             chains: &chains,
         };
-        assert_eq!(verify(&evm_vector(), &elsewhere, AT_MS), Err(SiwxError::DomainMismatch));
+        assert_eq!(
+            verify(&evm_vector(), &elsewhere, AT_MS),
+            Err(SiwxError::DomainMismatch)
+        );
         let mut other_uri = evm_vector();
         other_uri.uri = "https://evil.example.com/api/x402/quote".into();
-        assert_eq!(verify(&other_uri, &ours, AT_MS), Err(SiwxError::UriMismatch));
+        assert_eq!(
+            verify(&other_uri, &ours, AT_MS),
+            Err(SiwxError::UriMismatch)
+        );
         let mut http = evm_vector();
         http.uri = "http://api.example.com/api/x402/quote".into();
         assert_eq!(verify(&http, &ours, AT_MS), Err(SiwxError::UriMismatch));
         // Time claims are checked before the signature.
         let mut short_lived = evm_vector();
         short_lived.expiration_time = Some("2026-01-15T10:32:00.000Z".into());
-        assert_eq!(verify(&short_lived, &ours, AT_MS + 60_000), Err(SiwxError::Expired));
+        assert_eq!(
+            verify(&short_lived, &ours, AT_MS + 60_000),
+            Err(SiwxError::Expired)
+        );
         let mut not_yet = evm_vector();
         not_yet.not_before = Some("2026-01-15T10:33:00.000Z".into());
         assert_eq!(verify(&not_yet, &ours, AT_MS), Err(SiwxError::NotYetValid));
         let mut no_expiry = evm_vector();
         no_expiry.expiration_time = None;
-        assert_eq!(verify(&no_expiry, &ours, AT_MS + 5 * 60_000), Err(SiwxError::TooOld));
+        assert_eq!(
+            verify(&no_expiry, &ours, AT_MS + 5 * 60_000),
+            Err(SiwxError::TooOld)
+        );
         assert_eq!(
             verify(&evm_vector(), &ours, 1_768_473_000_000 - 1),
             Err(SiwxError::InFuture)
@@ -449,7 +478,10 @@ mod tests {
             origin: &origin,
             chains: &base_only,
         };
-        assert_eq!(verify(&solana_vector(), &evm_only, AT_MS), Err(SiwxError::UnsupportedChain));
+        assert_eq!(
+            verify(&solana_vector(), &evm_only, AT_MS),
+            Err(SiwxError::UnsupportedChain)
+        );
         // Claiming another address with the same signature.
         let mut impostor = evm_vector();
         impostor.address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".into();
@@ -459,7 +491,10 @@ mod tests {
         assert_eq!(verify(&tampered, &ours, AT_MS), Err(SiwxError::Signature));
         let mut garbled = solana_vector();
         garbled.signature = "abc".into();
-        assert_eq!(verify(&garbled, &ours, AT_MS), Err(SiwxError::MalformedSignature));
+        assert_eq!(
+            verify(&garbled, &ours, AT_MS),
+            Err(SiwxError::MalformedSignature)
+        );
         // A small-order (weak) Solana key is refused whatever it signs.
         let mut weak = solana_vector();
         weak.address = bs58::encode([0u8; 32]).into_string();
@@ -473,7 +508,12 @@ mod tests {
             origin: "http://127.0.0.1:8080",
             chains: &chains,
         };
-        let challenge = challenge(&audience, "http://127.0.0.1:8080/api/x402/orders/x", "n1", AT_MS);
+        let challenge = challenge(
+            &audience,
+            "http://127.0.0.1:8080/api/x402/orders/x",
+            "n1",
+            AT_MS,
+        );
         assert_eq!(challenge["info"]["domain"], "127.0.0.1:8080");
         assert_eq!(challenge["info"]["issuedAt"], "2026-01-15T10:31:00.000Z");
         assert_eq!(challenge["supportedChains"][1]["type"], "ed25519");

@@ -200,14 +200,23 @@ pub(crate) mod tests {
         assert_eq!(accepts.amount, "50000");
         assert_eq!(accepts.asset, "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
         assert_eq!(accepts.extra["name"], "USD Coin");
-        assert_eq!(required.extensions[SIWX_EXTENSION]["info"]["nonce"], "a1b2c3d4e5f67890a1b2c3d4e5f67890");
+        assert_eq!(
+            required.extensions[SIWX_EXTENSION]["info"]["nonce"],
+            "a1b2c3d4e5f67890a1b2c3d4e5f67890"
+        );
         // Our encoding is padded standard base64 and loses nothing.
         let encoded = encode_header(&required);
         assert!(encoded.ends_with('='));
-        assert_eq!(decode_header::<PaymentRequired>(&encoded).unwrap(), required);
+        assert_eq!(
+            decode_header::<PaymentRequired>(&encoded).unwrap(),
+            required
+        );
         // Unpadded input is accepted; URL-safe is not.
         let unpadded = VECTOR_402.trim_end_matches('=');
-        assert_eq!(decode_header::<PaymentRequired>(unpadded).unwrap(), required);
+        assert_eq!(
+            decode_header::<PaymentRequired>(unpadded).unwrap(),
+            required
+        );
         assert_eq!(
             decode_header::<PaymentRequired>("eyJ4-_"),
             Err(HeaderError::Base64)
@@ -224,7 +233,9 @@ pub(crate) mod tests {
         let ours = &required.accepts[0];
         let mut theirs = ours.clone();
         assert!(ours.matches(&theirs));
-        theirs.extra.insert("assetTransferMethod".into(), "eip3009".into());
+        theirs
+            .extra
+            .insert("assetTransferMethod".into(), "eip3009".into());
         assert!(ours.matches(&theirs));
         theirs.pay_to = theirs.pay_to.to_lowercase();
         assert!(!ours.matches(&theirs), "payTo compares as a string");

@@ -188,6 +188,18 @@ impl App {
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
+            // A public URL derived from `--listen 127.0.0.1:0` names the port actually bound.
+            let origin = match listener.local_addr() {
+                Ok(bound) if config.public_url == format!("http://{}", config.listen) => {
+                    format!("http://{bound}")
+                }
+                _ => config.public_url.clone(),
+            };
+            let x402 = Arc::new(
+                x402_surface(&config, &origin, &store, &clock, &master_key)
+                    .await
+                    .context("cannot start the x402 API")?,
+            );
             // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
             let sharing = match Backend::from_url(&config.database_url)? {
                 Backend::Sqlite => Sharing::Local,
@@ -216,6 +228,7 @@ impl App {
                 access_tokens,
                 master_key,
                 webhooks: webhook_sender(&config),
+                x402,
             };
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
@@ -232,6 +245,58 @@ impl App {
         }
         Ok(())
     }
+}
+
+/// The x402 surface: USDC pricing on the configured network, the configured facilitator
+/// (checked against its `/supported` before serving), SIWX on that network and Solana.
+async fn x402_surface(
+    config: &Config,
+    origin: &str,
+    store: &Arc<dyn Store>,
+    clock: &Arc<dyn Clock>,
+    master_key: &MasterKey,
+) -> anyhow::Result<swapd_api::x402::X402> {
+    let x402 = &config.x402;
+    let pay_to = if x402.pay_to.is_empty() {
+        swapd_x402::sandbox_pay_to(master_key.derive("x402 sandbox payTo"))
+    } else {
+        x402.pay_to.clone()
+    };
+    let pricing = swapd_x402::Pricing::usdc(&x402.network, &x402.price_usd, &pay_to)
+        .with_context(|| {
+            format!(
+                "x402.network = {}: swapd knows USDC on eip155:8453, eip155:84532, eip155:1,                  eip155:42161 and eip155:137, and prices of at most 6 decimals",
+                x402.network
+            )
+        })?;
+    let facilitator: Arc<dyn swapd_x402::Facilitator> = if x402.facilitator == "http" {
+        Arc::new(
+            swapd_x402::HttpFacilitator::new(&x402.facilitator_url, Duration::from_secs(10))
+                .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
+        )
+    } else {
+        Arc::new(swapd_x402::LedgerFacilitator::new(
+            store.clone(),
+            clock.clone(),
+            &x402.network,
+        ))
+    };
+    swapd_x402::facilitator::check_supported(facilitator.as_ref(), &x402.network)
+        .await
+        .map_err(|problem| {
+            anyhow::anyhow!("x402.facilitator ({}): {problem}", facilitator.kind())
+        })?;
+    Ok(swapd_api::x402::X402 {
+        pricing,
+        facilitator,
+        origin: origin.trim_end_matches('/').to_owned(),
+        siwx_chains: vec![
+            x402.network.clone(),
+            swapd_x402::siwx::SOLANA_MAINNET.to_owned(),
+        ],
+        wallet_routes_enabled: config.mode == swapd_core::Mode::Sandbox
+            || !x402.access_token_secret.is_empty(),
+    })
 }
 
 /// Webhook deliveries under the mode's URL policy: live reaches public https endpoints only;

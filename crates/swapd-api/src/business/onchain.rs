@@ -29,6 +29,7 @@ use swapd_types::{ErrorCode, Success};
 use super::json_response;
 use super::market::invalid;
 use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
+use crate::x402::WalletPrincipal;
 use crate::{ApiError, ApiJson, AppState};
 
 /// Resolves an onchain route card into an execution plan.
@@ -54,6 +55,7 @@ pub(crate) async fn resolve(
     State(state): State<AppState>,
     Extension(CallerScope(owner)): Extension<CallerScope>,
     Extension(claim): Extension<IdempotencyClaim>,
+    principal: Option<Extension<WalletPrincipal>>,
     ApiJson(input): ApiJson<OnchainResolveInput>,
 ) -> Result<Response, ApiError> {
     let not_found = || {
@@ -108,6 +110,7 @@ pub(crate) async fn resolve(
                 format!("walletAddress: {e} ({namespace})"),
             )
         })?;
+    check_principal(principal.as_ref(), namespace, &input.wallet_address)?;
     if let Some(quoted_for) = &route.wallet_address
         && !onchain::same_wallet(namespace, quoted_for, &input.wallet_address)
     {
@@ -321,10 +324,16 @@ pub(crate) async fn report(
     State(state): State<AppState>,
     Extension(CallerScope(owner)): Extension<CallerScope>,
     Extension(claim): Extension<IdempotencyClaim>,
+    principal: Option<Extension<WalletPrincipal>>,
     headers: HeaderMap,
     ApiJson(input): ApiJson<ExecutionReportInput>,
 ) -> Result<Response, ApiError> {
     let mut plan = authorized_plan(&state, &owner, &input.execution_plan_id, &headers).await?;
+    check_principal(
+        principal.as_ref(),
+        &plan.chain_namespace,
+        &input.wallet_address,
+    )?;
     if input.chain_namespace != plan.chain_namespace {
         return Err(invalid(
             "chainNamespace",
@@ -517,6 +526,25 @@ async fn load_plan(
         .execution_plan(plan_id, owner)
         .await?
         .ok_or_else(not_found)
+}
+
+/// On the x402 API a plan acts for the proven wallet: another wallet address is refused.
+fn check_principal(
+    principal: Option<&Extension<WalletPrincipal>>,
+    namespace: &str,
+    wallet_address: &str,
+) -> Result<(), ApiError> {
+    match principal {
+        Some(Extension(WalletPrincipal(wallet)))
+            if !onchain::same_wallet(namespace, &wallet.address(), wallet_address) =>
+        {
+            Err(ApiError::new(
+                ErrorCode::WalletMismatch,
+                "walletAddress must be the wallet this request is signed in (or paid) with",
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn stored_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {

@@ -187,7 +187,12 @@ pub struct Options {
     pub provider_deadline: std::time::Duration,
     /// Which webhook destinations are allowed (live: public https only).
     pub url_policy: swapd_core::webhooks::UrlPolicy,
+    /// The x402 facilitator (default: the ledger on the server's store).
+    pub facilitator: Option<Arc<dyn swapd_x402::Facilitator>>,
 }
+
+/// Where x402 test payments go.
+pub const PAY_TO: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
 /// A receiver's time to answer in tests (15 s in production).
 pub const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
@@ -204,6 +209,7 @@ impl Default for Options {
             after_unclean_stop: false,
             provider_deadline: std::time::Duration::from_millis(1_500),
             url_policy: swapd_core::webhooks::UrlPolicy::Sandbox,
+            facilitator: None,
         }
     }
 }
@@ -398,8 +404,10 @@ impl TestServer {
             ),
             clock.clone(),
         );
+        let listener = tokio::net::TcpListener::bind(options.bind).await.unwrap();
+        let listener_address = listener.local_addr().unwrap();
         let state = AppState {
-            store,
+            store: store.clone(),
             clock: clock.clone(),
             mode: Mode::Sandbox,
             guards: guards.clone(),
@@ -410,6 +418,22 @@ impl TestServer {
             ),
             master_key: master.clone(),
             webhooks: swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT),
+            x402: Arc::new(swapd_api::x402::X402 {
+                pricing: swapd_x402::Pricing::usdc("eip155:8453", "0.05", PAY_TO).unwrap(),
+                facilitator: options.facilitator.clone().unwrap_or_else(|| {
+                    Arc::new(swapd_x402::LedgerFacilitator::new(
+                        store.clone(),
+                        clock.clone(),
+                        "eip155:8453",
+                    ))
+                }),
+                origin: format!("http://{}", listener_address),
+                siwx_chains: vec![
+                    "eip155:8453".into(),
+                    swapd_x402::siwx::SOLANA_MAINNET.into(),
+                ],
+                wallet_routes_enabled: true,
+            }),
         };
         let counters = Arc::new(Counters::default());
         let test_routes = Router::new()
@@ -422,8 +446,7 @@ impl TestServer {
             .route("/api/v3/test/domain", post(domain_write));
         let extra = protect(test_routes, &state, TEST_ROUTES).layer(Extension(counters.clone()));
         let app = swapd_api::router_with(state.clone(), extra);
-        let listener = tokio::net::TcpListener::bind(options.bind).await.unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let port = listener_address.port();
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
         let flusher = tokio::spawn(guards.run_nonce_flusher(shutdown.clone()));

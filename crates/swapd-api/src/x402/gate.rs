@@ -1,0 +1,564 @@
+//! What every `/api/x402` request goes through, in order (DESIGN.md §8, research/x402.md §2):
+//!
+//! 1. Limits, before anything is verified or settled: 60 paid attempts per hour per client and
+//!    route; 30 wallet-bound reads per minute per client, route and resource.
+//! 2. The wallet: a Sign-In-With-X proof when sent (checked against our public origin; a nonce
+//!    we issued, consumed by mutations), else for paid routes the payer the payment's signature
+//!    proves.
+//! 3. Paid routes: the `PAYMENT-SIGNATURE` is decoded (400 when malformed), matched against our
+//!    own requirements and the request URL, and its payer recovered. A replay of a stored
+//!    Idempotency-Key answers now, without a charge. Then the payment's one execution is
+//!    claimed (`(payer, nonce)`, 409 when already used), verified and settled by the
+//!    facilitator, and only then is the handler run; the answer carries `PAYMENT-RESPONSE`.
+//!
+//! Without what a route needs, the answer is 402 with `PAYMENT-REQUIRED`: the requirements
+//! for paid routes, and a fresh SIWX challenge for wallet-bound ones.
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use swapd_core::store::WindowDecision;
+use swapd_types::ErrorCode;
+use swapd_x402::exact;
+use swapd_x402::siwx::{self, Audience, SiwxPayload, Wallet};
+use swapd_x402::wire::{
+    self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE, PaymentPayload, SIGN_IN_WITH_X,
+    SettleResponse, X402_VERSION,
+};
+
+use super::{Access, X402Route};
+use crate::idempotency::{self, CallerScope, Started};
+use crate::{ApiError, AppState};
+
+/// The wallet a request acts for, set by the gate on wallet-bound routes.
+#[derive(Debug, Clone)]
+pub struct WalletPrincipal(pub Wallet);
+
+const PAID_ATTEMPTS_PER_HOUR: u32 = 60;
+const WALLET_READS_PER_MINUTE: u32 = 30;
+/// How long a SIWX challenge's nonce may be used.
+const CHALLENGE_TTL_MS: i64 = 5 * 60 * 1000;
+/// Headers larger than this are not decoded.
+const MAX_HEADER_BYTES: usize = 8 * 1024;
+
+pub async fn gate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(route) = request
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|path| super::find(request.method(), path.as_str()))
+    else {
+        tracing::error!("an x402 route is missing from X402_ROUTES");
+        return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
+    };
+    if route.access == Access::Free {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let context = Context::new(&state, route, &parts);
+    let request = Request::from_parts(parts, body);
+    let mut response = match route.access {
+        Access::WalletRead => context.wallet_read(request, next).await,
+        _ => context.paid(request, next).await,
+    };
+    if let Some(decision) = context.limit.get() {
+        rate_limit_headers(response.headers_mut(), decision, context.limit_name());
+    }
+    response
+}
+
+struct Context<'a> {
+    state: &'a AppState,
+    route: &'static X402Route,
+    /// Who is asking, for the limits: the client address.
+    client: String,
+    /// The full URL of this request on our public origin (path and query).
+    resource_url: String,
+    limit: std::sync::OnceLock<WindowDecision>,
+}
+
+impl<'a> Context<'a> {
+    fn new(state: &'a AppState, route: &'static X402Route, parts: &Parts) -> Self {
+        let client = crate::business::auth::client_ip(parts, &state.trusted_proxies)
+            .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+        let path_and_query = parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| parts.uri.path().to_owned(), ToString::to_string);
+        Self {
+            state,
+            route,
+            client,
+            resource_url: format!("{}{path_and_query}", state.x402.origin),
+            limit: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn limit_name(&self) -> &'static str {
+        if self.route.access.paid() {
+            "x402-paid-attempts-hour"
+        } else {
+            "x402-wallet-reads-minute"
+        }
+    }
+
+    /// Counts this request against its limit; `Err` with the 429 when it is spent.
+    async fn consume_limit(&self, path: &str) -> Result<(), Response> {
+        let (key, window_ms, limit, code) = if self.route.access.paid() {
+            (
+                format!("paid|{}|{}", self.client, self.route.path),
+                3_600_000,
+                PAID_ATTEMPTS_PER_HOUR,
+                ErrorCode::PaidAttemptsExceeded,
+            )
+        } else {
+            (
+                format!("read|{}|{}|{path}", self.client, self.route.path),
+                60_000,
+                WALLET_READS_PER_MINUTE,
+                ErrorCode::WalletReadsExceeded,
+            )
+        };
+        let now_ms = self.state.clock.now_ms();
+        let decision = self
+            .state
+            .store
+            .consume_window(&key, window_ms, limit, now_ms)
+            .await
+            .map_err(|e| ApiError::from(e).into_response())?;
+        let _ = self.limit.set(decision);
+        if decision.allowed {
+            return Ok(());
+        }
+        let retry_after = ((decision.resets_at_ms - now_ms).max(0) + 999) / 1000;
+        Err(ApiError::new(
+            code,
+            format!(
+                "at most {limit} such requests per {} from this client; retry in {retry_after} s",
+                if window_ms == 60_000 {
+                    "minute"
+                } else {
+                    "hour"
+                }
+            ),
+        )
+        .with_header(
+            axum::http::header::RETRY_AFTER,
+            HeaderValue::from(retry_after),
+        )
+        .into_response())
+    }
+
+    fn disabled(&self) -> Option<Response> {
+        (self.route.needs_access_tokens && !self.state.x402.wallet_routes_enabled).then(|| {
+            ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                "order and onchain routes of the x402 API are disabled: the operator has not set \
+                 x402.access_token_secret",
+            )
+            .into_response()
+        })
+    }
+
+    /// A free read of a resource the proven wallet owns.
+    async fn wallet_read(&self, mut request: Request, next: Next) -> Response {
+        if let Err(refused) = self.consume_limit(request.uri().path()).await {
+            return refused;
+        }
+        if let Some(disabled) = self.disabled() {
+            return disabled;
+        }
+        let wallet = match self.proof(request.headers(), false).await {
+            Ok(Some(wallet)) => wallet,
+            Ok(None) => {
+                return self
+                    .required(
+                        ErrorCode::PaymentRequired,
+                        "sign in with your wallet: send a SIGN-IN-WITH-X proof for the challenge in PAYMENT-REQUIRED",
+                        "siwx_required",
+                    )
+                    .await;
+            }
+            Err(refused) => return refused,
+        };
+        let extensions = request.extensions_mut();
+        extensions.insert(CallerScope(wallet.scope()));
+        extensions.insert(WalletPrincipal(wallet));
+        next.run(request).await
+    }
+
+    /// A paid call: see the module's order of steps.
+    async fn paid(&self, mut request: Request, next: Next) -> Response {
+        if let Err(refused) = self.consume_limit(request.uri().path()).await {
+            return refused;
+        }
+        if let Some(disabled) = self.disabled() {
+            return disabled;
+        }
+        let mutation = request.method() != axum::http::Method::GET;
+        let proven = if self.route.access.wallet_bound() {
+            match self.proof(request.headers(), mutation).await {
+                Ok(proven) => proven,
+                Err(refused) => return refused,
+            }
+        } else {
+            None
+        };
+        let Some(header) = single_header(request.headers(), PAYMENT_SIGNATURE) else {
+            return self
+                .required(
+                    ErrorCode::PaymentRequired,
+                    "this call costs the price in PAYMENT-REQUIRED: pay it and send the same request with PAYMENT-SIGNATURE",
+                    "Payment required",
+                )
+                .await;
+        };
+        let payment = match header
+            .to_str()
+            .ok()
+            .filter(|h| h.len() <= MAX_HEADER_BYTES)
+            .map(wire::decode_header::<PaymentPayload>)
+        {
+            Some(Ok(payment)) => payment,
+            _ => {
+                return self
+                    .required(
+                        ErrorCode::InvalidPaymentPayload,
+                        "PAYMENT-SIGNATURE is not a base64 x402 payment payload",
+                        "invalid_payload",
+                    )
+                    .await;
+            }
+        };
+        let requirements = self.state.x402.pricing.requirements();
+
+        if payment.x402_version != X402_VERSION {
+            return self
+                .invalid("invalid_x402_version", "only x402 version 2 is accepted")
+                .await;
+        }
+        if !requirements.matches(&payment.accepted) {
+            return self.invalid(
+                "No matching payment requirements",
+                "the payment's `accepted` is not our requirements: pay exactly what PAYMENT-REQUIRED asks",
+            )
+            .await;
+        }
+        if let Some(resource) = &payment.resource
+            && resource.url != self.resource_url
+        {
+            return self.invalid(
+                "resource_mismatch",
+                "the payment was made for another request: replay the identical request it was made for",
+            )
+            .await;
+        }
+        // Who pays, from the signature alone (the facilitator verifies everything after).
+        let identified = serde_json::from_value(payment.payload.clone())
+            .map_err(|_| exact::Invalid::Payload)
+            .and_then(|payload| {
+                let authorization = exact::authorization(&payload)?;
+                let digest = exact::digest(&authorization, &requirements)?;
+                let signature: alloy_primitives::Signature = payload
+                    .signature
+                    .parse()
+                    .map_err(|_| exact::Invalid::SignatureFormat)?;
+                let payer = signature
+                    .recover_address_from_prehash(&digest)
+                    .map_err(|_| exact::Invalid::Signature)?;
+                if payer != authorization.from {
+                    return Err(exact::Invalid::Signature);
+                }
+                Ok((payer, authorization.nonce.to_string()))
+            });
+        let (payer, nonce) = match identified {
+            Ok(found) => found,
+            Err(reason) => {
+                return self
+                    .invalid(&reason.reason(), "the payment's signature does not verify")
+                    .await;
+            }
+        };
+        let payer_wallet = Wallet::Evm(payer);
+        let wallet = proven.unwrap_or(payer_wallet.clone());
+        let scope = wallet.scope();
+        request.extensions_mut().insert(CallerScope(scope.clone()));
+        request
+            .extensions_mut()
+            .insert(WalletPrincipal(wallet.clone()));
+
+        // A replay of a stored Idempotency-Key answers now, charging nothing.
+        let (request, claim) = match idempotency::begin(self.state, &scope, request).await {
+            Started::Answer(answer) => return answer,
+            Started::Unclaimed(request) => (request, None),
+            Started::Claimed(request, claim) => (request, Some(claim)),
+        };
+        let release = || async {
+            if let Some(claim) = &claim {
+                idempotency::release(self.state, claim).await;
+            }
+        };
+        let payer_text = payer_wallet.address();
+        let now_ms = self.state.clock.now_ms();
+        match self
+            .state
+            .store
+            .claim_x402_payment(&payer_text, &nonce, &self.resource_url, now_ms)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => {
+                release().await;
+                return ApiError::new(
+                    ErrorCode::PaymentAlreadyUsed,
+                    "this payment was already used: each payment buys one call (a retry with the \
+                     same Idempotency-Key returns the first answer)",
+                )
+                .into_response();
+            }
+            Err(error) => {
+                release().await;
+                return ApiError::from(error).into_response();
+            }
+        }
+        let unclaim = || async {
+            release().await;
+            if let Err(error) = self
+                .state
+                .store
+                .release_x402_payment(&payer_text, &nonce)
+                .await
+            {
+                tracing::warn!(%error, "cannot release a payment claim");
+            }
+        };
+        let facilitator = &self.state.x402.facilitator;
+        match facilitator.verify(&payment, &requirements).await {
+            Ok(verified) if verified.is_valid => {}
+            Ok(verified) => {
+                unclaim().await;
+                let reason = verified
+                    .invalid_reason
+                    .unwrap_or_else(|| "invalid_payload".into());
+                return self
+                    .invalid(&reason, &format!("the payment is not valid: {reason}"))
+                    .await;
+            }
+            Err(error) => {
+                unclaim().await;
+                return facilitator_failure(&error, false);
+            }
+        }
+        let settled = match facilitator.settle(&payment, &requirements).await {
+            Ok(settled) => settled,
+            Err(error) => {
+                // Nobody knows whether it settled: the claim stays, so it is never executed
+                // twice; the Idempotency-Key is free for a retry with a new payment.
+                release().await;
+                return facilitator_failure(&error, true);
+            }
+        };
+        if !settled.success {
+            release().await;
+            let reason = settled
+                .error_reason
+                .clone()
+                .unwrap_or_else(|| "settlement_failed".into());
+            let mut response = self
+                .required(
+                    ErrorCode::PaymentFailed,
+                    &format!("the payment could not be settled: {reason}"),
+                    &reason,
+                )
+                .await;
+            insert_header(
+                response.headers_mut(),
+                PAYMENT_RESPONSE,
+                &wire::encode_header(&settled),
+            );
+            return response;
+        }
+        tracing::info!(payer = %payer_text, transaction = %settled.transaction, route = self.route.path, "x402 payment settled");
+        let response = next.run(request).await;
+        let mut response = match &claim {
+            Some(claim) => idempotency::finish(self.state, claim, response).await,
+            None => response,
+        };
+        paid_headers(response.headers_mut(), &settled);
+        response
+    }
+
+    /// 402 `payment_invalid` with the reason in a fresh `PAYMENT-REQUIRED`.
+    async fn invalid(&self, reason: &str, message: &str) -> Response {
+        self.required(ErrorCode::PaymentInvalid, message, reason)
+            .await
+    }
+
+    /// The wallet a SIGN-IN-WITH-X proof proves, if one was sent. Mutations consume its nonce.
+    async fn proof(&self, headers: &HeaderMap, consume: bool) -> Result<Option<Wallet>, Response> {
+        let Some(header) = single_header(headers, SIGN_IN_WITH_X) else {
+            return Ok(None);
+        };
+        let payload: SiwxPayload = match header
+            .to_str()
+            .ok()
+            .filter(|h| h.len() <= MAX_HEADER_BYTES)
+            .map(wire::decode_header)
+        {
+            Some(Ok(payload)) => payload,
+            _ => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidSiwxPayload,
+                    "SIGN-IN-WITH-X is not a base64 Sign-In-With-X payload",
+                )
+                .into_response());
+            }
+        };
+        let audience = Audience {
+            origin: &self.state.x402.origin,
+            chains: &self.state.x402.siwx_chains,
+        };
+        let now_ms = self.state.clock.now_ms();
+        let wallet = match siwx::verify(&payload, &audience, now_ms) {
+            Ok(wallet) => wallet,
+            Err(problem) => return Err(self.siwx_refused(&problem.to_string()).await),
+        };
+        match self
+            .state
+            .store
+            .check_siwx_nonce(&payload.nonce, now_ms, consume)
+            .await
+        {
+            Ok(true) => Ok(Some(wallet)),
+            Ok(false) => Err(self.siwx_refused(&siwx::SiwxError::Nonce.to_string()).await),
+            Err(error) => Err(ApiError::from(error).into_response()),
+        }
+    }
+
+    /// 401 `siwx_invalid` naming the reason, with a fresh challenge to sign.
+    async fn siwx_refused(&self, reason: &str) -> Response {
+        let mut response = ApiError::new(
+            ErrorCode::SiwxInvalid,
+            format!("the SIGN-IN-WITH-X proof is refused: {reason}; sign the new challenge"),
+        )
+        .into_response();
+        match self.payment_required(reason).await {
+            Ok(value) => insert_header(response.headers_mut(), PAYMENT_REQUIRED, &value),
+            Err(error) => return error,
+        }
+        response
+    }
+
+    /// An answer with `PAYMENT-REQUIRED` for this route (402 for the payment codes).
+    async fn required(&self, code: ErrorCode, message: &str, error: &str) -> Response {
+        let value = match self.payment_required(error).await {
+            Ok(value) => value,
+            Err(response) => return response,
+        };
+        let mut response = ApiError::new(code, message).into_response();
+        let headers = response.headers_mut();
+        insert_header(headers, PAYMENT_REQUIRED, &value);
+        headers.insert(
+            axum::http::header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        );
+        response
+    }
+
+    /// The encoded `PAYMENT-REQUIRED` of this route: our requirements when it is paid, and a
+    /// fresh SIWX challenge (its nonce recorded) when it is wallet-bound.
+    async fn payment_required(&self, error: &str) -> Result<String, Response> {
+        let x402 = &self.state.x402;
+        let challenge = if self.route.access.wallet_bound() {
+            let nonce = hex::encode(rand::random::<[u8; 16]>());
+            let now_ms = self.state.clock.now_ms();
+            self.state
+                .store
+                .issue_siwx_nonce(&nonce, now_ms + CHALLENGE_TTL_MS)
+                .await
+                .map_err(|e| ApiError::from(e).into_response())?;
+            let audience = Audience {
+                origin: &x402.origin,
+                chains: &x402.siwx_chains,
+            };
+            Some(siwx::challenge(
+                &audience,
+                &self.resource_url,
+                &nonce,
+                now_ms,
+            ))
+        } else {
+            None
+        };
+        let required = x402.pricing.payment_required(
+            error,
+            &self.resource_url,
+            self.route.description,
+            self.route.access.paid(),
+            challenge,
+        );
+        Ok(wire::encode_header(&required))
+    }
+}
+
+fn single_header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h HeaderValue> {
+    let mut values = headers.get_all(name).iter();
+    match (values.next(), values.next()) {
+        (Some(value), None) => Some(value),
+        // Sent twice: neither is believed.
+        _ => None,
+    }
+}
+
+fn facilitator_failure(error: &swapd_x402::FacilitatorError, settling: bool) -> Response {
+    tracing::warn!(%error, settling, "facilitator failure");
+    let (code, message) = match error {
+        swapd_x402::FacilitatorError::Unavailable(_) if settling => (
+            ErrorCode::ServiceUnavailable,
+            "the payment facilitator did not confirm the settlement; the payment is held and \
+             the call was not executed: retry later with a new payment and the same Idempotency-Key",
+        ),
+        swapd_x402::FacilitatorError::Unavailable(_) => (
+            ErrorCode::ServiceUnavailable,
+            "the payment facilitator is unavailable; nothing was charged: retry later",
+        ),
+        swapd_x402::FacilitatorError::BadAnswer(_) => (
+            ErrorCode::FacilitatorError,
+            "the payment facilitator answered something unusable; the call was not executed",
+        ),
+    };
+    ApiError::new(code, message).into_response()
+}
+
+fn paid_headers(headers: &mut HeaderMap, settled: &SettleResponse) {
+    insert_header(headers, PAYMENT_RESPONSE, &wire::encode_header(settled));
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
+}
+
+fn insert_header(headers: &mut HeaderMap, name: &str, value: &str) {
+    if let (Ok(name), Ok(value)) = (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        headers.insert(name, value);
+    }
+}
+
+fn rate_limit_headers(headers: &mut HeaderMap, decision: &WindowDecision, resource: &str) {
+    for (name, value) in [
+        ("x-ratelimit-limit", decision.limit.to_string()),
+        ("x-ratelimit-remaining", decision.remaining().to_string()),
+        (
+            "x-ratelimit-reset",
+            (decision.resets_at_ms / 1000).to_string(),
+        ),
+        ("x-ratelimit-used", decision.used.to_string()),
+        ("x-ratelimit-resource", resource.to_owned()),
+    ] {
+        insert_header(headers, name, &value);
+    }
+}

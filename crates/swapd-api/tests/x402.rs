@@ -1,0 +1,1100 @@
+//! The x402 API against a running server: 402 challenges, payments signed here with a local
+//! key (alloy's signer, EIP-3009) and settled by the ledger facilitator, Sign-In-With-X proofs
+//! for EVM and Solana wallets, wallet-bound orders and plans, idempotent replays without a
+//! second charge, one execution per payment under concurrency, limits, and the HTTP facilitator
+//! (research/reliability.md §2.7, cases 82–91).
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use alloy_signer::SignerSync;
+use alloy_signer_local::PrivateKeySigner;
+use axum::http::StatusCode;
+use ed25519_dalek::Signer;
+use serde_json::{Value, json};
+use support::{Options, PAY_TO, Resp, TestServer};
+use swapd_x402::exact::TransferWithAuthorization;
+use swapd_x402::siwx::SiwxPayload;
+use swapd_x402::wire::{
+    self, Eip3009Authorization, ExactEvmPayload, PaymentPayload, PaymentRequired, SettleResponse,
+};
+
+const USDC_BASE: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+const TRON_PAYOUT: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+
+/// A plain HTTP request (no HMAC) with extra headers.
+async fn send(
+    server: &TestServer,
+    method: &str,
+    path_and_query: &str,
+    body: Option<&Value>,
+    headers: &[(&str, String)],
+) -> Resp {
+    let mut request = reqwest::Client::new().request(
+        reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+        format!("{}{path_and_query}", server.base),
+    );
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(body).unwrap());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.unwrap();
+    Resp {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+fn required(resp: &Resp) -> PaymentRequired {
+    wire::decode_header(resp.header("payment-required").expect("PAYMENT-REQUIRED")).unwrap()
+}
+
+/// Pays `required` with `signer`: an EIP-3009 authorization for exactly what it asks, valid for
+/// its timeout from `now_secs`, with a fresh nonce.
+fn pay(required: &PaymentRequired, signer: &PrivateKeySigner, now_secs: i64) -> PaymentPayload {
+    let accepted = required.accepts[0].clone();
+    let nonce: [u8; 32] = rand::random();
+    let authorization = TransferWithAuthorization {
+        from: signer.address(),
+        to: accepted.pay_to.parse().unwrap(),
+        value: accepted.amount.parse().unwrap(),
+        validAfter: alloy_primitives::U256::ZERO,
+        validBefore: alloy_primitives::U256::from(now_secs as u64 + accepted.max_timeout_seconds),
+        nonce: nonce.into(),
+    };
+    let domain = swapd_x402::exact::domain(&accepted).unwrap();
+    let signature = signer
+        .sign_typed_data_sync(&authorization, &domain)
+        .unwrap();
+    PaymentPayload {
+        x402_version: 2,
+        resource: Some(required.resource.clone()),
+        accepted,
+        payload: serde_json::to_value(ExactEvmPayload {
+            signature: format!("0x{}", alloy_primitives::hex::encode(signature.as_bytes())),
+            authorization: Eip3009Authorization {
+                from: signer.address().to_checksum(None),
+                to: authorization.to.to_checksum(None),
+                value: authorization.value.to_string(),
+                valid_after: "0".into(),
+                valid_before: authorization.validBefore.to_string(),
+                nonce: format!("0x{}", alloy_primitives::hex::encode(nonce)),
+            },
+        })
+        .unwrap(),
+        extensions: required.extensions.clone(),
+    }
+}
+
+fn payment_header(payment: &PaymentPayload) -> (&'static str, String) {
+    ("PAYMENT-SIGNATURE", wire::encode_header(payment))
+}
+
+/// The SIWX payload for the challenge in `required`, unsigned.
+fn siwx_payload(
+    required: &PaymentRequired,
+    chain: &str,
+    kind: &str,
+    address: String,
+) -> SiwxPayload {
+    let info = &required.extensions["sign-in-with-x"]["info"];
+    let text = |key: &str| info[key].as_str().unwrap().to_owned();
+    SiwxPayload {
+        domain: text("domain"),
+        address,
+        statement: info["statement"].as_str().map(Into::into),
+        uri: text("uri"),
+        version: text("version"),
+        chain_id: chain.into(),
+        kind: kind.into(),
+        nonce: text("nonce"),
+        issued_at: text("issuedAt"),
+        expiration_time: None,
+        not_before: None,
+        request_id: None,
+        resources: info["resources"]
+            .as_array()
+            .map(|r| r.iter().map(|v| v.as_str().unwrap().to_owned()).collect()),
+        signature_scheme: None,
+        signature: String::new(),
+    }
+}
+
+/// An EIP-191 SIWX proof by `signer` for the challenge in `required`.
+fn prove_evm(required: &PaymentRequired, signer: &PrivateKeySigner) -> (&'static str, String) {
+    let mut payload = siwx_payload(
+        required,
+        "eip155:8453",
+        "eip191",
+        signer.address().to_checksum(None),
+    );
+    sign_evm(&mut payload, signer);
+    ("SIGN-IN-WITH-X", wire::encode_header(&payload))
+}
+
+fn sign_evm(payload: &mut SiwxPayload, signer: &PrivateKeySigner) {
+    let text = swapd_x402::siwx::message(payload).unwrap();
+    let signature = signer.sign_message_sync(text.as_bytes()).unwrap();
+    payload.signature = format!("0x{}", alloy_primitives::hex::encode(signature.as_bytes()));
+}
+
+/// An ed25519 SIWX proof by `key` for the challenge in `required`.
+fn prove_solana(
+    required: &PaymentRequired,
+    key: &ed25519_dalek::SigningKey,
+) -> (&'static str, String) {
+    let address = bs58::encode(key.verifying_key().to_bytes()).into_string();
+    let mut payload = siwx_payload(
+        required,
+        swapd_x402::siwx::SOLANA_MAINNET,
+        "ed25519",
+        address,
+    );
+    let text = swapd_x402::siwx::message(&payload).unwrap();
+    payload.signature = bs58::encode(key.sign(text.as_bytes()).to_bytes()).into_string();
+    ("SIGN-IN-WITH-X", wire::encode_header(&payload))
+}
+
+fn idempotency(key: &str) -> (&'static str, String) {
+    ("Idempotency-Key", key.to_owned())
+}
+
+fn order_body() -> Value {
+    json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_PAYOUT})
+}
+
+#[tokio::test]
+async fn the_readiness_document_is_free_and_names_prices_and_rules() {
+    let server = TestServer::start().await;
+    let resp = send(&server, "GET", "/api/x402", None, &[]).await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let doc = &resp.body["data"];
+    assert_eq!(doc["x402Version"], 2);
+    assert_eq!(doc["priceUsd"], "0.05");
+    assert_eq!(doc["payment"]["amount"], "50000");
+    assert_eq!(doc["payment"]["network"], "eip155:8453");
+    assert_eq!(doc["payment"]["asset"], USDC_BASE);
+    assert_eq!(doc["payment"]["payTo"], PAY_TO);
+    assert_eq!(doc["facilitator"], "ledger");
+    assert_eq!(
+        doc["siwx"]["domain"],
+        server.base.trim_start_matches("http://")
+    );
+    let routes = doc["routes"].as_array().unwrap();
+    assert_eq!(routes.len(), 18);
+    let access = |path: &str, method: &str| {
+        routes
+            .iter()
+            .find(|r| r["path"] == path && r["method"] == method)
+            .unwrap()["access"]
+            .clone()
+    };
+    assert_eq!(access("/api/x402/currencies", "GET"), "paid");
+    assert_eq!(access("/api/x402/orders", "POST"), "paid_wallet");
+    assert_eq!(access("/api/x402/orders/{orderId}", "GET"), "wallet_read");
+    assert_eq!(access("/api/x402/routes", "GET"), "paid");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_paid_call_is_402_then_paid_settled_once_and_answered_with_payment_response() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    // Case 82: no payment, 402 with our requirements.
+    let unpaid = send(&server, "GET", "/api/x402/currencies", None, &[]).await;
+    unpaid.expect(402, "payment_required");
+    assert_eq!(unpaid.header("cache-control"), Some("no-store"));
+    let challenge = required(&unpaid);
+    assert_eq!(challenge.x402_version, 2);
+    assert_eq!(
+        challenge.resource.url,
+        format!("{}/api/x402/currencies", server.base)
+    );
+    let accepts = &challenge.accepts[0];
+    assert_eq!(
+        (
+            accepts.scheme.as_str(),
+            accepts.network.as_str(),
+            accepts.amount.as_str()
+        ),
+        ("exact", "eip155:8453", "50000")
+    );
+    assert_eq!(
+        (accepts.asset.as_str(), accepts.pay_to.as_str()),
+        (USDC_BASE, PAY_TO)
+    );
+    assert_eq!(accepts.extra["name"], "USD Coin");
+    assert_eq!(accepts.extra["version"], "2");
+    assert!(
+        challenge.extensions.is_empty(),
+        "a paid-only route asks for no wallet proof"
+    );
+
+    let payment = pay(&challenge, &payer, server.now_secs());
+    let paid = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&payment)],
+    )
+    .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert!(paid.body["data"]["count"].as_u64().unwrap() >= 20);
+    let settled: SettleResponse =
+        wire::decode_header(paid.header("payment-response").unwrap()).unwrap();
+    assert!(settled.success);
+    assert_eq!(
+        settled.payer.as_deref(),
+        Some(payer.address().to_checksum(None).as_str())
+    );
+    assert_eq!(settled.network, "eip155:8453");
+    assert_eq!(settled.transaction.len(), 66);
+    // The ledger recorded it.
+    let nonce = payment.payload["authorization"]["nonce"].as_str().unwrap();
+    let record = server
+        .state
+        .store
+        .x402_settlement(&payer.address().to_checksum(None), nonce)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (record.amount.as_str(), record.pay_to.as_str()),
+        ("50000", PAY_TO)
+    );
+
+    // Case 87: the same payment again buys nothing more.
+    send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&payment)],
+    )
+    .await
+    .expect(409, "payment_already_used");
+    // For another request: refused as made for another resource, or, when the payment names
+    // none, as already used.
+    let resp = send(
+        &server,
+        "GET",
+        "/api/x402/tokens/popular",
+        None,
+        &[payment_header(&payment)],
+    )
+    .await;
+    resp.expect(402, "payment_invalid");
+    assert_eq!(required(&resp).error.as_deref(), Some("resource_mismatch"));
+    let mut anywhere = payment.clone();
+    anywhere.resource = None;
+    send(
+        &server,
+        "GET",
+        "/api/x402/tokens/popular",
+        None,
+        &[payment_header(&anywhere)],
+    )
+    .await
+    .expect(409, "payment_already_used");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bad_payments_are_refused_before_anything_is_settled() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    let challenge = required(&send(&server, "GET", "/api/x402/tokens/popular", None, &[]).await);
+    let now = server.now_secs();
+    let path = "/api/x402/tokens/popular";
+    // Case 83: malformed headers: 400, with the requirements again.
+    for header in ["not base64!", "e30=", &"A".repeat(9 * 1024)] {
+        let resp = send(
+            &server,
+            "GET",
+            path,
+            None,
+            &[("PAYMENT-SIGNATURE", header.to_owned())],
+        )
+        .await;
+        resp.expect(400, "invalid_payment_payload");
+        assert!(resp.header("payment-required").is_some());
+    }
+    let reason = |resp: &Resp| required(resp).error.unwrap();
+    // Case 84: requirements other than ours.
+    let mut cheaper = pay(&challenge, &payer, now);
+    cheaper.accepted.amount = "1".into();
+    let resp = send(&server, "GET", path, None, &[payment_header(&cheaper)]).await;
+    resp.expect(402, "payment_invalid");
+    assert_eq!(reason(&resp), "No matching payment requirements");
+    let mut elsewhere = challenge.clone();
+    elsewhere.accepts[0].pay_to = payer.address().to_checksum(None);
+    let resp = send(
+        &server,
+        "GET",
+        path,
+        None,
+        &[payment_header(&pay(&elsewhere, &payer, now))],
+    )
+    .await;
+    resp.expect(402, "payment_invalid");
+    // Case 85: expired and not-yet-valid windows.
+    let stale = pay(&challenge, &payer, now - 400);
+    let resp = send(&server, "GET", path, None, &[payment_header(&stale)]).await;
+    resp.expect(402, "payment_invalid");
+    assert_eq!(
+        reason(&resp),
+        "invalid_exact_evm_payload_authorization_valid_before"
+    );
+    // Case 86: signed by someone other than `from`.
+    let mut forged = pay(&challenge, &PrivateKeySigner::random(), now);
+    forged.payload["authorization"]["from"] = payer.address().to_checksum(None).into();
+    let resp = send(&server, "GET", path, None, &[payment_header(&forged)]).await;
+    resp.expect(402, "payment_invalid");
+    assert_eq!(reason(&resp), "invalid_exact_evm_signature");
+    // A payment made for another request (its resource URL).
+    let other = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    let resp = send(
+        &server,
+        "GET",
+        path,
+        None,
+        &[payment_header(&pay(&other, &payer, now))],
+    )
+    .await;
+    resp.expect(402, "payment_invalid");
+    assert_eq!(reason(&resp), "resource_mismatch");
+    // A payment of version 1.
+    let mut v1 = pay(&challenge, &payer, now);
+    v1.x402_version = 1;
+    send(&server, "GET", path, None, &[payment_header(&v1)])
+        .await
+        .expect(402, "payment_invalid");
+    // None of them settled anything: a good payment still works for this request.
+    let good = pay(&challenge, &payer, now);
+    let resp = send(&server, "GET", path, None, &[payment_header(&good)]).await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn orders_belong_to_the_paying_wallet_and_replays_are_not_charged_again() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    let stranger = PrivateKeySigner::random();
+    let body = order_body();
+    let key = idempotency("x402-order-1");
+    let unpaid = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        std::slice::from_ref(&key),
+    )
+    .await;
+    unpaid.expect(402, "payment_required");
+    let challenge = required(&unpaid);
+    assert_eq!(challenge.accepts.len(), 1);
+    let siwx = &challenge.extensions["sign-in-with-x"];
+    assert_eq!(
+        siwx["info"]["domain"],
+        server.base.trim_start_matches("http://")
+    );
+    assert_eq!(
+        siwx["info"]["uri"],
+        format!("{}/api/x402/orders", server.base)
+    );
+    assert_eq!(siwx["supportedChains"][0]["chainId"], "eip155:8453");
+    assert_eq!(siwx["supportedChains"][1]["type"], "ed25519");
+
+    let payment = pay(&challenge, &payer, server.now_secs());
+    let created = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[key.clone(), payment_header(&payment)],
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert!(created.header("payment-response").is_some());
+    let order_id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
+    let owner = format!("wallet:{}", payer.address().to_checksum(None));
+    assert!(
+        server
+            .state
+            .store
+            .order(&order_id, &owner)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // The same request and payment again: the stored answer, no second charge.
+    let replayed = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[key.clone(), payment_header(&payment)],
+    )
+    .await;
+    assert_eq!(replayed.status, 200);
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replayed.body["data"]["orderId"], order_id);
+    assert!(
+        replayed.header("payment-response").is_none(),
+        "nothing was charged"
+    );
+    // A mutation without an Idempotency-Key is refused before any charge.
+    let fresh = pay(&challenge, &payer, server.now_secs());
+    send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[payment_header(&fresh)],
+    )
+    .await
+    .expect(400, "idempotency_key_missing");
+    let reuse = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("x402-order-2"), payment_header(&fresh)],
+    )
+    .await;
+    assert_eq!(
+        reuse.status, 201,
+        "the payment was not used by the refused request: {}",
+        reuse.body
+    );
+
+    // Reading it: free, but only with a proof of the owning wallet.
+    let path = format!("/api/x402/orders/{order_id}");
+    let anonymous = send(&server, "GET", &path, None, &[]).await;
+    anonymous.expect(402, "payment_required");
+    let read_challenge = required(&anonymous);
+    assert!(read_challenge.accepts.is_empty(), "reads are not charged");
+    let proof = prove_evm(&read_challenge, &payer);
+    let read = send(&server, "GET", &path, None, std::slice::from_ref(&proof)).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body["data"]["orderId"], order_id);
+    // A read does not use the proof up; another wallet's proof sees nothing.
+    assert_eq!(
+        send(&server, "GET", &path, None, &[proof]).await.status,
+        200
+    );
+    let theirs = prove_evm(
+        &required(&send(&server, "GET", &path, None, &[]).await),
+        &stranger,
+    );
+    send(&server, "GET", &path, None, &[theirs])
+        .await
+        .expect(404, "order_not_found");
+    let solana = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+    let solana_proof = prove_solana(
+        &required(&send(&server, "GET", &path, None, &[]).await),
+        &solana,
+    );
+    send(&server, "GET", &path, None, &[solana_proof])
+        .await
+        .expect(404, "order_not_found");
+    // Exactly the two orders were paid for: two settlements.
+    let qr = prove_evm(
+        &required(&send(&server, "GET", &format!("{path}/qr"), None, &[]).await),
+        &payer,
+    );
+    assert_eq!(
+        send(&server, "GET", &format!("{path}/qr"), None, &[qr])
+            .await
+            .status,
+        200
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_solana_wallet_signs_in_and_owns_what_it_creates() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    let solana = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let body = order_body();
+    let challenge = required(
+        &send(
+            &server,
+            "POST",
+            "/api/x402/orders",
+            Some(&body),
+            &[idempotency("solana-order-1")],
+        )
+        .await,
+    );
+    // Paid by an EVM payer, signed in as the Solana wallet: the order is the Solana wallet's.
+    let proof = prove_solana(&challenge, &solana);
+    let payment = pay(&challenge, &payer, server.now_secs());
+    let created = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[
+            idempotency("solana-order-1"),
+            proof.clone(),
+            payment_header(&payment),
+        ],
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let order_id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
+    let owner = format!(
+        "wallet:{}",
+        bs58::encode(solana.verifying_key().to_bytes()).into_string()
+    );
+    assert!(
+        server
+            .state
+            .store
+            .order(&order_id, &owner)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // A mutation consumed the proof's nonce: the same proof is refused next time.
+    let again = pay(&challenge, &payer, server.now_secs());
+    let resp = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("solana-order-2"), proof, payment_header(&again)],
+    )
+    .await;
+    resp.expect(401, "siwx_invalid");
+    assert!(
+        resp.message().contains("invalid_siwx_nonce"),
+        "{}",
+        resp.message()
+    );
+    assert!(
+        resp.header("payment-required").is_some(),
+        "a new challenge to sign"
+    );
+    let path = format!("/api/x402/orders/{order_id}");
+    let read = prove_solana(
+        &required(&send(&server, "GET", &path, None, &[]).await),
+        &solana,
+    );
+    assert_eq!(send(&server, "GET", &path, None, &[read]).await.status, 200);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn siwx_proofs_are_refused_with_the_matching_code() {
+    let server = TestServer::start().await;
+    let wallet = PrivateKeySigner::random();
+    let path = "/api/x402/orders/ord_0123456789abcdef0123456789abcdef";
+    let challenge = || async { required(&send(&server, "GET", path, None, &[]).await) };
+    let refused = |resp: Resp, reason: &str| {
+        resp.expect(401, "siwx_invalid");
+        assert!(
+            resp.message().contains(reason),
+            "{} lacks {reason}",
+            resp.message()
+        );
+    };
+    // Case 91: wrong domain, wrong chain, unknown nonce, other signer, too old.
+    let c = challenge().await;
+    let mut elsewhere = siwx_payload(
+        &c,
+        "eip155:8453",
+        "eip191",
+        wallet.address().to_checksum(None),
+    );
+    elsewhere.domain = "evil.example.com".into();
+    sign_evm(&mut elsewhere, &wallet);
+    refused(
+        send(
+            &server,
+            "GET",
+            path,
+            None,
+            &[("SIGN-IN-WITH-X", wire::encode_header(&elsewhere))],
+        )
+        .await,
+        "invalid_siwx_domain_mismatch",
+    );
+    let c = challenge().await;
+    let mut chain = siwx_payload(&c, "eip155:1", "eip191", wallet.address().to_checksum(None));
+    sign_evm(&mut chain, &wallet);
+    refused(
+        send(
+            &server,
+            "GET",
+            path,
+            None,
+            &[("SIGN-IN-WITH-X", wire::encode_header(&chain))],
+        )
+        .await,
+        "invalid_siwx_unsupported_chain",
+    );
+    let c = challenge().await;
+    let mut unknown = siwx_payload(
+        &c,
+        "eip155:8453",
+        "eip191",
+        wallet.address().to_checksum(None),
+    );
+    unknown.nonce = "00000000000000000000000000000000".into();
+    sign_evm(&mut unknown, &wallet);
+    refused(
+        send(
+            &server,
+            "GET",
+            path,
+            None,
+            &[("SIGN-IN-WITH-X", wire::encode_header(&unknown))],
+        )
+        .await,
+        "invalid_siwx_nonce",
+    );
+    let c = challenge().await;
+    let mut impostor = siwx_payload(
+        &c,
+        "eip155:8453",
+        "eip191",
+        wallet.address().to_checksum(None),
+    );
+    sign_evm(&mut impostor, &PrivateKeySigner::random());
+    refused(
+        send(
+            &server,
+            "GET",
+            path,
+            None,
+            &[("SIGN-IN-WITH-X", wire::encode_header(&impostor))],
+        )
+        .await,
+        "invalid_siwx_signature",
+    );
+    let c = challenge().await;
+    let old = prove_evm(&c, &wallet);
+    server.clock.advance_ms(6 * 60 * 1000);
+    refused(
+        send(&server, "GET", path, None, &[old]).await,
+        "invalid_siwx_issued_at_too_old",
+    );
+    send(
+        &server,
+        "GET",
+        path,
+        None,
+        &[("SIGN-IN-WITH-X", "%%%".into())],
+    )
+    .await
+    .expect(400, "invalid_siwx_payload");
+    // A valid proof of a wallet that owns nothing: 404.
+    let fresh = prove_evm(&challenge().await, &wallet);
+    send(&server, "GET", path, None, &[fresh])
+        .await
+        .expect(404, "order_not_found");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn ten_concurrent_requests_with_one_payment_settle_and_execute_once() {
+    let server = Arc::new(TestServer::start().await);
+    let payer = PrivateKeySigner::random();
+    let body = order_body();
+    let challenge = required(
+        &send(
+            &server,
+            "POST",
+            "/api/x402/orders",
+            Some(&body),
+            &[idempotency("burst-order")],
+        )
+        .await,
+    );
+    let payment = pay(&challenge, &payer, server.now_secs());
+    // Case 88: the same paid request ten times at once.
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let (server, body, payment) = (server.clone(), body.clone(), payment.clone());
+            tokio::spawn(async move {
+                send(
+                    &server,
+                    "POST",
+                    "/api/x402/orders",
+                    Some(&body),
+                    &[idempotency("burst-order"), payment_header(&payment)],
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut created = 0;
+    for task in tasks {
+        let resp = task.await.unwrap();
+        match resp.status {
+            201 => created += 1,
+            200 => assert_eq!(resp.header("idempotent-replayed"), Some("true")),
+            409 => assert!(
+                ["idempotency_key_in_use", "payment_already_used"].contains(&resp.code()),
+                "{}",
+                resp.body
+            ),
+            other => panic!("unexpected {other}: {}", resp.body),
+        }
+    }
+    assert_eq!(created, 1, "one execution");
+    let nonce = payment.payload["authorization"]["nonce"].as_str().unwrap();
+    assert!(
+        server
+            .state
+            .store
+            .x402_settlement(&payer.address().to_checksum(None), nonce)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // And without an Idempotency-Key: one answer, nine refusals, one settlement.
+    let catalog = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    let payment = pay(&catalog, &payer, server.now_secs());
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let (server, payment) = (server.clone(), payment.clone());
+            tokio::spawn(async move {
+                send(
+                    &server,
+                    "GET",
+                    "/api/x402/currencies",
+                    None,
+                    &[payment_header(&payment)],
+                )
+                .await
+                .status
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.push(task.await.unwrap());
+    }
+    statuses.sort();
+    assert_eq!(statuses, [200, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
+    Arc::into_inner(server).unwrap().stop().await;
+}
+
+#[tokio::test]
+async fn limits_are_counted_before_anything_is_verified() {
+    let server = TestServer::start().await;
+    // Case 60 paid attempts per hour per client and route, malformed ones included.
+    for i in 0..60 {
+        let resp = send(
+            &server,
+            "GET",
+            "/api/x402/currencies",
+            None,
+            &[("PAYMENT-SIGNATURE", "junk".into())],
+        )
+        .await;
+        assert_eq!(resp.status, 400, "attempt {i}");
+        assert_eq!(resp.header("x-ratelimit-limit"), Some("60"));
+        assert_eq!(
+            resp.header("x-ratelimit-remaining"),
+            Some((59 - i).to_string().as_str())
+        );
+        assert_eq!(
+            resp.header("x-ratelimit-resource"),
+            Some("x402-paid-attempts-hour")
+        );
+    }
+    let limited = send(&server, "GET", "/api/x402/currencies", None, &[]).await;
+    limited.expect(429, "paid_attempts_exceeded");
+    assert!(limited.header("retry-after").is_some());
+    // Another route has its own count.
+    assert_eq!(
+        send(&server, "GET", "/api/x402/tokens/popular", None, &[])
+            .await
+            .status,
+        402
+    );
+    // 30 wallet-bound reads per minute per client, route and resource.
+    let path = "/api/x402/orders/ord_0123456789abcdef0123456789abcdef";
+    for _ in 0..30 {
+        assert_eq!(send(&server, "GET", path, None, &[]).await.status, 402);
+    }
+    send(&server, "GET", path, None, &[])
+        .await
+        .expect(429, "wallet_reads_exceeded");
+    let other = "/api/x402/orders/ord_fedcba9876543210fedcba9876543210";
+    assert_eq!(
+        send(&server, "GET", other, None, &[]).await.status,
+        402,
+        "another resource"
+    );
+    server.clock.advance_ms(60_000);
+    assert_eq!(
+        send(&server, "GET", path, None, &[]).await.status,
+        402,
+        "a new minute"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn onchain_plans_act_for_the_proven_wallet() {
+    let server = TestServer::start().await;
+    let wallet = PrivateKeySigner::random();
+    let address = wallet.address().to_checksum(None);
+    let query =
+        format!("/api/x402/routes?fromCcy=ETH&toCcy=USDCETH&amount=0.5&walletAddress={address}");
+    let challenge = required(&send(&server, "GET", &query, None, &[]).await);
+    let routes = send(
+        &server,
+        "GET",
+        &query,
+        None,
+        &[payment_header(&pay(&challenge, &wallet, server.now_secs()))],
+    )
+    .await;
+    assert_eq!(routes.status, 200, "{}", routes.body);
+    let card = routes.body["data"]["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["executionProvider"] == "meridian")
+        .unwrap()
+        .clone();
+    // The card was discovered by the payer's wallet scope; resolving it needs the same wallet.
+    let resolve = |wallet_address: &str| json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet_address});
+    let body = resolve(&address);
+    let challenge = required(
+        &send(
+            &server,
+            "POST",
+            "/api/x402/onchain/routes/resolve",
+            Some(&body),
+            &[idempotency("plan-resolve-1")],
+        )
+        .await,
+    );
+    let other = resolve("0x0000000000000000000000000000000000000001");
+    send(
+        &server,
+        "POST",
+        "/api/x402/onchain/routes/resolve",
+        Some(&other),
+        &[
+            idempotency("plan-mismatch"),
+            payment_header(&pay(&challenge, &wallet, server.now_secs())),
+        ],
+    )
+    .await
+    .expect(403, "wallet_mismatch");
+    let resp = send(
+        &server,
+        "POST",
+        "/api/x402/onchain/routes/resolve",
+        Some(&body),
+        &[
+            idempotency("plan-resolve-1"),
+            payment_header(&pay(&challenge, &wallet, server.now_secs())),
+        ],
+    )
+    .await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    let plan_id = resp.body["data"]["executionPlanId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = resp.body["data"]["executionAccessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Status: free, with the proof and the token; neither replaces the other.
+    let path = format!("/api/x402/onchain/executions/{plan_id}");
+    let read_challenge = required(&send(&server, "GET", &path, None, &[]).await);
+    let proof = prove_evm(&read_challenge, &wallet);
+    send(&server, "GET", &path, None, std::slice::from_ref(&proof))
+        .await
+        .expect(401, "execution_token_missing");
+    send(
+        &server,
+        "GET",
+        &path,
+        None,
+        &[("X-Onchain-Execution-Access-Token", token.clone())],
+    )
+    .await
+    .expect(402, "payment_required");
+    let status = send(
+        &server,
+        "GET",
+        &path,
+        None,
+        &[proof, ("X-Onchain-Execution-Access-Token", token.clone())],
+    )
+    .await;
+    assert_eq!(status.status, 200, "{}", status.body);
+    assert_eq!(status.body["data"]["status"], "awaiting_user");
+    // Another wallet's proof with the right token: the plan is not theirs.
+    let theirs = prove_evm(
+        &required(&send(&server, "GET", &path, None, &[]).await),
+        &PrivateKeySigner::random(),
+    );
+    send(
+        &server,
+        "GET",
+        &path,
+        None,
+        &[theirs, ("X-Onchain-Execution-Access-Token", token)],
+    )
+    .await
+    .expect(404, "execution_not_found");
+    server.stop().await;
+}
+
+/// A stand-in facilitator over HTTP: answers as told, and counts settlements.
+async fn stub_facilitator(behaviour: &'static str, settles: Arc<AtomicUsize>) -> String {
+    use axum::routing::{get, post};
+    let app = axum::Router::new()
+        .route(
+            "/supported",
+            get(|| async { axum::Json(json!({"kinds": [{"x402Version": 2, "scheme": "exact", "network": "eip155:8453"}], "extensions": [], "signers": {}})) }),
+        )
+        .route(
+            "/verify",
+            post(move |axum::Json(body): axum::Json<Value>| async move {
+                assert_eq!(body["paymentRequirements"]["payTo"], PAY_TO, "our requirements");
+                match behaviour {
+                    "invalid" => (StatusCode::BAD_REQUEST, axum::Json(json!({"isValid": false, "invalidReason": "insufficient_funds", "payer": ""}))).into_response(),
+                    "broken" => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
+                    "slow" => {
+                        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                        axum::Json(json!({"isValid": true})).into_response()
+                    }
+                    _ => axum::Json(json!({"isValid": true, "payer": body["paymentPayload"]["payload"]["authorization"]["from"]})).into_response(),
+                }
+            }),
+        )
+        .route(
+            "/settle",
+            post(move |axum::Json(body): axum::Json<Value>| {
+                let settles = settles.clone();
+                async move {
+                    settles.fetch_add(1, Ordering::SeqCst);
+                    axum::Json(json!({"success": true, "transaction": format!("0x{}", "ee".repeat(32)), "network": "eip155:8453", "payer": body["paymentPayload"]["payload"]["authorization"]["from"]}))
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
+
+use axum::response::IntoResponse;
+
+#[tokio::test]
+async fn the_http_facilitator_is_read_whatever_its_status_and_failures_execute_nothing() {
+    let payer = PrivateKeySigner::random();
+    for (behaviour, status, code) in [
+        ("ok", 200, ""),
+        ("invalid", 402, "payment_invalid"),
+        ("broken", 502, "facilitator_error"),
+        ("slow", 503, "service_unavailable"),
+    ] {
+        let settles = Arc::new(AtomicUsize::new(0));
+        let url = stub_facilitator(behaviour, settles.clone()).await;
+        let facilitator =
+            swapd_x402::HttpFacilitator::new(&url, std::time::Duration::from_millis(500)).unwrap();
+        swapd_x402::facilitator::check_supported(&facilitator, "eip155:8453")
+            .await
+            .unwrap();
+        let server = TestServer::start_with(Options {
+            facilitator: Some(Arc::new(facilitator)),
+            ..Options::default()
+        })
+        .await;
+        let challenge = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+        let resp = send(
+            &server,
+            "GET",
+            "/api/x402/currencies",
+            None,
+            &[payment_header(&pay(&challenge, &payer, server.now_secs()))],
+        )
+        .await;
+        assert_eq!(resp.status, status, "{behaviour}: {}", resp.body);
+        if status == 200 {
+            assert_eq!(settles.load(Ordering::SeqCst), 1);
+            assert!(resp.header("payment-response").is_some());
+        } else {
+            resp.expect(status, code);
+            assert_eq!(
+                settles.load(Ordering::SeqCst),
+                0,
+                "{behaviour}: nothing settled"
+            );
+            assert!(resp.body["data"].is_null(), "{behaviour}: nothing executed");
+        }
+        if behaviour == "invalid" {
+            assert_eq!(required(&resp).error.as_deref(), Some("insufficient_funds"));
+        }
+        server.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
+    let url = stub_facilitator("ok", Arc::default()).await;
+    let facilitator =
+        swapd_x402::HttpFacilitator::new(&url, std::time::Duration::from_secs(1)).unwrap();
+    let problem = swapd_x402::facilitator::check_supported(&facilitator, "eip155:1")
+        .await
+        .unwrap_err();
+    assert!(
+        problem.contains("eip155:1") && problem.contains("eip155:8453"),
+        "{problem}"
+    );
+    // A testnet-only facilitator for a mainnet.
+    let dir = tempfile::tempdir().unwrap();
+    let store = swapd_store::open(
+        &format!("sqlite://{}", dir.path().join("x.db").display()),
+        &swapd_store::StoreOptions::default(),
+    )
+    .await
+    .unwrap();
+    let ledger = swapd_x402::LedgerFacilitator::new(
+        store,
+        Arc::new(swapd_core::ManualClock::new(0)),
+        "eip155:84532",
+    );
+    let problem = swapd_x402::facilitator::check_supported(&ledger, "eip155:8453")
+        .await
+        .unwrap_err();
+    assert!(problem.contains("only testnets"), "{problem}");
+    let unreachable = swapd_x402::HttpFacilitator::new(
+        "http://127.0.0.1:9/",
+        std::time::Duration::from_millis(300),
+    )
+    .unwrap();
+    assert!(
+        swapd_x402::facilitator::check_supported(&unreachable, "eip155:8453")
+            .await
+            .is_err()
+    );
+}
