@@ -188,11 +188,12 @@ impl App {
             tokio::spawn(worker.run(shutdown.clone()))
         });
         if let Some(listener) = self.listener {
-            // A public URL derived from `--listen 127.0.0.1:0` names the port actually bound.
+            // Without a configured public URL (or with the one derived from `--listen`, maybe
+            // `127.0.0.1:0`), the origin is the address actually bound.
+            let derived = config.public_url.is_empty()
+                || config.public_url == format!("http://{}", config.listen);
             let origin = match listener.local_addr() {
-                Ok(bound) if config.public_url == format!("http://{}", config.listen) => {
-                    format!("http://{bound}")
-                }
+                Ok(bound) if derived => format!("http://{bound}"),
                 _ => config.public_url.clone(),
             };
             let x402 = Arc::new(
