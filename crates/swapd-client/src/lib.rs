@@ -37,6 +37,8 @@ use swapd_types::onchain::{
 use swapd_types::signing;
 use swapd_types::{ErrorCode, ErrorEnvelope};
 
+pub mod x402;
+
 /// The wire types of onchain execution, for [`BusinessClient::resolve_onchain`],
 /// [`BusinessClient::report_execution`] and [`BusinessClient::execution`].
 pub use swapd_types::onchain;
@@ -306,7 +308,11 @@ fn typed<T: DeserializeOwned>(answer: Answer) -> Result<T, Error> {
     })
 }
 
-fn decode(status: StatusCode, headers: HeaderMap, bytes: &[u8]) -> Result<Answer, Error> {
+pub(crate) fn decode(
+    status: StatusCode,
+    headers: HeaderMap,
+    bytes: &[u8],
+) -> Result<Answer, Error> {
     let unexpected = |detail: String| Error::Unexpected {
         status: status.as_u16(),
         detail,
@@ -370,7 +376,7 @@ pub fn new_idempotency_key() -> String {
     hex::encode(bytes)
 }
 
-fn now_secs() -> i64 {
+pub(crate) fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -1,15 +1,27 @@
 //! x402 v2 for swapd's pay-per-call API (`/api/x402`, DESIGN.md §8, research/x402.md): the wire
 //! shapes, the `exact` EVM scheme (EIP-3009), facilitators, and Sign-In-With-X proofs.
 
+//!
+//! Without the default `server` feature, only the protocol is built (wire shapes, EIP-3009
+//! digests, SIWX texts and checks, the HTTP facilitator): what a client needs, without swapd's
+//! domain crate.
+
 pub mod exact;
 pub mod facilitator;
+#[cfg(feature = "server")]
+mod ledger;
 pub mod siwx;
 pub mod wire;
 
+#[cfg(feature = "server")]
 use serde_json::{Map, Value, json};
+#[cfg(feature = "server")]
 use swapd_core::amount::Amount;
 
-pub use facilitator::{Facilitator, FacilitatorError, HttpFacilitator, LedgerFacilitator};
+pub use facilitator::{Facilitator, FacilitatorError, HttpFacilitator};
+#[cfg(feature = "server")]
+pub use ledger::LedgerFacilitator;
+#[cfg(feature = "server")]
 use wire::{PaymentRequired, PaymentRequirements, ResourceInfo, X402_VERSION};
 
 /// USDC as the `exact` scheme pays it on a network: (asset, EIP-712 name, EIP-712 version).
@@ -48,6 +60,7 @@ pub fn sandbox_pay_to(seed: [u8; 32]) -> String {
 }
 
 /// What one paid call costs and where the payment goes.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone)]
 pub struct Pricing {
     /// The price of one call in USD, as configured.
@@ -62,6 +75,7 @@ pub struct Pricing {
     pub max_timeout_seconds: u64,
 }
 
+#[cfg(feature = "server")]
 impl Pricing {
     /// USDC on `network`, `price_usd` per call, paid to `pay_to`. `None` for a network whose
     /// USDC swapd does not know, or a price with more than 6 decimals.
@@ -145,7 +159,7 @@ impl Pricing {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "server"))]
 mod tests {
     use super::*;
 
