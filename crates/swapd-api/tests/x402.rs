@@ -1098,3 +1098,58 @@ async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn without_an_access_token_secret_order_and_onchain_routes_are_disabled() {
+    let server = TestServer::start_with(Options {
+        x402_wallet_routes: false,
+        ..Options::default()
+    })
+    .await;
+    let payer = PrivateKeySigner::random();
+    for (method, path) in [
+        ("POST", "/api/x402/orders"),
+        (
+            "GET",
+            "/api/x402/orders/ord_0123456789abcdef0123456789abcdef",
+        ),
+        ("POST", "/api/x402/onchain/routes/resolve"),
+        (
+            "GET",
+            "/api/x402/onchain/executions/ocx_0123456789abcdef0123456789abcdef",
+        ),
+    ] {
+        let resp = send(
+            &server,
+            method,
+            path,
+            Some(&order_body()),
+            &[idempotency("disabled-route")],
+        )
+        .await;
+        resp.expect(503, "service_unavailable");
+        assert!(
+            resp.message().contains("access_token_secret"),
+            "{}",
+            resp.message()
+        );
+    }
+    let doc = send(&server, "GET", "/api/x402", None, &[]).await;
+    let routes = doc.body["data"]["routes"].as_array().unwrap().clone();
+    let enabled =
+        |path: &str| routes.iter().find(|r| r["path"] == path).unwrap()["enabled"].clone();
+    assert_eq!(enabled("/api/x402/orders"), false);
+    assert_eq!(enabled("/api/x402/currencies"), true);
+    // Market data stays paid and open.
+    let challenge = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    let paid = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&pay(&challenge, &payer, server.now_secs()))],
+    )
+    .await;
+    assert_eq!(paid.status, 200);
+    server.stop().await;
+}

@@ -189,6 +189,9 @@ pub struct Options {
     pub url_policy: swapd_core::webhooks::UrlPolicy,
     /// The x402 facilitator (default: the ledger on the server's store).
     pub facilitator: Option<Arc<dyn swapd_x402::Facilitator>>,
+    /// Whether x402 order and onchain routes are enabled (live mode without an access-token
+    /// secret: not).
+    pub x402_wallet_routes: bool,
 }
 
 /// Where x402 test payments go.
@@ -210,6 +213,7 @@ impl Default for Options {
             provider_deadline: std::time::Duration::from_millis(1_500),
             url_policy: swapd_core::webhooks::UrlPolicy::Sandbox,
             facilitator: None,
+            x402_wallet_routes: true,
         }
     }
 }
@@ -432,7 +436,7 @@ impl TestServer {
                     "eip155:8453".into(),
                     swapd_x402::siwx::SOLANA_MAINNET.into(),
                 ],
-                wallet_routes_enabled: true,
+                wallet_routes_enabled: options.x402_wallet_routes,
             }),
         };
         let counters = Arc::new(Counters::default());
