@@ -92,7 +92,12 @@ impl Modify for HmacScheme {
             (PAYMENT-REQUIRED / PAYMENT-SIGNATURE / PAYMENT-RESPONSE) and SIGN-IN-WITH-X wallet \
             proofs. Errors use the same envelope as the Business API."
     ),
-    paths(x402_openapi, crate::x402::readiness::readiness),
+    paths(
+        x402_openapi,
+        crate::x402::readiness::readiness,
+        crate::x402::market_intel::create_job,
+        crate::x402::market_intel::get_job,
+    ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
     modifiers(&X402Operations),
     tags(

@@ -9,6 +9,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod lifecycle;
 pub mod market;
+pub mod market_intel;
 pub mod notify;
 pub mod onchain;
 pub mod orders;

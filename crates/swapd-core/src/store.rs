@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use crate::api_keys::{ApiKey, RateLimits};
 use crate::idempotency::{Begin, StoredResponse};
 use crate::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
+use crate::market_intel::{Job, JobOutcome};
 use crate::onchain::ExecutionPlan;
 use crate::orders::EventType;
 use crate::orders::{Order, OrderEvent};
@@ -355,6 +356,46 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<WindowDecision, StoreError>;
 
+    /// Stores a new market-intel job and completes the request's idempotency record, in one
+    /// transaction.
+    async fn insert_job(&self, job: &Job, finish: IdempotentFinish<'_>) -> Result<(), StoreError>;
+
+    /// The job `id` if `owner` created it.
+    async fn job(&self, id: &str, owner: &str) -> Result<Option<Job>, StoreError>;
+
+    /// Leases up to `limit` jobs to `lease_token` until `lease_until_ms`: queued ones, and
+    /// running ones whose lease ended (their worker died). Each claim counts an attempt.
+    /// Concurrent claimers never get the same job.
+    async fn claim_jobs(
+        &self,
+        now_ms: i64,
+        lease_token: &str,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Job>, StoreError>;
+
+    /// Finishes a running job with `outcome`, only while `lease_token` holds it. `false`: the
+    /// lease was lost (another worker took the job over); nothing was written.
+    async fn finish_job(
+        &self,
+        id: &str,
+        lease_token: &str,
+        outcome: &JobOutcome,
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// Records rates as they were served.
+    async fn record_rates(&self, observations: &[RateObservation]) -> Result<(), StoreError>;
+
+    /// The rates of `pair` observed in `[since_ms, until_ms)`, oldest first, at most `limit`.
+    async fn rates(
+        &self,
+        pair: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<RateObservation>, StoreError>;
+
     /// Sandbox chain: records a deposit (a transfer to a deposit address). `Conflict` for a
     /// repeated transaction id.
     async fn sandbox_record_deposit(&self, deposit: &SandboxDeposit) -> Result<(), StoreError>;
@@ -428,4 +469,13 @@ impl WindowDecision {
     pub fn remaining(&self) -> u32 {
         self.limit.saturating_sub(self.used)
     }
+}
+
+/// A rate swapd served: `pair` is `FROM/TO`, `rate` output per unit of input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateObservation {
+    pub pair: String,
+    pub observed_at_ms: i64,
+    pub rate: String,
+    pub provider: String,
 }

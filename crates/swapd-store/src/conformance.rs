@@ -7,13 +7,14 @@ use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, KeyStatus, RateLimits};
 use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredResponse};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote, hash_create_token};
 use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::market_intel::{Job, JobOutcome, JobRequest};
 use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus};
 use swapd_core::orders::{EventType, Order, OrderEvent, OrderStatus};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::{
-    EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer,
-    X402Settlement,
+    EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord, RateObservation, SandboxDeposit,
+    SandboxTransfer, X402Settlement,
 };
 use swapd_core::webhooks::{
     AfterAttempt, AttemptRecord, DeliveryStatus, QueuedDelivery, ReplaySelection, Subscription,
@@ -21,6 +22,7 @@ use swapd_core::webhooks::{
 };
 use swapd_core::{Store, StoreError};
 use swapd_types::Permission;
+use swapd_types::market_intel::{JobError, JobStatus};
 
 use crate::test_support::sample_order;
 use crate::{Backend, migrations};
@@ -59,6 +61,8 @@ pub async fn run_all(shared: Arc<dyn Store>) {
     x402_settlements_and_payment_claims_happen_once(&shared).await;
     siwx_nonces_are_ours_unexpired_and_consumed_once(&shared).await;
     windows_admit_their_limit_and_refusals_count_nothing(&shared).await;
+    jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder(&shared).await;
+    served_rates_come_back_by_pair_and_window(store).await;
 }
 
 async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
@@ -1964,4 +1968,173 @@ async fn windows_admit_their_limit_and_refusals_count_nothing(store: &Arc<dyn St
         .unwrap();
     assert!(next.allowed);
     assert_eq!((next.used, next.remaining()), (1, 4));
+}
+
+async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder(
+    store: &Arc<dyn Store>,
+) {
+    let now = 1_700_000_000_000;
+    let owner = "wallet:0xjobs";
+    let response = StoredResponse {
+        status: 202,
+        body: b"{}".to_vec(),
+    };
+    for i in 0..6 {
+        let job = Job {
+            id: format!("job_conformance_{i}"),
+            owner: owner.into(),
+            request: JobRequest::PairDepth {
+                from_ccy: "BTC".into(),
+                to_ccy: "ETH".into(),
+                steps: 4,
+            },
+            status: JobStatus::Queued,
+            result: None,
+            error: None,
+            attempts: 0,
+            created_at_ms: now + i,
+            started_at_ms: None,
+            finished_at_ms: None,
+        };
+        let key = format!("idem-job-{i}");
+        let mut lease = String::new();
+        let finish = finish_with(store.as_ref(), owner, &key, &mut lease, &response, now).await;
+        store.insert_job(&job, finish).await.unwrap();
+    }
+    assert_eq!(
+        store
+            .job("job_conformance_0", owner)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        JobStatus::Queued
+    );
+    assert!(
+        store
+            .job("job_conformance_0", "wallet:other")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Three workers claim at once: each job goes to one of them.
+    let tasks: Vec<_> = (0..3)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .claim_jobs(now + 10, &format!("jl-{w}"), now + 60_010, 10)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut claimed = Vec::new();
+    for task in tasks {
+        claimed.extend(task.await.unwrap());
+    }
+    let mut ids: Vec<String> = claimed
+        .iter()
+        .filter(|j| j.owner == owner)
+        .map(|j| j.id.clone())
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 6);
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "no job claimed twice");
+    let job = claimed
+        .iter()
+        .find(|j| j.id == "job_conformance_0")
+        .unwrap();
+    assert_eq!((job.status, job.attempts), (JobStatus::Running, 1));
+    assert_eq!(job.started_at_ms, Some(now + 10));
+
+    // Nothing more while leases hold; after they end, the jobs are taken over.
+    let held = store
+        .claim_jobs(now + 60_009, "jl-late", now + 120_000, 10)
+        .await
+        .unwrap();
+    assert!(held.iter().all(|j| j.owner != owner));
+    let taken = store
+        .claim_jobs(now + 60_010, "jl-new", now + 120_010, 10)
+        .await
+        .unwrap();
+    let taken: Vec<&Job> = taken.iter().filter(|j| j.owner == owner).collect();
+    assert_eq!(taken.len(), 6);
+    assert!(
+        taken
+            .iter()
+            .all(|j| j.attempts == 2 && j.started_at_ms == Some(now + 10))
+    );
+    // Only the lease holder finishes, once.
+    let failed = JobOutcome::Failed(JobError {
+        code: "timeout".into(),
+        message: "too slow".into(),
+    });
+    assert!(
+        !store
+            .finish_job("job_conformance_0", "jl-0", &failed, now + 70_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .finish_job("job_conformance_0", "jl-new", &failed, now + 70_000)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .finish_job("job_conformance_0", "jl-new", &failed, now + 70_001)
+            .await
+            .unwrap()
+    );
+    let finished = store
+        .job("job_conformance_0", owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(finished.status, JobStatus::Failed);
+    assert_eq!(finished.error.unwrap().code, "timeout");
+    assert_eq!(finished.finished_at_ms, Some(now + 70_000));
+    // A finished job is never claimed again.
+    let later = store
+        .claim_jobs(now + 500_000, "jl-end", now + 600_000, 10)
+        .await
+        .unwrap();
+    assert!(later.iter().all(|j| j.id != "job_conformance_0"));
+}
+
+async fn served_rates_come_back_by_pair_and_window(store: &dyn Store) {
+    let observation = |pair: &str, at: i64, rate: &str| RateObservation {
+        pair: pair.into(),
+        observed_at_ms: at,
+        rate: rate.into(),
+        provider: "atlas".into(),
+    };
+    store
+        .record_rates(&[
+            observation("BTC/ETH", 300, "31.5"),
+            observation("BTC/ETH", 100, "31.2"),
+            observation("BTC/ETH", 200, "31.3"),
+            observation("ETH/BTC", 150, "0.03"),
+            observation("BTC/ETH", 400, "31.9"),
+        ])
+        .await
+        .unwrap();
+    store.record_rates(&[]).await.unwrap();
+    let rates: Vec<String> = store
+        .rates("BTC/ETH", 100, 400, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.rate)
+        .collect();
+    assert_eq!(
+        rates,
+        ["31.2", "31.3", "31.5"],
+        "oldest first, until excluded"
+    );
+    assert_eq!(store.rates("BTC/ETH", 0, 1_000, 2).await.unwrap().len(), 2);
 }

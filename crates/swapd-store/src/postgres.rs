@@ -7,12 +7,14 @@ use swapd_core::StoreError;
 use swapd_core::api_keys::{ApiKey, RateLimits};
 use swapd_core::idempotency::{self, Begin, StoredResponse};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
+use swapd_core::market_intel::{Job, JobOutcome};
 use swapd_core::onchain::ExecutionPlan;
 use swapd_core::orders::EventType;
 use swapd_core::orders::{Order, OrderEvent};
 use swapd_core::rate_limit::{self, RateDecision, RateState};
 use swapd_core::store::{
-    IdempotentFinish, NonceRecord, SandboxDeposit, SandboxTransfer, WindowDecision, X402Settlement,
+    IdempotentFinish, NonceRecord, RateObservation, SandboxDeposit, SandboxTransfer,
+    WindowDecision, X402Settlement,
 };
 use swapd_core::webhooks::{
     Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
@@ -20,7 +22,8 @@ use swapd_core::webhooks::{
 };
 
 use crate::rows::{
-    ApiKeyRow, IdempotencyRow, RateRow, SubscriptionRow, api_key_columns, subscription_columns,
+    ApiKeyRow, IdempotencyRow, JobRow, RateRow, SubscriptionRow, api_key_columns, job_columns,
+    subscription_columns,
 };
 use crate::shared::{
     DeliveryRow, EventRow, PayloadRow, decode_json, encode_json, event_columns, event_from_row,

@@ -202,3 +202,81 @@ impl SubscriptionRow {
         })
     }
 }
+
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct JobRow {
+    pub id: String,
+    pub owner: String,
+    pub kind: String,
+    pub request: String,
+    pub status: String,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub attempts: i64,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// The `market_jobs` columns in [`JobRow`] order.
+macro_rules! job_columns {
+    () => {
+        "id, owner, kind, request, status, result, error, attempts, created_at, started_at, \
+         finished_at"
+    };
+}
+pub(crate) use job_columns;
+
+impl JobRow {
+    pub fn from_domain(job: &swapd_core::market_intel::Job) -> Result<Self, StoreError> {
+        use crate::shared::encode_json;
+        Ok(Self {
+            id: job.id.clone(),
+            owner: job.owner.clone(),
+            kind: job.request.kind().into(),
+            request: encode_json(&job.request)?,
+            status: status_text(job.status).into(),
+            result: job.result.as_ref().map(encode_json).transpose()?,
+            error: job.error.as_ref().map(encode_json).transpose()?,
+            attempts: i64::from(job.attempts),
+            created_at: job.created_at_ms,
+            started_at: job.started_at_ms,
+            finished_at: job.finished_at_ms,
+        })
+    }
+
+    pub fn into_domain(self) -> Result<swapd_core::market_intel::Job, StoreError> {
+        use crate::shared::decode_json as decode;
+        use swapd_types::market_intel::JobStatus;
+        let corrupt = |what: &str| StoreError::Corrupt(format!("job {}: {what}", self.id));
+        let status = match self.status.as_str() {
+            "queued" => JobStatus::Queued,
+            "running" => JobStatus::Running,
+            "succeeded" => JobStatus::Succeeded,
+            "failed" => JobStatus::Failed,
+            other => return Err(corrupt(&format!("status {other}"))),
+        };
+        Ok(swapd_core::market_intel::Job {
+            request: decode(&self.request)?,
+            status,
+            result: self.result.as_deref().map(decode).transpose()?,
+            error: self.error.as_deref().map(decode).transpose()?,
+            attempts: u32::try_from(self.attempts).unwrap_or(u32::MAX),
+            created_at_ms: self.created_at,
+            started_at_ms: self.started_at,
+            finished_at_ms: self.finished_at,
+            id: self.id,
+            owner: self.owner,
+        })
+    }
+}
+
+fn status_text(status: swapd_types::market_intel::JobStatus) -> &'static str {
+    use swapd_types::market_intel::JobStatus;
+    match status {
+        JobStatus::Queued => "queued",
+        JobStatus::Running => "running",
+        JobStatus::Succeeded => "succeeded",
+        JobStatus::Failed => "failed",
+    }
+}

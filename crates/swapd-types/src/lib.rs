@@ -7,6 +7,7 @@ mod envelope;
 mod error_code;
 pub mod ids;
 pub mod market;
+pub mod market_intel;
 pub mod onchain;
 pub mod orders;
 mod permission;

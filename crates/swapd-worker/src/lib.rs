@@ -4,6 +4,7 @@
 
 mod executions;
 pub mod mail;
+mod market_intel;
 mod orders;
 mod webhooks;
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 pub use executions::ExecutionTracker;
 pub use mail::{FileMailer, Notifier, SmtpMailer};
+pub use market_intel::JobRunner;
 pub use orders::OrderEngine;
 pub use webhooks::{DispatchLimits, WebhookDispatcher};
 
@@ -29,6 +31,7 @@ pub struct Worker {
     notifier: Option<Notifier>,
     executions: Option<ExecutionTracker>,
     webhooks: Option<(WebhookDispatcher, Duration)>,
+    jobs: Option<(JobRunner, Duration)>,
 }
 
 impl Worker {
@@ -41,6 +44,7 @@ impl Worker {
             notifier: None,
             executions: None,
             webhooks: None,
+            jobs: None,
         }
     }
 
@@ -68,31 +72,38 @@ impl Worker {
         self
     }
 
+    /// Also runs market-intel jobs, one pass per `interval`.
+    pub fn with_jobs(mut self, runner: JobRunner, interval: Duration) -> Self {
+        self.jobs = Some((runner, interval));
+        self
+    }
+
     pub fn with_janitor_interval(mut self, interval: Duration) -> Self {
         self.janitor_interval = interval;
         self
     }
 
-    /// Runs every job until `shutdown` is cancelled. Webhook deliveries run in a loop of their
-    /// own, so a slow receiver never holds up the order lifecycle.
+    /// Runs every job until `shutdown` is cancelled. Webhook deliveries and market-intel jobs
+    /// run in loops of their own, so a slow receiver or a long analysis never holds up the
+    /// order lifecycle.
     pub async fn run(self, shutdown: CancellationToken) {
-        tokio::join!(self.run_jobs(shutdown.clone()), self.run_webhooks(shutdown));
-    }
-
-    async fn run_webhooks(&self, shutdown: CancellationToken) {
-        let Some((dispatcher, interval)) = &self.webhooks else {
-            return;
-        };
-        let mut tick = tokio::time::interval(*interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = tick.tick() => {
+        let webhooks = async {
+            if let Some((dispatcher, interval)) = &self.webhooks {
+                repeat(*interval, &shutdown, || async {
                     dispatcher.run_due().await;
-                }
+                })
+                .await;
             }
-        }
+        };
+        let intel = async {
+            if let Some((runner, interval)) = &self.jobs {
+                repeat(*interval, &shutdown, || async {
+                    runner.run_due().await;
+                })
+                .await;
+            }
+        };
+        tokio::join!(self.run_jobs(shutdown.clone()), webhooks, intel);
     }
 
     async fn run_jobs(&self, shutdown: CancellationToken) {
@@ -136,6 +147,22 @@ impl Worker {
             Ok(0) => {}
             Ok(purged) => tracing::debug!(purged, "janitor swept expired rows"),
             Err(error) => tracing::warn!(%error, "janitor sweep failed; retrying next tick"),
+        }
+    }
+}
+
+/// Runs `pass` every `interval` until `shutdown` is cancelled; a pass in progress finishes.
+async fn repeat<F, Fut>(interval: Duration, shutdown: &CancellationToken, pass: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = tick.tick() => pass().await,
         }
     }
 }

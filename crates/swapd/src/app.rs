@@ -184,6 +184,10 @@ impl App {
                 .with_webhooks(
                     dispatcher,
                     Duration::from_millis(config.webhooks.poll_interval_ms),
+                )
+                .with_jobs(
+                    swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone()),
+                    Duration::from_millis(500),
                 );
             tokio::spawn(worker.run(shutdown.clone()))
         });

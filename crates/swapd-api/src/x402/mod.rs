@@ -4,6 +4,7 @@
 //! Business API's, run for the wallet's caller scope.
 
 mod gate;
+pub(crate) mod market_intel;
 pub(crate) mod readiness;
 
 use std::sync::Arc;
@@ -213,6 +214,20 @@ pub static X402_ROUTES: &[X402Route] = &[
         true,
         "Deposit QR codes",
     ),
+    route(
+        Method::POST,
+        "/api/x402/market-intel/jobs",
+        Access::PaidWallet,
+        false,
+        "Queue a market-intel job",
+    ),
+    route(
+        Method::GET,
+        "/api/x402/market-intel/jobs/{jobId}",
+        Access::WalletRead,
+        false,
+        "The wallet's market-intel job",
+    ),
 ];
 
 pub fn find(method: &Method, path: &str) -> Option<&'static X402Route> {
@@ -255,5 +270,13 @@ pub fn router(state: &AppState) -> Router<AppState> {
             post(orders::attach_email),
         )
         .route("/api/x402/orders/{orderId}/qr", get(orders::deposit_qr))
+        .route(
+            "/api/x402/market-intel/jobs",
+            post(market_intel::create_job),
+        )
+        .route(
+            "/api/x402/market-intel/jobs/{jobId}",
+            get(market_intel::get_job),
+        )
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate))
 }

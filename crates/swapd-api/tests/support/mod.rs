@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod x402;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -232,6 +234,8 @@ pub struct TestServer {
     pub tracker: swapd_worker::ExecutionTracker,
     /// The webhook dispatcher on the same store and clock; tests run its passes.
     pub dispatcher: swapd_worker::WebhookDispatcher,
+    /// The market-intel job runner on the same store, market and clock; tests run its passes.
+    pub jobs: swapd_worker::JobRunner,
     /// Sends status e-mails as `.eml` files into `mail_dir`; tests run its passes.
     pub notifier: swapd_worker::Notifier,
     pub mail_dir: std::path::PathBuf,
@@ -377,6 +381,7 @@ impl TestServer {
             clock.clone(),
             1_000,
         );
+        let jobs = swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone());
         let dispatcher = swapd_worker::WebhookDispatcher::new(
             store.clone(),
             clock.clone(),
@@ -474,6 +479,7 @@ impl TestServer {
             engine,
             tracker,
             dispatcher,
+            jobs,
             notifier,
             mail_dir,
             _mail: mail,

@@ -1,0 +1,102 @@
+//! Market-intel jobs on `/api/x402` (docs/market-intel.md): a paid POST queues an analysis for
+//! the wallet; the worker runs it; a free GET by the same wallet reads it.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::{Extension, Json};
+use swapd_core::idempotency::StoredResponse;
+use swapd_core::ids;
+use swapd_core::market_intel::{self, Job};
+use swapd_core::store::IdempotentFinish;
+use swapd_types::market_intel::{JobInput, JobStatus, JobView};
+use swapd_types::{ErrorCode, Success};
+
+use crate::business::json_response;
+use crate::business::market::invalid;
+use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
+use crate::{ApiError, ApiJson, AppState};
+
+/// Queues a market-intel job.
+#[utoipa::path(post, path = "/api/x402/market-intel/jobs", tag = "x402",
+    security(("x402" = [])),
+    description = "Paid per call; the job belongs to the wallet of the SIGN-IN-WITH-X proof, or else \
+        the payer. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no \
+        second charge) when the key is reused. Kinds: `pair_depth` (fromCcy, toCcy, steps), \
+        `route_scan` (fromCcy, toCcy, amount, direction), `rate_history` (fromCcy, toCcy, \
+        windowSecs, buckets); docs/market-intel.md describes each result.",
+    request_body = JobInput,
+    responses(
+        (status = 202, description = "The queued job", body = inline(Success<JobView>)),
+        (status = 400, description = "`validation_failed`: an unknown kind (the message lists the valid ones), a bad field", body = swapd_types::ErrorEnvelope),
+        (status = 402, description = "`payment_required`, `payment_invalid`, `payment_failed`", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn create_job(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Extension(claim): Extension<IdempotencyClaim>,
+    ApiJson(input): ApiJson<JobInput>,
+) -> Result<Response, ApiError> {
+    let request = market_intel::validate(&input)
+        .map_err(|problem| invalid(problem.field, &problem.problem))?;
+    let job = Job {
+        id: ids::new_id("job_"),
+        owner,
+        request,
+        status: JobStatus::Queued,
+        result: None,
+        error: None,
+        attempts: 0,
+        created_at_ms: state.clock.now_ms(),
+        started_at_ms: None,
+        finished_at_ms: None,
+    };
+    let body = serde_json::to_vec(&Success::new(job.view()))
+        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let response = StoredResponse {
+        status: 202,
+        body: body.clone(),
+    };
+    state
+        .store
+        .insert_job(
+            &job,
+            IdempotentFinish {
+                principal: &claim.scope,
+                key: &claim.key,
+                lease_token: &claim.lease_token,
+                response: &response,
+            },
+        )
+        .await?;
+    Ok(committed(json_response(StatusCode::ACCEPTED, body)))
+}
+
+/// A market-intel job of the wallet.
+#[utoipa::path(get, path = "/api/x402/market-intel/jobs/{jobId}", tag = "x402",
+    security(("x402" = [])),
+    description = "Free; needs a SIGN-IN-WITH-X proof of the wallet that created the job. `status` \
+        moves `queued → running → succeeded | failed`; `result` has the shape of the job's kind.",
+    params(("jobId" = String, Path, description = "`job_…`")),
+    responses(
+        (status = 200, description = "The job", body = inline(Success<JobView>)),
+        (status = 402, description = "`payment_required`: no proof; PAYMENT-REQUIRED holds the SIWX challenge (and asks no payment)", body = swapd_types::ErrorEnvelope),
+        (status = 404, description = "`job_not_found`: unknown, or another wallet's", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn get_job(
+    State(state): State<AppState>,
+    Extension(CallerScope(owner)): Extension<CallerScope>,
+    Path(id): Path<String>,
+) -> Result<Json<Success<JobView>>, ApiError> {
+    let not_found = || {
+        ApiError::new(
+            ErrorCode::JobNotFound,
+            "no market-intel job with this id belongs to this wallet",
+        )
+    };
+    if !swapd_types::ids::is_valid_id(&id, "job_") {
+        return Err(not_found());
+    }
+    let job = state.store.job(&id, &owner).await?.ok_or_else(not_found)?;
+    Ok(Json(Success::new(job.view())))
+}
