@@ -721,20 +721,7 @@ pub(crate) async fn resolve(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<ResolveInput>,
 ) -> Result<Response, ApiError> {
-    let not_found = || {
-        ApiError::new(
-            ErrorCode::RouteNotFound,
-            "no route quote with this routeQuoteId was issued to this key",
-        )
-    };
-    if !swapd_types::ids::is_valid_id(&input.route_quote_id, "rqq_") {
-        return Err(not_found());
-    }
-    let route = state
-        .store
-        .route_quote(&input.route_quote_id, &owner)
-        .await?
-        .ok_or_else(not_found)?;
+    let route = owned_route(&state, &owner, &input.route_quote_id).await?;
     if route.execution_type == ExecutionType::Onchain {
         return Err(ApiError::new(
             ErrorCode::RouteUnavailable,
@@ -796,6 +783,29 @@ pub(crate) async fn resolve(
         )
             .into_response(),
     ))
+}
+
+/// The route quote `id` if `owner` received it: 404 `route_not_found` otherwise, the same for a
+/// malformed, unknown or foreign id.
+pub(crate) async fn owned_route(
+    state: &AppState,
+    owner: &str,
+    id: &str,
+) -> Result<RouteQuote, ApiError> {
+    let not_found = || {
+        ApiError::new(
+            ErrorCode::RouteNotFound,
+            "no route quote with this routeQuoteId was issued to this key",
+        )
+    };
+    if !swapd_types::ids::is_valid_id(id, "rqq_") {
+        return Err(not_found());
+    }
+    state
+        .store
+        .route_quote(id, owner)
+        .await?
+        .ok_or_else(not_found)
 }
 
 pub(crate) fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {

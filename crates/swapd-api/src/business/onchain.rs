@@ -27,7 +27,7 @@ use swapd_types::onchain::{
 use swapd_types::{ErrorCode, Success};
 
 use super::json_response;
-use super::market::invalid;
+use super::market::{invalid, owned_route};
 use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
 use crate::x402::WalletPrincipal;
 use crate::{ApiError, ApiJson, AppState};
@@ -58,20 +58,7 @@ pub(crate) async fn resolve(
     principal: Option<Extension<WalletPrincipal>>,
     ApiJson(input): ApiJson<OnchainResolveInput>,
 ) -> Result<Response, ApiError> {
-    let not_found = || {
-        ApiError::new(
-            ErrorCode::RouteNotFound,
-            "no route quote with this routeQuoteId was issued to this key",
-        )
-    };
-    if !swapd_types::ids::is_valid_id(&input.route_quote_id, "rqq_") {
-        return Err(not_found());
-    }
-    let route = state
-        .store
-        .route_quote(&input.route_quote_id, &owner)
-        .await?
-        .ok_or_else(not_found)?;
+    let route = owned_route(&state, &owner, &input.route_quote_id).await?;
     if route.execution_type == ExecutionType::Offchain {
         return Err(ApiError::new(
             ErrorCode::RouteUnavailable,
