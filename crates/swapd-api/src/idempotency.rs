@@ -26,6 +26,21 @@ pub struct IdempotencyClaim {
     pub lease_token: String,
 }
 
+impl IdempotencyClaim {
+    /// The record a domain write completes with `response`, in its own transaction.
+    pub fn finish<'a>(
+        &'a self,
+        response: &'a StoredResponse,
+    ) -> swapd_core::store::IdempotentFinish<'a> {
+        swapd_core::store::IdempotentFinish {
+            principal: &self.scope,
+            key: &self.key,
+            lease_token: &self.lease_token,
+            response,
+        }
+    }
+}
+
 /// Response marker: the handler already stored this response with the domain write.
 #[derive(Debug, Clone, Copy)]
 struct Committed;

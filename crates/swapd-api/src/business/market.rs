@@ -20,7 +20,6 @@ use swapd_core::market::routes::{
 use swapd_core::market::tokens::{self, TokenDef};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
 use swapd_core::provider::{Fee, ProviderError, ProviderQuote, QuoteRequest, Wallet};
-use swapd_core::store::IdempotentFinish;
 use swapd_types::market::{
     Catalog, Currency, QuoteInput, ResolveInput, Resolved, RouteCard, Routes, Token, TokenList,
     TokenLogo,
@@ -765,15 +764,7 @@ pub(crate) async fn resolve(
     };
     state
         .store
-        .issue_create_token(
-            &record,
-            IdempotentFinish {
-                principal: &claim.scope,
-                key: &claim.key,
-                lease_token: &claim.lease_token,
-                response: &response,
-            },
-        )
+        .issue_create_token(&record, claim.finish(&response))
         .await?;
     Ok(committed(
         (

@@ -18,7 +18,6 @@ use swapd_core::onchain::{
     ExecutionStatus, MAX_SIGNATURES, MAX_SLIPPAGE_BPS, PLAN_TTL_MS, ReportError,
 };
 use swapd_core::provider::PlanRequest;
-use swapd_core::store::IdempotentFinish;
 use swapd_core::{Store, StoreError};
 use swapd_types::onchain::{
     ACCESS_TOKEN_HEADER, ExecutionPlanView, ExecutionReportInput, ExecutionView,
@@ -144,12 +143,7 @@ pub(crate) async fn resolve(
         status: 200,
         body: body.clone(),
     };
-    let finish = IdempotentFinish {
-        principal: &claim.scope,
-        key: &claim.key,
-        lease_token: &claim.lease_token,
-        response: &response,
-    };
+    let finish = claim.finish(&response);
     match state.store.insert_execution_plan(&plan, finish).await {
         Ok(()) => Ok(committed(json_response(StatusCode::OK, body))),
         // A concurrent request with other Idempotency-Key made the plan first: answer it.
@@ -359,12 +353,7 @@ pub(crate) async fn report(
             status: 200,
             body: body.clone(),
         };
-        let finish = IdempotentFinish {
-            principal: &claim.scope,
-            key: &claim.key,
-            lease_token: &claim.lease_token,
-            response: &response,
-        };
+        let finish = claim.finish(&response);
         if state
             .store
             .update_execution_plan(&plan, Some(finish))

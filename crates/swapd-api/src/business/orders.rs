@@ -16,7 +16,6 @@ use swapd_core::orders::{
     Choice, EventType, FIXED_LIFETIME_MS, FLOAT_LIFETIME_MS, Order, OrderStatus,
 };
 use swapd_core::provider::{ExchangeRequest, QuoteRequest};
-use swapd_core::store::IdempotentFinish;
 use swapd_types::orders::{OrderInput, OrderView};
 use swapd_types::{ErrorCode, Success};
 
@@ -187,12 +186,7 @@ pub(crate) async fn create_order(
         status: 201,
         body: body.clone(),
     };
-    let finish = IdempotentFinish {
-        principal: &claim.scope,
-        key: &claim.key,
-        lease_token: &claim.lease_token,
-        response: &response,
-    };
+    let finish = claim.finish(&response);
     state
         .store
         .create_order(

@@ -10,7 +10,6 @@ use axum::{Extension, Json};
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::orders::EventType;
-use swapd_core::store::IdempotentFinish;
 use swapd_core::webhooks::{
     self, AttemptOutcome, Delivery, QueuedDelivery, ReplaySelection, Subscription,
     SubscriptionStatus, UrlProblem,
@@ -107,7 +106,7 @@ pub(crate) async fn create(
     };
     state
         .store
-        .insert_subscription(&subscription, finish(&claim, &response))
+        .insert_subscription(&subscription, claim.finish(&response))
         .await?;
     Ok(committed(json_response(StatusCode::CREATED, body)))
 }
@@ -247,7 +246,7 @@ async fn change<T: serde::Serialize>(
         };
         if state
             .store
-            .update_subscription(&subscription, Some(finish(claim, &response)))
+            .update_subscription(&subscription, Some(claim.finish(&response)))
             .await?
         {
             return Ok(committed(json_response(StatusCode::OK, body)));
@@ -358,7 +357,7 @@ pub(crate) async fn replay(
     };
     state
         .store
-        .queue_deliveries(&queued, finish(&claim, &response))
+        .queue_deliveries(&queued, claim.finish(&response))
         .await?;
     Ok(committed(json_response(StatusCode::ACCEPTED, body)))
 }
@@ -604,15 +603,6 @@ fn check_description(description: Option<String>) -> Result<Option<String>, ApiE
             Err(invalid("description", "at most 256 characters"))
         }
         other => Ok(other),
-    }
-}
-
-fn finish<'a>(claim: &'a IdempotencyClaim, response: &'a StoredResponse) -> IdempotentFinish<'a> {
-    IdempotentFinish {
-        principal: &claim.scope,
-        key: &claim.key,
-        lease_token: &claim.lease_token,
-        response,
     }
 }
 

@@ -8,7 +8,6 @@ use axum::{Extension, Json};
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::market_intel::{self, Job};
-use swapd_core::store::IdempotentFinish;
 use swapd_types::market_intel::{JobInput, JobStatus, JobView};
 use swapd_types::{ErrorCode, Success};
 
@@ -59,15 +58,7 @@ pub(crate) async fn create_job(
     };
     state
         .store
-        .insert_job(
-            &job,
-            IdempotentFinish {
-                principal: &claim.scope,
-                key: &claim.key,
-                lease_token: &claim.lease_token,
-                response: &response,
-            },
-        )
+        .insert_job(&job, claim.finish(&response))
         .await?;
     Ok(committed(json_response(StatusCode::ACCEPTED, body)))
 }
