@@ -20,6 +20,8 @@
 //! # }
 //! ```
 
+use std::future::Future;
+
 use alloy_primitives::{Address, U256};
 use alloy_signer::SignerSync;
 /// An EVM private key (payer or wallet): `"0x…".parse()` or `PrivateKeySigner::random()`.
@@ -39,7 +41,24 @@ use swapd_x402::wire::{
     SettleResponse,
 };
 
+use crate::api::{Call, Surface, encode_segment, to_value};
+use crate::market_intel::{JobInput, JobView};
+use crate::retry::RetryPolicy;
 use crate::{Answer, Error, compact_sorted_json, new_idempotency_key, now_secs};
+
+/// One request as sent (each attempt sends it identically).
+struct Request<'a> {
+    method: Method,
+    url: url::Url,
+    body: Option<Vec<u8>>,
+    idempotency_key: Option<&'a str>,
+    replay_safe: bool,
+}
+
+/// Statuses worth another identical attempt (when the policy allows it for the request).
+fn retryable_status(status: reqwest::StatusCode) -> bool {
+    matches!(status.as_u16(), 409 | 429 | 500 | 502 | 503 | 504)
+}
 
 /// A wallet that signs in.
 pub enum Wallet {
@@ -73,6 +92,7 @@ pub struct X402Client {
     wallet: Option<Wallet>,
     /// The most one call may cost, in the asset's atomic units (USDC: 1 000 000 = 1 USD).
     max_amount: U256,
+    retry: RetryPolicy,
 }
 
 impl X402Client {
@@ -84,6 +104,7 @@ impl X402Client {
             payer: None,
             wallet: None,
             max_amount: U256::from(1_000_000u64),
+            retry: RetryPolicy::default(),
         })
     }
 
@@ -106,6 +127,33 @@ impl X402Client {
         self
     }
 
+    /// Replaces the default retry policy (3 retries of replay-safe calls).
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// `GET /api/x402`: the readiness document (free): routes, prices, networks, the facilitator.
+    pub async fn readiness(&self) -> Result<Value, Error> {
+        Ok(self.call(Call::get("")).await?.data)
+    }
+
+    /// `POST /api/x402/market-intel/jobs` (paid): queues a `pair_depth`, `route_scan` or
+    /// `rate_history` job for the signed-in wallet (or the payer).
+    pub async fn create_market_job(&self, input: &JobInput) -> Result<JobView, Error> {
+        self.call_typed(Call::post("/market-intel/jobs", input)?)
+            .await
+    }
+
+    /// `GET /api/x402/market-intel/jobs/{jobId}` (free for the wallet that queued it).
+    pub async fn market_job(&self, job_id: &str) -> Result<JobView, Error> {
+        self.call_typed(Call::get(format!(
+            "/market-intel/jobs/{}",
+            encode_segment(job_id)
+        )))
+        .await
+    }
+
     pub async fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<PaidAnswer, Error> {
         self.send(Method::GET, path, query, None::<&()>, None).await
     }
@@ -122,7 +170,9 @@ impl X402Client {
     }
 
     /// Sends a request; on 402 (or a refused proof with a new challenge), pays and/or signs in
-    /// as the route asks and sends the identical request again, once.
+    /// as the route asks and sends the identical request again, once. Each of the two is
+    /// retried as [`RetryPolicy`] allows, identically: a retried paid request carries the same
+    /// payment, so it is settled at most once.
     pub async fn send<B: Serialize + ?Sized>(
         &self,
         method: Method,
@@ -130,6 +180,20 @@ impl X402Client {
         query: &[(&str, &str)],
         body: Option<&B>,
         idempotency_key: Option<&str>,
+    ) -> Result<PaidAnswer, Error> {
+        let body = body.map(to_value).transpose()?;
+        self.send_value(method, path, query, body.as_ref(), idempotency_key, &[])
+            .await
+    }
+
+    async fn send_value(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<&Value>,
+        idempotency_key: Option<&str>,
+        extra_headers: &[(&'static str, String)],
     ) -> Result<PaidAnswer, Error> {
         let mut url = self
             .base
@@ -139,17 +203,25 @@ impl X402Client {
             url.query_pairs_mut().extend_pairs(query);
         }
         let body = body.map(compact_sorted_json).transpose()?;
-        let first = self
-            .attempt(&method, &url, body.as_deref(), idempotency_key, &[])
-            .await?;
+        let request = Request {
+            replay_safe: matches!(method, Method::GET | Method::HEAD) || idempotency_key.is_some(),
+            method,
+            url,
+            body,
+            idempotency_key,
+        };
+        let first = self.attempt(&request, extra_headers).await?;
         let Some(required) = challenge(first.status(), first.headers()) else {
             return finish(first).await;
         };
-        let mut headers = Vec::new();
+        let mut headers = extra_headers.to_vec();
         if let Some(wallet) = &self.wallet
             && required.extensions.contains_key(SIWX_EXTENSION)
         {
-            headers.push((SIGN_IN_WITH_X, prove(wallet, &required, url.as_str())?));
+            headers.push((
+                SIGN_IN_WITH_X,
+                prove(wallet, &required, request.url.as_str())?,
+            ));
         }
         if !required.accepts.is_empty() {
             let payer = self.payer.as_ref().ok_or_else(|| Error::Unexpected {
@@ -158,36 +230,59 @@ impl X402Client {
             })?;
             headers.push((PAYMENT_SIGNATURE, self.pay(payer, &required)?));
         }
-        if headers.is_empty() {
+        if headers.len() == extra_headers.len() {
             return finish(first).await;
         }
-        let second = self
-            .attempt(&method, &url, body.as_deref(), idempotency_key, &headers)
-            .await?;
+        let second = self.attempt(&request, &headers).await?;
         finish(second).await
     }
 
+    /// Sends `request` with `headers`, again after a failure the retry policy allows. A 402 or
+    /// 401 is an answer here (the caller pays or proves), not a failure.
     async fn attempt(
         &self,
-        method: &Method,
-        url: &url::Url,
-        body: Option<&[u8]>,
-        idempotency_key: Option<&str>,
-        headers: &[(&str, String)],
+        request: &Request<'_>,
+        headers: &[(&'static str, String)],
     ) -> Result<reqwest::Response, Error> {
-        let mut request = self.http.request(method.clone(), url.clone());
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_vec());
+        let mut retry = 0;
+        loop {
+            let mut builder = self
+                .http
+                .request(request.method.clone(), request.url.clone());
+            if let Some(body) = &request.body {
+                builder = builder
+                    .header("content-type", "application/json")
+                    .body(body.clone());
+            }
+            if let Some(key) = request.idempotency_key {
+                builder = builder.header("Idempotency-Key", key);
+            }
+            for (name, value) in headers {
+                builder = builder.header(*name, value);
+            }
+            let error = match builder.send().await {
+                Ok(response) if retryable_status(response.status()) => {
+                    let status = response.status();
+                    let headers = response.headers().clone();
+                    let bytes = response.bytes().await?;
+                    // Never a success: decode gives the API's error.
+                    match crate::decode(status, headers, &bytes) {
+                        Err(error) => error,
+                        Ok(answer) => Error::Unexpected {
+                            status: answer.status,
+                            detail: "a success with an error status".into(),
+                        },
+                    }
+                }
+                Ok(response) => return Ok(response),
+                Err(error) => Error::Transport(error),
+            };
+            match self.retry.delay(&error, request.replay_safe, retry) {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return Err(error),
+            }
+            retry += 1;
         }
-        if let Some(key) = idempotency_key {
-            request = request.header("Idempotency-Key", key);
-        }
-        for (name, value) in headers {
-            request = request.header(*name, value);
-        }
-        Ok(request.send().await?)
     }
 
     /// An EIP-3009 authorization for exactly what `required` asks, signed by `payer`.
@@ -350,4 +445,33 @@ async fn finish(response: reqwest::Response) -> Result<PaidAnswer, Error> {
 /// `data` of an answer as JSON (a convenience for scripts).
 pub fn data(answer: &PaidAnswer) -> &Value {
     &answer.answer.data
+}
+
+impl Surface for X402Client {
+    fn prefix(&self) -> &'static str {
+        "/api/x402"
+    }
+
+    fn call(&self, call: Call) -> impl Future<Output = Result<Answer, Error>> + Send {
+        async move {
+            let path = format!("{}{}", self.prefix(), call.path);
+            let query: Vec<(&str, &str)> = call
+                .query
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let key = matches!(call.method, Method::POST | Method::PATCH).then(new_idempotency_key);
+            let paid = self
+                .send_value(
+                    call.method,
+                    &path,
+                    &query,
+                    call.body.as_ref(),
+                    key.as_deref(),
+                    &call.headers,
+                )
+                .await?;
+            Ok(paid.answer)
+        }
+    }
 }

@@ -4,6 +4,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use swapd::app::{App, Roles, Runtime};
 use swapd::config::Config;
+use swapd_client::SwapApi;
 use tokio_util::sync::CancellationToken;
 
 struct Server {

@@ -5,39 +5,17 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
 use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::currency;
 use swapd_core::store::SandboxDeposit;
+use swapd_types::sandbox::{DepositInput, DepositRecorded};
 use swapd_types::{ErrorCode, Success};
-use utoipa::ToSchema;
 
 use super::market::invalid;
 use super::orders::owned_order;
 use crate::idempotency::CallerScope;
 use crate::{ApiError, ApiJson, AppState};
-
-/// A simulated deposit.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DepositInput {
-    /// In the order's `fromCcy`, at most its precision.
-    pub amount: String,
-    /// Confirmations it already has (default 0); one more accrues per sandbox block.
-    #[serde(default)]
-    pub confirmations: Option<u32>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DepositRecorded {
-    pub tx_id: String,
-    pub address: String,
-    pub tag: Option<String>,
-    pub amount: String,
-    pub confirmations: u32,
-}
 
 /// Simulates a deposit to an order's address (sandbox only).
 #[utoipa::path(post, path = "/api/v3/sandbox/orders/{orderId}/deposit", tag = "business",
