@@ -46,6 +46,7 @@ pub mod x402;
 
 pub use api::{Call, RoutesQuery, Surface, SwapApi};
 pub use business::{BusinessClient, Credentials, SignedRequest};
+pub use reqwest::Method;
 pub use retry::RetryPolicy;
 pub use swapd_types::{ErrorCode, ErrorEnvelope};
 /// The wire types of the API, as [`SwapApi`] and the clients take and return them.

@@ -22,7 +22,8 @@
 
 use std::future::Future;
 
-use alloy_primitives::{Address, U256};
+use alloy_primitives::Address;
+pub use alloy_primitives::U256;
 use alloy_signer::SignerSync;
 /// An EVM private key (payer or wallet): `"0x…".parse()` or `PrivateKeySigner::random()`.
 pub use alloy_signer_local::PrivateKeySigner;
@@ -226,7 +227,7 @@ impl X402Client {
         if !required.accepts.is_empty() {
             let payer = self.payer.as_ref().ok_or_else(|| Error::Unexpected {
                 status: 402,
-                detail: "this call must be paid: configure a payer key".into(),
+                detail: "this call must be paid: give the client a payer key (paying_with)".into(),
             })?;
             headers.push((PAYMENT_SIGNATURE, self.pay(payer, &required)?));
         }

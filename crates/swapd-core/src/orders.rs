@@ -473,6 +473,12 @@ impl Order {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_wire_list_of_event_types_is_this_one() {
+        let ours: Vec<&str> = EventType::ALL.iter().map(|e| e.as_str()).collect();
+        assert_eq!(ours, swapd_types::webhooks::ORDER_EVENT_TYPES);
+    }
+
     fn rules(rate_type: RateType) -> DepositRules {
         let a = |s: &str| Amount::parse(s, 8).unwrap();
         DepositRules {

@@ -4,6 +4,19 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// Every event type a subscription can receive.
+pub const ORDER_EVENT_TYPES: &[&str] = &[
+    "order.created",
+    "order.awaiting_deposit",
+    "order.exchange_started",
+    "order.withdraw_started",
+    "order.completed",
+    "order.expired",
+    "order.emergency",
+    "order.updated",
+    "order.failed",
+];
+
 /// `POST /webhooks`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -1,0 +1,474 @@
+//! `swapctl demo`: the whole journey against a sandbox swapd, each step checked.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail, ensure};
+use serde_json::Value;
+use swapd_client::market::ExecutionType;
+use swapd_client::onchain::{ExecutionReportInput, ExecutionStatus, OnchainResolveInput, Outcome};
+use swapd_client::orders::{EmergencyChoice, EmergencyInput, OrderInput, OrderView};
+use swapd_client::sandbox::DepositInput;
+use swapd_client::x402::{PrivateKeySigner, SolanaKey, Wallet, X402Client};
+use swapd_client::{BusinessClient, ErrorCode, RoutesQuery, SwapApi};
+
+use crate::cli::DemoArgs;
+use crate::config::Settings;
+use crate::onchain::wait_for;
+use crate::orders::follow;
+use crate::output::Out;
+
+/// Addresses the sandbox accepts and pays normally (none of its burn addresses).
+const TRON_PAYOUT: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+const ETH_PAYOUT: &str = "0x52908400098527886E0F7030069857D2E4169EE7";
+const BTC_REFUND: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
+
+const DEMO_PERMISSIONS: &str = "prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write";
+
+pub async fn run(settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
+    let settings = match &args.data_dir {
+        Some(dir) => {
+            let (key, secret) = create_key(dir, args.swapd_bin.as_deref())?;
+            println!("created API key {key} in {}", dir.display());
+            settings.with_credentials(key, secret)
+        }
+        None if settings.has_credentials() => settings,
+        None => bail!(
+            "the demo needs an API key: pass --data-dir with swapd's data directory (it creates \
+             one there), or set SWAPD_API_KEY and SWAPD_API_SECRET"
+        ),
+    };
+    let client = settings.business()?;
+    let readiness = client.readiness().await.with_context(|| {
+        format!(
+            "cannot reach swapd at {} (is `swapd serve` running?)",
+            settings.url
+        )
+    })?;
+    ensure!(
+        readiness["mode"] == "sandbox",
+        "swapd at {} runs in {} mode: the demo simulates deposits, so it needs sandbox mode",
+        settings.url,
+        readiness["mode"]
+    );
+    let evm = settings
+        .evm_key
+        .clone()
+        .unwrap_or_else(PrivateKeySigner::random);
+    let solana = settings
+        .solana_key
+        .clone()
+        .unwrap_or_else(|| SolanaKey::from_bytes(&rand_seed()));
+    println!(
+        "swapd {} in sandbox mode; EVM wallet {}, Solana wallet {}",
+        settings.url,
+        evm.address(),
+        Wallet::Solana(solana.clone()).address()
+    );
+
+    let limit = Duration::from_secs(args.step_timeout);
+    let mut failed = Vec::new();
+    let mut step =
+        |title: &str, outcome: Result<anyhow::Result<String>, tokio::time::error::Elapsed>| {
+            let outcome = outcome
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("timed out after {}s", limit.as_secs())));
+            match outcome {
+                Ok(summary) => println!("✔ {title}: {summary}\n"),
+                Err(error) => {
+                    println!("✘ {title}: {error:#}\n");
+                    failed.push(title.to_owned());
+                }
+            }
+        };
+    println!("\n== 1. An offchain fixed-rate order, from routes to payout ==");
+    step("offchain order", timed(limit, fixed_order(&client)).await);
+    println!("== 2. An emergency: too little arrives, the customer asks for a refund ==");
+    step("emergency", timed(limit, emergency(&client)).await);
+    println!("== 3. An onchain bridge: ETH on Base to USDC on Solana ==");
+    step(
+        "onchain bridge",
+        timed(limit, bridge(&client, &evm, &solana)).await,
+    );
+    println!("== 4. A paid x402 order, owned by a Solana wallet that signs in ==");
+    step(
+        "x402 order",
+        timed(limit, paid_order(&settings.url, &evm, &solana)).await,
+    );
+
+    if failed.is_empty() {
+        println!("All 4 steps ended as expected.");
+        Ok(())
+    } else {
+        bail!("{} of 4 steps failed: {}", failed.len(), failed.join(", "))
+    }
+}
+
+async fn timed<T>(
+    limit: Duration,
+    work: impl Future<Output = T>,
+) -> Result<T, tokio::time::error::Elapsed> {
+    tokio::time::timeout(limit, work).await
+}
+
+fn rand_seed() -> [u8; 32] {
+    let key = PrivateKeySigner::random();
+    key.to_bytes().0
+}
+
+/// Runs `swapd keys create` on the data directory and reads the key and secret it prints.
+fn create_key(data_dir: &Path, swapd_bin: Option<&Path>) -> anyhow::Result<(String, String)> {
+    let swapd = swapd_bin
+        .map(Path::to_path_buf)
+        .unwrap_or_else(default_swapd);
+    let name = format!("swapctl-demo-{}", std::process::id());
+    let output = std::process::Command::new(&swapd)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args([
+            "keys",
+            "create",
+            "--name",
+            &name,
+            "--permissions",
+            DEMO_PERMISSIONS,
+            "--json",
+        ])
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot run {} (point --swapd-bin at the swapd binary)",
+                swapd.display()
+            )
+        })?;
+    ensure!(
+        output.status.success(),
+        "`swapd keys create` failed: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    let created: Value = serde_json::from_slice(&output.stdout)
+        .context("`swapd keys create --json` printed no JSON")?;
+    let text = |field: &str| {
+        created[field]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("`swapd keys create --json` printed no {field}"))
+    };
+    Ok((text("apiKey")?, text("apiSecret")?))
+}
+
+/// `swapd` next to this binary (a cargo build or an install puts both there), else on PATH.
+fn default_swapd() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.parent()
+                .map(|dir| dir.join(format!("swapd{}", std::env::consts::EXE_SUFFIX)))
+        })
+        .filter(|path| path.exists())
+        .unwrap_or_else(|| PathBuf::from("swapd"))
+}
+
+fn quiet() -> Out {
+    Out { json: false }
+}
+
+async fn wait_settled(client: &BusinessClient, order_id: &str) -> anyhow::Result<OrderView> {
+    follow(
+        client,
+        &quiet(),
+        order_id,
+        Duration::from_millis(500),
+        Duration::from_secs(600),
+    )
+    .await
+}
+
+async fn fixed_order(client: &BusinessClient) -> anyhow::Result<String> {
+    let mut query = RoutesQuery::new("BTC", "USDTTRC", "0.05");
+    query.rate_type = Some(swapd_client::market::RateType::Fixed);
+    let routes = client.routes(&query).await?;
+    let card = routes
+        .routes
+        .iter()
+        .find(|c| {
+            c.execution_type == ExecutionType::Offchain
+                && c.is_available
+                && c.route_quote_id.is_some()
+        })
+        .context("no available offchain route for 0.05 BTC → USDTTRC")?;
+    println!(
+        "  {} routes; best offchain: {} pays {} USDTTRC",
+        routes.count,
+        card.execution_provider,
+        card.expected_output_amount.as_deref().unwrap_or("?")
+    );
+    let resolved = client
+        .resolve_route(card.route_quote_id.as_deref().unwrap_or_default())
+        .await?;
+    println!(
+        "  locked at rate {} with createToken {}",
+        resolved.rate, resolved.create_token
+    );
+    let order = client
+        .create_order(&OrderInput {
+            create_token: Some(resolved.create_token),
+            to_address: TRON_PAYOUT.into(),
+            refund_address: Some(BTC_REFUND.into()),
+            ..OrderInput::default()
+        })
+        .await?;
+    println!(
+        "  order {}: send {} BTC to {}",
+        order.order_id, order.from.amount, order.from.deposit_address
+    );
+    let deposit = client
+        .sandbox_deposit(
+            &order.order_id,
+            &DepositInput {
+                amount: order.from.amount.clone(),
+                confirmations: None,
+            },
+        )
+        .await?;
+    println!(
+        "  sandbox deposit {} of {} BTC; following the order…",
+        deposit.tx_id, deposit.amount
+    );
+    let done = wait_settled(client, &order.order_id).await?;
+    ensure!(
+        done.status == "completed",
+        "the order ended {} instead of completed",
+        done.status
+    );
+    Ok(format!(
+        "{} completed: {} USDTTRC paid in {}",
+        done.order_id,
+        done.to.amount,
+        done.to.tx_id.as_deref().unwrap_or("?")
+    ))
+}
+
+async fn emergency(client: &BusinessClient) -> anyhow::Result<String> {
+    let order = client
+        .create_order(&OrderInput {
+            from_ccy: Some("BTC".into()),
+            to_ccy: Some("ETH".into()),
+            amount: Some("0.05".into()),
+            rate_type: Some(swapd_client::market::RateType::Fixed),
+            to_address: ETH_PAYOUT.into(),
+            ..OrderInput::default()
+        })
+        .await?;
+    let short = nine_tenths(&order.from.amount)?;
+    println!(
+        "  order {} expects {} BTC; the sandbox deposits only {short}",
+        order.order_id, order.from.amount
+    );
+    client
+        .sandbox_deposit(
+            &order.order_id,
+            &DepositInput {
+                amount: short,
+                confirmations: None,
+            },
+        )
+        .await?;
+    let judged = wait_settled(client, &order.order_id).await?;
+    ensure!(
+        judged.status == "emergency",
+        "the order ended {} instead of emergency",
+        judged.status
+    );
+    let reasons = judged
+        .emergency
+        .as_ref()
+        .map(|e| e.reasons.join("+"))
+        .unwrap_or_default();
+    ensure!(
+        reasons.contains("LESS"),
+        "the emergency's reasons are {reasons}, not LESS"
+    );
+    println!("  emergency {reasons}; choosing REFUND to {BTC_REFUND}");
+    client
+        .emergency(
+            &order.order_id,
+            &EmergencyInput {
+                choice: EmergencyChoice::Refund,
+                refund_address: Some(BTC_REFUND.into()),
+                refund_tag: None,
+            },
+        )
+        .await?;
+    let refunded = wait_settled(client, &order.order_id).await?;
+    ensure!(
+        refunded.status == "refunded",
+        "the order ended {} instead of refunded",
+        refunded.status
+    );
+    Ok(format!(
+        "{} refunded: {} BTC back in {}",
+        refunded.order_id,
+        refunded.refund.amount.as_deref().unwrap_or("?"),
+        refunded.refund.tx_id.as_deref().unwrap_or("?")
+    ))
+}
+
+/// 90 % of a decimal amount, exactly, at the same scale (rounded down).
+fn nine_tenths(amount: &str) -> anyhow::Result<String> {
+    let (whole, fraction) = amount.split_once('.').unwrap_or((amount, ""));
+    let digits: u128 = format!("{whole}{fraction}")
+        .parse()
+        .context("not a decimal amount")?;
+    let scaled = (digits * 9 / 10).to_string();
+    if fraction.is_empty() {
+        return Ok(scaled);
+    }
+    let padded = format!("{scaled:0>width$}", width = fraction.len() + 1);
+    let (w, f) = padded.split_at(padded.len() - fraction.len());
+    Ok(format!("{w}.{f}"))
+}
+
+async fn bridge(
+    client: &BusinessClient,
+    evm: &PrivateKeySigner,
+    solana: &SolanaKey,
+) -> anyhow::Result<String> {
+    let wallet = evm.address().to_checksum(None);
+    let recipient = Wallet::Solana(solana.clone()).address();
+    let mut query = RoutesQuery::new("ETHBASE", "USDCSOL", "1")
+        .wallet(&wallet)
+        .recipient(&recipient);
+    query.wallet_chain_namespace = Some("eip155".into());
+    let routes = client.routes(&query).await?;
+    let card = routes
+        .routes
+        .iter()
+        .find(|c| {
+            c.execution_type == ExecutionType::Onchain
+                && c.is_available
+                && c.route_quote_id.is_some()
+        })
+        .context("no available onchain route for 1 ETH (Base) → USDC (Solana)")?;
+    let plan = client
+        .resolve_onchain(&OnchainResolveInput {
+            route_quote_id: card.route_quote_id.clone().unwrap_or_default(),
+            wallet_address: wallet.clone(),
+            wallet_chain_namespace: Some("eip155".into()),
+            slippage_bps: None,
+        })
+        .await?;
+    println!(
+        "  plan {} via {}: {} step(s), at least {} USDC to {recipient}",
+        plan.execution_plan_id,
+        plan.execution_provider,
+        plan.steps.len(),
+        plan.min_output_amount
+    );
+    // The wallet would sign and broadcast the plan's transaction; the sandbox chain takes any
+    // hash, and its last byte (01: a normal completion) picks the outcome (docs/sandbox.md).
+    let mut hash = PrivateKeySigner::random().to_bytes().0;
+    hash[31] = 0x01;
+    let tx_hash = format!("0x{}", hex::encode(hash));
+    client
+        .report_execution(
+            &plan.execution_access_token,
+            &ExecutionReportInput {
+                execution_plan_id: plan.execution_plan_id.clone(),
+                chain_namespace: "eip155".into(),
+                wallet_address: wallet,
+                tx_hash: Some(tx_hash.clone()),
+                signatures: None,
+            },
+        )
+        .await?;
+    println!("  reported {tx_hash}; following the execution…");
+    let done = wait_for(
+        client,
+        &quiet(),
+        &plan.execution_plan_id,
+        &plan.execution_access_token,
+        Duration::from_secs(600),
+    )
+    .await?;
+    ensure!(
+        done.status == ExecutionStatus::Done && done.outcome == Some(Outcome::Completed),
+        "the execution ended {} ({:?})",
+        done.status.as_str(),
+        done.outcome
+    );
+    Ok(format!(
+        "{} done: {} {} received",
+        done.execution_plan_id,
+        done.received_amount.as_deref().unwrap_or("?"),
+        done.received_token.as_deref().unwrap_or("")
+    ))
+}
+
+async fn paid_order(
+    url: &str,
+    evm: &PrivateKeySigner,
+    solana: &SolanaKey,
+) -> anyhow::Result<String> {
+    let owner = || Wallet::Solana(solana.clone());
+    let paying = X402Client::new(url)?
+        .paying_with(evm.clone())
+        .signed_in_as(owner());
+    let input = OrderInput {
+        from_ccy: Some("BTC".into()),
+        to_ccy: Some("USDTTRC".into()),
+        amount: Some("0.05".into()),
+        to_address: TRON_PAYOUT.into(),
+        ..OrderInput::default()
+    };
+    let created = paying.post("/api/x402/orders", &input).await?;
+    let settlement = created.settlement.context("the order was not charged")?;
+    ensure!(settlement.success, "the payment did not settle");
+    let order_id = created.answer.data["orderId"]
+        .as_str()
+        .context("no orderId")?
+        .to_owned();
+    println!(
+        "  402 → paid by {} (transaction {}) → order {order_id}",
+        settlement.payer.as_deref().unwrap_or("?"),
+        settlement.transaction
+    );
+    let reader = X402Client::new(url)?.signed_in_as(owner());
+    let read = reader
+        .get(&format!("/api/x402/orders/{order_id}"), &[])
+        .await?;
+    ensure!(
+        read.settlement.is_none(),
+        "reading the wallet's own order was charged"
+    );
+    ensure!(
+        read.answer.data["orderId"] == order_id.as_str(),
+        "the wallet read another order"
+    );
+    println!("  the Solana wallet signs in (SIWX) and reads it for free");
+    let stranger =
+        X402Client::new(url)?.signed_in_as(Wallet::Solana(SolanaKey::from_bytes(&rand_seed())));
+    match stranger.order(&order_id).await {
+        Err(e) if e.code() == Some(ErrorCode::OrderNotFound) => {}
+        other => bail!("another wallet could read the order: {other:?}"),
+    }
+    println!("  another wallet gets 404");
+    Ok(format!(
+        "{order_id} created with one payment, owned by {}",
+        owner().address()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nine_tenths;
+
+    #[test]
+    fn nine_tenths_is_exact_at_the_same_scale() {
+        assert_eq!(nine_tenths("0.05").unwrap(), "0.04");
+        assert_eq!(nine_tenths("0.05000000").unwrap(), "0.04500000");
+        assert_eq!(nine_tenths("12.3").unwrap(), "11.0");
+        assert_eq!(nine_tenths("10").unwrap(), "9");
+        assert!(nine_tenths("abc").is_err());
+    }
+}
