@@ -2,7 +2,6 @@
 //! (`docs/authentication.md`).
 
 use std::fmt;
-use std::future::Future;
 
 use reqwest::Method;
 use serde::Serialize;
@@ -306,23 +305,21 @@ impl Surface for BusinessClient {
         "/api/v3"
     }
 
-    fn call(&self, call: Call) -> impl Future<Output = Result<Answer, Error>> + Send {
-        async move {
-            let path = format!("{}{}", self.prefix(), call.path);
-            let query: Vec<(&str, &str)> = call
-                .query
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            self.send_with_retries(
-                call.method,
-                &path,
-                &query,
-                call.body.as_ref(),
-                &call.headers,
-            )
-            .await
-        }
+    async fn call(&self, call: Call) -> Result<Answer, Error> {
+        let path = format!("{}{}", self.prefix(), call.path);
+        let query: Vec<(&str, &str)> = call
+            .query
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.send_with_retries(
+            call.method,
+            &path,
+            &query,
+            call.body.as_ref(),
+            &call.headers,
+        )
+        .await
     }
 }
 

@@ -20,8 +20,6 @@
 //! # }
 //! ```
 
-use std::future::Future;
-
 use alloy_primitives::Address;
 pub use alloy_primitives::U256;
 use alloy_signer::SignerSync;
@@ -453,26 +451,24 @@ impl Surface for X402Client {
         "/api/x402"
     }
 
-    fn call(&self, call: Call) -> impl Future<Output = Result<Answer, Error>> + Send {
-        async move {
-            let path = format!("{}{}", self.prefix(), call.path);
-            let query: Vec<(&str, &str)> = call
-                .query
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let key = matches!(call.method, Method::POST | Method::PATCH).then(new_idempotency_key);
-            let paid = self
-                .send_value(
-                    call.method,
-                    &path,
-                    &query,
-                    call.body.as_ref(),
-                    key.as_deref(),
-                    &call.headers,
-                )
-                .await?;
-            Ok(paid.answer)
-        }
+    async fn call(&self, call: Call) -> Result<Answer, Error> {
+        let path = format!("{}{}", self.prefix(), call.path);
+        let query: Vec<(&str, &str)> = call
+            .query
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let key = matches!(call.method, Method::POST | Method::PATCH).then(new_idempotency_key);
+        let paid = self
+            .send_value(
+                call.method,
+                &path,
+                &query,
+                call.body.as_ref(),
+                key.as_deref(),
+                &call.headers,
+            )
+            .await?;
+        Ok(paid.answer)
     }
 }

@@ -415,3 +415,84 @@ async fn the_served_worker_tracks_an_onchain_execution_to_its_end() {
     );
     server.stop().await;
 }
+
+/// The SDK's typed Business calls against the real server: the order status route, sandbox
+/// deposits, and webhook patches that change only what they name.
+#[tokio::test]
+async fn the_sdk_typed_business_calls_reach_their_routes() {
+    use swapd_client::orders::OrderInput;
+    use swapd_client::sandbox::DepositInput;
+    use swapd_client::webhooks::{WebhookInput, WebhookPatch};
+
+    let server = Server::start().await;
+    let client = server.client(&swapd_types::Permission::ALL).await;
+    let order = client
+        .create_order(&OrderInput {
+            from_ccy: Some("BTC".into()),
+            to_ccy: Some("USDTTRC".into()),
+            amount: Some("0.05".into()),
+            to_address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into(),
+            ..OrderInput::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        client.order_status(&order.order_id).await.unwrap(),
+        client.order(&order.order_id).await.unwrap()
+    );
+    let deposit = client
+        .sandbox_deposit(
+            &order.order_id,
+            &DepositInput {
+                amount: "0.05".into(),
+                confirmations: Some(1),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (deposit.amount.as_str(), deposit.confirmations),
+        ("0.05", 1)
+    );
+    let missing = client
+        .order_status("ord_0123456789abcdef0123456789abcdef")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code(), Some(swapd_client::ErrorCode::OrderNotFound));
+
+    let created = client
+        .create_webhook(&WebhookInput {
+            url: "http://127.0.0.1:9/hooks".into(),
+            events: vec!["order.completed".into()],
+            description: Some("shop".into()),
+        })
+        .await
+        .unwrap();
+    let id = &created.webhook.webhook_id;
+    let disabled = client
+        .update_webhook(
+            id,
+            &WebhookPatch {
+                status: Some("disabled".into()),
+                ..WebhookPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(disabled.status, "disabled");
+    assert_eq!(disabled.description.as_deref(), Some("shop"), "left alone");
+    let cleared = client
+        .update_webhook(
+            id,
+            &WebhookPatch {
+                description: Some(None),
+                ..WebhookPatch::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(cleared.description, None);
+    assert_eq!(cleared.status, "disabled", "left alone");
+    assert_eq!(client.webhooks().await.unwrap().count, 1);
+    server.stop().await;
+}
