@@ -104,6 +104,10 @@ pub enum WalletKind {
 pub enum Command {
     #[command(flatten)]
     Swap(SwapCommand),
+    /// The server's readiness document: mode, time, your key's permissions and every route
+    /// (with `--x402`: prices, how to pay, the SIWX chains).
+    #[command(after_help = "Examples:\n  swapctl readiness\n  swapctl --x402 readiness --json")]
+    Readiness,
     /// Webhook subscriptions, deliveries, and a local verifying receiver.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),

@@ -47,10 +47,10 @@ pub async fn run(settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
         )
     })?;
     ensure!(
-        readiness["mode"] == "sandbox",
+        readiness.mode == "sandbox",
         "swapd at {} runs in {} mode: the demo simulates deposits, so it needs sandbox mode",
         settings.url,
-        readiness["mode"]
+        readiness.mode
     );
     let evm = settings
         .evm_key

@@ -64,12 +64,58 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Swap(command) => swap(&settings.business()?, &out, command).await,
+        Command::Readiness => readiness(&settings, &out, cli.global.x402).await,
         Command::Webhooks(command) => webhooks::run(&settings, &out, command).await,
         Command::X402(args) => paid::call(&settings.x402()?, &out, args).await,
         Command::MarketIntel(command) => paid::market_intel(&settings.x402()?, &out, command).await,
         Command::Demo(args) => demo::run(settings, args).await,
         Command::Completions { .. } => Ok(()),
     }
+}
+
+async fn readiness(settings: &Settings, out: &Out, x402: bool) -> anyhow::Result<()> {
+    if x402 {
+        let document = settings.x402()?.readiness().await?;
+        if !out.json(&document)? {
+            println!(
+                "{} x402 v{} in {} mode: {} USD per paid call, facilitator {}",
+                settings.url,
+                document.x402_version,
+                document.mode,
+                document.price_usd,
+                document.facilitator
+            );
+            for route in &document.routes {
+                let state = if route.enabled { "" } else { " (disabled)" };
+                println!(
+                    "  {:<5} {:<48} {:?}{state}",
+                    route.method, route.path, route.access
+                );
+            }
+        }
+        return Ok(());
+    }
+    let document = settings.business()?.readiness().await?;
+    if !out.json(&document)? {
+        println!(
+            "{} Business API v{} in {} mode; key {} may use: {}",
+            settings.url,
+            document.version,
+            document.mode,
+            document.api_key,
+            document
+                .permissions
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        for route in &document.routes {
+            let needs = route.permission.map_or("any key", |p| p.as_str());
+            println!("  {:<5} {:<48} {needs}", route.method, route.path);
+        }
+    }
+    Ok(())
 }
 
 /// What to do about an error the user can fix.

@@ -27,6 +27,18 @@ fn text(value: &Value) -> &str {
 #[test]
 fn catalog_tokens_quotes_routes_and_a_resolved_order() {
     let sandbox = Sandbox::start();
+    let readiness = sandbox.json(&["readiness"]);
+    assert_eq!(readiness["mode"], "sandbox");
+    assert_eq!(readiness["apiKey"], sandbox.api_key.as_str());
+    assert!(sandbox.text(&["readiness"]).contains("/api/v3/orders"));
+    let paid = sandbox.json(&["--x402", "readiness"]);
+    assert_eq!(paid["x402Version"], 2);
+    assert!(
+        sandbox
+            .text(&["--x402", "readiness"])
+            .contains("PaidWallet")
+    );
+
     let table = sandbox.text(&["currencies"]);
     assert!(table.contains("BTC") && table.contains("USDTTRC") && table.contains("currencies"));
     assert!(sandbox.json(&["currencies"])["count"].as_u64().unwrap() >= 20);

@@ -6,6 +6,7 @@ use std::fmt;
 use reqwest::Method;
 use serde::Serialize;
 use serde_json::Value;
+use swapd_types::readiness::Readiness;
 use swapd_types::sandbox::{DepositInput, DepositRecorded};
 use swapd_types::signing;
 use swapd_types::webhooks::{
@@ -55,6 +56,31 @@ pub struct SignedRequest {
 
 /// A client of the Business API. Typed calls shared with the x402 surface come from
 /// [`crate::SwapApi`]; the Business-only ones (webhooks, the sandbox chain) are methods here.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), swapd_client::Error> {
+/// use swapd_client::webhooks::{TestCallbackInput, WebhookInput};
+/// use swapd_client::{BusinessClient, Credentials};
+///
+/// let client = BusinessClient::new("http://127.0.0.1:8080", Credentials::new("key_…", "sec_…"))?;
+/// let created = client
+///     .create_webhook(&WebhookInput {
+///         url: "https://shop.example/hooks/swapd".into(),
+///         events: vec!["order.completed".into(), "order.failed".into()],
+///         description: None,
+///     })
+///     .await?;
+/// // Keep created.secret (shown only now) for swapd_client::webhooks::Verifier.
+/// let test = client
+///     .test_callback(&TestCallbackInput {
+///         webhook_id: created.webhook.webhook_id.clone(),
+///         event_type: None,
+///     })
+///     .await?;
+/// println!("answered {:?} in {} ms", test.status_code, test.latency_ms);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct BusinessClient {
     http: reqwest::Client,
@@ -81,8 +107,8 @@ impl BusinessClient {
     }
 
     /// `GET /api/v3`: the readiness document (routes, permissions, mode, server time).
-    pub async fn readiness(&self) -> Result<Value, Error> {
-        Ok(self.call(Call::get("")).await?.data)
+    pub async fn readiness(&self) -> Result<Readiness, Error> {
+        self.call_typed(Call::get("")).await
     }
 
     /// Signs and sends one request to `path` (the whole path, `/api/v3/…`). `query` pairs are

@@ -20,6 +20,8 @@
 //!     "http://127.0.0.1:8080",
 //!     Credentials::new("key_0123456789abcdef0123456789abcdef", "sec_..."),
 //! )?;
+//! let readiness = client.readiness().await?;
+//! println!("{} mode, {} routes for {}", readiness.mode, readiness.routes.len(), readiness.api_key);
 //! let catalog = client.currencies().await?;
 //! println!("{} currencies", catalog.count);
 //! match client.order("ord_0123456789abcdef0123456789abcdef").await {
@@ -50,7 +52,7 @@ pub use reqwest::Method;
 pub use retry::RetryPolicy;
 pub use swapd_types::{ErrorCode, ErrorEnvelope};
 /// The wire types of the API, as [`SwapApi`] and the clients take and return them.
-pub use swapd_types::{market, market_intel, onchain, orders, sandbox};
+pub use swapd_types::{market, market_intel, onchain, orders, readiness, sandbox};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -42,6 +42,7 @@ use swapd_x402::wire::{
 
 use crate::api::{Call, Surface, encode_segment, to_value};
 use crate::market_intel::{JobInput, JobView};
+use crate::readiness::X402Readiness;
 use crate::retry::RetryPolicy;
 use crate::{Answer, Error, compact_sorted_json, new_idempotency_key, now_secs};
 
@@ -133,8 +134,8 @@ impl X402Client {
     }
 
     /// `GET /api/x402`: the readiness document (free): routes, prices, networks, the facilitator.
-    pub async fn readiness(&self) -> Result<Value, Error> {
-        Ok(self.call(Call::get("")).await?.data)
+    pub async fn readiness(&self) -> Result<X402Readiness, Error> {
+        self.call_typed(Call::get("")).await
     }
 
     /// `POST /api/x402/market-intel/jobs` (paid): queues a `pair_depth`, `route_scan` or

@@ -197,8 +197,8 @@ async fn the_x402_client_retries_its_requests_identically() {
         base_delay: Duration::from_millis(10),
         ..RetryPolicy::default()
     });
-    let document = client.readiness().await.unwrap();
-    assert_eq!(document["surface"], "x402");
+    let document = client.get("/api/x402", &[]).await.unwrap();
+    assert_eq!(document.answer.data["surface"], "x402");
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     assert!(seen.iter().all(|s| s.line.starts_with("GET /api/x402 ")));

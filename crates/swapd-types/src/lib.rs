@@ -11,6 +11,7 @@ pub mod market_intel;
 pub mod onchain;
 pub mod orders;
 mod permission;
+pub mod readiness;
 pub mod sandbox;
 pub mod signing;
 pub mod webhooks;

@@ -4,9 +4,8 @@
 use axum::extract::State;
 use axum::routing::{get, patch, post};
 use axum::{Extension, Json, Router, middleware};
-use serde::Serialize;
-use swapd_types::{Permission, Success};
-use utoipa::ToSchema;
+use swapd_types::Success;
+use swapd_types::readiness::Readiness;
 
 use crate::AppState;
 
@@ -20,7 +19,7 @@ pub mod sandbox;
 pub mod webhooks;
 
 pub use auth::{BusinessPrincipal, Gate};
-pub use routes::{BUSINESS_ROUTES, RouteInfo, RouteSpec};
+pub use routes::{BUSINESS_ROUTES, RouteSpec, route_info};
 
 /// The signed Business API routes.
 pub fn router(state: &AppState) -> Router<AppState> {
@@ -108,25 +107,6 @@ pub fn protect(
         ))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Readiness {
-    pub service: &'static str,
-    /// `"business"`.
-    pub api: &'static str,
-    /// `"3"`.
-    pub version: &'static str,
-    /// `"sandbox"` or `"live"`.
-    pub mode: &'static str,
-    /// Server time, Unix epoch seconds: sign requests within ±300 s of it.
-    pub server_time: i64,
-    /// The key that signed this request and its permissions.
-    pub api_key: String,
-    pub permissions: Vec<Permission>,
-    /// Every mounted Business API route with the permission it requires.
-    pub routes: Vec<RouteInfo>,
-}
-
 /// The readiness document: what this server offers and what the calling key may use.
 #[utoipa::path(get, path = "/api/v3", tag = "business",
     security(("hmac" = [])),
@@ -140,14 +120,14 @@ pub(crate) async fn readiness(
     Extension(principal): Extension<BusinessPrincipal>,
 ) -> Json<Success<Readiness>> {
     Json(Success::new(Readiness {
-        service: "swapd",
-        api: "business",
-        version: "3",
-        mode: state.mode.as_str(),
+        service: "swapd".into(),
+        api: "business".into(),
+        version: "3".into(),
+        mode: state.mode.as_str().into(),
         server_time: state.clock.now_secs(),
         api_key: principal.key_id,
         permissions: principal.permissions,
-        routes: BUSINESS_ROUTES.iter().map(RouteInfo::from).collect(),
+        routes: BUSINESS_ROUTES.iter().map(route_info).collect(),
     }))
 }
 

@@ -3,9 +3,8 @@
 //! and the authorization step both read it, so they cannot disagree.
 
 use axum::http::Method;
-use serde::Serialize;
 use swapd_types::Permission;
-use utoipa::ToSchema;
+use swapd_types::readiness::RouteInfo;
 
 #[derive(Debug, Clone)]
 pub struct RouteSpec {
@@ -117,25 +116,12 @@ pub fn find<'a>(routes: &'a [RouteSpec], method: &Method, path: &str) -> Option<
     })
 }
 
-/// One route as listed by the readiness document.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteInfo {
-    pub method: String,
-    pub path: &'static str,
-    /// The API-key permission the route requires; `null` when any valid key may call it.
-    pub permission: Option<Permission>,
-    /// Units of the weighted hourly quota (`X-RateLimit-Resource: key-weight-hour`) one call costs.
-    pub weight: u32,
-}
-
-impl From<&RouteSpec> for RouteInfo {
-    fn from(spec: &RouteSpec) -> Self {
-        Self {
-            method: spec.method.to_string(),
-            path: spec.path,
-            permission: spec.permission,
-            weight: spec.weight,
-        }
+/// A route as the readiness document lists it.
+pub fn route_info(spec: &RouteSpec) -> RouteInfo {
+    RouteInfo {
+        method: spec.method.to_string(),
+        path: spec.path.to_owned(),
+        permission: spec.permission,
+        weight: spec.weight,
     }
 }

@@ -13,9 +13,7 @@ use axum::Router;
 use axum::http::Method;
 use axum::middleware;
 use axum::routing::{get, post};
-use serde::Serialize;
 use swapd_x402::{Facilitator, Pricing};
-use utoipa::ToSchema;
 
 pub use gate::WalletPrincipal;
 
@@ -35,29 +33,7 @@ pub struct X402 {
     pub wallet_routes_enabled: bool,
 }
 
-/// What a route needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Access {
-    /// No payment, no proof.
-    Free,
-    /// A payment per call.
-    Paid,
-    /// A payment per call, for a wallet: the SIWX wallet when a proof is sent, else the payer.
-    PaidWallet,
-    /// Free, but only for the wallet that owns the resource (SIWX proof).
-    WalletRead,
-}
-
-impl Access {
-    pub fn paid(self) -> bool {
-        matches!(self, Access::Paid | Access::PaidWallet)
-    }
-
-    pub fn wallet_bound(self) -> bool {
-        matches!(self, Access::PaidWallet | Access::WalletRead)
-    }
-}
+pub use swapd_types::readiness::Access;
 
 #[derive(Debug, Clone)]
 pub struct X402Route {
