@@ -37,25 +37,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let out = Out {
         json: cli.global.json,
     };
-    if let Command::Completions { shell } = cli.command {
-        clap_complete::generate(
-            shell,
-            &mut Cli::command(),
-            "swapctl",
-            &mut std::io::stdout(),
-        );
-        return Ok(());
-    }
-    let settings = Settings::load(&cli.global)?;
+    // Completions need no settings; every other command loads them once.
+    let settings = || Settings::load(&cli.global);
     match cli.command {
-        Command::Swap(command) if cli.global.x402 => swap(&settings.x402()?, &out, command).await,
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "swapctl", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Swap(command) if cli.global.x402 => {
+            swap(&settings()?.x402()?, &out, command).await
+        }
         Command::Swap(SwapCommand::Order(OrderCommand::Deposit {
             order_id,
             amount,
             confirmations,
         })) => {
             orders::deposit(
-                &settings.business()?,
+                &settings()?.business()?,
                 &out,
                 &order_id,
                 amount,
@@ -63,13 +62,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )
             .await
         }
-        Command::Swap(command) => swap(&settings.business()?, &out, command).await,
-        Command::Readiness => readiness(&settings, &out, cli.global.x402).await,
-        Command::Webhooks(command) => webhooks::run(&settings, &out, command).await,
-        Command::X402(args) => paid::call(&settings.x402()?, &out, args).await,
-        Command::MarketIntel(command) => paid::market_intel(&settings.x402()?, &out, command).await,
-        Command::Demo(args) => demo::run(settings, args).await,
-        Command::Completions { .. } => Ok(()),
+        Command::Swap(command) => swap(&settings()?.business()?, &out, command).await,
+        Command::Readiness => readiness(&settings()?, &out, cli.global.x402).await,
+        Command::Webhooks(command) => webhooks::run(&settings()?, &out, command).await,
+        Command::X402(args) => paid::call(&settings()?.x402()?, &out, args).await,
+        Command::MarketIntel(command) => {
+            paid::market_intel(&settings()?.x402()?, &out, command).await
+        }
+        Command::Demo(args) => demo::run(settings()?, args).await,
     }
 }
 

@@ -16,7 +16,7 @@ use swapd_types::webhooks::{
 
 use crate::api::{Call, Surface, encode_segment, to_value};
 use crate::orders::OrderView;
-use crate::retry::RetryPolicy;
+use crate::retry::{RetryPolicy, with_retries};
 use crate::{Answer, Error, compact_sorted_json, decode, new_idempotency_key, new_nonce, now_secs};
 
 /// An API key and its secret.
@@ -138,8 +138,7 @@ impl BusinessClient {
             matches!(method, Method::POST | Method::PATCH).then(new_idempotency_key);
         // Reads, and mutations carrying a key, have one effect however often they are sent.
         let replay_safe = matches!(method, Method::GET | Method::HEAD) || idempotency_key.is_some();
-        let mut retry = 0;
-        loop {
+        with_retries(&self.retry, replay_safe, || async {
             // A fresh nonce and timestamp each time: the server refuses a replayed signature.
             let mut signed = self.sign(
                 method.clone(),
@@ -151,16 +150,9 @@ impl BusinessClient {
                 now_secs(),
             )?;
             signed.headers.extend(headers.iter().cloned());
-            let error = match self.execute(signed).await {
-                Ok(answer) => return Ok(answer),
-                Err(error) => error,
-            };
-            match self.retry.delay(&error, replay_safe, retry) {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => return Err(error),
-            }
-            retry += 1;
-        }
+            self.execute(signed).await
+        })
+        .await
     }
 
     /// `GET /orders/{orderId}/status`: the order (the same view as `GET /orders/{orderId}`).

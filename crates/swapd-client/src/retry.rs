@@ -5,6 +5,7 @@
 //! result). Only replay-safe requests are retried after the server may have seen them; a
 //! request that never reached the server (the connection was refused) can always be sent again.
 
+use std::future::Future;
 use std::time::Duration;
 
 use rand::Rng;
@@ -88,6 +89,30 @@ impl RetryPolicy {
             }
             _ => None,
         }
+    }
+}
+
+/// Runs `attempt` until it succeeds or `policy` says its error is final, sleeping between.
+pub(crate) async fn with_retries<T, F, Fut>(
+    policy: &RetryPolicy,
+    replay_safe: bool,
+    mut attempt: F,
+) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let mut retry = 0;
+    loop {
+        let error = match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        match policy.delay(&error, replay_safe, retry) {
+            Some(wait) => tokio::time::sleep(wait).await,
+            None => return Err(error),
+        }
+        retry += 1;
     }
 }
 

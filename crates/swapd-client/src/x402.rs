@@ -43,7 +43,7 @@ use swapd_x402::wire::{
 use crate::api::{Call, Surface, encode_segment, to_value};
 use crate::market_intel::{JobInput, JobView};
 use crate::readiness::X402Readiness;
-use crate::retry::RetryPolicy;
+use crate::retry::{RetryPolicy, with_retries};
 use crate::{Answer, Error, compact_sorted_json, new_idempotency_key, now_secs};
 
 /// One request as sent (each attempt sends it identically).
@@ -244,8 +244,7 @@ impl X402Client {
         request: &Request<'_>,
         headers: &[(&'static str, String)],
     ) -> Result<reqwest::Response, Error> {
-        let mut retry = 0;
-        loop {
+        with_retries(&self.retry, request.replay_safe, || async {
             let mut builder = self
                 .http
                 .request(request.method.clone(), request.url.clone());
@@ -260,29 +259,23 @@ impl X402Client {
             for (name, value) in headers {
                 builder = builder.header(*name, value);
             }
-            let error = match builder.send().await {
-                Ok(response) if retryable_status(response.status()) => {
-                    let status = response.status();
-                    let headers = response.headers().clone();
-                    let bytes = response.bytes().await?;
-                    // Never a success: decode gives the API's error.
-                    match crate::decode(status, headers, &bytes) {
-                        Err(error) => error,
-                        Ok(answer) => Error::Unexpected {
-                            status: answer.status,
-                            detail: "a success with an error status".into(),
-                        },
-                    }
-                }
-                Ok(response) => return Ok(response),
-                Err(error) => Error::Transport(error),
-            };
-            match self.retry.delay(&error, request.replay_safe, retry) {
-                Some(wait) => tokio::time::sleep(wait).await,
-                None => return Err(error),
+            let response = builder.send().await?;
+            if !retryable_status(response.status()) {
+                return Ok(response);
             }
-            retry += 1;
-        }
+            let status = response.status();
+            let headers = response.headers().clone();
+            let bytes = response.bytes().await?;
+            // Never a success: decode gives the API's error.
+            Err(match crate::decode(status, headers, &bytes) {
+                Err(error) => error,
+                Ok(answer) => Error::Unexpected {
+                    status: answer.status,
+                    detail: "a success with an error status".into(),
+                },
+            })
+        })
+        .await
     }
 
     /// An EIP-3009 authorization for exactly what `required` asks, signed by `payer`.
