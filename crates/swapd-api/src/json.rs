@@ -28,22 +28,28 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = request
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
-        if !is_json {
-            return Err(ApiError::new(
-                ErrorCode::UnsupportedMediaType,
-                "send the body as JSON with `Content-Type: application/json`",
-            ));
-        }
+        require_json(request.headers())?;
         let bytes = Bytes::from_request(request, state)
             .await
             .map_err(|_| too_large())?;
         parse_json(&bytes).map(ApiJson)
+    }
+}
+
+/// `Content-Type: application/json` (parameters allowed), or 415.
+pub(crate) fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let is_json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"));
+    if is_json {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "send the body as JSON with `Content-Type: application/json`",
+        ))
     }
 }
 

@@ -279,12 +279,13 @@ async fn a_replayed_request_answers_the_same_job_without_a_second_charge() {
             .is_some()
     );
     assert_eq!(server.jobs.run_due().await, 1, "one job queued");
-    // Unknown kinds are refused, naming the valid ones.
-    let bad = queue(
+    // Unknown kinds are refused, naming the valid ones, before any payment is asked for.
+    let bad = send(
         &server,
-        &payer,
-        &json!({"kind": "order_book", "fromCcy": "BTC", "toCcy": "ETH"}),
-        "bad-kind-job",
+        "POST",
+        path,
+        Some(&json!({"kind": "order_book", "fromCcy": "BTC", "toCcy": "ETH"})),
+        &[idempotency("bad-kind-job")],
     )
     .await;
     bad.expect(400, "validation_failed");

@@ -1006,3 +1006,73 @@ async fn without_an_access_token_secret_order_and_onchain_routes_are_disabled() 
     assert_eq!(paid.status, 200);
     server.stop().await;
 }
+
+/// A paid POST whose body its handler would refuse costs nothing: the body is checked before
+/// the payment is even looked at, and the payment stays good for the corrected request.
+#[tokio::test]
+async fn a_malformed_body_is_refused_before_anything_is_charged() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    let unpaid = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&order_body()),
+        &[],
+    )
+    .await;
+    let payment = pay(&required(&unpaid), &payer, server.now_secs());
+
+    let mut incomplete = order_body();
+    incomplete.as_object_mut().unwrap().remove("toAddress");
+    let refused = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&incomplete),
+        &[payment_header(&payment), idempotency("malformed-1")],
+    )
+    .await;
+    refused.expect(400, "validation_failed");
+    assert!(refused.header("payment-response").is_none());
+    let nonce = payment.payload["authorization"]["nonce"].as_str().unwrap();
+    let payer_address = payer.address().to_checksum(None);
+    let store = &server.state.store;
+    assert!(
+        store
+            .x402_settlement(&payer_address, nonce)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Without any payment, the same refusal (not a 402 to pay for a request that would fail).
+    let unknown = json!({"fromCcy": "BTC", "toCcy": "ETH", "kind": "pair_depth", "steps": 99});
+    send(
+        &server,
+        "POST",
+        "/api/x402/market-intel/jobs",
+        Some(&unknown),
+        &[],
+    )
+    .await
+    .expect(400, "validation_failed");
+
+    let paid = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&order_body()),
+        &[payment_header(&payment), idempotency("malformed-2")],
+    )
+    .await;
+    assert_eq!(paid.status, 201, "{}", paid.body);
+    assert!(
+        store
+            .x402_settlement(&payer_address, nonce)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    server.stop().await;
+}

@@ -2,10 +2,12 @@
 //!
 //! 1. Limits, before anything is verified or settled: 60 paid attempts per hour per client and
 //!    route; 30 wallet-bound reads per minute per client, route and resource.
-//! 2. The wallet: a Sign-In-With-X proof when sent (checked against our public origin; a nonce
+//! 2. Paid POSTs: the body, as the handler will parse it (`X402Route::body_check`), so a
+//!    malformed request is refused before it could be charged.
+//! 3. The wallet: a Sign-In-With-X proof when sent (checked against our public origin; a nonce
 //!    we issued, consumed by mutations), else for paid routes the payer the payment's signature
 //!    proves.
-//! 3. Paid routes: the `PAYMENT-SIGNATURE` is decoded (400 when malformed), matched against our
+//! 4. Paid routes: the `PAYMENT-SIGNATURE` is decoded (400 when malformed), matched against our
 //!    own requirements and the request URL, and its payer recovered. A replay of a stored
 //!    Idempotency-Key answers now, without a charge. Then the payment's one execution is
 //!    claimed (`(payer, nonce)`, 409 when already used), verified and settled by the
@@ -189,13 +191,17 @@ impl<'a> Context<'a> {
     }
 
     /// A paid call: see the module's order of steps.
-    async fn paid(&self, mut request: Request, next: Next) -> Response {
+    async fn paid(&self, request: Request, next: Next) -> Response {
         if let Err(refused) = self.consume_limit(request.uri().path()).await {
             return refused;
         }
         if let Some(disabled) = self.disabled() {
             return disabled;
         }
+        let mut request = match self.checked_body(request).await {
+            Ok(request) => request,
+            Err(refused) => return refused.into_response(),
+        };
         let mutation = request.method() != axum::http::Method::GET;
         let proven = if self.route.access.wallet_bound() {
             match self.proof(request.headers(), mutation).await {
@@ -390,6 +396,20 @@ impl<'a> Context<'a> {
     }
 
     /// 402 `payment_invalid` with the reason in a fresh `PAYMENT-REQUIRED`.
+    /// A paid POST whose body its handler would refuse is refused now, before any charge.
+    async fn checked_body(&self, request: Request) -> Result<Request, ApiError> {
+        let Some(check) = self.route.body_check() else {
+            return Ok(request);
+        };
+        let (parts, body) = request.into_parts();
+        crate::json::require_json(&parts.headers)?;
+        let bytes = axum::body::to_bytes(body, crate::MAX_BODY_BYTES)
+            .await
+            .map_err(|_| crate::json::too_large())?;
+        check(&bytes)?;
+        Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+    }
+
     async fn invalid(&self, reason: &str, message: &str) -> Response {
         self.required(ErrorCode::PaymentInvalid, message, reason)
             .await

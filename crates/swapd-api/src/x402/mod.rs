@@ -17,8 +17,8 @@ use swapd_x402::{Facilitator, Pricing};
 
 pub use gate::WalletPrincipal;
 
-use crate::AppState;
 use crate::business::{market, onchain, orders};
+use crate::{ApiError, AppState, parse_json};
 
 /// What the x402 surface needs besides the shared state.
 pub struct X402 {
@@ -206,6 +206,44 @@ pub static X402_ROUTES: &[X402Route] = &[
     ),
 ];
 
+/// Checks a request body as the route's handler will read it.
+pub type BodyCheck = fn(&[u8]) -> Result<(), ApiError>;
+
+fn parses_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(), ApiError> {
+    parse_json::<T>(bytes).map(drop)
+}
+
+fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
+    let input = parse_json::<swapd_types::market_intel::JobInput>(bytes)?;
+    swapd_core::market_intel::validate(&input)
+        .map(drop)
+        .map_err(|problem| crate::business::market::invalid(problem.field, &problem.problem))
+}
+
+impl X402Route {
+    /// How the body of a paid POST is checked before anything is charged: the handler's own
+    /// parsing (and, for market-intel jobs, their validation), so a malformed request costs
+    /// nothing. Checks that need the store or the providers still run after the payment.
+    pub fn body_check(&self) -> Option<BodyCheck> {
+        use swapd_types::{market, onchain, orders};
+        if self.method != Method::POST {
+            return None;
+        }
+        Some(match self.path {
+            "/api/x402/routes/resolve" => parses_as::<market::ResolveInput>,
+            "/api/x402/quotes" => parses_as::<market::QuoteInput>,
+            "/api/x402/onchain/routes/resolve" => parses_as::<onchain::OnchainResolveInput>,
+            "/api/x402/onchain/executions" => parses_as::<onchain::ExecutionReportInput>,
+            "/api/x402/orders" => parses_as::<orders::OrderInput>,
+            "/api/x402/orders/{orderId}/emergency" => parses_as::<orders::EmergencyInput>,
+            "/api/x402/orders/{orderId}/refund" => parses_as::<orders::RefundInput>,
+            "/api/x402/orders/{orderId}/notifications/email" => parses_as::<orders::EmailInput>,
+            "/api/x402/market-intel/jobs" => valid_job,
+            _ => return None,
+        })
+    }
+}
+
 pub fn find(method: &Method, path: &str) -> Option<&'static X402Route> {
     X402_ROUTES.iter().find(|route| {
         route.path == path
@@ -255,4 +293,25 @@ pub fn router(state: &AppState) -> Router<AppState> {
             get(market_intel::get_job),
         )
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_paid_post_checks_its_body_before_the_charge() {
+        for route in X402_ROUTES.iter().filter(|r| r.method == Method::POST) {
+            let check = route
+                .body_check()
+                .unwrap_or_else(|| panic!("{} has no body check", route.path));
+            assert!(check(b"{\"unknown\": 1}").is_err(), "{}", route.path);
+        }
+        let job = find(&Method::POST, "/api/x402/market-intel/jobs").unwrap();
+        let check = job.body_check().unwrap();
+        assert!(check(br#"{"kind":"pair_depth","fromCcy":"BTC","toCcy":"ETH"}"#).is_ok());
+        assert!(
+            check(br#"{"kind":"pair_depth","fromCcy":"BTC","toCcy":"ETH","steps":99}"#).is_err()
+        );
+    }
 }
