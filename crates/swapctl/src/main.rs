@@ -46,7 +46,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Swap(command) if cli.global.x402 => {
-            swap(&settings()?.x402()?, &out, command).await
+            swap(&paid::Receipted(settings()?.x402()?), &out, command).await
         }
         Command::Swap(SwapCommand::Order(OrderCommand::Deposit {
             order_id,

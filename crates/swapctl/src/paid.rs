@@ -5,10 +5,38 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use swapd_client::market_intel::{JobInput, JobStatus, JobView};
-use swapd_client::x402::X402Client;
+use swapd_client::x402::{SettleResponse, X402Client};
+use swapd_client::{Answer, Call, Surface};
 
 use crate::cli::{HttpMethod, MarketIntelCommand, X402Args};
 use crate::output::Out;
+
+/// The x402 client for the commands both surfaces serve: each payment is reported on stderr,
+/// so stdout stays the answer (with `--json` too).
+pub struct Receipted(pub X402Client);
+
+impl Surface for Receipted {
+    fn prefix(&self) -> &'static str {
+        self.0.prefix()
+    }
+
+    async fn call(&self, call: Call) -> Result<Answer, swapd_client::Error> {
+        let paid = self.0.call_paid(call).await?;
+        if let Some(settlement) = &paid.settlement {
+            eprintln!("{}", receipt(settlement));
+        }
+        Ok(paid.answer)
+    }
+}
+
+fn receipt(settlement: &SettleResponse) -> String {
+    format!(
+        "paid by {} on {} (transaction {})",
+        settlement.payer.as_deref().unwrap_or("-"),
+        settlement.network,
+        settlement.transaction
+    )
+}
 
 pub async fn call(client: &X402Client, out: &Out, args: X402Args) -> anyhow::Result<()> {
     let query: Vec<(String, String)> = args
@@ -54,13 +82,7 @@ pub async fn call(client: &X402Client, out: &Out, args: X402Args) -> anyhow::Res
         }));
     }
     match &paid.settlement {
-        Some(settlement) => eprintln!(
-            "{} paid by {} on {} (transaction {})",
-            paid.answer.status,
-            settlement.payer.as_deref().unwrap_or("-"),
-            settlement.network,
-            settlement.transaction
-        ),
+        Some(settlement) => eprintln!("{} {}", paid.answer.status, receipt(settlement)),
         None => eprintln!("{} (not charged)", paid.answer.status),
     }
     println!("{}", serde_json::to_string_pretty(&paid.answer.data)?);

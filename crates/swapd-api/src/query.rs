@@ -11,6 +11,13 @@ use crate::ApiError;
 pub struct SignedQuery(pub Vec<(String, String)>);
 
 impl SignedQuery {
+    /// The query of `uri`, decoded as the signature canonicalizes it.
+    pub fn from_uri(uri: &axum::http::Uri) -> Result<Self, ApiError> {
+        signing::query_pairs(uri.query().unwrap_or_default())
+            .map(SignedQuery)
+            .map_err(|e| ApiError::new(ErrorCode::QueryInvalidEncoding, e.to_string()))
+    }
+
     /// The one value of a scalar parameter: `None` when absent, 400 `duplicate_parameter` when
     /// repeated.
     pub fn scalar(&self, name: &str) -> Result<Option<&str>, ApiError> {
@@ -34,8 +41,6 @@ impl<S: Send + Sync> FromRequestParts<S> for SignedQuery {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        signing::query_pairs(parts.uri.query().unwrap_or_default())
-            .map(SignedQuery)
-            .map_err(|e| ApiError::new(ErrorCode::QueryInvalidEncoding, e.to_string()))
+        Self::from_uri(&parts.uri)
     }
 }

@@ -1007,8 +1007,8 @@ async fn without_an_access_token_secret_order_and_onchain_routes_are_disabled() 
     server.stop().await;
 }
 
-/// A paid POST whose body its handler would refuse costs nothing: the body is checked before
-/// the payment is even looked at, and the payment stays good for the corrected request.
+/// A paid call whose body or query its handler would refuse costs nothing: the input is checked
+/// before the payment is even looked at, and the payment stays good for the corrected request.
 #[tokio::test]
 async fn a_malformed_body_is_refused_before_anything_is_charged() {
     let server = TestServer::start().await;
@@ -1045,6 +1045,38 @@ async fn a_malformed_body_is_refused_before_anything_is_charged() {
             .unwrap()
             .is_none()
     );
+
+    // Paid GETs: their query is checked the same way.
+    send(
+        &server,
+        "GET",
+        "/api/x402/routes?fromCcy=BTC&amount=1",
+        None,
+        &[],
+    )
+    .await
+    .expect(400, "validation_failed");
+    send(
+        &server,
+        "GET",
+        "/api/x402/routes?fromCcy=BTC&toCcy=NOPE&amount=1",
+        None,
+        &[],
+    )
+    .await
+    .expect(422, "pair_unsupported");
+    send(&server, "GET", "/api/x402/currencies?verbose=1", None, &[])
+        .await
+        .expect(400, "validation_failed");
+    send(
+        &server,
+        "GET",
+        "/api/x402/routes?fromCcy=BTC&toCcy=ETH&amount=1",
+        None,
+        &[],
+    )
+    .await
+    .expect(402, "payment_required");
 
     // Without any payment, the same refusal (not a 402 to pay for a request that would fail).
     let unknown = json!({"fromCcy": "BTC", "toCcy": "ETH", "kind": "pair_depth", "steps": 99});

@@ -34,10 +34,11 @@ use serde::Serialize;
 use serde_json::Value;
 use swapd_x402::exact::TransferWithAuthorization;
 use swapd_x402::siwx::SiwxPayload;
+/// A settlement, as `PAYMENT-RESPONSE` carries it.
+pub use swapd_x402::wire::SettleResponse;
 use swapd_x402::wire::{
     self, Eip3009Authorization, ExactEvmPayload, PAYMENT_REQUIRED, PAYMENT_RESPONSE,
     PAYMENT_SIGNATURE, PaymentPayload, PaymentRequired, SIGN_IN_WITH_X, SIWX_EXTENSION,
-    SettleResponse,
 };
 
 use crate::api::{Call, Surface, encode_segment, to_value};
@@ -151,6 +152,26 @@ impl X402Client {
             "/market-intel/jobs/{}",
             encode_segment(job_id)
         )))
+        .await
+    }
+
+    /// [`Surface::call`] with the settlement: what a typed call cost, when it was paid now.
+    pub async fn call_paid(&self, call: Call) -> Result<PaidAnswer, Error> {
+        let path = format!("{}{}", self.prefix(), call.path);
+        let query: Vec<(&str, &str)> = call
+            .query
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let key = matches!(call.method, Method::POST | Method::PATCH).then(new_idempotency_key);
+        self.send_value(
+            call.method,
+            &path,
+            &query,
+            call.body.as_ref(),
+            key.as_deref(),
+            &call.headers,
+        )
         .await
     }
 
@@ -446,23 +467,6 @@ impl Surface for X402Client {
     }
 
     async fn call(&self, call: Call) -> Result<Answer, Error> {
-        let path = format!("{}{}", self.prefix(), call.path);
-        let query: Vec<(&str, &str)> = call
-            .query
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let key = matches!(call.method, Method::POST | Method::PATCH).then(new_idempotency_key);
-        let paid = self
-            .send_value(
-                call.method,
-                &path,
-                &query,
-                call.body.as_ref(),
-                key.as_deref(),
-                &call.headers,
-            )
-            .await?;
-        Ok(paid.answer)
+        Ok(self.call_paid(call).await?.answer)
     }
 }

@@ -44,7 +44,7 @@ pub(crate) async fn currencies(
     State(state): State<AppState>,
     query: SignedQuery,
 ) -> Result<Json<Success<Catalog>>, ApiError> {
-    only_parameters(&query, &[])?;
+    currencies_query(&query)?;
     let view = state.market.catalog(state.clock.now_ms()).await;
     let currencies: Vec<Currency> = view.currencies.iter().map(currency_dto).collect();
     Ok(Json(Success::new(Catalog {
@@ -88,8 +88,7 @@ fn currency_dto(entry: &CatalogEntry) -> Currency {
 pub(crate) async fn tokens_popular(
     query: SignedQuery,
 ) -> Result<Json<Success<TokenList>>, ApiError> {
-    only_parameters(&query, &["chain"])?;
-    let chain = optional_chain(&query)?;
+    let chain = popular_query(&query)?;
     Ok(token_list(tokens::popular(chain).collect()))
 }
 
@@ -107,20 +106,7 @@ pub(crate) async fn tokens_popular(
 pub(crate) async fn tokens_search(
     query: SignedQuery,
 ) -> Result<Json<Success<TokenList>>, ApiError> {
-    only_parameters(&query, &["q", "chain", "limit"])?;
-    let q = required(&query, "q")?;
-    if q.trim().is_empty() || q.chars().count() > MAX_QUERY_TEXT {
-        return Err(invalid("q", "must be 1 to 64 characters"));
-    }
-    let chain = optional_chain(&query)?;
-    let limit = match query.scalar("limit")? {
-        None => DEFAULT_SEARCH_RESULTS,
-        Some(text) => text
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_SEARCH_RESULTS).contains(n))
-            .ok_or_else(|| invalid("limit", "must be an integer from 1 to 100"))?,
-    };
+    let (q, chain, limit) = search_query(&query)?;
     Ok(token_list(tokens::search(q, chain, limit)))
 }
 
@@ -140,8 +126,7 @@ pub(crate) async fn tokens_search(
 pub(crate) async fn tokens_by_address(
     query: SignedQuery,
 ) -> Result<Json<Success<Token>>, ApiError> {
-    only_parameters(&query, &["chain", "address"])?;
-    let (chain, address) = chain_and_address(&query)?;
+    let (chain, address) = token_query(&query)?;
     tokens::by_address(chain, address)
         .map(|token| Json(Success::new(token_dto(token))))
         .ok_or_else(|| {
@@ -166,8 +151,7 @@ pub(crate) async fn tokens_by_address(
         (status = 400, description = "`address_invalid`", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn tokens_logo(query: SignedQuery) -> Result<Json<Success<TokenLogo>>, ApiError> {
-    only_parameters(&query, &["chain", "address"])?;
-    let (chain, address) = chain_and_address(&query)?;
+    let (chain, address) = token_query(&query)?;
     let token = tokens::by_address(chain, address);
     let address = token.map_or(address, |t| t.address);
     let symbol = token.map_or_else(
@@ -458,43 +442,16 @@ pub(crate) async fn discover_routes(
     Extension(CallerScope(owner)): Extension<CallerScope>,
     query: SignedQuery,
 ) -> Result<Json<Success<Routes>>, ApiError> {
-    only_parameters(
-        &query,
-        &[
-            "fromCcy",
-            "toCcy",
-            "amount",
-            "direction",
-            "type",
-            "walletAddress",
-            "walletChainNamespace",
-            "recipientAddress",
-            "provider",
-        ],
-    )?;
-    let from = pair_currency(required(&query, "fromCcy")?)?;
-    let to = pair_currency(required(&query, "toCcy")?)?;
-    let direction = match query.scalar("direction")? {
-        None | Some("from") => Direction::From,
-        Some("to") => Direction::To,
-        Some(_) => return Err(invalid("direction", "must be `from` or `to`")),
-    };
-    let rate_type = match query.scalar("type")? {
-        None | Some("fixed") => RateType::Fixed,
-        Some("float") => RateType::Float,
-        Some(_) => return Err(invalid("type", "must be `fixed` or `float`")),
-    };
-    let amount = parse_amount(required(&query, "amount")?, from, to, direction)?;
-    let provider = query
-        .scalar("provider")?
-        .map(|id| known_provider(&state, id, "provider"))
-        .transpose()?;
-    let wallet = wallet(&query)?;
-    let recipient = query
-        .scalar("recipientAddress")?
-        .map(|address| check_address(to, address, "recipientAddress").map(|()| address.to_owned()))
-        .transpose()?;
-
+    let RoutesAsk {
+        from,
+        to,
+        amount,
+        direction,
+        rate_type,
+        provider,
+        wallet,
+        recipient,
+    } = routes_query(&state, &query)?;
     let now_ms = state.clock.now_ms();
     let request = QuoteRequest {
         from,
@@ -797,6 +754,117 @@ pub(crate) async fn owned_route(
         .route_quote(id, owner)
         .await?
         .ok_or_else(not_found)
+}
+
+/// `GET /currencies` takes no parameters.
+pub(crate) fn currencies_query(query: &SignedQuery) -> Result<(), ApiError> {
+    only_parameters(query, &[])
+}
+
+fn popular_query(query: &SignedQuery) -> Result<Option<Network>, ApiError> {
+    only_parameters(query, &["chain"])?;
+    optional_chain(query)
+}
+
+fn search_query(query: &SignedQuery) -> Result<(&str, Option<Network>, usize), ApiError> {
+    only_parameters(query, &["q", "chain", "limit"])?;
+    let q = required(query, "q")?;
+    if q.trim().is_empty() || q.chars().count() > MAX_QUERY_TEXT {
+        return Err(invalid("q", "must be 1 to 64 characters"));
+    }
+    let chain = optional_chain(query)?;
+    let limit = match query.scalar("limit")? {
+        None => DEFAULT_SEARCH_RESULTS,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_SEARCH_RESULTS).contains(n))
+            .ok_or_else(|| invalid("limit", "must be an integer from 1 to 100"))?,
+    };
+    Ok((q, chain, limit))
+}
+
+/// `chain` and `address` (token lookups and logos).
+fn token_query(query: &SignedQuery) -> Result<(Network, &str), ApiError> {
+    only_parameters(query, &["chain", "address"])?;
+    chain_and_address(query)
+}
+
+/// What `GET /routes` asks, read and checked from its query without asking any provider.
+struct RoutesAsk<'q> {
+    from: &'static CurrencyDef,
+    to: &'static CurrencyDef,
+    amount: Amount,
+    direction: Direction,
+    rate_type: RateType,
+    provider: Option<&'q str>,
+    wallet: Option<Wallet>,
+    recipient: Option<String>,
+}
+
+fn routes_query<'q>(state: &AppState, query: &'q SignedQuery) -> Result<RoutesAsk<'q>, ApiError> {
+    only_parameters(
+        query,
+        &[
+            "fromCcy",
+            "toCcy",
+            "amount",
+            "direction",
+            "type",
+            "walletAddress",
+            "walletChainNamespace",
+            "recipientAddress",
+            "provider",
+        ],
+    )?;
+    let from = pair_currency(required(query, "fromCcy")?)?;
+    let to = pair_currency(required(query, "toCcy")?)?;
+    let direction = match query.scalar("direction")? {
+        None | Some("from") => Direction::From,
+        Some("to") => Direction::To,
+        Some(_) => return Err(invalid("direction", "must be `from` or `to`")),
+    };
+    let rate_type = match query.scalar("type")? {
+        None | Some("fixed") => RateType::Fixed,
+        Some("float") => RateType::Float,
+        Some(_) => return Err(invalid("type", "must be `fixed` or `float`")),
+    };
+    let amount = parse_amount(required(query, "amount")?, from, to, direction)?;
+    let provider = query
+        .scalar("provider")?
+        .map(|id| known_provider(state, id, "provider"))
+        .transpose()?;
+    let wallet = wallet(query)?;
+    let recipient = query
+        .scalar("recipientAddress")?
+        .map(|address| check_address(to, address, "recipientAddress").map(|()| address.to_owned()))
+        .transpose()?;
+    Ok(RoutesAsk {
+        from,
+        to,
+        amount,
+        direction,
+        rate_type,
+        provider,
+        wallet,
+        recipient,
+    })
+}
+
+/// Checks a request's query as the route's handler will read it.
+pub type QueryCheck = fn(&AppState, &SignedQuery) -> Result<(), ApiError>;
+
+/// Checks a paid GET's query as its handler will, so the x402 gate can refuse it before any
+/// charge. `None` for routes whose handler reads no query.
+pub(crate) fn query_check(path: &str) -> Option<QueryCheck> {
+    Some(match path {
+        "/currencies" => |_, q| currencies_query(q),
+        "/tokens/popular" => |_, q| popular_query(q).map(drop),
+        "/tokens/search" => |_, q| search_query(q).map(drop),
+        "/tokens/by-address" | "/tokens/logo" => |_, q| token_query(q).map(drop),
+        "/routes" => |state, q| routes_query(state, q).map(drop),
+        _ => return None,
+    })
 }
 
 pub(crate) fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {

@@ -2,8 +2,8 @@
 //!
 //! 1. Limits, before anything is verified or settled: 60 paid attempts per hour per client and
 //!    route; 30 wallet-bound reads per minute per client, route and resource.
-//! 2. Paid POSTs: the body, as the handler will parse it (`X402Route::body_check`), so a
-//!    malformed request is refused before it could be charged.
+//! 2. Paid calls: the body (POST) or query (GET), as the handler will read it
+//!    (`X402Route::body_check`, `query_check`), so a malformed request is never charged.
 //! 3. The wallet: a Sign-In-With-X proof when sent (checked against our public origin; a nonce
 //!    we issued, consumed by mutations), else for paid routes the payer the payment's signature
 //!    proves.
@@ -198,7 +198,7 @@ impl<'a> Context<'a> {
         if let Some(disabled) = self.disabled() {
             return disabled;
         }
-        let mut request = match self.checked_body(request).await {
+        let mut request = match self.checked_input(request).await {
             Ok(request) => request,
             Err(refused) => return refused.into_response(),
         };
@@ -396,8 +396,12 @@ impl<'a> Context<'a> {
     }
 
     /// 402 `payment_invalid` with the reason in a fresh `PAYMENT-REQUIRED`.
-    /// A paid POST whose body its handler would refuse is refused now, before any charge.
-    async fn checked_body(&self, request: Request) -> Result<Request, ApiError> {
+    /// A paid request its handler would refuse for its body (POST) or query (GET) is refused
+    /// now, before any charge.
+    async fn checked_input(&self, request: Request) -> Result<Request, ApiError> {
+        if let Some(check) = self.route.query_check() {
+            check(self.state, &crate::SignedQuery::from_uri(request.uri())?)?;
+        }
         let Some(check) = self.route.body_check() else {
             return Ok(request);
         };

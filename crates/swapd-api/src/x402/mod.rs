@@ -244,6 +244,20 @@ impl X402Route {
     }
 }
 
+impl X402Route {
+    /// How the query of a paid GET is checked before anything is charged: as its handler reads
+    /// it (known parameters, required ones, currencies, amounts, addresses), without asking any
+    /// provider.
+    pub fn query_check(&self) -> Option<QueryCheck> {
+        if self.method != Method::GET || !self.access.paid() {
+            return None;
+        }
+        crate::business::market::query_check(self.path.strip_prefix("/api/x402")?)
+    }
+}
+
+pub use crate::business::market::QueryCheck;
+
 pub fn find(method: &Method, path: &str) -> Option<&'static X402Route> {
     X402_ROUTES.iter().find(|route| {
         route.path == path
@@ -300,12 +314,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_paid_post_checks_its_body_before_the_charge() {
+    fn every_paid_call_checks_its_input_before_the_charge() {
         for route in X402_ROUTES.iter().filter(|r| r.method == Method::POST) {
             let check = route
                 .body_check()
                 .unwrap_or_else(|| panic!("{} has no body check", route.path));
             assert!(check(b"{\"unknown\": 1}").is_err(), "{}", route.path);
+        }
+        for route in X402_ROUTES
+            .iter()
+            .filter(|r| r.method == Method::GET && r.access.paid())
+        {
+            assert!(
+                route.query_check().is_some(),
+                "{} has no query check",
+                route.path
+            );
         }
         let job = find(&Method::POST, "/api/x402/market-intel/jobs").unwrap();
         let check = job.body_check().unwrap();
