@@ -16,7 +16,7 @@ cd "$work"
     --per-minute 60000000 --per-hour 4000000000 --weight-per-hour 4000000000 --json > key.json
 key=$(python3 -c "import json;print(json.load(open('key.json'))['apiKey'])")
 secret=$(python3 -c "import json;print(json.load(open('key.json'))['apiSecret'])")
-RUST_LOG=warn "$bin/swapd" serve --listen 127.0.0.1:18080 > serve.log 2>&1 &
+SWAPD_SECURITY__IP_REQUESTS_PER_SECOND=0 RUST_LOG=warn "$bin/swapd" serve --listen 127.0.0.1:18080 > serve.log 2>&1 &
 server=$!
 sleep 1
 ticks=$(getconf CLK_TCK)

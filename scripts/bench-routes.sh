@@ -21,7 +21,7 @@ secret=$(python3 -c "import json;print(json.load(open('key.json'))['apiSecret'])
 measure() {
     local label=$1 stalled=$2
     printf '[providers]\ndeadline_ms = %s\nsandbox_stalled = [%s]\n' "$deadline" "$stalled" > swapd.toml
-    RUST_LOG=warn "$bin/swapd" serve --config swapd.toml --listen 127.0.0.1:18081 > serve.log 2>&1 &
+    SWAPD_SECURITY__IP_REQUESTS_PER_SECOND=0 RUST_LOG=warn "$bin/swapd" serve --config swapd.toml --listen 127.0.0.1:18081 > serve.log 2>&1 &
     server=$!
     for _ in $(seq 50); do curl -sf http://127.0.0.1:18081/healthz > /dev/null && break; sleep 0.1; done
     # USDCETH -> ETH: two offchain desks, the EVM DEX and (unused pair) the bridge are asked.

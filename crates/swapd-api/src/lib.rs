@@ -10,6 +10,7 @@ use swapd_core::{Clock, Mode, Store};
 pub mod business;
 mod error;
 pub mod idempotency;
+pub mod ip_limits;
 mod json;
 mod layers;
 pub mod openapi;
@@ -44,4 +45,6 @@ pub struct AppState {
     pub webhooks: swapd_delivery::Sender,
     /// The pay-per-call surface: pricing, facilitator, public origin, SIWX chains.
     pub x402: Arc<x402::X402>,
+    /// Request and failed-authentication budgets per client address, before authentication.
+    pub ip_limits: Arc<ip_limits::IpLimits>,
 }

@@ -29,11 +29,16 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::business::router(&state))
         .merge(crate::x402::router(&state))
         .merge(extra)
+        .nest("/api/v3", business)
+        .nest("/api/x402", x402)
+        // Every API route, not the operational ones (probes must not be throttled).
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::ip_limits::limit,
+        ))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .nest("/api/v3", business)
-        .nest("/api/x402", x402)
         // Layers added with `Router::layer` run after routing, so they see `MatchedPath`.
         .layer(middleware::from_fn(record_metrics))
         .with_state(state)

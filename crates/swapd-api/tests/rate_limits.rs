@@ -5,6 +5,7 @@ mod support;
 
 use std::sync::Arc;
 
+use support::x402::send;
 use support::{Options, TestServer};
 use swapd_api::business::guards::Sharing;
 use swapd_core::api_keys::RateLimits;
@@ -188,4 +189,65 @@ async fn nodes_sharing_postgres_share_one_quota() {
         }
     }
     assert_eq!(admitted, 10);
+}
+
+/// Before authentication, each client address has a budget of failed authentications: past it
+/// the address is refused (even with a good signature) for a while; other addresses and the
+/// health probes are not (research/reliability.md §1.5, step 0).
+#[tokio::test]
+async fn failed_authentications_block_their_address_before_any_key_is_looked_up() {
+    let server = TestServer::start_with(Options {
+        trusted_proxies: vec!["127.0.0.0/8".parse().unwrap()],
+        ip_limits: (0, 3),
+        ..Options::default()
+    })
+    .await;
+    let key = server
+        .key_with(&[PricesRead], &[], &[], limits(100, 1000, 1000))
+        .await;
+    let from = |ip: &str| ("X-Forwarded-For", ip.to_owned());
+    for _ in 0..4 {
+        send(&server, "GET", "/api/v3", None, &[from("198.51.100.1")])
+            .await
+            .expect(401, "auth_header_missing");
+    }
+    let signed = server
+        .sign(&key, "GET", "/api/v3", "", b"")
+        .add("X-Forwarded-For", "198.51.100.1");
+    let blocked = server.send(&signed).await;
+    blocked.expect(429, "ip_rate_limited");
+    let retry_after: u64 = blocked.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=20).contains(&retry_after), "{retry_after}");
+    send(&server, "GET", "/api/x402", None, &[from("198.51.100.1")])
+        .await
+        .expect(429, "ip_rate_limited");
+    let probe = send(&server, "GET", "/healthz", None, &[from("198.51.100.1")]).await;
+    assert_eq!(probe.status, 200);
+
+    let elsewhere = server
+        .sign(&key, "GET", "/api/v3", "", b"")
+        .add("X-Forwarded-For", "198.51.100.2");
+    server.send(&elsewhere).await.expect(200, "");
+}
+
+/// Every API request counts against its address's rate (here 1/s, bursts of 2).
+#[tokio::test]
+async fn a_flood_from_one_address_is_throttled() {
+    let server = TestServer::start_with(Options {
+        ip_limits: (1, 0),
+        ..Options::default()
+    })
+    .await;
+    let mut refused = None;
+    for _ in 0..10 {
+        let resp = send(&server, "GET", "/api/x402", None, &[]).await;
+        if resp.status == 429 {
+            refused = Some(resp);
+            break;
+        }
+        assert_eq!(resp.status, 200);
+    }
+    let refused = refused.expect("ten requests at once exceed a rate of 1/s with bursts of 2");
+    refused.expect(429, "ip_rate_limited");
+    assert!(refused.header("retry-after").is_some());
 }

@@ -114,6 +114,7 @@ error_codes! {
     WalletUnsupported => "wallet_unsupported", 422;
     ExecutionSignatureInvalid => "execution_signature_invalid", 422;
     RateLimitExceeded => "rate_limit_exceeded", 429;
+    IpRateLimited => "ip_rate_limited", 429;
     QuotaExceeded => "quota_exceeded", 429;
     PaidAttemptsExceeded => "paid_attempts_exceeded", 429;
     WalletReadsExceeded => "wallet_reads_exceeded", 429;

@@ -234,6 +234,10 @@ impl App {
                 master_key,
                 webhooks: webhook_sender(&config),
                 x402,
+                ip_limits: Arc::new(swapd_api::ip_limits::IpLimits::new(
+                    config.security.ip_requests_per_second,
+                    config.security.ip_auth_failures_per_minute,
+                )),
             };
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();

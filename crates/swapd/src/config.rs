@@ -104,6 +104,12 @@ pub struct DatabaseConfig {
 pub struct SecurityConfig {
     /// Peers whose `X-Forwarded-For` is believed. Empty: the TCP peer is the client.
     pub trusted_proxies: Vec<IpNet>,
+    /// API requests per second per client address, before authentication (bursts of twice
+    /// that); 0 turns the limit off.
+    pub ip_requests_per_second: u32,
+    /// Failed authentications (401s) per minute per client address; past it the address is
+    /// refused (429 `ip_rate_limited`) until it has one to spare. 0 turns the limit off.
+    pub ip_auth_failures_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -159,6 +165,8 @@ impl Default for Config {
             },
             security: SecurityConfig {
                 trusted_proxies: Vec::new(),
+                ip_requests_per_second: swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
+                ip_auth_failures_per_minute: swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
             },
             x402: X402Config {
                 facilitator: "ledger".into(),

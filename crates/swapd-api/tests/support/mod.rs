@@ -194,6 +194,9 @@ pub struct Options {
     /// Whether x402 order and onchain routes are enabled (live mode without an access-token
     /// secret: not).
     pub x402_wallet_routes: bool,
+    /// Requests per second and failed authentications per minute per client address (the
+    /// production defaults unless a test changes them).
+    pub ip_limits: (u32, u32),
 }
 
 /// Where x402 test payments go.
@@ -216,6 +219,10 @@ impl Default for Options {
             url_policy: swapd_core::webhooks::UrlPolicy::Sandbox,
             facilitator: None,
             x402_wallet_routes: true,
+            ip_limits: (
+                swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
+                swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
+            ),
         }
     }
 }
@@ -443,6 +450,10 @@ impl TestServer {
                 ],
                 wallet_routes_enabled: options.x402_wallet_routes,
             }),
+            ip_limits: Arc::new(swapd_api::ip_limits::IpLimits::new(
+                options.ip_limits.0,
+                options.ip_limits.1,
+            )),
         };
         let counters = Arc::new(Counters::default());
         let test_routes = Router::new()
