@@ -849,6 +849,10 @@ async fn stub_facilitator(behaviour: &'static str, settles: Arc<AtomicUsize>) ->
                 let settles = settles.clone();
                 async move {
                     settles.fetch_add(1, Ordering::SeqCst);
+                    if behaviour == "slow_settle" {
+                        // Longer than the client's timeout: nobody learns whether it settled.
+                        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                    }
                     axum::Json(json!({"success": true, "transaction": format!("0x{}", "ee".repeat(32)), "network": "eip155:8453", "payer": body["paymentPayload"]["payload"]["authorization"]["from"]}))
                 }
             }),
@@ -909,6 +913,58 @@ async fn the_http_facilitator_is_read_whatever_its_status_and_failures_execute_n
         }
         server.stop().await;
     }
+}
+
+/// A settlement whose answer never comes: the call is not executed, and the payment's claim is
+/// kept, so the same payment can never buy the call later (it may have settled).
+#[tokio::test]
+async fn a_settlement_that_times_out_executes_nothing_and_the_payment_is_spent() {
+    let payer = PrivateKeySigner::random();
+    let settles = Arc::new(AtomicUsize::new(0));
+    let url = stub_facilitator("slow_settle", settles.clone()).await;
+    let facilitator =
+        swapd_x402::HttpFacilitator::new(&url, std::time::Duration::from_millis(500)).unwrap();
+    let server = TestServer::start_with(Options {
+        facilitator: Some(Arc::new(facilitator)),
+        ..Options::default()
+    })
+    .await;
+    let unpaid = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&order_body()),
+        &[],
+    )
+    .await;
+    let payment = payment_header(&pay(&required(&unpaid), &payer, server.now_secs()));
+    let attempt = |key: &'static str| {
+        let headers = [payment.clone(), idempotency(key)];
+        let server = &server;
+        async move {
+            send(
+                server,
+                "POST",
+                "/api/x402/orders",
+                Some(&order_body()),
+                &headers,
+            )
+            .await
+        }
+    };
+    let timed_out = attempt("settle-timeout-1").await;
+    timed_out.expect(503, "service_unavailable");
+    assert!(timed_out.body["data"].is_null(), "nothing executed");
+    assert_eq!(settles.load(Ordering::SeqCst), 1, "the settlement was sent");
+    // The same payment again, even under the same key: refused, never executed twice.
+    attempt("settle-timeout-1")
+        .await
+        .expect(409, "payment_already_used");
+    attempt("settle-timeout-2")
+        .await
+        .expect(409, "payment_already_used");
+    assert_eq!(settles.load(Ordering::SeqCst), 1);
+    server.stop().await;
 }
 
 #[tokio::test]
