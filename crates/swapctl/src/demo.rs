@@ -11,7 +11,7 @@ use swapd_client::onchain::{ExecutionReportInput, ExecutionStatus, OnchainResolv
 use swapd_client::orders::{EmergencyChoice, EmergencyInput, OrderInput, OrderView};
 use swapd_client::sandbox::DepositInput;
 use swapd_client::x402::{PrivateKeySigner, SolanaKey, Wallet, X402Client};
-use swapd_client::{BusinessClient, ErrorCode, RoutesQuery, SwapApi};
+use swapd_client::{BusinessClient, ErrorCode, RetryPolicy, RoutesQuery, SwapApi};
 
 use crate::cli::DemoArgs;
 use crate::config::Settings;
@@ -27,6 +27,14 @@ const BTC_REFUND: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 const DEMO_PERMISSIONS: &str = "prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write";
 
 pub async fn run(settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
+    // The server first: a fresh `swapd serve` may still be starting (and migrating its data
+    // dir, which `swapd keys create` also opens).
+    let mode = wait_for_server(&settings.url).await?;
+    ensure!(
+        mode == "sandbox",
+        "swapd at {} runs in {mode} mode: the demo simulates deposits, so it needs sandbox mode",
+        settings.url
+    );
     let settings = match &args.data_dir {
         Some(dir) => {
             let (key, secret) = create_key(dir, args.swapd_bin.as_deref())?;
@@ -40,18 +48,10 @@ pub async fn run(settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
         ),
     };
     let client = settings.business()?;
-    let readiness = client.readiness().await.with_context(|| {
-        format!(
-            "cannot reach swapd at {} (is `swapd serve` running?)",
-            settings.url
-        )
-    })?;
-    ensure!(
-        readiness.mode == "sandbox",
-        "swapd at {} runs in {} mode: the demo simulates deposits, so it needs sandbox mode",
-        settings.url,
-        readiness.mode
-    );
+    client
+        .readiness()
+        .await
+        .context("the API key is not accepted")?;
     let evm = settings
         .evm_key
         .clone()
@@ -101,6 +101,33 @@ pub async fn run(settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         bail!("{} of 4 steps failed: {}", failed.len(), failed.join(", "))
+    }
+}
+
+/// The server's mode, once it answers (free x402 readiness: no key needed); waits up to a minute
+/// for a server that is still starting.
+async fn wait_for_server(url: &str) -> anyhow::Result<String> {
+    let probe = X402Client::new(url)?.with_retry(RetryPolicy::none());
+    let started = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        match probe.readiness().await {
+            Ok(readiness) => return Ok(readiness.mode),
+            Err(swapd_client::Error::Transport(_))
+                if started.elapsed() < Duration::from_secs(60) =>
+            {
+                if !told {
+                    println!("waiting for swapd at {url} …");
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => {
+                return Err(error).with_context(|| {
+                    format!("cannot reach swapd at {url} (is `swapd serve` running?)")
+                });
+            }
+        }
     }
 }
 
