@@ -80,6 +80,19 @@ impl Call {
         self.headers.push((name, value.into()));
         self
     }
+
+    /// The query pairs borrowed, as the clients' senders take them.
+    pub(crate) fn query_refs(&self) -> Vec<(&str, &str)> {
+        self.query
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+}
+
+/// A fresh Idempotency-Key for a mutation (POST, PATCH), none for a read.
+pub(crate) fn idempotency_key_for(method: &Method) -> Option<String> {
+    matches!(*method, Method::POST | Method::PATCH).then(crate::new_idempotency_key)
 }
 
 pub(crate) fn to_value<B: Serialize + ?Sized>(body: &B) -> Result<Value, Error> {

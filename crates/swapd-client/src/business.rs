@@ -14,10 +14,10 @@ use swapd_types::webhooks::{
     TestCallbackResult, Webhook, WebhookCreated, WebhookInput, WebhookList, WebhookPatch,
 };
 
-use crate::api::{Call, Surface, encode_segment, to_value};
+use crate::api::{Call, Surface, encode_segment, idempotency_key_for, to_value};
 use crate::orders::OrderView;
 use crate::retry::{RetryPolicy, with_retries};
-use crate::{Answer, Error, compact_sorted_json, decode, new_idempotency_key, new_nonce, now_secs};
+use crate::{Answer, Error, compact_sorted_json, decode, new_nonce, now_secs};
 
 /// An API key and its secret.
 #[derive(Clone)]
@@ -134,8 +134,7 @@ impl BusinessClient {
         body: Option<&Value>,
         headers: &[(&'static str, String)],
     ) -> Result<Answer, Error> {
-        let idempotency_key =
-            matches!(method, Method::POST | Method::PATCH).then(new_idempotency_key);
+        let idempotency_key = idempotency_key_for(&method);
         // Reads, and mutations carrying a key, have one effect however often they are sent.
         let replay_safe = matches!(method, Method::GET | Method::HEAD) || idempotency_key.is_some();
         with_retries(&self.retry, replay_safe, || async {
@@ -325,15 +324,10 @@ impl Surface for BusinessClient {
 
     async fn call(&self, call: Call) -> Result<Answer, Error> {
         let path = format!("{}{}", self.prefix(), call.path);
-        let query: Vec<(&str, &str)> = call
-            .query
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
         self.send_with_retries(
-            call.method,
+            call.method.clone(),
             &path,
-            &query,
+            &call.query_refs(),
             call.body.as_ref(),
             &call.headers,
         )

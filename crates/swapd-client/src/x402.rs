@@ -41,7 +41,7 @@ use swapd_x402::wire::{
     PAYMENT_SIGNATURE, PaymentPayload, PaymentRequired, SIGN_IN_WITH_X, SIWX_EXTENSION,
 };
 
-use crate::api::{Call, Surface, encode_segment, to_value};
+use crate::api::{Call, Surface, encode_segment, idempotency_key_for, to_value};
 use crate::market_intel::{JobInput, JobView};
 use crate::readiness::X402Readiness;
 use crate::retry::{RetryPolicy, with_retries};
@@ -158,16 +158,11 @@ impl X402Client {
     /// [`Surface::call`] with the settlement: what a typed call cost, when it was paid now.
     pub async fn call_paid(&self, call: Call) -> Result<PaidAnswer, Error> {
         let path = format!("{}{}", self.prefix(), call.path);
-        let query: Vec<(&str, &str)> = call
-            .query
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let key = matches!(call.method, Method::POST | Method::PATCH).then(new_idempotency_key);
+        let key = idempotency_key_for(&call.method);
         self.send_value(
-            call.method,
+            call.method.clone(),
             &path,
-            &query,
+            &call.query_refs(),
             call.body.as_ref(),
             key.as_deref(),
             &call.headers,
