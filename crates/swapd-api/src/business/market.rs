@@ -757,7 +757,7 @@ pub(crate) async fn owned_route(
 }
 
 /// `GET /currencies` takes no parameters.
-pub(crate) fn currencies_query(query: &SignedQuery) -> Result<(), ApiError> {
+fn currencies_query(query: &SignedQuery) -> Result<(), ApiError> {
     only_parameters(query, &[])
 }
 
@@ -854,17 +854,27 @@ fn routes_query<'q>(state: &AppState, query: &'q SignedQuery) -> Result<RoutesAs
 /// Checks a request's query as the route's handler will read it.
 pub type QueryCheck = fn(&AppState, &SignedQuery) -> Result<(), ApiError>;
 
-/// Checks a paid GET's query as its handler will, so the x402 gate can refuse it before any
-/// charge. `None` for routes whose handler reads no query.
-pub(crate) fn query_check(path: &str) -> Option<QueryCheck> {
-    Some(match path {
-        "/currencies" => |_, q| currencies_query(q),
-        "/tokens/popular" => |_, q| popular_query(q).map(drop),
-        "/tokens/search" => |_, q| search_query(q).map(drop),
-        "/tokens/by-address" | "/tokens/logo" => |_, q| token_query(q).map(drop),
-        "/routes" => |state, q| routes_query(state, q).map(drop),
-        _ => return None,
-    })
+// The queries of the paid GETs, checked as their handlers read them, so the x402 gate can
+// refuse them before any charge.
+
+pub(crate) fn check_currencies_query(_: &AppState, query: &SignedQuery) -> Result<(), ApiError> {
+    currencies_query(query)
+}
+
+pub(crate) fn check_popular_query(_: &AppState, query: &SignedQuery) -> Result<(), ApiError> {
+    popular_query(query).map(drop)
+}
+
+pub(crate) fn check_search_query(_: &AppState, query: &SignedQuery) -> Result<(), ApiError> {
+    search_query(query).map(drop)
+}
+
+pub(crate) fn check_token_query(_: &AppState, query: &SignedQuery) -> Result<(), ApiError> {
+    token_query(query).map(drop)
+}
+
+pub(crate) fn check_routes_query(state: &AppState, query: &SignedQuery) -> Result<(), ApiError> {
+    routes_query(state, query).map(drop)
 }
 
 pub(crate) fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {

@@ -3,7 +3,7 @@
 //! 1. Limits, before anything is verified or settled: 60 paid attempts per hour per client and
 //!    route; 30 wallet-bound reads per minute per client, route and resource.
 //! 2. Paid calls: the body (POST) or query (GET), as the handler will read it
-//!    (`X402Route::body_check`, `query_check`), so a malformed request is never charged.
+//!    (`X402Route::input`), so a malformed request is never charged.
 //! 3. The wallet: a Sign-In-With-X proof when sent (checked against our public origin; a nonce
 //!    we issued, consumed by mutations), else for paid routes the payer the payment's signature
 //!    proves.
@@ -30,7 +30,7 @@ use swapd_x402::wire::{
     SettleResponse, X402_VERSION,
 };
 
-use super::{Access, X402Route};
+use super::{Access, InputCheck, X402Route};
 use crate::idempotency::{self, CallerScope, Started};
 use crate::{ApiError, AppState};
 
@@ -395,15 +395,16 @@ impl<'a> Context<'a> {
         response
     }
 
-    /// 402 `payment_invalid` with the reason in a fresh `PAYMENT-REQUIRED`.
     /// A paid request its handler would refuse for its body (POST) or query (GET) is refused
     /// now, before any charge.
     async fn checked_input(&self, request: Request) -> Result<Request, ApiError> {
-        if let Some(check) = self.route.query_check() {
-            check(self.state, &crate::SignedQuery::from_uri(request.uri())?)?;
-        }
-        let Some(check) = self.route.body_check() else {
-            return Ok(request);
+        let check = match self.route.input {
+            InputCheck::Nothing => return Ok(request),
+            InputCheck::Query(check) => {
+                check(self.state, &crate::SignedQuery::from_uri(request.uri())?)?;
+                return Ok(request);
+            }
+            InputCheck::Body(check) => check,
         };
         let (parts, body) = request.into_parts();
         crate::json::require_json(&parts.headers)?;
@@ -414,6 +415,7 @@ impl<'a> Context<'a> {
         Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
     }
 
+    /// 402 `payment_invalid` with the reason in a fresh `PAYMENT-REQUIRED`.
     async fn invalid(&self, reason: &str, message: &str) -> Response {
         self.required(ErrorCode::PaymentInvalid, message, reason)
             .await

@@ -44,6 +44,21 @@ pub struct X402Route {
     /// Orders and onchain executions: disabled in live mode without an access-token secret.
     pub needs_access_tokens: bool,
     pub description: &'static str,
+    /// How a paid call's input is checked before anything is charged.
+    pub input: InputCheck,
+}
+
+/// A paid call's input checked as its handler will read it (the handler's own parsing; for
+/// market-intel jobs their whole validation), so a malformed request costs nothing. Checks
+/// that need the store or the providers' answers still run after the payment.
+#[derive(Debug, Clone, Copy)]
+pub enum InputCheck {
+    /// Free routes, and routes that read only their path.
+    Nothing,
+    /// The JSON body of a POST.
+    Body(fn(&[u8]) -> Result<(), ApiError>),
+    /// The query of a GET.
+    Query(QueryCheck),
 }
 
 const fn route(
@@ -52,6 +67,7 @@ const fn route(
     access: Access,
     needs_access_tokens: bool,
     description: &'static str,
+    input: InputCheck,
 ) -> X402Route {
     X402Route {
         method,
@@ -59,6 +75,7 @@ const fn route(
         access,
         needs_access_tokens,
         description,
+        input,
     }
 }
 
@@ -70,6 +87,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Free,
         false,
         "Readiness document",
+        InputCheck::Nothing,
     ),
     route(
         Method::GET,
@@ -77,6 +95,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Currency catalog",
+        InputCheck::Query(market::check_currencies_query),
     ),
     route(
         Method::GET,
@@ -84,6 +103,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Popular tokens",
+        InputCheck::Query(market::check_popular_query),
     ),
     route(
         Method::GET,
@@ -91,6 +111,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Token search",
+        InputCheck::Query(market::check_search_query),
     ),
     route(
         Method::GET,
@@ -98,6 +119,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Token by address",
+        InputCheck::Query(market::check_token_query),
     ),
     route(
         Method::GET,
@@ -105,6 +127,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Token logo",
+        InputCheck::Query(market::check_token_query),
     ),
     route(
         Method::GET,
@@ -112,6 +135,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Route discovery",
+        InputCheck::Query(market::check_routes_query),
     ),
     route(
         Method::POST,
@@ -119,6 +143,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         false,
         "Resolve an offchain route into a createToken",
+        InputCheck::Body(parses_as::<swapd_types::market::ResolveInput>),
     ),
     route(
         Method::POST,
@@ -126,6 +151,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::Paid,
         false,
         "Legacy quote",
+        InputCheck::Body(parses_as::<swapd_types::market::QuoteInput>),
     ),
     route(
         Method::POST,
@@ -133,6 +159,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         true,
         "Resolve an onchain route into an execution plan",
+        InputCheck::Body(parses_as::<swapd_types::onchain::OnchainResolveInput>),
     ),
     route(
         Method::POST,
@@ -140,6 +167,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         true,
         "Report an onchain execution",
+        InputCheck::Body(parses_as::<swapd_types::onchain::ExecutionReportInput>),
     ),
     route(
         Method::GET,
@@ -147,6 +175,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::WalletRead,
         true,
         "Onchain execution status",
+        InputCheck::Nothing,
     ),
     route(
         Method::POST,
@@ -154,6 +183,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         true,
         "Create an order bound to the wallet",
+        InputCheck::Body(parses_as::<swapd_types::orders::OrderInput>),
     ),
     route(
         Method::GET,
@@ -161,6 +191,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::WalletRead,
         true,
         "The wallet's order",
+        InputCheck::Nothing,
     ),
     route(
         Method::POST,
@@ -168,6 +199,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         true,
         "Choose in an emergency",
+        InputCheck::Body(parses_as::<swapd_types::orders::EmergencyInput>),
     ),
     route(
         Method::POST,
@@ -175,6 +207,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         true,
         "Refund an order",
+        InputCheck::Body(parses_as::<swapd_types::orders::RefundInput>),
     ),
     route(
         Method::POST,
@@ -182,6 +215,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         true,
         "Status e-mails",
+        InputCheck::Body(parses_as::<swapd_types::orders::EmailInput>),
     ),
     route(
         Method::GET,
@@ -189,6 +223,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::WalletRead,
         true,
         "Deposit QR codes",
+        InputCheck::Nothing,
     ),
     route(
         Method::POST,
@@ -196,6 +231,7 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::PaidWallet,
         false,
         "Queue a market-intel job",
+        InputCheck::Body(valid_job),
     ),
     route(
         Method::GET,
@@ -203,11 +239,9 @@ pub static X402_ROUTES: &[X402Route] = &[
         Access::WalletRead,
         false,
         "The wallet's market-intel job",
+        InputCheck::Nothing,
     ),
 ];
-
-/// Checks a request body as the route's handler will read it.
-pub type BodyCheck = fn(&[u8]) -> Result<(), ApiError>;
 
 fn parses_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(), ApiError> {
     parse_json::<T>(bytes).map(drop)
@@ -218,42 +252,6 @@ fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
     swapd_core::market_intel::validate(&input)
         .map(drop)
         .map_err(|problem| crate::business::market::invalid(problem.field, &problem.problem))
-}
-
-impl X402Route {
-    /// How the body of a paid POST is checked before anything is charged: the handler's own
-    /// parsing (and, for market-intel jobs, their validation), so a malformed request costs
-    /// nothing. Checks that need the store or the providers still run after the payment.
-    pub fn body_check(&self) -> Option<BodyCheck> {
-        use swapd_types::{market, onchain, orders};
-        if self.method != Method::POST {
-            return None;
-        }
-        Some(match self.path {
-            "/api/x402/routes/resolve" => parses_as::<market::ResolveInput>,
-            "/api/x402/quotes" => parses_as::<market::QuoteInput>,
-            "/api/x402/onchain/routes/resolve" => parses_as::<onchain::OnchainResolveInput>,
-            "/api/x402/onchain/executions" => parses_as::<onchain::ExecutionReportInput>,
-            "/api/x402/orders" => parses_as::<orders::OrderInput>,
-            "/api/x402/orders/{orderId}/emergency" => parses_as::<orders::EmergencyInput>,
-            "/api/x402/orders/{orderId}/refund" => parses_as::<orders::RefundInput>,
-            "/api/x402/orders/{orderId}/notifications/email" => parses_as::<orders::EmailInput>,
-            "/api/x402/market-intel/jobs" => valid_job,
-            _ => return None,
-        })
-    }
-}
-
-impl X402Route {
-    /// How the query of a paid GET is checked before anything is charged: as its handler reads
-    /// it (known parameters, required ones, currencies, amounts, addresses), without asking any
-    /// provider.
-    pub fn query_check(&self) -> Option<QueryCheck> {
-        if self.method != Method::GET || !self.access.paid() {
-            return None;
-        }
-        crate::business::market::query_check(self.path.strip_prefix("/api/x402")?)
-    }
 }
 
 pub use crate::business::market::QueryCheck;
@@ -315,24 +313,19 @@ mod tests {
 
     #[test]
     fn every_paid_call_checks_its_input_before_the_charge() {
-        for route in X402_ROUTES.iter().filter(|r| r.method == Method::POST) {
-            let check = route
-                .body_check()
-                .unwrap_or_else(|| panic!("{} has no body check", route.path));
-            assert!(check(b"{\"unknown\": 1}").is_err(), "{}", route.path);
-        }
-        for route in X402_ROUTES
-            .iter()
-            .filter(|r| r.method == Method::GET && r.access.paid())
-        {
-            assert!(
-                route.query_check().is_some(),
-                "{} has no query check",
-                route.path
-            );
+        for route in X402_ROUTES.iter().filter(|r| r.access.paid()) {
+            match (&route.method, route.input) {
+                (&Method::POST, InputCheck::Body(check)) => {
+                    assert!(check(b"{\"unknown\": 1}").is_err(), "{}", route.path);
+                }
+                (&Method::GET, InputCheck::Query(_)) => {}
+                _ => panic!("{} {} has no input check", route.method, route.path),
+            }
         }
         let job = find(&Method::POST, "/api/x402/market-intel/jobs").unwrap();
-        let check = job.body_check().unwrap();
+        let InputCheck::Body(check) = job.input else {
+            panic!("market-intel jobs check their body");
+        };
         assert!(check(br#"{"kind":"pair_depth","fromCcy":"BTC","toCcy":"ETH"}"#).is_ok());
         assert!(
             check(br#"{"kind":"pair_depth","fromCcy":"BTC","toCcy":"ETH","steps":99}"#).is_err()
