@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use strum::VariantArray;
 
 use anyhow::Context;
 use axum::Router;
@@ -9,8 +10,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use swapd_client::webhooks::{
-    ORDER_EVENT_TYPES, ReplayInput, RotateInput, TestCallbackInput, Verifier, Webhook,
-    WebhookEvent, WebhookInput, WebhookPatch,
+    EventType, ReplayInput, RotateInput, TestCallbackInput, Verifier, Webhook, WebhookEvent,
+    WebhookInput, WebhookPatch,
 };
 use tokio::sync::mpsc;
 
@@ -193,7 +194,10 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
 /// `all` stands for every event type.
 fn expand(events: Vec<String>) -> Vec<String> {
     if events.iter().any(|e| e == "all") {
-        ORDER_EVENT_TYPES.iter().map(|e| (*e).to_owned()).collect()
+        EventType::VARIANTS
+            .iter()
+            .map(|e| e.as_str().to_owned())
+            .collect()
     } else {
         events
     }

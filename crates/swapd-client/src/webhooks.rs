@@ -16,43 +16,12 @@
 //! # let _ = (WEBHOOK_ID, WEBHOOK_SIGNATURE, WEBHOOK_TIMESTAMP);
 //! ```
 
-use serde::{Deserialize, Serialize};
-
 pub use http::HeaderMap;
 pub use swapd_types::webhooks::*;
-
-use crate::orders::OrderView;
 
 pub const WEBHOOK_ID: &str = "webhook-id";
 pub const WEBHOOK_TIMESTAMP: &str = "webhook-timestamp";
 pub const WEBHOOK_SIGNATURE: &str = "webhook-signature";
-
-/// What a delivery tells.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookEvent {
-    /// `evt_…`: the same on every attempt and replay; deduplicate on it.
-    pub id: String,
-    /// `order.created`, … `order.failed`.
-    #[serde(rename = "type")]
-    pub event_type: String,
-    pub created_at: i64,
-    /// Counts the order's events from 1 (0 for test deliveries): drop an event older than one
-    /// already applied.
-    pub sequence: u64,
-    /// A test delivery (`POST /callbacks/test`).
-    #[serde(default)]
-    pub test: bool,
-    pub data: EventData,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventData {
-    /// The order after the change (`null` in test deliveries).
-    pub order: Option<OrderView>,
-    pub previous_status: Option<String>,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
@@ -135,7 +104,7 @@ mod tests {
         let verifier = Verifier::new(SECRET).unwrap();
         let headers = signed(SECRET, TEST_EVENT, now());
         let event = verifier.verify(&headers, TEST_EVENT).unwrap();
-        assert!(event.test && event.sequence == 0 && event.event_type == "order.updated");
+        assert!(event.test && event.sequence == 0 && event.event_type == EventType::Updated);
 
         let tampered = String::from_utf8_lossy(TEST_EVENT).replace("updated", "completed");
         assert!(matches!(

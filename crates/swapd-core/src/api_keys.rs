@@ -2,7 +2,6 @@
 //! and revocation. The secret is shown once at issuance and stored sealed under the master key.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::str::FromStr;
 
 use ipnet::IpNet;
@@ -170,7 +169,10 @@ pub fn normalize_origin(entry: &str) -> Result<String, PolicyError> {
     Ok(url.origin().ascii_serialization())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::Display,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum KeyStatus {
     Active,
     Revoked,
@@ -178,28 +180,7 @@ pub enum KeyStatus {
 
 impl KeyStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            KeyStatus::Active => "active",
-            KeyStatus::Revoked => "revoked",
-        }
-    }
-}
-
-impl fmt::Display for KeyStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl FromStr for KeyStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "active" => Ok(KeyStatus::Active),
-            "revoked" => Ok(KeyStatus::Revoked),
-            other => Err(format!("unknown key status `{other}`")),
-        }
+        self.into()
     }
 }
 

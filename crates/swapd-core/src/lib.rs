@@ -26,8 +26,19 @@ pub use store::{Store, StoreError};
 
 /// Whether the outside world is simulated (`sandbox`) or real (`live`). The same code paths run
 /// in both; only the adapters at the edges differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Mode {
     Sandbox,
     Live,
@@ -35,9 +46,6 @@ pub enum Mode {
 
 impl Mode {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Sandbox => "sandbox",
-            Mode::Live => "live",
-        }
+        self.into()
     }
 }

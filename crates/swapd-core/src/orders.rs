@@ -8,8 +8,21 @@ use crate::amount::{Amount, Rounding};
 use crate::market::{Direction, RateType};
 
 /// Where an order is. Every change of status is one of [`OrderStatus::can_become`]'s edges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum OrderStatus {
     New,
     AwaitingDeposit,
@@ -25,38 +38,8 @@ pub enum OrderStatus {
 }
 
 impl OrderStatus {
-    pub const ALL: [OrderStatus; 11] = [
-        OrderStatus::New,
-        OrderStatus::AwaitingDeposit,
-        OrderStatus::Confirming,
-        OrderStatus::Exchanging,
-        OrderStatus::Withdrawing,
-        OrderStatus::Completed,
-        OrderStatus::Expired,
-        OrderStatus::Emergency,
-        OrderStatus::Refunding,
-        OrderStatus::Refunded,
-        OrderStatus::Failed,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            OrderStatus::New => "new",
-            OrderStatus::AwaitingDeposit => "awaiting_deposit",
-            OrderStatus::Confirming => "confirming",
-            OrderStatus::Exchanging => "exchanging",
-            OrderStatus::Withdrawing => "withdrawing",
-            OrderStatus::Completed => "completed",
-            OrderStatus::Expired => "expired",
-            OrderStatus::Emergency => "emergency",
-            OrderStatus::Refunding => "refunding",
-            OrderStatus::Refunded => "refunded",
-            OrderStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<OrderStatus> {
-        OrderStatus::ALL.into_iter().find(|s| s.as_str() == text)
+        self.into()
     }
 
     /// No further change will happen. (`expired` is not terminal: a late deposit reopens it
@@ -102,64 +85,14 @@ impl OrderStatus {
     }
 }
 
-/// The nine webhook event types of the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum EventType {
-    #[serde(rename = "order.created")]
-    Created,
-    #[serde(rename = "order.awaiting_deposit")]
-    AwaitingDeposit,
-    #[serde(rename = "order.exchange_started")]
-    ExchangeStarted,
-    #[serde(rename = "order.withdraw_started")]
-    WithdrawStarted,
-    #[serde(rename = "order.completed")]
-    Completed,
-    #[serde(rename = "order.expired")]
-    Expired,
-    #[serde(rename = "order.emergency")]
-    Emergency,
-    #[serde(rename = "order.updated")]
-    Updated,
-    #[serde(rename = "order.failed")]
-    Failed,
-}
-
-impl EventType {
-    pub const ALL: [EventType; 9] = [
-        EventType::Created,
-        EventType::AwaitingDeposit,
-        EventType::ExchangeStarted,
-        EventType::WithdrawStarted,
-        EventType::Completed,
-        EventType::Expired,
-        EventType::Emergency,
-        EventType::Updated,
-        EventType::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Created => "order.created",
-            EventType::AwaitingDeposit => "order.awaiting_deposit",
-            EventType::ExchangeStarted => "order.exchange_started",
-            EventType::WithdrawStarted => "order.withdraw_started",
-            EventType::Completed => "order.completed",
-            EventType::Expired => "order.expired",
-            EventType::Emergency => "order.emergency",
-            EventType::Updated => "order.updated",
-            EventType::Failed => "order.failed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<EventType> {
-        EventType::ALL.into_iter().find(|e| e.as_str() == text)
-    }
-}
+pub use swapd_types::webhooks::EventType;
 
 /// Why an order needs the user's choice (FixedFloat's emergency codes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "UPPERCASE")]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum EmergencyReason {
     /// The deposit arrived after the order expired.
     Expired,
@@ -173,17 +106,15 @@ pub enum EmergencyReason {
 
 impl EmergencyReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            EmergencyReason::Expired => "EXPIRED",
-            EmergencyReason::Less => "LESS",
-            EmergencyReason::More => "MORE",
-            EmergencyReason::Limit => "LIMIT",
-        }
+        self.into()
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "UPPERCASE")]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Choice {
     /// Continue at the current market rate for the amount received.
     Exchange,
@@ -193,10 +124,7 @@ pub enum Choice {
 
 impl Choice {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Choice::Exchange => "EXCHANGE",
-            Choice::Refund => "REFUND",
-        }
+        self.into()
     }
 }
 
@@ -471,13 +399,9 @@ impl Order {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use strum::VariantArray;
 
-    #[test]
-    fn the_wire_list_of_event_types_is_this_one() {
-        let ours: Vec<&str> = EventType::ALL.iter().map(|e| e.as_str()).collect();
-        assert_eq!(ours, swapd_types::webhooks::ORDER_EVENT_TYPES);
-    }
+    use super::*;
 
     fn rules(rate_type: RateType) -> DepositRules {
         let a = |s: &str| Amount::parse(s, 8).unwrap();
@@ -557,22 +481,22 @@ mod tests {
         assert!(Expired.can_become(Emergency));
         assert!(!Completed.can_become(Refunding));
         assert!(!AwaitingDeposit.can_become(Completed));
-        for status in OrderStatus::ALL {
-            assert_eq!(OrderStatus::parse(status.as_str()), Some(status));
+        for &status in OrderStatus::VARIANTS {
+            assert_eq!(status.as_str().parse::<OrderStatus>().ok(), Some(status));
             if status.is_terminal() {
                 assert!(
-                    OrderStatus::ALL
+                    OrderStatus::VARIANTS
                         .iter()
                         .all(|next| !status.can_become(*next))
                 );
             }
         }
-        let names: Vec<_> = EventType::ALL.iter().map(|e| e.as_str()).collect();
+        let names: Vec<_> = EventType::VARIANTS.iter().map(|e| e.as_str()).collect();
         assert_eq!(names.len(), 9);
         for name in names {
-            assert_eq!(EventType::parse(name).unwrap().as_str(), name);
+            assert_eq!(name.parse::<EventType>().unwrap().as_str(), name);
             assert_eq!(
-                serde_json::to_string(&EventType::parse(name).unwrap()).unwrap(),
+                serde_json::to_string(&name.parse::<EventType>().unwrap()).unwrap(),
                 format!("\"{name}\"")
             );
         }

@@ -64,7 +64,8 @@ impl QuoteRequest {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum FeeKind {
     /// The payout network's transaction fee, deducted from the output.
     Network,
@@ -76,11 +77,7 @@ pub enum FeeKind {
 
 impl FeeKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            FeeKind::Network => "network",
-            FeeKind::Gas => "gas",
-            FeeKind::Relayer => "relayer",
-        }
+        self.into()
     }
 }
 

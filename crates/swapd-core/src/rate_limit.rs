@@ -23,7 +23,9 @@ pub struct RateState {
     pub hour_weight: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A rate-limit policy, named as `X-RateLimit-Resource` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Policy {
     KeyMinute,
     KeyHour,
@@ -32,11 +34,7 @@ pub enum Policy {
 
 impl Policy {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::KeyMinute => "key-minute",
-            Policy::KeyHour => "key-hour",
-            Policy::KeyWeightHour => "key-weight-hour",
-        }
+        self.into()
     }
 }
 

@@ -11,6 +11,8 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
+use swapd_types::webhooks::{EventData, WebhookEvent};
+
 use crate::orders::{EventType, OrderEvent};
 
 /// How a signing secret is shown: this prefix and the base64 of its bytes.
@@ -168,8 +170,19 @@ pub const MAX_URL_LEN: usize = 2_048;
 pub const MAX_DESCRIPTION_LEN: usize = 256;
 pub const MAX_SUBSCRIPTIONS_PER_OWNER: usize = 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum SubscriptionStatus {
     Active,
     Disabled,
@@ -177,18 +190,7 @@ pub enum SubscriptionStatus {
 
 impl SubscriptionStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            SubscriptionStatus::Active => "active",
-            SubscriptionStatus::Disabled => "disabled",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "active" => Some(SubscriptionStatus::Active),
-            "disabled" => Some(SubscriptionStatus::Disabled),
-            _ => None,
-        }
+        self.into()
     }
 }
 
@@ -260,27 +262,34 @@ pub fn event_payload(event: &OrderEvent) -> Vec<u8> {
     let previous_status = order
         .as_object_mut()
         .and_then(|fields| fields.remove("previousStatus"))
-        .unwrap_or(serde_json::Value::Null);
-    serde_json::to_vec(&serde_json::json!({
-        "id": event.id,
-        "type": event.event_type.as_str(),
-        "createdAt": event.created_at_ms / 1000,
-        "sequence": event.sequence,
-        "data": {"order": order, "previousStatus": previous_status},
-    }))
+        .and_then(|status| status.as_str().map(str::to_owned));
+    serde_json::to_vec(&WebhookEvent {
+        created_at: event.created_at_ms / 1000,
+        data: EventData {
+            order: Some(order),
+            previous_status,
+        },
+        id: event.id.clone(),
+        sequence: event.sequence,
+        test: false,
+        event_type: event.event_type,
+    })
     .expect("JSON values serialize")
 }
 
 /// The body of a test delivery (`POST /callbacks/test`): the shape of an event, marked `test`.
 pub fn test_payload(id: &str, event: EventType, now_ms: i64) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({
-        "id": id,
-        "type": event.as_str(),
-        "createdAt": now_ms / 1000,
-        "sequence": 0,
-        "test": true,
-        "data": {"order": null, "previousStatus": null},
-    }))
+    serde_json::to_vec(&WebhookEvent::<serde_json::Value> {
+        created_at: now_ms / 1000,
+        data: EventData {
+            order: None,
+            previous_status: None,
+        },
+        id: id.to_owned(),
+        sequence: 0,
+        test: true,
+        event_type: event,
+    })
     .expect("JSON values serialize")
 }
 
@@ -396,8 +405,19 @@ pub enum AttemptOutcome {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum DeliveryStatus {
     Pending,
     Succeeded,
@@ -406,20 +426,7 @@ pub enum DeliveryStatus {
 
 impl DeliveryStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryStatus::Pending => "pending",
-            DeliveryStatus::Succeeded => "succeeded",
-            DeliveryStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "pending" => Some(DeliveryStatus::Pending),
-            "succeeded" => Some(DeliveryStatus::Succeeded),
-            "failed" => Some(DeliveryStatus::Failed),
-            _ => None,
-        }
+        self.into()
     }
 }
 

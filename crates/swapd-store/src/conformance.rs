@@ -2,6 +2,7 @@
 //! and PostgreSQL (`tests/conformance.rs`); a backend that differs from the other fails here.
 
 use std::sync::Arc;
+use strum::VariantArray;
 
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, KeyStatus, RateLimits};
 use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredResponse};
@@ -1411,7 +1412,7 @@ async fn events_fan_out_to_matching_active_subscriptions_in_their_transaction(st
     let owner = "key:fanout";
     subscribe(
         store,
-        &sample_subscription("whk_fan_all", owner, &EventType::ALL, now),
+        &sample_subscription("whk_fan_all", owner, EventType::VARIANTS, now),
         now,
     )
     .await;
@@ -1421,12 +1422,12 @@ async fn events_fan_out_to_matching_active_subscriptions_in_their_transaction(st
         now,
     )
     .await;
-    let mut disabled = sample_subscription("whk_fan_off", owner, &EventType::ALL, now);
+    let mut disabled = sample_subscription("whk_fan_off", owner, EventType::VARIANTS, now);
     disabled.status = SubscriptionStatus::Disabled;
     subscribe(store, &disabled, now).await;
     subscribe(
         store,
-        &sample_subscription("whk_fan_stranger", "key:stranger", &EventType::ALL, now),
+        &sample_subscription("whk_fan_stranger", "key:stranger", EventType::VARIANTS, now),
         now,
     )
     .await;
@@ -1557,7 +1558,7 @@ async fn queue(
 
 async fn concurrent_claims_are_disjoint_and_leases_expire(store: &Arc<dyn Store>) {
     let now = 1_700_000_200_000;
-    let sub = sample_subscription("whk_claims", "key:claims", &EventType::ALL, now);
+    let sub = sample_subscription("whk_claims", "key:claims", EventType::VARIANTS, now);
     subscribe(store.as_ref(), &sub, now).await;
     let queued = queue(store.as_ref(), &sub, "evt_ord_fanout_1", 40, now).await;
 
@@ -1643,7 +1644,7 @@ async fn concurrent_claims_are_disjoint_and_leases_expire(store: &Arc<dyn Store>
 
 async fn attempts_are_recorded_with_their_lease_and_can_disable_a_subscription(store: &dyn Store) {
     let now = 1_700_000_300_000;
-    let sub = sample_subscription("whk_attempts", "key:attempts", &EventType::ALL, now);
+    let sub = sample_subscription("whk_attempts", "key:attempts", EventType::VARIANTS, now);
     subscribe(store, &sub, now).await;
     let ids = queue(store, &sub, "evt_ord_fanout_2", 1, now).await;
     let claimed = store
@@ -1775,7 +1776,7 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
         .replay_events(
             owner,
             &ReplaySelection::Event("evt_ord_fanout_2".into()),
-            &EventType::ALL,
+            EventType::VARIANTS,
         )
         .await
         .unwrap();
@@ -1788,7 +1789,7 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
             .replay_events(
                 "key:stranger",
                 &ReplaySelection::Event("evt_ord_fanout_2".into()),
-                &EventType::ALL
+                EventType::VARIANTS
             )
             .await
             .unwrap()
@@ -1801,7 +1802,7 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
     };
     let t = 1_700_000_100_000;
     let all = store
-        .replay_events(owner, &window(t, t + 10, 100), &EventType::ALL)
+        .replay_events(owner, &window(t, t + 10, 100), EventType::VARIANTS)
         .await
         .unwrap();
     assert_eq!(
@@ -1809,7 +1810,7 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
         ["evt_ord_fanout_1", "evt_ord_fanout_2", "evt_ord_fanout_3"]
     );
     let limited = store
-        .replay_events(owner, &window(t, t + 10, 2), &EventType::ALL)
+        .replay_events(owner, &window(t, t + 10, 2), EventType::VARIANTS)
         .await
         .unwrap();
     assert_eq!(limited.len(), 2);
@@ -1823,7 +1824,7 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
     );
     assert!(
         store
-            .replay_events(owner, &window(t + 6, t + 10, 100), &EventType::ALL)
+            .replay_events(owner, &window(t + 6, t + 10, 100), EventType::VARIANTS)
             .await
             .unwrap()
             .is_empty()

@@ -54,7 +54,7 @@ impl ApiKeyRow {
     pub fn into_domain(self) -> Result<ApiKey, StoreError> {
         let corrupt = |what: String| StoreError::Corrupt(format!("api key {}: {what}", self.id));
         let permissions = split(&self.permissions, ' ')
-            .map(str::parse::<Permission>)
+            .map(Permission::parse)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| corrupt(e.to_string()))?;
         let ip_allow: Vec<String> = split(&self.ip_allow, ',').map(str::to_owned).collect();
@@ -67,7 +67,10 @@ impl ApiKeyRow {
         };
         let policy = ApiKeyPolicy::new(&self.name, permissions, &ip_allow, &origins, limits)
             .map_err(|e| corrupt(e.to_string()))?;
-        let status = self.status.parse().map_err(corrupt)?;
+        let status = self
+            .status
+            .parse()
+            .map_err(|_| corrupt(format!("unknown key status `{}`", self.status)))?;
         Ok(ApiKey {
             id: self.id,
             policy,
@@ -180,10 +183,15 @@ impl SubscriptionRow {
         let corrupt =
             |what: String| StoreError::Corrupt(format!("subscription {}: {what}", self.id));
         let events = split(&self.events, ',')
-            .map(|name| EventType::parse(name).ok_or_else(|| corrupt(format!("event {name}"))))
+            .map(|name| {
+                name.parse::<EventType>()
+                    .map_err(|_| corrupt(format!("event {name}")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let status = SubscriptionStatus::parse(&self.status)
-            .ok_or_else(|| corrupt(format!("status {}", self.status)))?;
+        let status = self
+            .status
+            .parse::<SubscriptionStatus>()
+            .map_err(|_| corrupt(format!("status {}", self.status)))?;
         Ok(Subscription {
             id: self.id,
             owner: self.owner,

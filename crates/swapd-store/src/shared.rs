@@ -929,7 +929,7 @@ macro_rules! store_impl {
             };
             rows.into_iter()
                 .map(|(id, event_type)| {
-                    EventType::parse(&event_type)
+                    event_type.parse::<EventType>().ok()
                         .map(|t| (id, t))
                         .ok_or_else(|| StoreError::Corrupt(format!("unknown event type {event_type}")))
                 })
@@ -991,7 +991,7 @@ macro_rules! store_impl {
                 .await
                 .map_err(map_sqlx_error)?;
                 deliveries.push(Delivery {
-                    status: DeliveryStatus::parse(&status)
+                    status: status.parse::<DeliveryStatus>().ok()
                         .ok_or_else(|| StoreError::Corrupt(format!("delivery status {status}")))?,
                     id,
                     subscription_id,
@@ -1644,9 +1644,11 @@ pub(crate) fn event_from_row(
         order_id,
         owner,
         sequence,
-        event_type: swapd_core::orders::EventType::parse(&event_type).ok_or_else(|| {
-            swapd_core::StoreError::Corrupt(format!("unknown event type {event_type}"))
-        })?,
+        event_type: event_type
+            .parse::<swapd_core::orders::EventType>()
+            .map_err(|_| {
+                swapd_core::StoreError::Corrupt(format!("unknown event type {event_type}"))
+            })?,
         data: decode_json(&data)?,
         created_at_ms,
         notify_email,

@@ -14,6 +14,7 @@ mod permission;
 pub mod readiness;
 pub mod sandbox;
 pub mod signing;
+mod strings;
 pub mod webhooks;
 
 pub use envelope::{ErrorBody, ErrorEnvelope, FieldProblem, Success};

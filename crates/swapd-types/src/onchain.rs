@@ -10,8 +10,11 @@ use utoipa::ToSchema;
 pub const ACCESS_TOKEN_HEADER: &str = "X-Onchain-Execution-Access-Token";
 
 /// Where an execution stands (research/swap-anchors.md §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, strum::IntoStaticStr,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ExecutionStatus {
     /// The plan was issued; the wallet has not reported anything yet.
     AwaitingUser,
@@ -29,14 +32,7 @@ pub enum ExecutionStatus {
 
 impl ExecutionStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ExecutionStatus::AwaitingUser => "awaiting_user",
-            ExecutionStatus::Submitted => "submitted",
-            ExecutionStatus::Pending => "pending",
-            ExecutionStatus::Done => "done",
-            ExecutionStatus::Failed => "failed",
-            ExecutionStatus::Expired => "expired",
-        }
+        self.into()
     }
 
     /// `done`, `failed` and `expired` never change again.

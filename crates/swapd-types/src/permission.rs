@@ -1,87 +1,84 @@
 use std::fmt;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use strum::VariantNames;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 
 /// A Business API key permission, named exactly as in the spec.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::Display,
+    strum::VariantArray,
+    strum::VariantNames,
 )]
 pub enum Permission {
-    #[serde(rename = "prices:read")]
+    #[strum(serialize = "prices:read")]
     PricesRead,
-    #[serde(rename = "orders:create")]
+    #[strum(serialize = "orders:create")]
     OrdersCreate,
-    #[serde(rename = "orders:read")]
+    #[strum(serialize = "orders:read")]
     OrdersRead,
-    #[serde(rename = "orders:update")]
+    #[strum(serialize = "orders:update")]
     OrdersUpdate,
-    #[serde(rename = "notifications:write")]
+    #[strum(serialize = "notifications:write")]
     NotificationsWrite,
-    #[serde(rename = "webhooks:read")]
+    #[strum(serialize = "webhooks:read")]
     WebhooksRead,
-    #[serde(rename = "webhooks:write")]
+    #[strum(serialize = "webhooks:write")]
     WebhooksWrite,
 }
 
+crate::serde_as_str!(Permission);
+
 impl Permission {
-    pub const ALL: [Permission; 7] = [
-        Permission::PricesRead,
-        Permission::OrdersCreate,
-        Permission::OrdersRead,
-        Permission::OrdersUpdate,
-        Permission::NotificationsWrite,
-        Permission::WebhooksRead,
-        Permission::WebhooksWrite,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Permission::PricesRead => "prices:read",
-            Permission::OrdersCreate => "orders:create",
-            Permission::OrdersRead => "orders:read",
-            Permission::OrdersUpdate => "orders:update",
-            Permission::NotificationsWrite => "notifications:write",
-            Permission::WebhooksRead => "webhooks:read",
-            Permission::WebhooksWrite => "webhooks:write",
-        }
+        self.into()
+    }
+
+    /// Parses a permission, naming the valid ones when `text` is none of them.
+    pub fn parse(text: &str) -> Result<Permission, UnknownPermission> {
+        text.parse().map_err(|_| UnknownPermission(text.to_owned()))
     }
 }
 
-impl fmt::Display for Permission {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
+impl utoipa::PartialSchema for Permission {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Type(Type::String))
+            .enum_values(Some(Permission::VARIANTS.iter().copied()))
+            .description(Some(
+                "A Business API key permission, named exactly as in the spec.",
+            ))
+            .into()
     }
 }
+
+impl utoipa::ToSchema for Permission {}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownPermission(pub String);
 
 impl fmt::Display for UnknownPermission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let valid: Vec<&str> = Permission::ALL.iter().map(|p| p.as_str()).collect();
         write!(
             f,
             "unknown permission `{}` (valid: {})",
             self.0,
-            valid.join(", ")
+            Permission::VARIANTS.join(", ")
         )
     }
 }
 
 impl std::error::Error for UnknownPermission {}
-
-impl FromStr for Permission {
-    type Err = UnknownPermission;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Permission::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| UnknownPermission(s.to_owned()))
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -89,11 +86,15 @@ mod tests {
 
     #[test]
     fn names_round_trip_through_str_and_serde() {
-        for p in Permission::ALL {
-            assert_eq!(p.as_str().parse::<Permission>().unwrap(), p);
+        for &p in <Permission as strum::VariantArray>::VARIANTS {
+            assert_eq!(Permission::parse(p.as_str()).unwrap(), p);
             let json = serde_json::to_string(&p).unwrap();
             assert_eq!(json, format!("\"{}\"", p.as_str()));
         }
-        assert!("orders:delete".parse::<Permission>().is_err());
+        let unknown = Permission::parse("orders:delete").unwrap_err().to_string();
+        assert!(
+            unknown.contains("valid: prices:read, orders:create"),
+            "{unknown}"
+        );
     }
 }

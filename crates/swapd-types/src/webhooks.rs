@@ -4,18 +4,79 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// Every event type a subscription can receive.
-pub const ORDER_EVENT_TYPES: &[&str] = &[
-    "order.created",
-    "order.awaiting_deposit",
-    "order.exchange_started",
-    "order.withdraw_started",
-    "order.completed",
-    "order.expired",
-    "order.emergency",
-    "order.updated",
-    "order.failed",
-];
+/// The nine webhook event types of the spec.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+    strum::Display,
+)]
+pub enum EventType {
+    #[strum(serialize = "order.created")]
+    Created,
+    #[strum(serialize = "order.awaiting_deposit")]
+    AwaitingDeposit,
+    #[strum(serialize = "order.exchange_started")]
+    ExchangeStarted,
+    #[strum(serialize = "order.withdraw_started")]
+    WithdrawStarted,
+    #[strum(serialize = "order.completed")]
+    Completed,
+    #[strum(serialize = "order.expired")]
+    Expired,
+    #[strum(serialize = "order.emergency")]
+    Emergency,
+    #[strum(serialize = "order.updated")]
+    Updated,
+    #[strum(serialize = "order.failed")]
+    Failed,
+}
+
+crate::serde_as_str!(EventType);
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// A delivery's body, serialized once when the event is written and re-signed per attempt. The
+/// fields are declared in sorted order, so the bytes have sorted keys. `O` is the order: the
+/// server writes the view it stored (`serde_json::Value`), receivers read an
+/// [`crate::orders::OrderView`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookEvent<O = crate::orders::OrderView> {
+    /// Unix seconds.
+    pub created_at: i64,
+    pub data: EventData<O>,
+    /// `evt_…`: the same on every attempt and replay; deduplicate on it.
+    pub id: String,
+    /// Counts the order's events from 1 (0 for test deliveries): drop an event older than one
+    /// already applied.
+    pub sequence: i64,
+    /// A test delivery (`POST /callbacks/test`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test: bool,
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventData<O = crate::orders::OrderView> {
+    /// The order after the change (`null` in test deliveries).
+    pub order: Option<O>,
+    /// The order's status before the change, when it changed.
+    pub previous_status: Option<String>,
+}
 
 /// `POST /webhooks`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -140,9 +140,7 @@ pub enum ConfigCommand {
 }
 
 fn parse_permission(text: &str) -> Result<Permission, String> {
-    text.trim()
-        .parse()
-        .map_err(|e: swapd_types::UnknownPermission| e.to_string())
+    Permission::parse(text.trim()).map_err(|e| e.to_string())
 }
 
 impl Cli {

@@ -425,7 +425,9 @@ async fn the_sdk_typed_business_calls_reach_their_routes() {
     use swapd_client::webhooks::{WebhookInput, WebhookPatch};
 
     let server = Server::start().await;
-    let client = server.client(&swapd_types::Permission::ALL).await;
+    let client = server
+        .client(<swapd_types::Permission as strum::VariantArray>::VARIANTS)
+        .await;
     let order = client
         .create_order(&OrderInput {
             from_ccy: Some("BTC".into()),

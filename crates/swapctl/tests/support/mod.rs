@@ -159,7 +159,9 @@ pub fn bare_swapctl(home: &Path) -> Command {
 async fn issue_key(runtime: &Runtime) -> (String, String) {
     let policy = swapd_core::api_keys::ApiKeyPolicy::new(
         "swapctl-tests",
-        Permission::ALL.iter().copied(),
+        <Permission as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied(),
         &[],
         &[],
         swapd_core::api_keys::RateLimits {

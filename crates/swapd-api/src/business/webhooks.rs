@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::{Extension, Json};
+use strum::VariantArray;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::orders::EventType;
@@ -144,8 +145,8 @@ pub(crate) async fn update(
         .status
         .as_deref()
         .map(|text| {
-            SubscriptionStatus::parse(text)
-                .ok_or_else(|| invalid("status", "must be `active` or `disabled`"))
+            text.parse::<SubscriptionStatus>()
+                .map_err(|_| invalid("status", "must be `active` or `disabled`"))
         })
         .transpose()?;
     change(&state, &owner, &id, &claim, |subscription, now_ms| {
@@ -569,14 +570,17 @@ async fn check_url(state: &AppState, url: &str) -> Result<(), ApiError> {
 }
 
 fn parse_event(text: &str, field: &str) -> Result<EventType, ApiError> {
-    EventType::parse(text).ok_or_else(|| {
-        let known: Vec<&str> = EventType::ALL.iter().map(|e| e.as_str()).collect();
+    text.parse::<EventType>().map_err(|_| {
         invalid(
             field,
             &format!(
                 "unknown event type `{}`; known: {}",
                 text.chars().take(64).collect::<String>(),
-                known.join(", ")
+                EventType::VARIANTS
+                    .iter()
+                    .map(|e| e.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         )
     })
@@ -591,8 +595,9 @@ fn parse_events(names: &[String]) -> Result<Vec<EventType>, ApiError> {
         .iter()
         .map(|name| parse_event(name, "events"))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(EventType::ALL
-        .into_iter()
+    Ok(EventType::VARIANTS
+        .iter()
+        .copied()
         .filter(|e| named.contains(e))
         .collect())
 }

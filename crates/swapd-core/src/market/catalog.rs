@@ -22,7 +22,8 @@ pub struct CatalogEntry {
 }
 
 /// Where a served catalog came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum CatalogSource {
     /// Assembled from the providers' current answers.
     Live,
@@ -34,11 +35,7 @@ pub enum CatalogSource {
 
 impl CatalogSource {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CatalogSource::Live => "live",
-            CatalogSource::Cache => "cache",
-            CatalogSource::Snapshot => "snapshot",
-        }
+        self.into()
     }
 }
 
