@@ -1,5 +1,6 @@
-//! The behaviour every [`Store`] implementation must show. The same suite runs against SQLite
-//! and PostgreSQL (`tests/conformance.rs`); a backend that differs from the other fails here.
+//! The behaviour every [`Store`] implementation must show: one check per function, run as one
+//! test per backend by [`conformance_tests!`] (`tests/conformance.rs`), on SQLite and on
+//! PostgreSQL; a backend that differs from the other fails here.
 
 use std::sync::Arc;
 use strum::VariantArray;
@@ -28,46 +29,43 @@ use swapd_types::market_intel::{JobError, JobStatus};
 use crate::test_support::sample_order;
 use crate::{Backend, migrations};
 
-/// Runs every check against a freshly opened, not yet migrated store.
-pub async fn run_all(shared: Arc<dyn Store>) {
-    let store = shared.as_ref();
-    migrations_apply_once_and_match_the_embedded_list(store).await;
-    ping_answers(store).await;
-    api_keys_round_trip_exactly(store).await;
-    duplicate_api_key_ids_conflict(store).await;
-    api_keys_list_oldest_first(store).await;
-    revocation_is_idempotent_and_keeps_the_first_time(store).await;
-    nonces_are_single_use_per_key_until_purged(store).await;
-    nonce_batches_ignore_duplicates_and_live_nonces_reload(store).await;
-    rate_decisions_match_the_pure_function_and_refusals_consume_nothing(store).await;
-    concurrent_rate_consumption_admits_exactly_the_quota(&shared).await;
-    idempotency_records_follow_the_plan(store).await;
-    concurrent_first_attempts_execute_once(&shared).await;
-    route_quotes_are_visible_to_their_owner_only(store).await;
-    create_tokens_are_single_use_owner_bound_and_expire(store).await;
-    concurrent_redemptions_succeed_once(&shared).await;
-    orders_are_created_with_their_events_and_token_atomically(store).await;
-    order_updates_are_compare_and_set(&shared).await;
-    due_orders_come_earliest_first(store).await;
-    sandbox_transfers_happen_once_per_key(store).await;
-    notifications_are_pending_until_marked(store).await;
-    execution_plans_are_one_per_resolve_key_and_owner_bound(store).await;
-    execution_plan_updates_are_compare_and_set(&shared).await;
-    due_execution_plans_come_earliest_first(store).await;
-    subscriptions_are_owner_bound_and_compare_and_set(store).await;
-    events_fan_out_to_matching_active_subscriptions_in_their_transaction(store).await;
-    concurrent_claims_are_disjoint_and_leases_expire(&shared).await;
-    attempts_are_recorded_with_their_lease_and_can_disable_a_subscription(store).await;
-    replays_select_owned_events_and_queue_deliveries(store).await;
-    x402_settlements_and_payment_claims_happen_once(&shared).await;
-    siwx_nonces_are_ours_unexpired_and_consumed_once(&shared).await;
-    windows_admit_their_limit_and_refusals_count_nothing(&shared).await;
-    jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder(&shared).await;
-    served_rates_come_back_by_pair_and_window(store).await;
+/// One test per check for a backend: `conformance_tests!(fresh)` in a test module, where
+/// `fresh().await` opens an empty store of that backend with whatever must outlive it (its
+/// directory, its schema), or `None` when the backend is not available here. Each check gets a
+/// store of its own, migrated, so no check sees rows another left behind and a failure hides no
+/// other.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($fresh:path) => {
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_and_payment_claims_happen_once, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+    };
+    (@each $fresh:path; $($check:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let Some((store, _keep)) = $fresh().await else {
+                    return;
+                };
+                store.migrate().await.expect("migrate a fresh store");
+                // Run apart so that a failed check still closes the store before its database
+                // is dropped (an open transaction would block the drop).
+                let checked = ::tokio::spawn({
+                    let store = store.clone();
+                    async move { $crate::conformance::$check(&store).await }
+                })
+                .await;
+                store.close().await;
+                if let Err(failure) = checked {
+                    ::std::panic::resume_unwind(failure.into_panic());
+                }
+            }
+        )*
+    };
 }
 
-async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
-    store.migrate().await.expect("first migration run");
+pub async fn migrations_apply_once_and_match_the_embedded_list(store: &Arc<dyn Store>) {
+    // The harness ran the first migration; another run changes nothing.
+    let store = store.as_ref();
     store
         .migrate()
         .await
@@ -81,7 +79,8 @@ async fn migrations_apply_once_and_match_the_embedded_list(store: &dyn Store) {
     assert_eq!(store.applied_migrations().await.unwrap(), expected);
 }
 
-async fn ping_answers(store: &dyn Store) {
+pub async fn ping_answers(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     store.ping().await.expect("ping");
 }
 
@@ -100,7 +99,8 @@ fn sample_policy(name: &str) -> ApiKeyPolicy {
     .unwrap()
 }
 
-async fn api_keys_round_trip_exactly(store: &dyn Store) {
+pub async fn api_keys_round_trip_exactly(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let master = MasterKey::generate();
     let issued = ApiKey::issue(
         sample_policy("Ünïcode partner ✓"),
@@ -135,7 +135,8 @@ async fn api_keys_round_trip_exactly(store: &dyn Store) {
     assert_eq!(store.api_key("key_doesnotexist").await.unwrap(), None);
 }
 
-async fn duplicate_api_key_ids_conflict(store: &dyn Store) {
+pub async fn duplicate_api_key_ids_conflict(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let master = MasterKey::generate();
     let key = ApiKey::issue(sample_policy("dup"), &master, 5).key;
     store.insert_api_key(&key).await.unwrap();
@@ -149,16 +150,24 @@ async fn duplicate_api_key_ids_conflict(store: &dyn Store) {
     );
 }
 
-async fn api_keys_list_oldest_first(store: &dyn Store) {
+pub async fn api_keys_list_oldest_first(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let master = MasterKey::generate();
+    for (name, created_at_ms) in [("second", 20), ("third", 30), ("first", 10)] {
+        let key = ApiKey::issue(sample_policy(name), &master, created_at_ms).key;
+        store.insert_api_key(&key).await.unwrap();
+    }
     let listed = store.list_api_keys().await.unwrap();
     let times: Vec<i64> = listed.iter().map(|k| k.created_at_ms).collect();
     let mut sorted = times.clone();
     sorted.sort();
     assert_eq!(times, sorted);
-    assert_eq!(listed.len(), 3);
+    let names: Vec<&str> = listed.iter().map(|k| k.policy.name()).collect();
+    assert_eq!(names, ["first", "second", "third"]);
 }
 
-async fn revocation_is_idempotent_and_keeps_the_first_time(store: &dyn Store) {
+pub async fn revocation_is_idempotent_and_keeps_the_first_time(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let master = MasterKey::generate();
     let key = ApiKey::issue(sample_policy("to revoke"), &master, 10).key;
     store.insert_api_key(&key).await.unwrap();
@@ -173,7 +182,8 @@ async fn revocation_is_idempotent_and_keeps_the_first_time(store: &dyn Store) {
     assert_eq!(store.revoke_api_key("key_missing", 1).await.unwrap(), None);
 }
 
-async fn nonces_are_single_use_per_key_until_purged(store: &dyn Store) {
+pub async fn nonces_are_single_use_per_key_until_purged(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     assert!(
         store
             .remember_nonce("key_a", "nonce-0001", 1_000)
@@ -216,7 +226,8 @@ async fn nonces_are_single_use_per_key_until_purged(store: &dyn Store) {
     assert_eq!(store.purge_expired(i64::MAX).await.unwrap(), 2);
 }
 
-async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &dyn Store) {
+pub async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let record = |nonce: &str, expires_at_ms| NonceRecord {
         key_id: "key_batch".into(),
         nonce: nonce.into(),
@@ -264,7 +275,10 @@ async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &dyn Stor
     store.purge_expired(i64::MAX).await.unwrap();
 }
 
-async fn rate_decisions_match_the_pure_function_and_refusals_consume_nothing(store: &dyn Store) {
+pub async fn rate_decisions_match_the_pure_function_and_refusals_consume_nothing(
+    store: &Arc<dyn Store>,
+) {
+    let store = store.as_ref();
     let limits = RateLimits {
         per_minute: 3,
         per_hour: 100,
@@ -300,7 +314,7 @@ async fn rate_decisions_match_the_pure_function_and_refusals_consume_nothing(sto
     assert_eq!(store.rate_state("key_rate").await.unwrap(), expected);
 }
 
-async fn concurrent_rate_consumption_admits_exactly_the_quota(store: &Arc<dyn Store>) {
+pub async fn concurrent_rate_consumption_admits_exactly_the_quota(store: &Arc<dyn Store>) {
     let limits = RateLimits {
         per_minute: 5,
         per_hour: 100,
@@ -323,7 +337,8 @@ async fn concurrent_rate_consumption_admits_exactly_the_quota(store: &Arc<dyn St
     assert_eq!(store.rate_state("key_race").await.unwrap().hour_count, 5);
 }
 
-async fn idempotency_records_follow_the_plan(store: &dyn Store) {
+pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_700_000_000_000;
     let begin = |fp: &'static str, token: &'static str, at: i64| async move {
         store
@@ -443,7 +458,7 @@ async fn idempotency_records_follow_the_plan(store: &dyn Store) {
     );
 }
 
-async fn concurrent_first_attempts_execute_once(store: &Arc<dyn Store>) {
+pub async fn concurrent_first_attempts_execute_once(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
     let tasks: Vec<_> = (0..20)
         .map(|i| {
@@ -497,7 +512,8 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
     }
 }
 
-async fn route_quotes_are_visible_to_their_owner_only(store: &dyn Store) {
+pub async fn route_quotes_are_visible_to_their_owner_only(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_700_000_000_000;
     let quotes = [
         sample_route("rqq_a", "key:one", now + 120_000),
@@ -590,7 +606,8 @@ async fn issue(
     record
 }
 
-async fn create_tokens_are_single_use_owner_bound_and_expire(store: &dyn Store) {
+pub async fn create_tokens_are_single_use_owner_bound_and_expire(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_700_000_000_000;
     let record = issue(
         store,
@@ -678,7 +695,7 @@ async fn create_tokens_are_single_use_owner_bound_and_expire(store: &dyn Store) 
     );
 }
 
-async fn concurrent_redemptions_succeed_once(store: &Arc<dyn Store>) {
+pub async fn concurrent_redemptions_succeed_once(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
     let record = issue(
         store.as_ref(),
@@ -731,7 +748,8 @@ async fn claim(store: &dyn Store, owner: &str, key: &str, now: i64) -> String {
     }
 }
 
-async fn orders_are_created_with_their_events_and_token_atomically(store: &dyn Store) {
+pub async fn orders_are_created_with_their_events_and_token_atomically(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_700_000_000_000;
     let response = StoredResponse {
         status: 201,
@@ -849,7 +867,7 @@ async fn orders_are_created_with_their_events_and_token_atomically(store: &dyn S
     );
 }
 
-async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
+pub async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
     let response = StoredResponse {
         status: 201,
@@ -884,7 +902,7 @@ async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
             next.updated_at_ms = now + i;
             tokio::spawn(async move {
                 let events = [event(&next, 2, EventType::Updated)];
-                store.update_order(&next, &events).await.unwrap()
+                store.update_order(&next, &events, None).await.unwrap()
             })
         })
         .collect();
@@ -905,7 +923,8 @@ async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     );
 }
 
-async fn due_orders_come_earliest_first(store: &dyn Store) {
+pub async fn due_orders_come_earliest_first(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_800_000_000_000;
     let response = StoredResponse {
         status: 201,
@@ -953,7 +972,7 @@ async fn due_orders_come_earliest_first(store: &dyn Store) {
         .unwrap();
     early.version += 1;
     early.next_check_at_ms = None;
-    assert!(store.update_order(&early, &[]).await.unwrap());
+    assert!(store.update_order(&early, &[], None).await.unwrap());
     let due: Vec<String> = store
         .due_orders(now + 100, 10)
         .await
@@ -965,7 +984,8 @@ async fn due_orders_come_earliest_first(store: &dyn Store) {
     assert_eq!(due, ["ord_due_late"]);
 }
 
-async fn sandbox_transfers_happen_once_per_key(store: &dyn Store) {
+pub async fn sandbox_transfers_happen_once_per_key(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let deposit = SandboxDeposit {
         tx_id: "tx_dep_1".into(),
         address: "rAddress".into(),
@@ -1018,7 +1038,8 @@ async fn sandbox_transfers_happen_once_per_key(store: &dyn Store) {
     assert_eq!(all.iter().filter(|t| t.key == "payout:ord_x").count(), 1);
 }
 
-async fn notifications_are_pending_until_marked(store: &dyn Store) {
+pub async fn notifications_are_pending_until_marked(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_900_000_000_000;
     let response = StoredResponse {
         status: 201,
@@ -1103,7 +1124,8 @@ fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionP
     }
 }
 
-async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &dyn Store) {
+pub async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_700_000_000_000;
     let response = StoredResponse {
         status: 200,
@@ -1186,7 +1208,7 @@ async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &dyn Sto
         .unwrap();
 }
 
-async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) {
+pub async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
     let response = StoredResponse {
         status: 200,
@@ -1276,7 +1298,8 @@ async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     }
 }
 
-async fn due_execution_plans_come_earliest_first(store: &dyn Store) {
+pub async fn due_execution_plans_come_earliest_first(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_900_000_000_000;
     let response = StoredResponse {
         status: 200,
@@ -1366,7 +1389,8 @@ async fn subscribe(store: &dyn Store, subscription: &Subscription, now: i64) {
         .unwrap();
 }
 
-async fn subscriptions_are_owner_bound_and_compare_and_set(store: &dyn Store) {
+pub async fn subscriptions_are_owner_bound_and_compare_and_set(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let now = 1_700_000_000_000;
     let sub = sample_subscription(
         "whk_crud",
@@ -1407,7 +1431,41 @@ async fn subscriptions_are_owner_bound_and_compare_and_set(store: &dyn Store) {
     );
 }
 
-async fn events_fan_out_to_matching_active_subscriptions_in_their_transaction(store: &dyn Store) {
+/// The order `ord_fanout` of `owner`, created at `now` with its events 1 (created) and 2
+/// (awaiting deposit), then completed at `now + 5` with event 3. Returns the completed order.
+async fn order_with_three_events(store: &dyn Store, owner: &str, now: i64) -> Order {
+    let order = sample_order("ord_fanout", owner, now);
+    let events = [
+        event(&order, 1, EventType::Created),
+        event(&order, 2, EventType::AwaitingDeposit),
+    ];
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let mut lease = String::new();
+    let finish = finish_with(store, owner, "idem-fanout", &mut lease, &response, now).await;
+    store
+        .create_order(&order, &events, None, finish)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut next = order.clone();
+    next.version = 2;
+    next.status = OrderStatus::Completed;
+    next.updated_at_ms = now + 5;
+    store
+        .update_order(&next, &[event(&next, 3, EventType::Completed)], None)
+        .await
+        .unwrap();
+
+    next
+}
+
+pub async fn events_fan_out_to_matching_active_subscriptions_in_their_transaction(
+    store: &Arc<dyn Store>,
+) {
+    let store = store.as_ref();
     let now = 1_700_000_100_000;
     let owner = "key:fanout";
     subscribe(
@@ -1432,30 +1490,7 @@ async fn events_fan_out_to_matching_active_subscriptions_in_their_transaction(st
     )
     .await;
 
-    let order = sample_order("ord_fanout", owner, now);
-    let events = [
-        event(&order, 1, EventType::Created),
-        event(&order, 2, EventType::AwaitingDeposit),
-    ];
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
-    let mut lease = String::new();
-    let finish = finish_with(store, owner, "idem-fanout", &mut lease, &response, now).await;
-    store
-        .create_order(&order, &events, None, finish)
-        .await
-        .unwrap()
-        .unwrap();
-    let mut next = order.clone();
-    next.version = 2;
-    next.status = OrderStatus::Completed;
-    next.updated_at_ms = now + 5;
-    store
-        .update_order(&next, &[event(&next, 3, EventType::Completed)])
-        .await
-        .unwrap();
+    let next = order_with_three_events(store, owner, now).await;
 
     let mut claimed = store
         .claim_deliveries(now + 10, "lease-fanout", now + 60_010, 100)
@@ -1556,8 +1591,9 @@ async fn queue(
     deliveries.into_iter().map(|d| d.id).collect()
 }
 
-async fn concurrent_claims_are_disjoint_and_leases_expire(store: &Arc<dyn Store>) {
+pub async fn concurrent_claims_are_disjoint_and_leases_expire(store: &Arc<dyn Store>) {
     let now = 1_700_000_200_000;
+    order_with_three_events(store.as_ref(), "key:fanout", now).await;
     let sub = sample_subscription("whk_claims", "key:claims", EventType::VARIANTS, now);
     subscribe(store.as_ref(), &sub, now).await;
     let queued = queue(store.as_ref(), &sub, "evt_ord_fanout_1", 40, now).await;
@@ -1642,8 +1678,12 @@ async fn concurrent_claims_are_disjoint_and_leases_expire(store: &Arc<dyn Store>
     }
 }
 
-async fn attempts_are_recorded_with_their_lease_and_can_disable_a_subscription(store: &dyn Store) {
+pub async fn attempts_are_recorded_with_their_lease_and_can_disable_a_subscription(
+    store: &Arc<dyn Store>,
+) {
+    let store = store.as_ref();
     let now = 1_700_000_300_000;
+    order_with_three_events(store, "key:fanout", now).await;
     let sub = sample_subscription("whk_attempts", "key:attempts", EventType::VARIANTS, now);
     subscribe(store, &sub, now).await;
     let ids = queue(store, &sub, "evt_ord_fanout_2", 1, now).await;
@@ -1770,8 +1810,10 @@ async fn attempts_are_recorded_with_their_lease_and_can_disable_a_subscription(s
     );
 }
 
-async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
+pub async fn replays_select_owned_events_and_queue_deliveries(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let owner = "key:fanout";
+    order_with_three_events(store, owner, 1_700_000_100_000).await;
     let one = store
         .replay_events(
             owner,
@@ -1831,7 +1873,7 @@ async fn replays_select_owned_events_and_queue_deliveries(store: &dyn Store) {
     );
 }
 
-async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>) {
+pub async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>) {
     let settlement = X402Settlement {
         payer: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".into(),
         nonce: format!("0x{}", "3b".repeat(32)),
@@ -1903,7 +1945,7 @@ async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>)
     );
 }
 
-async fn siwx_nonces_are_ours_unexpired_and_consumed_once(store: &Arc<dyn Store>) {
+pub async fn siwx_nonces_are_ours_unexpired_and_consumed_once(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
     store
         .issue_siwx_nonce("n-live", now + 300_000)
@@ -1935,7 +1977,7 @@ async fn siwx_nonces_are_ours_unexpired_and_consumed_once(store: &Arc<dyn Store>
     assert!(!store.check_siwx_nonce("n-old", now, true).await.unwrap());
 }
 
-async fn windows_admit_their_limit_and_refusals_count_nothing(store: &Arc<dyn Store>) {
+pub async fn windows_admit_their_limit_and_refusals_count_nothing(store: &Arc<dyn Store>) {
     let hour = 3_600_000;
     let now = 1_700_000_100_000;
     let tasks: Vec<_> = (0..12)
@@ -1971,7 +2013,7 @@ async fn windows_admit_their_limit_and_refusals_count_nothing(store: &Arc<dyn St
     assert_eq!((next.used, next.remaining()), (1, 4));
 }
 
-async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder(
+pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder(
     store: &Arc<dyn Store>,
 ) {
     let now = 1_700_000_000_000;
@@ -2107,7 +2149,8 @@ async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_
     assert!(later.iter().all(|j| j.id != "job_conformance_0"));
 }
 
-async fn served_rates_come_back_by_pair_and_window(store: &dyn Store) {
+pub async fn served_rates_come_back_by_pair_and_window(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
     let observation = |pair: &str, at: i64, rate: &str| RateObservation {
         pair: pair.into(),
         observed_at_ms: at,

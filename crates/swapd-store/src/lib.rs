@@ -1,18 +1,45 @@
 //! The [`Store`] port implemented twice: SQLite (the embedded default) and PostgreSQL (for
-//! several nodes). Both run the same SQL wherever the dialects agree; the statements that differ
-//! live in the backend modules. [`conformance`] is the one suite both must pass.
+//! several nodes). Each aggregate of the port has a module here with one text of its SQL for
+//! both backends (sqlx binds `$N` placeholders on both drivers): a macro that
+//! [`for_each_backend!`] expands once per backend, passing in the few words that differ.
+//! [`conformance`] is the one suite both must pass.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use swapd_core::Store;
 
+/// Expands `$impl!(store type, lock = …, skip_locked = …)` for each backend. SQLite has one
+/// writer at a time (`BEGIN IMMEDIATE`), so it has nothing to lock or skip; PostgreSQL locks
+/// the rows a transaction reads to update, and claimers skip rows another claimer holds.
+macro_rules! for_each_backend {
+    ($impl:ident) => {
+        $impl!(crate::SqliteStore, lock = "", skip_locked = "");
+        $impl!(
+            crate::PgStore,
+            lock = " FOR UPDATE",
+            skip_locked = " FOR UPDATE SKIP LOCKED"
+        );
+    };
+}
+
+mod codec;
 pub mod conformance;
+mod idempotency;
+mod jobs;
+mod keys;
+mod maintenance;
+mod orders;
+mod plans;
 mod postgres;
+mod quotes;
 mod rows;
-mod shared;
+mod sandbox;
 mod sqlite;
 pub mod test_support;
+mod versioned;
+mod webhooks;
+mod x402;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;

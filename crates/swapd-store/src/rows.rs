@@ -237,7 +237,7 @@ pub(crate) use job_columns;
 
 impl JobRow {
     pub fn from_domain(job: &swapd_core::market_intel::Job) -> Result<Self, StoreError> {
-        use crate::shared::encode_json;
+        use crate::codec::encode_json;
         Ok(Self {
             id: job.id.clone(),
             owner: job.owner.clone(),
@@ -254,7 +254,7 @@ impl JobRow {
     }
 
     pub fn into_domain(self) -> Result<swapd_core::market_intel::Job, StoreError> {
-        use crate::shared::decode_json as decode;
+        use crate::codec::decode_json as decode;
         use swapd_types::market_intel::JobStatus;
         let corrupt = |what: &str| StoreError::Corrupt(format!("job {}: {what}", self.id));
         let status = match self.status.as_str() {

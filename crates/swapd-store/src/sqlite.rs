@@ -5,31 +5,7 @@ use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use swapd_core::StoreError;
-use swapd_core::api_keys::{ApiKey, RateLimits};
-use swapd_core::idempotency::{self, Begin, StoredResponse};
-use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
-use swapd_core::market_intel::{Job, JobOutcome};
-use swapd_core::onchain::ExecutionPlan;
-use swapd_core::orders::EventType;
-use swapd_core::orders::{Order, OrderEvent};
-use swapd_core::rate_limit::{self, RateDecision, RateState};
-use swapd_core::store::{
-    IdempotentFinish, NonceRecord, RateObservation, SandboxDeposit, SandboxTransfer,
-    WindowDecision, X402Settlement,
-};
-use swapd_core::webhooks::{
-    Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
-    ReplaySelection, Subscription,
-};
 
-use crate::rows::{
-    ApiKeyRow, IdempotencyRow, JobRow, RateRow, SubscriptionRow, api_key_columns, job_columns,
-    subscription_columns,
-};
-use crate::shared::{
-    DeliveryRow, EventRow, PayloadRow, decode_json, encode_json, event_columns, event_from_row,
-    finish_idempotent_in, insert_events_in, redeem_in, store_impl, transfer_from_row,
-};
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 
 pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -38,10 +14,13 @@ pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 /// writers, and every write is a single statement or an immediate transaction.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(crate) pool: SqlitePool,
 }
 
 impl SqliteStore {
+    pub(crate) const BACKEND: &'static str = "sqlite";
+    pub(crate) const MIGRATOR: &'static Migrator = &MIGRATOR;
+
     /// Opens (creating if missing) the database file named by a `sqlite://PATH` URL, creating its
     /// parent directory too.
     pub async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
@@ -80,13 +59,12 @@ impl SqliteStore {
 impl SqliteStore {
     /// A write transaction. SQLite takes the write lock at BEGIN, so a read-then-write
     /// transaction cannot fail halfway with SQLITE_BUSY.
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+    pub(crate) async fn write_tx(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
         self.pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(map_sqlx_error)
     }
 }
-
-// One writer at a time (BEGIN IMMEDIATE): nothing to lock or skip.
-store_impl!(SqliteStore, "sqlite", lock = "", skip_locked = "", {});

@@ -1,13 +1,17 @@
-//! The store conformance suite on both backends. The PostgreSQL run needs
-//! `SWAPD_TEST_POSTGRES_URL` and is mandatory under CI.
+//! The store conformance suite, one test per check and backend, each on a database of its own.
+//! The PostgreSQL tests need `SWAPD_TEST_POSTGRES_URL` and are mandatory under CI.
 
+use std::any::Any;
 use std::sync::Arc;
 
+use swapd_core::Store;
 use swapd_store::test_support::{PgTestSchema, postgres_url};
-use swapd_store::{PgStore, SqliteStore, StoreOptions, conformance};
+use swapd_store::{PgStore, SqliteStore, StoreOptions};
 
-#[tokio::test]
-async fn sqlite_store_conforms() {
+type Fresh = Option<(Arc<dyn Store>, Box<dyn Any + Send>)>;
+
+/// A new SQLite file in a directory of its own (nested, to show the store creates it).
+async fn fresh_sqlite() -> Fresh {
     let dir = tempfile::tempdir().unwrap();
     let url = format!(
         "sqlite://{}",
@@ -17,17 +21,25 @@ async fn sqlite_store_conforms() {
         .await
         .unwrap();
     assert_eq!(store.journal_mode().await.unwrap(), "wal");
-    conformance::run_all(Arc::new(store)).await;
+    Some((Arc::new(store), Box::new(dir)))
 }
 
-#[tokio::test]
-async fn postgres_store_conforms() {
-    let Some(url) = postgres_url() else { return };
+/// A new schema of its own in the test database, dropped afterwards.
+async fn fresh_postgres() -> Fresh {
+    let url = postgres_url()?;
     let schema = PgTestSchema::create(&url).await;
     let store = PgStore::open_with(schema.connect_options(), &StoreOptions::default())
         .await
         .unwrap();
-    conformance::run_all(Arc::new(store)).await;
+    Some((Arc::new(store), Box::new(schema)))
+}
+
+mod sqlite {
+    swapd_store::conformance_tests!(super::fresh_sqlite);
+}
+
+mod postgres {
+    swapd_store::conformance_tests!(super::fresh_postgres);
 }
 
 #[tokio::test]

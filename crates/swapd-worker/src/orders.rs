@@ -236,7 +236,7 @@ impl OrderEngine {
             .map(|event| updated.record_event(event, Some(current.status)))
             .into_iter()
             .collect();
-        if self.store.update_order(&updated, &events).await? {
+        if self.store.update_order(&updated, &events, None).await? {
             Ok(Some(updated))
         } else {
             Ok(None)

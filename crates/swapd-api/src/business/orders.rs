@@ -463,7 +463,11 @@ async fn apply_change(
             return Ok(Json(Success::new(current.view())));
         };
         let recorded = updated.record_event(event, Some(current.status));
-        if state.store.update_order(&updated, &[recorded]).await? {
+        if state
+            .store
+            .update_order(&updated, &[recorded], None)
+            .await?
+        {
             return Ok(Json(Success::new(updated.view())));
         }
     }

@@ -93,7 +93,7 @@ async fn wake(state: &AppState, owner: &str, id: &str, now_ms: i64) -> Result<()
         }
         order.next_check_at_ms = Some(now_ms);
         order.version += 1;
-        if state.store.update_order(&order, &[]).await? {
+        if state.store.update_order(&order, &[], None).await? {
             return Ok(());
         }
     }

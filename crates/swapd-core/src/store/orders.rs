@@ -1,0 +1,50 @@
+//! Orders and their outbox: every change of an order is stored with the events it emits (and
+//! the webhook deliveries they fan out to) in one transaction.
+
+use async_trait::async_trait;
+
+use super::{IdempotentFinish, StoreError};
+use crate::market::routes::RedeemError;
+use crate::orders::{Order, OrderEvent};
+
+#[async_trait]
+pub trait OrderStore: Send + Sync + 'static {
+    /// Creates `order` with its first `events` and completes the request's idempotency record,
+    /// in one transaction. With `create_token_hash`, the createToken is redeemed by the order's
+    /// owner in the same transaction; when it cannot be, nothing is written and the reason is
+    /// returned.
+    async fn create_order(
+        &self,
+        order: &Order,
+        events: &[OrderEvent],
+        create_token_hash: Option<&str>,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<Result<(), RedeemError>, StoreError>;
+
+    /// The order `id` if `owner` created it; `None` otherwise (missing and foreign look the
+    /// same).
+    async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError>;
+
+    /// Stores `order` (whose `version` was increased by one) with its `events`, only if the
+    /// stored version is still the one it was read at, completing `finish` in the same
+    /// transaction when given. `false`: another writer changed the order first; nothing was
+    /// written.
+    async fn update_order(
+        &self,
+        order: &Order,
+        events: &[OrderEvent],
+        finish: Option<IdempotentFinish<'_>>,
+    ) -> Result<bool, StoreError>;
+
+    /// Orders whose next check is due at `now_ms`, earliest first.
+    async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError>;
+
+    /// Events with an e-mail to send that was not sent yet, oldest first.
+    async fn pending_notifications(&self, limit: u32) -> Result<Vec<OrderEvent>, StoreError>;
+
+    /// Records that the e-mail of event `event_id` was sent.
+    async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError>;
+
+    /// Every outbox event of one order, by sequence.
+    async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError>;
+}

@@ -1,0 +1,76 @@
+//! Webhook subscriptions and their deliveries (the outbox's fan-out is written with the
+//! events, see [`super::OrderStore`]).
+
+use async_trait::async_trait;
+
+use super::{IdempotentFinish, StoreError};
+use crate::orders::EventType;
+use crate::webhooks::{
+    AttemptRecord, ClaimedDelivery, Delivery, QueuedDelivery, ReplaySelection, Subscription,
+};
+
+#[async_trait]
+pub trait WebhookStore: Send + Sync + 'static {
+    /// Stores a new webhook subscription and completes the request's idempotency record, in
+    /// one transaction.
+    async fn insert_subscription(
+        &self,
+        subscription: &Subscription,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<(), StoreError>;
+
+    /// Every subscription of `owner`, oldest first.
+    async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError>;
+
+    /// The subscription `id` if `owner` made it.
+    async fn subscription(&self, id: &str, owner: &str)
+    -> Result<Option<Subscription>, StoreError>;
+
+    /// Stores `subscription` (whose `version` was increased by one) only if the stored version
+    /// is still the one it was read at, completing `finish` in the same transaction when given.
+    async fn update_subscription(
+        &self,
+        subscription: &Subscription,
+        finish: Option<IdempotentFinish<'_>>,
+    ) -> Result<bool, StoreError>;
+
+    /// Leases up to `limit` pending deliveries due at `now_ms` (whose lease, if any, ended) to
+    /// `lease_token` until `lease_until_ms`. Concurrent claimers never get the same delivery.
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_token: &str,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError>;
+
+    /// Records an attempt and its consequences (the delivery's new state, the subscription's
+    /// failing streak, disabling it) in one transaction, if the lease is still held. `false`:
+    /// the lease was lost (another worker took over); nothing was written.
+    async fn record_attempt(&self, record: &AttemptRecord) -> Result<bool, StoreError>;
+
+    /// The events of `owner` a replay selects: `(event id, type)`, oldest first. An event of
+    /// another owner is not found.
+    async fn replay_events(
+        &self,
+        owner: &str,
+        selection: &ReplaySelection,
+        types: &[EventType],
+    ) -> Result<Vec<(String, EventType)>, StoreError>;
+
+    /// Queues replay deliveries and completes the request's idempotency record, in one
+    /// transaction.
+    async fn queue_deliveries(
+        &self,
+        deliveries: &[QueuedDelivery],
+        finish: IdempotentFinish<'_>,
+    ) -> Result<(), StoreError>;
+
+    /// The newest `limit` deliveries of a subscription of `owner`, with their attempts.
+    async fn deliveries(
+        &self,
+        subscription_id: &str,
+        owner: &str,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError>;
+}

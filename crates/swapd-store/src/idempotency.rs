@@ -1,0 +1,152 @@
+//! Idempotency records, and completing one inside another write's transaction.
+
+use swapd_core::StoreError;
+use swapd_core::idempotency::{self, Begin, StoredResponse};
+
+use crate::map_sqlx_error;
+use crate::rows::IdempotencyRow;
+
+/// Inside a write transaction `$tx`: completes the idempotency record of `$finish`, or fails
+/// the transaction with a conflict when its lease was lost.
+macro_rules! finish_idempotent_in {
+    ($tx:ident, $finish:expr) => {{
+        let finish: IdempotentFinish<'_> = $finish;
+        let done = sqlx::query(
+            "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
+             lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+        )
+        .bind(finish.principal)
+        .bind(finish.key)
+        .bind(finish.lease_token)
+        .bind(i64::from(finish.response.status))
+        .bind(&finish.response.body)
+        .execute(&mut *$tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        if done.rows_affected() != 1 {
+            return Err(StoreError::Conflict(
+                "the idempotency lease expired before the write committed".into(),
+            ));
+        }
+    }};
+}
+pub(crate) use finish_idempotent_in;
+
+macro_rules! impl_idempotency {
+    ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
+        #[async_trait::async_trait]
+        impl swapd_core::store::IdempotencyStore for $store {
+            async fn begin_idempotent(
+                &self,
+                principal: &str,
+                key: &str,
+                fingerprint: &str,
+                lease_token: &str,
+                now_ms: i64,
+            ) -> Result<Begin, StoreError> {
+                // Two first attempts may both find no row; the loser of the insert race retries
+                // and then sees the winner's record.
+                for _ in 0..3 {
+                    let mut tx = self.write_tx().await?;
+                    let existing: Option<IdempotencyRow> = sqlx::query_as(concat!(
+                        "SELECT fingerprint, lease_token, lease_until, status, body, expires_at ",
+                        "FROM idempotency_keys WHERE principal = $1 AND idem_key = $2",
+                        $lock
+                    ))
+                    .bind(principal)
+                    .bind(key)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+                    let existing = existing.map(IdempotencyRow::into_record).transpose()?;
+                    let record = match idempotency::plan(existing.as_ref(), fingerprint, lease_token, now_ms) {
+                        idempotency::Plan::Answer(answer) => return Ok(answer),
+                        idempotency::Plan::Claim(record) => record,
+                    };
+                    let idempotency::RecordState::InFlight { lease_until_ms, .. } = record.state else {
+                        unreachable!("a claim is always in flight");
+                    };
+                    let statement = if existing.is_some() {
+                        "UPDATE idempotency_keys SET fingerprint = $3, lease_token = $4, \
+                         lease_until = $5, status = NULL, body = NULL, created_at = $6, expires_at = $7 \
+                         WHERE principal = $1 AND idem_key = $2"
+                    } else {
+                        "INSERT INTO idempotency_keys (principal, idem_key, fingerprint, lease_token, \
+                         lease_until, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                    };
+                    let written = sqlx::query(statement)
+                        .bind(principal)
+                        .bind(key)
+                        .bind(&record.fingerprint)
+                        .bind(lease_token)
+                        .bind(lease_until_ms)
+                        .bind(now_ms)
+                        .bind(record.expires_at_ms)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(map_sqlx_error);
+                    match written {
+                        Ok(_) => {}
+                        Err(StoreError::Conflict(_)) => continue,
+                        Err(other) => return Err(other),
+                    }
+                    match tx.commit().await.map_err(map_sqlx_error) {
+                        Ok(()) => {
+                            return Ok(Begin::Execute {
+                                lease_token: lease_token.to_owned(),
+                            })
+                        }
+                        Err(StoreError::Conflict(_)) => continue,
+                        Err(other) => return Err(other),
+                    }
+                }
+                Err(StoreError::Unavailable(
+                    "idempotency record is contended; retry".into(),
+                ))
+            }
+
+            async fn finish_idempotent(
+                &self,
+                principal: &str,
+                key: &str,
+                lease_token: &str,
+                response: &StoredResponse,
+            ) -> Result<bool, StoreError> {
+                let done = sqlx::query(
+                    "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
+                     lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+                )
+                .bind(principal)
+                .bind(key)
+                .bind(lease_token)
+                .bind(i64::from(response.status))
+                .bind(&response.body)
+                .execute(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                Ok(done.rows_affected() == 1)
+            }
+
+            async fn release_idempotent(
+                &self,
+                principal: &str,
+                key: &str,
+                lease_token: &str,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "DELETE FROM idempotency_keys WHERE principal = $1 AND idem_key = $2 \
+                     AND lease_token = $3",
+                )
+                .bind(principal)
+                .bind(key)
+                .bind(lease_token)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
+            }
+        }
+    };
+}
+
+for_each_backend!(impl_idempotency);

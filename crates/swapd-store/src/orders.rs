@@ -1,0 +1,220 @@
+//! Orders and their outbox: events are written with the order change that emits them, and fan
+//! out to webhook deliveries in the same transaction.
+
+use swapd_core::StoreError;
+use swapd_core::market::routes::{CreateTokenRecord, RedeemError};
+use swapd_core::orders::{Order, OrderEvent};
+use swapd_core::store::IdempotentFinish;
+
+use crate::codec::{decode_json, encode_json};
+use crate::idempotency::finish_idempotent_in;
+use crate::map_sqlx_error;
+use crate::quotes::redeem_in;
+use crate::versioned::compare_and_set;
+
+/// Inside a write transaction `$tx`: appends outbox events.
+macro_rules! insert_events_in {
+    ($tx:ident, $events:expr) => {{
+        for event in $events {
+            sqlx::query(
+                "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
+                 created_at, notify_email, payload) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(&event.id)
+            .bind(&event.order_id)
+            .bind(&event.owner)
+            .bind(event.sequence)
+            .bind(event.event_type.as_str())
+            .bind(encode_json(&event.data)?)
+            .bind(event.created_at_ms)
+            .bind(&event.notify_email)
+            .bind(swapd_core::webhooks::event_payload(event))
+            .execute(&mut *$tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            // The outbox fan-out: one delivery per active subscription of the owner to this
+            // type, in the transaction that wrote the event, so none can be lost.
+            sqlx::query(
+                "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, \
+                 status, attempts, next_attempt_at, created_at, updated_at) \
+                 SELECT $1 || id, id, $2, owner, 'event', 'pending', 0, $3, $3, $3 \
+                 FROM webhook_subscriptions WHERE owner = $4 AND status = 'active' AND events LIKE $5",
+            )
+            .bind(format!("{}:", event.id))
+            .bind(&event.id)
+            .bind(event.created_at_ms)
+            .bind(&event.owner)
+            .bind(swapd_core::webhooks::events_pattern(event.event_type))
+            .execute(&mut *$tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+    }};
+}
+/// The columns of an outbox event, in [`EventRow`] order.
+macro_rules! event_columns {
+    () => {
+        "id, order_id, owner, sequence, event_type, data, created_at, notify_email"
+    };
+}
+pub(crate) use event_columns;
+
+pub(crate) type EventRow = (
+    String,
+    String,
+    String,
+    i64,
+    String,
+    String,
+    i64,
+    Option<String>,
+);
+
+pub(crate) fn event_from_row(
+    row: EventRow,
+) -> Result<swapd_core::orders::OrderEvent, swapd_core::StoreError> {
+    let (id, order_id, owner, sequence, event_type, data, created_at_ms, notify_email) = row;
+    Ok(swapd_core::orders::OrderEvent {
+        id,
+        order_id,
+        owner,
+        sequence,
+        event_type: event_type
+            .parse::<swapd_core::orders::EventType>()
+            .map_err(|_| {
+                swapd_core::StoreError::Corrupt(format!("unknown event type {event_type}"))
+            })?,
+        data: decode_json(&data)?,
+        created_at_ms,
+        notify_email,
+    })
+}
+
+macro_rules! impl_orders {
+    ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
+        #[async_trait::async_trait]
+        impl swapd_core::store::OrderStore for $store {
+            async fn create_order(
+                &self,
+                order: &Order,
+                events: &[OrderEvent],
+                create_token_hash: Option<&str>,
+                finish: IdempotentFinish<'_>,
+            ) -> Result<Result<(), RedeemError>, StoreError> {
+                let body = encode_json(order)?;
+                let mut tx = self.write_tx().await?;
+                if let Some(hash) = create_token_hash {
+                    if let Err(refused) = redeem_in!(tx, $lock, hash, &order.owner, order.created_at_ms) {
+                        return Ok(Err(refused));
+                    }
+                }
+                sqlx::query(
+                    "INSERT INTO orders (id, owner, status, version, body, create_token_hash, \
+                     created_at, updated_at, next_check_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                )
+                .bind(&order.id)
+                .bind(&order.owner)
+                .bind(order.status.as_str())
+                .bind(order.version)
+                .bind(body)
+                .bind(create_token_hash)
+                .bind(order.created_at_ms)
+                .bind(order.updated_at_ms)
+                .bind(order.next_check_at_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+                insert_events_in!(tx, events);
+                finish_idempotent_in!(tx, finish);
+                tx.commit().await.map_err(map_sqlx_error)?;
+                Ok(Ok(()))
+            }
+
+            async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {
+                let body: Option<String> =
+                    sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
+                        .bind(id)
+                        .bind(owner)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(map_sqlx_error)?;
+                body.map(|body| decode_json(&body)).transpose()
+            }
+
+            async fn update_order(
+                &self,
+                order: &Order,
+                events: &[OrderEvent],
+                finish: Option<IdempotentFinish<'_>>,
+            ) -> Result<bool, StoreError> {
+                let body = encode_json(order)?;
+                let mut tx = self.write_tx().await?;
+                let update = sqlx::query(
+                    "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5, \
+                     next_check_at = $7 WHERE id = $1 AND version = $6",
+                )
+                .bind(&order.id)
+                .bind(order.status.as_str())
+                .bind(order.version)
+                .bind(body)
+                .bind(order.updated_at_ms)
+                .bind(order.version - 1)
+                .bind(order.next_check_at_ms);
+                Ok(compare_and_set!(tx, update, finish = finish, then = {
+                    insert_events_in!(tx, events);
+                }))
+            }
+
+            async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError> {
+                let bodies: Vec<String> = sqlx::query_scalar(
+                    "SELECT body FROM orders WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $2",
+                )
+                .bind(now_ms)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                bodies.iter().map(|body| decode_json(body)).collect()
+            }
+
+            async fn pending_notifications(&self, limit: u32) -> Result<Vec<OrderEvent>, StoreError> {
+                let rows: Vec<EventRow> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    event_columns!(),
+                    " FROM order_events WHERE notify_email IS NOT NULL AND mailed_at IS NULL ",
+                    "ORDER BY created_at, order_id, sequence LIMIT $1"
+                ))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                rows.into_iter().map(event_from_row).collect()
+            }
+
+            async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError> {
+                sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
+                    .bind(event_id)
+                    .bind(now_ms)
+                    .execute(&self.pool)
+                    .await
+                    .map(drop)
+                    .map_err(map_sqlx_error)
+            }
+
+            async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
+                let rows: Vec<EventRow> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    event_columns!(),
+                    " FROM order_events WHERE order_id = $1 ORDER BY sequence"
+                ))
+                .bind(order_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                rows.into_iter().map(event_from_row).collect()
+            }
+        }
+    };
+}
+
+for_each_backend!(impl_orders);
