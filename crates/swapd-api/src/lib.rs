@@ -17,6 +17,7 @@ pub mod openapi;
 mod ops;
 mod qr;
 mod query;
+mod route_doc;
 mod router;
 pub mod x402;
 

@@ -6,8 +6,13 @@ use std::sync::OnceLock;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use swapd_types::{ErrorBody, ErrorCode, ErrorEnvelope, FieldProblem};
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::{RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
+
+use crate::x402::Access;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -24,36 +29,9 @@ use utoipa::{Modify, OpenApi};
         crate::ops::readyz,
         crate::ops::metrics,
         business_openapi,
-        crate::business::readiness,
-        crate::business::market::currencies,
-        crate::business::market::tokens_popular,
-        crate::business::market::tokens_search,
-        crate::business::market::tokens_by_address,
-        crate::business::market::tokens_logo,
-        crate::business::market::quotes,
-        crate::business::market::discover_routes,
-        crate::business::market::resolve,
-        crate::business::orders::create_order,
-        crate::business::orders::get_order,
-        crate::business::orders::get_order_status,
-        crate::business::orders::emergency,
-        crate::business::orders::refund,
-        crate::business::orders::deposit_qr,
-        crate::business::orders::attach_email,
-        crate::business::onchain::resolve,
-        crate::business::onchain::report,
-        crate::business::onchain::status,
-        crate::business::webhooks::list,
-        crate::business::webhooks::create,
-        crate::business::webhooks::update,
-        crate::business::webhooks::rotate,
-        crate::business::webhooks::replay,
-        crate::business::webhooks::deliveries,
-        crate::business::webhooks::test_callback,
-        crate::business::sandbox::deposit,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
-    modifiers(&HmacScheme),
+    modifiers(&HmacScheme, &BusinessRoutes),
     tags(
         (name = "business", description = "Signed Business API routes. Each lists its required permission; \
             GET /api/v3 lists every route with its permission and weight (units of the weighted hourly quota)."),
@@ -83,6 +61,30 @@ impl Modify for HmacScheme {
     }
 }
 
+/// The signed routes' operations, from their one declaration.
+struct BusinessRoutes;
+
+impl Modify for BusinessRoutes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        add_routes(openapi, crate::business::routes::openapi());
+    }
+}
+
+fn add_routes(
+    openapi: &mut utoipa::openapi::OpenApi,
+    (paths, schemas): (
+        utoipa::openapi::path::Paths,
+        Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>,
+    ),
+) {
+    openapi.paths.merge(paths);
+    openapi
+        .components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .extend(schemas);
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -94,9 +96,6 @@ impl Modify for HmacScheme {
     ),
     paths(
         x402_openapi,
-        crate::x402::readiness::readiness,
-        crate::x402::market_intel::create_job,
-        crate::x402::market_intel::get_job,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
     modifiers(&X402Operations),
@@ -107,18 +106,12 @@ impl Modify for HmacScheme {
 )]
 pub struct X402ApiDoc;
 
-/// The x402 routes are the Business API's handlers behind the x402 gate: their operations are
-/// taken from the Business document and marked with the route's charge and access rule.
+/// The x402 routes' operations, from their one declaration (the Business API's handlers there
+/// are marked with the route's charge and access rule), with the Business API's schemas.
 struct X402Operations;
 
 impl Modify for X402Operations {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::path::HttpMethod;
-        use utoipa::openapi::security::SecurityRequirement;
-        use utoipa::openapi::{RefOr, ResponseBuilder};
-
-        use crate::x402::{Access, X402_ROUTES};
-
         let business = BusinessApiDoc::openapi();
         let components = openapi.components.get_or_insert_with(Default::default);
         if let Some(theirs) = &business.components {
@@ -140,69 +133,54 @@ impl Modify for X402Operations {
                  PAYMENT-RESPONSE.",
             ))),
         );
-        for route in X402_ROUTES.iter().filter(|r| r.access != Access::Free) {
-            let v3 = route.path.replacen("/api/x402", "/api/v3", 1);
-            let Some(item) = business.paths.paths.get(&v3) else {
-                continue;
-            };
-            let (method, operation) = match route.method.as_str() {
-                "GET" => (HttpMethod::Get, item.get.clone()),
-                "POST" => (HttpMethod::Post, item.post.clone()),
-                _ => continue,
-            };
-            let Some(mut operation) = operation else {
-                continue;
-            };
-            let rule = match route.access {
-                Access::Paid => "Paid per call.",
-                Access::PaidWallet => {
-                    "Paid per call; acts for the wallet of the SIGN-IN-WITH-X proof, or else the payer."
-                }
-                Access::WalletRead => {
-                    "Free; needs a SIGN-IN-WITH-X proof of the wallet that owns the resource."
-                }
-                Access::Free => "Free.",
-            };
-            let business_rule = operation.description.take().unwrap_or_default();
-            let detail = business_rule
-                .split_once(". ")
-                .map_or(business_rule.as_str(), |(_, rest)| rest);
-            operation.description = Some(format!("{rule} {detail}"));
-            operation.tags = Some(vec!["x402".into()]);
-            operation.security = Some(vec![SecurityRequirement::new("x402", Vec::<String>::new())]);
-            operation.responses.responses.insert(
-                "402".into(),
-                RefOr::T(
-                    ResponseBuilder::new()
-                        .description(
-                            "`payment_required`, `payment_invalid`, `payment_failed`: the \
-                             PAYMENT-REQUIRED header holds what to pay and, for wallet-bound \
-                             routes, the SIWX challenge",
-                        )
-                        .build(),
-                ),
-            );
-            for (status, text) in [
-                (
-                    "401",
-                    "`siwx_invalid`: the SIGN-IN-WITH-X proof is refused (a new challenge is in PAYMENT-REQUIRED)",
-                ),
-                ("409", "`payment_already_used`, `idempotency_key_in_use`"),
-                (
-                    "429",
-                    "`paid_attempts_exceeded` (60 per hour per client and route), `wallet_reads_exceeded` (30 per minute per client, route and resource)",
-                ),
-            ] {
-                operation
-                    .responses
-                    .responses
-                    .entry(status.into())
-                    .or_insert_with(|| RefOr::T(ResponseBuilder::new().description(text).build()));
-            }
-            openapi
-                .paths
-                .add_path_operation(route.path, vec![method], operation);
+        add_routes(openapi, crate::x402::openapi());
+    }
+}
+
+/// Marks a Business API operation mounted on the x402 surface with its charge and access rule.
+pub(crate) fn charge_operation(operation: &mut Operation, access: Access) {
+    let rule = match access {
+        Access::Paid => "Paid per call.",
+        Access::PaidWallet => {
+            "Paid per call; acts for the wallet of the SIGN-IN-WITH-X proof, or else the payer."
         }
+        Access::WalletRead => {
+            "Free; needs a SIGN-IN-WITH-X proof of the wallet that owns the resource."
+        }
+        Access::Free => "Free.",
+    };
+    let own = operation.description.take().unwrap_or_default();
+    operation.description = Some(format!("{rule} {own}"));
+    operation.tags = Some(vec!["x402".into()]);
+    operation.security = Some(vec![SecurityRequirement::new("x402", Vec::<String>::new())]);
+    operation.responses.responses.insert(
+        "402".into(),
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(
+                    "`payment_required`, `payment_invalid`, `payment_failed`: the \
+                     PAYMENT-REQUIRED header holds what to pay and, for wallet-bound \
+                     routes, the SIWX challenge",
+                )
+                .build(),
+        ),
+    );
+    for (status, text) in [
+        (
+            "401",
+            "`siwx_invalid`: the SIGN-IN-WITH-X proof is refused (a new challenge is in PAYMENT-REQUIRED)",
+        ),
+        ("409", "`payment_already_used`, `idempotency_key_in_use`"),
+        (
+            "429",
+            "`paid_attempts_exceeded` (60 per hour per client and route), `wallet_reads_exceeded` (30 per minute per client, route and resource)",
+        ),
+    ] {
+        operation
+            .responses
+            .responses
+            .entry(status.into())
+            .or_insert_with(|| RefOr::T(ResponseBuilder::new().description(text).build()));
     }
 }
 

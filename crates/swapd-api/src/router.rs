@@ -17,8 +17,8 @@ pub fn router(state: AppState) -> Router {
     router_with(state, Router::new())
 }
 
-/// [`router`] plus `extra` routes, for embedding and tests. Signed extras must already be
-/// behind [`crate::business::protect`].
+/// [`router`] plus `extra` routes, for embedding and tests. Signed extras are mounted with
+/// [`crate::business::BusinessRoutes::into_router`].
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     // Install the recorder before the first request, so nothing recorded is lost.
     crate::layers::prometheus();

@@ -711,9 +711,9 @@ async fn every_business_route_is_mounted_behind_the_gate_and_listed() {
     let listed = server.call(&key, "GET", "/api/v3", "", b"").await.body["data"]["routes"].clone();
     assert_eq!(
         listed.as_array().unwrap().len(),
-        swapd_api::business::BUSINESS_ROUTES.len()
+        swapd_api::business::routes().len()
     );
-    for spec in swapd_api::business::BUSINESS_ROUTES {
+    for spec in swapd_api::business::routes() {
         let method = reqwest::Method::from_bytes(spec.method.as_str().as_bytes()).unwrap();
         let resp = server
             .http
@@ -728,5 +728,60 @@ async fn every_business_route_is_mounted_behind_the_gate_and_listed() {
             spec.method,
             spec.path
         );
+    }
+}
+
+/// A method a path does not have is the client's mistake: 405 with the path's methods in
+/// `Allow`, on every path of both surfaces, before any gate (no signature, payment or proof).
+#[tokio::test]
+async fn methods_a_path_lacks_answer_405_with_allow_on_both_surfaces() {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    let server = TestServer::start().await;
+    let mut paths: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for spec in swapd_api::business::routes() {
+        paths
+            .entry(spec.path.clone())
+            .or_default()
+            .insert(spec.method.to_string());
+    }
+    for route in swapd_api::x402::routes() {
+        paths
+            .entry(route.path.clone())
+            .or_default()
+            .insert(route.method.to_string());
+    }
+    assert!(paths.len() > 40, "both surfaces are listed");
+    for (template, methods) in &paths {
+        let path = template
+            .replace("{orderId}", "ord_x")
+            .replace("{executionPlanId}", "ocx_x")
+            .replace("{webhookId}", "wh_x")
+            .replace("{jobId}", "mij_x");
+        for method in ["PUT", "DELETE", "TRACE", "OPTIONS", "PATCH", "POST", "GET"] {
+            if methods.contains(method) || (method == "HEAD" && methods.contains("GET")) {
+                continue;
+            }
+            let resp = server
+                .http
+                .request(
+                    reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+                    format!("{}{path}", server.base),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 405, "{method} {path}");
+            let allow: BTreeSet<String> = resp.headers()["allow"]
+                .to_str()
+                .unwrap()
+                .split(',')
+                .map(|m| m.trim().to_owned())
+                .filter(|m| m != "HEAD")
+                .collect();
+            assert_eq!(&allow, methods, "Allow of {method} {path}");
+            let body: serde_json::Value = resp.json().await.unwrap();
+            assert_eq!(body["error"]["code"], "method_not_allowed", "{method} {path}");
+        }
     }
 }

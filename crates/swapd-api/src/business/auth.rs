@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, to_bytes};
-use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{CONTENT_ENCODING, ORIGIN, RETRY_AFTER, VARY};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
@@ -19,7 +19,7 @@ use swapd_core::signing::{self, TIMESTAMP_TOLERANCE_SECS};
 use swapd_types::{ErrorCode, Permission};
 
 use super::guards::{CachedKey, Guards, NonceOutcome};
-use super::routes::{RouteSpec, find};
+use super::routes::{Required, RouteSpec};
 use crate::idempotency::CallerScope;
 use crate::{ApiError, AppState, MAX_BODY_BYTES};
 
@@ -37,11 +37,11 @@ impl BusinessPrincipal {
     }
 }
 
-/// Everything the gate needs; the route table is a parameter so tests can mount extra routes.
+/// Everything the gate needs for one route: the route's own rule comes with it.
 #[derive(Clone)]
 pub struct Gate {
     pub state: AppState,
-    pub routes: &'static [RouteSpec],
+    pub route: RouteSpec,
 }
 
 /// An authentication header: its canonical name and the older alias still accepted.
@@ -287,22 +287,8 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
             }
         },
     };
-    let matched = parts
-        .extensions
-        .get::<MatchedPath>()
-        .map(MatchedPath::as_str)
-        .unwrap_or_default();
-    let Some(spec) = find(gate.routes, &parts.method, matched) else {
-        tracing::error!(
-            route = matched,
-            "a signed route has no entry in the route table"
-        );
-        return Err((
-            ApiError::new(ErrorCode::InternalError, "internal error"),
-            None,
-        ));
-    };
-    if let Some(permission) = spec.permission
+    let spec = &gate.route;
+    if let Required::Permission(permission) = spec.required
         && !key.key.policy.permissions().contains(&permission)
     {
         return Err(refuse(

@@ -36,7 +36,7 @@ const MAX_QUERY_TEXT: usize = 64;
 /// The currency catalog.
 #[utoipa::path(get, path = "/api/v3/currencies", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`. Every currency some provider trades now, with limits. \
+    description = "Every currency some provider trades now, with limits. \
         When a provider cannot be refreshed its last good answer is served (`degraded`, `reason`, \
         `source: cache`); before any provider has answered, the shipped catalog (`source: snapshot`).",
     responses((status = 200, description = "The catalog", body = inline(Success<Catalog>))))]
@@ -81,7 +81,7 @@ fn currency_dto(entry: &CatalogEntry) -> Currency {
 /// Popular tokens.
 #[utoipa::path(get, path = "/api/v3/tokens/popular", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`. Optional `chain`: a network code (`BASE`), an EVM chain id \
+    description = "Optional `chain`: a network code (`BASE`), an EVM chain id \
         (`8453`), a CAIP-2 id (`eip155:8453`) or `solana`.",
     params(("chain" = Option<String>, Query, description = "Only this chain")),
     responses((status = 200, description = "Tokens", body = inline(Success<TokenList>))))]
@@ -95,7 +95,7 @@ pub(crate) async fn tokens_popular(
 /// Token search by symbol or name.
 #[utoipa::path(get, path = "/api/v3/tokens/search", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`. Case-insensitive match of `q` in symbols and names: exact \
+    description = "Case-insensitive match of `q` in symbols and names: exact \
         symbols first, then symbol prefixes, then the rest.",
     params(
         ("q" = String, Query, description = "1 to 64 characters"),
@@ -113,7 +113,7 @@ pub(crate) async fn tokens_search(
 /// A token by its contract address or mint.
 #[utoipa::path(get, path = "/api/v3/tokens/by-address", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`. EVM addresses match in any letter case; Solana mints exactly.",
+    description = "EVM addresses match in any letter case; Solana mints exactly.",
     params(
         ("chain" = String, Query, description = "Chain of the token"),
         ("address" = String, Query, description = "Contract address or mint"),
@@ -140,7 +140,7 @@ pub(crate) async fn tokens_by_address(
 /// A token's logo as a data URI.
 #[utoipa::path(get, path = "/api/v3/tokens/logo", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`. No logos are shipped: the image is generated \
+    description = "No logos are shipped: the image is generated \
         deterministically from the chain and address (`generated: true`), for listed and unlisted tokens alike.",
     params(
         ("chain" = String, Query, description = "Chain of the token"),
@@ -247,7 +247,7 @@ fn chain_and_address(query: &SignedQuery) -> Result<(Network, &str), ApiError> {
 /// A legacy quote: the best offchain offer.
 #[utoipa::path(post, path = "/api/v3/quotes", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`; needs `Idempotency-Key`. Legacy: quotes offchain providers only \
+    description = "Legacy: quotes offchain providers only \
         (onchain DEX and bridge routes come from `GET /routes`). `direction: to` quotes the input needed \
         for an exact output.",
     request_body = QuoteInput,
@@ -417,7 +417,7 @@ fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> A
 /// Route discovery.
 #[utoipa::path(get, path = "/api/v3/routes", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `prices:read`. Asks every provider at once (each under its own deadline) \
+    description = "Asks every provider at once (each under its own deadline) \
         and answers with route cards, best first; a provider that fails or is too slow appears as a card \
         with `isAvailable: false` and a reason. Usable cards carry a `routeQuoteId` valid until \
         `expiresAt`. Bridging to another namespace than the signer's needs `recipientAddress`.",
@@ -661,7 +661,7 @@ fn wallet(query: &SignedQuery) -> Result<Option<Wallet>, ApiError> {
 /// Turns a usable offchain route into a createToken.
 #[utoipa::path(post, path = "/api/v3/routes/resolve", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:create`; needs `Idempotency-Key`. Locks the card's terms in a \
+    description = "Locks the card's terms in a \
         createToken for `POST /orders`: single use, valid 10 minutes, usable only by this key. Onchain \
         cards resolve through `POST /onchain/routes/resolve`.",
     request_body = ResolveInput,

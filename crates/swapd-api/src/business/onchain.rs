@@ -34,7 +34,7 @@ use crate::{ApiError, ApiJson, AppState};
 /// Resolves an onchain route card into an execution plan.
 #[utoipa::path(post, path = "/api/v3/onchain/routes/resolve", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:create`; needs `Idempotency-Key`. Turns an onchain card of \
+    description = "Turns an onchain card of \
         `GET /routes` into the steps the wallet performs: EVM transactions (ABI-encoded calldata, \
         value and gas in base units), EIP-712 typed data to sign for gasless routes, or an unsigned \
         Solana transaction. The same request (card, wallet, slippage) answers the same plan. \
@@ -283,8 +283,7 @@ fn plan_response(state: &AppState, plan: &ExecutionPlan) -> Response {
 /// Reports what the wallet did with a plan.
 #[utoipa::path(post, path = "/api/v3/onchain/executions", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:create`; needs `Idempotency-Key` and \
-        `X-Onchain-Execution-Access-Token`. Exactly one of `txHash` (the last transaction step, once \
+    description = "Needs `X-Onchain-Execution-Access-Token`. Exactly one of `txHash` (the last transaction step, once \
         broadcast) and `signatures` (one per signature step of a gasless plan, in order; each must \
         recover to `walletAddress` over the step's typed data). The same report again answers the \
         execution unchanged; a different second report is refused. The answer is the execution, \
@@ -423,7 +422,7 @@ fn parse_report(
 /// Polls an execution.
 #[utoipa::path(get, path = "/api/v3/onchain/executions/{executionPlanId}", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:read`; needs `X-Onchain-Execution-Access-Token`. `status` moves \
+    description = "Needs `X-Onchain-Execution-Access-Token`. `status` moves \
         `awaiting_user → submitted → pending → done | failed | expired` and never back; `terminal` \
         says it will not change again; on `done`, `outcome` (completed, partial, refunded), \
         `receivedAmount` and `receivedToken` say what the wallet got.",

@@ -40,7 +40,7 @@ struct Terms {
 /// Creates an order.
 #[utoipa::path(post, path = "/api/v3/orders", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:create`; needs `Idempotency-Key`. With a `createToken` the order \
+    description = "With a `createToken` the order \
         takes the resolved route's terms (a fixed rate stays locked); otherwise the best offchain \
         offer for `fromCcy`, `toCcy`, `amount`, `direction`, `type` is taken. 201 for a new order, 200 \
         with `Idempotent-Replayed: true` when the same key is reused. `quoteId` is not accepted.",
@@ -380,7 +380,7 @@ pub(crate) async fn owned_order(
 /// Reads an order.
 #[utoipa::path(get, path = "/api/v3/orders/{orderId}", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:read`. Only the key that created the order can read it; any other key \
+    description = "Only the key that created the order can read it; any other key \
         gets the same 404 as for an unknown id.",
     params(("orderId" = String, Path, description = "`ord_…`")),
     responses(
@@ -399,7 +399,7 @@ pub(crate) async fn get_order(
 /// Reads an order's status (the same view as the order).
 #[utoipa::path(get, path = "/api/v3/orders/{orderId}/status", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:read`. The same payload as `GET /orders/{orderId}`.",
+    description = "The same payload as `GET /orders/{orderId}`.",
     params(("orderId" = String, Path, description = "`ord_…`")),
     responses(
         (status = 200, description = "The order", body = inline(Success<OrderView>)),
@@ -480,7 +480,7 @@ async fn apply_change(
 /// Answers an emergency.
 #[utoipa::path(post, path = "/api/v3/orders/{orderId}/emergency", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:update`; needs `Idempotency-Key`. EXCHANGE continues at the current \
+    description = "EXCHANGE continues at the current \
         market rate for the amount received; REFUND sends the deposit back to `refundAddress` (or the one \
         given at creation). Repeating the choice already made answers the order unchanged.",
     params(("orderId" = String, Path, description = "`ord_…`")),
@@ -516,7 +516,7 @@ pub(crate) async fn emergency(
 /// Asks for a refund of a deposit that was not exchanged.
 #[utoipa::path(post, path = "/api/v3/orders/{orderId}/refund", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:update`; needs `Idempotency-Key`. For an order holding a deposit that \
+    description = "For an order holding a deposit that \
         was not exchanged (confirming, or in an emergency without a choice): the deposit goes back to \
         `refundAddress` (or the one given at creation). Any other order: 409 `order_not_refundable`.",
     params(("orderId" = String, Path, description = "`ord_…`")),
@@ -550,7 +550,7 @@ pub(crate) async fn refund(
 /// Deposit QR codes.
 #[utoipa::path(get, path = "/api/v3/orders/{orderId}/qr", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:read`. Two QR codes of the deposit's wallet URI (BIP-21, EIP-681, \
+    description = "Two QR codes of the deposit's wallet URI (BIP-21, EIP-681, \
         Solana Pay, `tron:`, `xrpl:` with the destination tag): the address alone, and with the amount to \
         send (`checked`). Each as PNG and SVG data URIs.",
     params(("orderId" = String, Path, description = "`ord_…`")),
@@ -594,7 +594,7 @@ pub(crate) async fn deposit_qr(
 /// Attaches an e-mail address for status e-mails.
 #[utoipa::path(post, path = "/api/v3/orders/{orderId}/notifications/email", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `notifications:write`; needs `Idempotency-Key`. Every later status change of \
+    description = "Every later status change of \
         the order is e-mailed to `email` (SMTP in live mode, `.eml` files under the data directory in \
         sandbox mode). Attaching the address already attached changes nothing; another one replaces it.",
     params(("orderId" = String, Path, description = "`ord_…`")),

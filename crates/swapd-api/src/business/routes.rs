@@ -1,127 +1,225 @@
-//! The Business API route table: for every mounted route, the permission it needs (the spec's
-//! endpoint table) and the weight it costs in the weighted hourly quota. The readiness document
-//! and the authorization step both read it, so they cannot disagree.
+//! The Business API's routes, each declared once in [`declare`]: the handler brings its path,
+//! method and OpenAPI operation (its `#[utoipa::path]`), the declaration adds what a key needs
+//! and what a call weighs. The router, the gate's rule for each route, the readiness list and
+//! the OpenAPI paths are all derived from it.
 
+use std::sync::OnceLock;
+
+use axum::handler::Handler;
 use axum::http::Method;
+use axum::routing::{MethodFilter, MethodRouter};
+use axum::{Router, middleware};
 use swapd_types::Permission;
 use swapd_types::readiness::RouteInfo;
+use utoipa::openapi::path::{Operation, Paths};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
 
+use super::auth::{self, Gate};
+use super::{market, onchain, orders, sandbox, webhooks};
+use crate::AppState;
+use crate::route_doc::single_operation;
+
+/// What a key needs to call a route: a route cannot be declared without saying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Required {
+    /// Any valid, active key.
+    AnyKey,
+    Permission(Permission),
+}
+
+impl From<Permission> for Required {
+    fn from(permission: Permission) -> Self {
+        Self::Permission(permission)
+    }
+}
+
+/// A declared route as the gate and the readiness document see it.
 #[derive(Debug, Clone)]
 pub struct RouteSpec {
     pub method: Method,
-    /// The route template exactly as mounted, e.g. `/api/v3/orders/{orderId}`.
-    pub path: &'static str,
-    /// `None`: any valid key may call it.
-    pub permission: Option<Permission>,
+    /// The route template as mounted, e.g. `/api/v3/orders/{orderId}`.
+    pub path: String,
+    pub required: Required,
     /// Units of the weighted hourly quota one call costs.
     pub weight: u32,
 }
 
-const fn route(
-    method: Method,
-    path: &'static str,
-    permission: Option<Permission>,
-    weight: u32,
-) -> RouteSpec {
-    RouteSpec {
-        method,
-        path,
-        permission,
-        weight,
+impl RouteSpec {
+    /// The route as the readiness document lists it.
+    pub fn info(&self) -> RouteInfo {
+        RouteInfo {
+            method: self.method.to_string(),
+            path: self.path.clone(),
+            permission: match self.required {
+                Required::AnyKey => None,
+                Required::Permission(permission) => Some(permission),
+            },
+            weight: self.weight,
+        }
     }
 }
 
-const PRICES: Option<Permission> = Some(Permission::PricesRead);
-const CREATE: Option<Permission> = Some(Permission::OrdersCreate);
-const READ: Option<Permission> = Some(Permission::OrdersRead);
-const UPDATE: Option<Permission> = Some(Permission::OrdersUpdate);
-const HOOKS_READ: Option<Permission> = Some(Permission::WebhooksRead);
-const HOOKS_WRITE: Option<Permission> = Some(Permission::WebhooksWrite);
-
-/// Route discovery asks every provider, so it weighs more than a catalog read.
-pub static BUSINESS_ROUTES: &[RouteSpec] = &[
-    route(Method::GET, "/api/v3", None, 1),
-    route(Method::GET, "/api/v3/currencies", PRICES, 1),
-    route(Method::GET, "/api/v3/tokens/popular", PRICES, 1),
-    route(Method::GET, "/api/v3/tokens/search", PRICES, 1),
-    route(Method::GET, "/api/v3/tokens/by-address", PRICES, 1),
-    route(Method::GET, "/api/v3/tokens/logo", PRICES, 1),
-    route(Method::POST, "/api/v3/quotes", PRICES, 2),
-    route(Method::GET, "/api/v3/routes", PRICES, 5),
-    route(Method::POST, "/api/v3/routes/resolve", CREATE, 2),
-    route(Method::POST, "/api/v3/orders", CREATE, 5),
-    route(Method::GET, "/api/v3/orders/{orderId}", READ, 1),
-    route(Method::GET, "/api/v3/orders/{orderId}/status", READ, 1),
-    route(
-        Method::POST,
-        "/api/v3/orders/{orderId}/emergency",
-        UPDATE,
-        2,
-    ),
-    route(Method::POST, "/api/v3/orders/{orderId}/refund", UPDATE, 2),
-    route(Method::GET, "/api/v3/orders/{orderId}/qr", READ, 2),
-    route(
-        Method::POST,
-        "/api/v3/orders/{orderId}/notifications/email",
-        Some(Permission::NotificationsWrite),
-        1,
-    ),
-    route(Method::POST, "/api/v3/onchain/routes/resolve", CREATE, 3),
-    route(Method::POST, "/api/v3/onchain/executions", CREATE, 2),
-    route(
-        Method::GET,
-        "/api/v3/onchain/executions/{executionPlanId}",
-        READ,
-        1,
-    ),
-    route(Method::GET, "/api/v3/webhooks", HOOKS_READ, 1),
-    route(Method::POST, "/api/v3/webhooks", HOOKS_WRITE, 2),
-    route(
-        Method::PATCH,
-        "/api/v3/webhooks/{webhookId}",
-        HOOKS_WRITE,
-        2,
-    ),
-    route(
-        Method::POST,
-        "/api/v3/webhooks/{webhookId}/rotate-secret",
-        HOOKS_WRITE,
-        2,
-    ),
-    route(
-        Method::POST,
-        "/api/v3/webhooks/{webhookId}/replay",
-        HOOKS_WRITE,
-        5,
-    ),
-    route(
-        Method::GET,
-        "/api/v3/webhooks/{webhookId}/deliveries",
-        HOOKS_READ,
-        1,
-    ),
-    route(Method::POST, "/api/v3/callbacks/test", HOOKS_WRITE, 5),
-    route(
-        Method::POST,
-        "/api/v3/sandbox/orders/{orderId}/deposit",
-        CREATE,
-        1,
-    ),
-];
-
-pub fn find<'a>(routes: &'a [RouteSpec], method: &Method, path: &str) -> Option<&'a RouteSpec> {
-    routes.iter().find(|spec| {
-        spec.path == path
-            && (spec.method == method || (method == Method::HEAD && spec.method == Method::GET))
-    })
+/// Every route of the spec's Business API table. Route discovery asks every provider, so it
+/// weighs more than a catalog read.
+fn declare() -> BusinessRoutes {
+    use Permission::*;
+    BusinessRoutes::default()
+        .route(routes!(super::readiness), Required::AnyKey, 1)
+        .route(routes!(market::currencies), PricesRead, 1)
+        .route(routes!(market::tokens_popular), PricesRead, 1)
+        .route(routes!(market::tokens_search), PricesRead, 1)
+        .route(routes!(market::tokens_by_address), PricesRead, 1)
+        .route(routes!(market::tokens_logo), PricesRead, 1)
+        .route(routes!(market::quotes), PricesRead, 2)
+        .route(routes!(market::discover_routes), PricesRead, 5)
+        .route(routes!(market::resolve), OrdersCreate, 2)
+        .route(routes!(orders::create_order), OrdersCreate, 5)
+        .route(routes!(orders::get_order), OrdersRead, 1)
+        .route(routes!(orders::get_order_status), OrdersRead, 1)
+        .route(routes!(orders::emergency), OrdersUpdate, 2)
+        .route(routes!(orders::refund), OrdersUpdate, 2)
+        .route(routes!(orders::deposit_qr), OrdersRead, 2)
+        .route(routes!(orders::attach_email), NotificationsWrite, 1)
+        .route(routes!(onchain::resolve), OrdersCreate, 3)
+        .route(routes!(onchain::report), OrdersCreate, 2)
+        .route(routes!(onchain::status), OrdersRead, 1)
+        .route(routes!(webhooks::list), WebhooksRead, 1)
+        .route(routes!(webhooks::create), WebhooksWrite, 2)
+        .route(routes!(webhooks::update), WebhooksWrite, 2)
+        .route(routes!(webhooks::rotate), WebhooksWrite, 2)
+        .route(routes!(webhooks::replay), WebhooksWrite, 5)
+        .route(routes!(webhooks::deliveries), WebhooksRead, 1)
+        .route(routes!(webhooks::test_callback), WebhooksWrite, 5)
+        .route(routes!(sandbox::deposit), OrdersCreate, 1)
 }
 
-/// A route as the readiness document lists it.
-pub fn route_info(spec: &RouteSpec) -> RouteInfo {
-    RouteInfo {
-        method: spec.method.to_string(),
-        path: spec.path.to_owned(),
-        permission: spec.permission,
-        weight: spec.weight,
+/// The declared routes, in declaration order.
+pub fn routes() -> &'static [RouteSpec] {
+    static SPECS: OnceLock<Vec<RouteSpec>> = OnceLock::new();
+    SPECS.get_or_init(|| declare().routes.into_iter().map(|r| r.spec).collect())
+}
+
+/// The signed Business API routes behind their gate.
+pub fn router(state: &AppState) -> Router<AppState> {
+    declare().into_router(state)
+}
+
+/// The OpenAPI paths of the declared routes, and the schemas they use.
+pub fn openapi() -> (Paths, Vec<(String, RefOr<Schema>)>) {
+    let declared = declare();
+    (declared.paths, declared.schemas)
+}
+
+/// A set of signed routes and what the gate needs to know of each.
+#[derive(Default)]
+pub struct BusinessRoutes {
+    routes: Vec<Declared>,
+    paths: Paths,
+    schemas: Vec<(String, RefOr<Schema>)>,
+}
+
+struct Declared {
+    spec: RouteSpec,
+    handler: MethodRouter<AppState>,
+}
+
+impl BusinessRoutes {
+    /// A documented route: `routes!(handler)` of a handler with a `#[utoipa::path]`.
+    pub fn route(
+        mut self,
+        (schemas, paths, handler): UtoipaMethodRouter<AppState>,
+        required: impl Into<Required>,
+        weight: u32,
+    ) -> Self {
+        let required = required.into();
+        let (path, method, mut operation) = single_operation(paths);
+        describe(&mut operation, &method, required);
+        self.paths.add_path_operation(
+            &path,
+            vec![crate::route_doc::http_method(&method)],
+            operation,
+        );
+        self.schemas.extend(schemas);
+        self.push(method, path, handler, required, weight)
     }
+
+    /// A route without an OpenAPI operation (test routes behind the same gate).
+    pub fn undocumented<H, T>(
+        self,
+        method: Method,
+        path: &str,
+        handler: H,
+        required: impl Into<Required>,
+        weight: u32,
+    ) -> Self
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        let filter = MethodFilter::try_from(method.clone()).expect("a routable method");
+        let handler = MethodRouter::new().on(filter, handler);
+        self.push(method, path.to_owned(), handler, required.into(), weight)
+    }
+
+    fn push(
+        mut self,
+        method: Method,
+        path: String,
+        handler: MethodRouter<AppState>,
+        required: Required,
+        weight: u32,
+    ) -> Self {
+        self.routes.push(Declared {
+            spec: RouteSpec {
+                method,
+                path,
+                required,
+                weight,
+            },
+            handler,
+        });
+        self
+    }
+
+    /// Mounts every route behind the gate: CORS preflights, then authentication,
+    /// authorization and rate limits with the route's own rule, then idempotency for
+    /// mutations. Methods a path does not have answer 405 with `Allow`, before the gate.
+    pub fn into_router(self, state: &AppState) -> Router<AppState> {
+        let mut router = Router::new();
+        for Declared { spec, handler } in self.routes {
+            let path = spec.path.clone();
+            let gate = Gate {
+                state: state.clone(),
+                route: spec,
+            };
+            let handler = handler
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    crate::idempotency::idempotent,
+                ))
+                .route_layer(middleware::from_fn_with_state(gate, auth::authenticate));
+            router = router.route(&path, handler);
+        }
+        router.layer(middleware::from_fn_with_state(
+            state.guards.clone(),
+            auth::preflight,
+        ))
+    }
+}
+
+/// Opens the operation's description with the rule the declaration set, so it is never
+/// restated by hand.
+fn describe(operation: &mut Operation, method: &Method, required: Required) {
+    let Required::Permission(permission) = required else {
+        return;
+    };
+    let needs = if matches!(*method, Method::POST | Method::PATCH) {
+        "; needs `Idempotency-Key`"
+    } else {
+        ""
+    };
+    let own = operation.description.take().unwrap_or_default();
+    operation.description = Some(format!("Permission `{permission}`{needs}. {own}"));
 }

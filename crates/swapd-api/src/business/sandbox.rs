@@ -20,7 +20,7 @@ use crate::{ApiError, ApiJson, AppState};
 /// Simulates a deposit to an order's address (sandbox only).
 #[utoipa::path(post, path = "/api/v3/sandbox/orders/{orderId}/deposit", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `orders:create`; needs `Idempotency-Key`. Sandbox mode only (404 in live). \
+    description = "Sandbox mode only (404 in live). \
         Records a transfer of `amount` to the order's deposit address; the order then advances by itself \
         as confirmations accrue. Several deposits to one order are allowed.",
     params(("orderId" = String, Path, description = "`ord_…`")),

@@ -31,7 +31,7 @@ use crate::{ApiError, ApiJson, AppState, SignedQuery};
 /// Lists the key's subscriptions.
 #[utoipa::path(get, path = "/api/v3/webhooks", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:read`. The key's subscriptions, oldest first (no secrets).",
+    description = "The key's subscriptions, oldest first (no secrets).",
     responses((status = 200, description = "Subscriptions", body = inline(Success<WebhookList>))))]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -53,7 +53,7 @@ pub(crate) async fn list(
 /// Creates a subscription.
 #[utoipa::path(post, path = "/api/v3/webhooks", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:write`; needs `Idempotency-Key`. The signing secret is in this \
+    description = "The signing secret is in this \
         answer only. Live mode accepts only `https` URLs on port 443 whose every address is public; \
         the URL is checked again before every delivery. At most 20 subscriptions per key.",
     request_body = WebhookInput,
@@ -115,7 +115,7 @@ pub(crate) async fn create(
 /// Updates a subscription.
 #[utoipa::path(patch, path = "/api/v3/webhooks/{webhookId}", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:write`; needs `Idempotency-Key`. Changes `url`, `description`, \
+    description = "Changes `url`, `description`, \
         `events` and `status` (`active`, `disabled`); fields left out stay. Enabling a subscription \
         swapd disabled clears its reason; deliveries of a disabled subscription fail without being sent.",
     params(("webhookId" = String, Path, description = "`whk_…`")),
@@ -174,7 +174,7 @@ pub(crate) async fn update(
 /// Rotates a subscription's signing secret.
 #[utoipa::path(post, path = "/api/v3/webhooks/{webhookId}/rotate-secret", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:write`; needs `Idempotency-Key`. Returns the new secret once. \
+    description = "Returns the new secret once. \
         The current one keeps signing beside it for `previousSecretExpiresIn` seconds (default 86400, \
         at most 604800; 0 retires it at once): every delivery in between carries both signatures. \
         A second rotation during that grace is refused unless `force: true`.",
@@ -262,7 +262,7 @@ async fn change<T: serde::Serialize>(
 /// Replays past events to a subscription.
 #[utoipa::path(post, path = "/api/v3/webhooks/{webhookId}/replay", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:write`; needs `Idempotency-Key`. Queues the key's event \
+    description = "Queues the key's event \
         `eventId`, or its events of the subscribed types created in `[since, until)` (Unix seconds; \
         `until` defaults to now; `limit` 1 to 100, default 100), oldest first. Each is delivered again \
         with its own id and stored payload, signed anew. 202 with what was queued.",
@@ -366,7 +366,7 @@ pub(crate) async fn replay(
 /// Sends one signed test delivery.
 #[utoipa::path(post, path = "/api/v3/callbacks/test", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:write`; needs `Idempotency-Key`. Sends one test event \
+    description = "Sends one test event \
         (`\"test\": true`, `type` from `eventType`, default `order.updated`) to the subscription's URL, \
         signed like every delivery, now. Answers with the status code and latency only: what the \
         receiver sent back is never shown.",
@@ -440,7 +440,7 @@ pub(crate) async fn test_callback(
 /// The delivery log of a subscription.
 #[utoipa::path(get, path = "/api/v3/webhooks/{webhookId}/deliveries", tag = "business",
     security(("hmac" = [])),
-    description = "Permission `webhooks:read`. The newest deliveries (`limit` 1 to 100, default 20) \
+    description = "The newest deliveries (`limit` 1 to 100, default 20) \
         with every attempt: status code, latency, swapd's reason for a failure, and when the next \
         attempt is due.",
     params(

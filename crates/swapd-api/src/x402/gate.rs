@@ -16,7 +16,7 @@
 //! Without what a route needs, the answer is 402 with `PAYMENT-REQUIRED`: the requirements
 //! for paid routes, and a fresh SIWX challenge for wallet-bound ones.
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
@@ -30,7 +30,7 @@ use swapd_x402::wire::{
     SettleResponse, X402_VERSION,
 };
 
-use super::{Access, InputCheck, X402Route};
+use super::{Access, AccessTokens, InputCheck, X402Route};
 use crate::idempotency::{self, CallerScope, Started};
 use crate::{ApiError, AppState};
 
@@ -45,20 +45,20 @@ const CHALLENGE_TTL_MS: i64 = 5 * 60 * 1000;
 /// Headers larger than this are not decoded.
 const MAX_HEADER_BYTES: usize = 8 * 1024;
 
-pub async fn gate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(route) = request
-        .extensions()
-        .get::<MatchedPath>()
-        .and_then(|path| super::find(request.method(), path.as_str()))
-    else {
-        tracing::error!("an x402 route is missing from X402_ROUTES");
-        return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
-    };
+/// What the gate needs for one route: the route's own rule comes with it.
+#[derive(Clone)]
+pub struct RouteGate {
+    pub state: AppState,
+    pub route: X402Route,
+}
+
+pub async fn gate(State(gate): State<RouteGate>, request: Request, next: Next) -> Response {
+    let RouteGate { state, route } = &gate;
     if route.access == Access::Free {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let context = Context::new(&state, route, &parts);
+    let context = Context::new(state, route, &parts);
     let request = Request::from_parts(parts, body);
     let mut response = match route.access {
         Access::WalletRead => context.wallet_read(request, next).await,
@@ -72,7 +72,7 @@ pub async fn gate(State(state): State<AppState>, request: Request, next: Next) -
 
 struct Context<'a> {
     state: &'a AppState,
-    route: &'static X402Route,
+    route: &'a X402Route,
     /// Who is asking, for the limits: the client address.
     client: String,
     /// The full URL of this request on our public origin (path and query).
@@ -81,7 +81,7 @@ struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    fn new(state: &'a AppState, route: &'static X402Route, parts: &Parts) -> Self {
+    fn new(state: &'a AppState, route: &'a X402Route, parts: &Parts) -> Self {
         let client = crate::business::auth::client_ip(parts, &state.trusted_proxies)
             .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
         let path_and_query = parts
@@ -153,14 +153,15 @@ impl<'a> Context<'a> {
     }
 
     fn disabled(&self) -> Option<Response> {
-        (self.route.needs_access_tokens && !self.state.x402.wallet_routes_enabled).then(|| {
-            ApiError::new(
+        (self.route.access_tokens == AccessTokens::Needed && !self.state.x402.wallet_routes_enabled)
+            .then(|| {
+                ApiError::new(
                 ErrorCode::ServiceUnavailable,
                 "order and onchain routes of the x402 API are disabled: the operator has not set \
                  x402.access_token_secret",
             )
             .into_response()
-        })
+            })
     }
 
     /// A free read of a resource the proven wallet owns.

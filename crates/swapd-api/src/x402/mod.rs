@@ -1,23 +1,28 @@
 //! The pay-per-call API (`/api/x402`, DESIGN.md §8): the same use cases as the Business API,
 //! paid per call with x402 v2 payments and bound to wallets proven with Sign-In-With-X. The
-//! gate decides, per route of [`X402_ROUTES`], what a request needs; the handlers are the
+//! gate decides, per route of [`routes`], what a request needs; the handlers are the
 //! Business API's, run for the wallet's caller scope.
 
 mod gate;
 pub(crate) mod market_intel;
 pub(crate) mod readiness;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::http::Method;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::MethodRouter;
 use swapd_x402::{Facilitator, Pricing};
+use utoipa::openapi::path::Paths;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
 
 pub use gate::WalletPrincipal;
 
 use crate::business::{market, onchain, orders};
+use crate::route_doc::{http_method, single_operation};
 use crate::{ApiError, AppState, parse_json};
 
 /// What the x402 surface needs besides the shared state.
@@ -35,17 +40,26 @@ pub struct X402 {
 
 pub use swapd_types::readiness::Access;
 
+/// A declared x402 route as the gate and the readiness document see it.
 #[derive(Debug, Clone)]
 pub struct X402Route {
     pub method: Method,
     /// The route template as mounted.
-    pub path: &'static str,
+    pub path: String,
     pub access: Access,
     /// Orders and onchain executions: disabled in live mode without an access-token secret.
-    pub needs_access_tokens: bool,
+    pub access_tokens: AccessTokens,
     pub description: &'static str,
     /// How a paid call's input is checked before anything is charged.
     pub input: InputCheck,
+}
+
+/// Whether a route hands out or reads onchain execution access tokens (orders and onchain
+/// executions), which live mode cannot sign without an operator-set secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessTokens {
+    NotUsed,
+    Needed,
 }
 
 /// A paid call's input checked as its handler will read it (the handler's own parsing; for
@@ -61,187 +75,153 @@ pub enum InputCheck {
     Query(QueryCheck),
 }
 
-const fn route(
-    method: Method,
-    path: &'static str,
-    access: Access,
-    needs_access_tokens: bool,
-    description: &'static str,
-    input: InputCheck,
-) -> X402Route {
-    X402Route {
-        method,
-        path,
-        access,
-        needs_access_tokens,
-        description,
-        input,
-    }
+/// Every route of the spec's x402 table, with its charge and access rule. The Business API's
+/// handlers are mounted under `/api/x402` with the same path below it.
+fn declare() -> X402Routes {
+    use AccessTokens::{Needed, NotUsed};
+    use InputCheck::{Body, Nothing, Query};
+    X402Routes::default()
+        .route(
+            routes!(readiness::readiness),
+            Access::Free,
+            NotUsed,
+            "Readiness document",
+            Nothing,
+        )
+        .route(
+            routes!(market::currencies),
+            Access::Paid,
+            NotUsed,
+            "Currency catalog",
+            Query(market::check_currencies_query),
+        )
+        .route(
+            routes!(market::tokens_popular),
+            Access::Paid,
+            NotUsed,
+            "Popular tokens",
+            Query(market::check_popular_query),
+        )
+        .route(
+            routes!(market::tokens_search),
+            Access::Paid,
+            NotUsed,
+            "Token search",
+            Query(market::check_search_query),
+        )
+        .route(
+            routes!(market::tokens_by_address),
+            Access::Paid,
+            NotUsed,
+            "Token by address",
+            Query(market::check_token_query),
+        )
+        .route(
+            routes!(market::tokens_logo),
+            Access::Paid,
+            NotUsed,
+            "Token logo",
+            Query(market::check_token_query),
+        )
+        .route(
+            routes!(market::discover_routes),
+            Access::Paid,
+            NotUsed,
+            "Route discovery",
+            Query(market::check_routes_query),
+        )
+        .route(
+            routes!(market::resolve),
+            Access::PaidWallet,
+            NotUsed,
+            "Resolve an offchain route into a createToken",
+            Body(parses_as::<swapd_types::market::ResolveInput>),
+        )
+        .route(
+            routes!(market::quotes),
+            Access::Paid,
+            NotUsed,
+            "Legacy quote",
+            Body(parses_as::<swapd_types::market::QuoteInput>),
+        )
+        .route(
+            routes!(onchain::resolve),
+            Access::PaidWallet,
+            Needed,
+            "Resolve an onchain route into an execution plan",
+            Body(parses_as::<swapd_types::onchain::OnchainResolveInput>),
+        )
+        .route(
+            routes!(onchain::report),
+            Access::PaidWallet,
+            Needed,
+            "Report an onchain execution",
+            Body(parses_as::<swapd_types::onchain::ExecutionReportInput>),
+        )
+        .route(
+            routes!(onchain::status),
+            Access::WalletRead,
+            Needed,
+            "Onchain execution status",
+            Nothing,
+        )
+        .route(
+            routes!(orders::create_order),
+            Access::PaidWallet,
+            Needed,
+            "Create an order bound to the wallet",
+            Body(parses_as::<swapd_types::orders::OrderInput>),
+        )
+        .route(
+            routes!(orders::get_order),
+            Access::WalletRead,
+            Needed,
+            "The wallet's order",
+            Nothing,
+        )
+        .route(
+            routes!(orders::emergency),
+            Access::PaidWallet,
+            Needed,
+            "Choose in an emergency",
+            Body(parses_as::<swapd_types::orders::EmergencyInput>),
+        )
+        .route(
+            routes!(orders::refund),
+            Access::PaidWallet,
+            Needed,
+            "Refund an order",
+            Body(parses_as::<swapd_types::orders::RefundInput>),
+        )
+        .route(
+            routes!(orders::attach_email),
+            Access::PaidWallet,
+            Needed,
+            "Status e-mails",
+            Body(parses_as::<swapd_types::orders::EmailInput>),
+        )
+        .route(
+            routes!(orders::deposit_qr),
+            Access::WalletRead,
+            Needed,
+            "Deposit QR codes",
+            Nothing,
+        )
+        .route(
+            routes!(market_intel::create_job),
+            Access::PaidWallet,
+            NotUsed,
+            "Queue a market-intel job",
+            Body(valid_job),
+        )
+        .route(
+            routes!(market_intel::get_job),
+            Access::WalletRead,
+            NotUsed,
+            "The wallet's market-intel job",
+            Nothing,
+        )
 }
-
-/// Every route of the spec's x402 table, with its charge and access rule.
-pub static X402_ROUTES: &[X402Route] = &[
-    route(
-        Method::GET,
-        "/api/x402",
-        Access::Free,
-        false,
-        "Readiness document",
-        InputCheck::Nothing,
-    ),
-    route(
-        Method::GET,
-        "/api/x402/currencies",
-        Access::Paid,
-        false,
-        "Currency catalog",
-        InputCheck::Query(market::check_currencies_query),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/tokens/popular",
-        Access::Paid,
-        false,
-        "Popular tokens",
-        InputCheck::Query(market::check_popular_query),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/tokens/search",
-        Access::Paid,
-        false,
-        "Token search",
-        InputCheck::Query(market::check_search_query),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/tokens/by-address",
-        Access::Paid,
-        false,
-        "Token by address",
-        InputCheck::Query(market::check_token_query),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/tokens/logo",
-        Access::Paid,
-        false,
-        "Token logo",
-        InputCheck::Query(market::check_token_query),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/routes",
-        Access::Paid,
-        false,
-        "Route discovery",
-        InputCheck::Query(market::check_routes_query),
-    ),
-    route(
-        Method::POST,
-        "/api/x402/routes/resolve",
-        Access::PaidWallet,
-        false,
-        "Resolve an offchain route into a createToken",
-        InputCheck::Body(parses_as::<swapd_types::market::ResolveInput>),
-    ),
-    route(
-        Method::POST,
-        "/api/x402/quotes",
-        Access::Paid,
-        false,
-        "Legacy quote",
-        InputCheck::Body(parses_as::<swapd_types::market::QuoteInput>),
-    ),
-    route(
-        Method::POST,
-        "/api/x402/onchain/routes/resolve",
-        Access::PaidWallet,
-        true,
-        "Resolve an onchain route into an execution plan",
-        InputCheck::Body(parses_as::<swapd_types::onchain::OnchainResolveInput>),
-    ),
-    route(
-        Method::POST,
-        "/api/x402/onchain/executions",
-        Access::PaidWallet,
-        true,
-        "Report an onchain execution",
-        InputCheck::Body(parses_as::<swapd_types::onchain::ExecutionReportInput>),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/onchain/executions/{executionPlanId}",
-        Access::WalletRead,
-        true,
-        "Onchain execution status",
-        InputCheck::Nothing,
-    ),
-    route(
-        Method::POST,
-        "/api/x402/orders",
-        Access::PaidWallet,
-        true,
-        "Create an order bound to the wallet",
-        InputCheck::Body(parses_as::<swapd_types::orders::OrderInput>),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/orders/{orderId}",
-        Access::WalletRead,
-        true,
-        "The wallet's order",
-        InputCheck::Nothing,
-    ),
-    route(
-        Method::POST,
-        "/api/x402/orders/{orderId}/emergency",
-        Access::PaidWallet,
-        true,
-        "Choose in an emergency",
-        InputCheck::Body(parses_as::<swapd_types::orders::EmergencyInput>),
-    ),
-    route(
-        Method::POST,
-        "/api/x402/orders/{orderId}/refund",
-        Access::PaidWallet,
-        true,
-        "Refund an order",
-        InputCheck::Body(parses_as::<swapd_types::orders::RefundInput>),
-    ),
-    route(
-        Method::POST,
-        "/api/x402/orders/{orderId}/notifications/email",
-        Access::PaidWallet,
-        true,
-        "Status e-mails",
-        InputCheck::Body(parses_as::<swapd_types::orders::EmailInput>),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/orders/{orderId}/qr",
-        Access::WalletRead,
-        true,
-        "Deposit QR codes",
-        InputCheck::Nothing,
-    ),
-    route(
-        Method::POST,
-        "/api/x402/market-intel/jobs",
-        Access::PaidWallet,
-        false,
-        "Queue a market-intel job",
-        InputCheck::Body(valid_job),
-    ),
-    route(
-        Method::GET,
-        "/api/x402/market-intel/jobs/{jobId}",
-        Access::WalletRead,
-        false,
-        "The wallet's market-intel job",
-        InputCheck::Nothing,
-    ),
-];
 
 fn parses_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(), ApiError> {
     parse_json::<T>(bytes).map(drop)
@@ -256,56 +236,87 @@ fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
 
 pub use crate::business::market::QueryCheck;
 
-pub fn find(method: &Method, path: &str) -> Option<&'static X402Route> {
-    X402_ROUTES.iter().find(|route| {
-        route.path == path
-            && (route.method == method || (method == Method::HEAD && route.method == Method::GET))
+/// The declared routes, in declaration order.
+pub fn routes() -> &'static [X402Route] {
+    static ROUTES: OnceLock<Vec<X402Route>> = OnceLock::new();
+    ROUTES.get_or_init(|| {
+        declare()
+            .routes
+            .into_iter()
+            .map(|(route, _)| route)
+            .collect()
     })
 }
 
-/// The x402 routes behind the gate.
+/// The x402 routes, each behind the gate with its own rule.
 pub fn router(state: &AppState) -> Router<AppState> {
-    Router::new()
-        .route("/api/x402", get(readiness::readiness))
-        .route("/api/x402/currencies", get(market::currencies))
-        .route("/api/x402/tokens/popular", get(market::tokens_popular))
-        .route("/api/x402/tokens/search", get(market::tokens_search))
-        .route(
-            "/api/x402/tokens/by-address",
-            get(market::tokens_by_address),
-        )
-        .route("/api/x402/tokens/logo", get(market::tokens_logo))
-        .route("/api/x402/routes", get(market::discover_routes))
-        .route("/api/x402/routes/resolve", post(market::resolve))
-        .route("/api/x402/quotes", post(market::quotes))
-        .route("/api/x402/onchain/routes/resolve", post(onchain::resolve))
-        .route("/api/x402/onchain/executions", post(onchain::report))
-        .route(
-            "/api/x402/onchain/executions/{executionPlanId}",
-            get(onchain::status),
-        )
-        .route("/api/x402/orders", post(orders::create_order))
-        .route("/api/x402/orders/{orderId}", get(orders::get_order))
-        .route(
-            "/api/x402/orders/{orderId}/emergency",
-            post(orders::emergency),
-        )
-        .route("/api/x402/orders/{orderId}/refund", post(orders::refund))
-        .route(
-            "/api/x402/orders/{orderId}/notifications/email",
-            post(orders::attach_email),
-        )
-        .route("/api/x402/orders/{orderId}/qr", get(orders::deposit_qr))
-        .route(
-            "/api/x402/market-intel/jobs",
-            post(market_intel::create_job),
-        )
-        .route(
-            "/api/x402/market-intel/jobs/{jobId}",
-            get(market_intel::get_job),
-        )
-        .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate))
+    let mut router = Router::new();
+    for (route, handler) in declare().routes {
+        let path = route.path.clone();
+        let gate = gate::RouteGate {
+            state: state.clone(),
+            route,
+        };
+        router = router.route(
+            &path,
+            handler.route_layer(middleware::from_fn_with_state(gate, gate::gate)),
+        );
+    }
+    router
 }
+
+/// The OpenAPI paths of the declared routes, and the schemas they use.
+pub fn openapi() -> (Paths, Vec<(String, RefOr<Schema>)>) {
+    let declared = declare();
+    (declared.paths, declared.schemas)
+}
+
+#[derive(Default)]
+struct X402Routes {
+    routes: Vec<(X402Route, MethodRouter<AppState>)>,
+    paths: Paths,
+    schemas: Vec<(String, RefOr<Schema>)>,
+}
+
+impl X402Routes {
+    /// `routes!(handler)`: a Business API handler (its `/api/v3` path is mounted under
+    /// `/api/x402`, and its operation says what it costs) or one of this surface's own.
+    fn route(
+        mut self,
+        (schemas, paths, handler): UtoipaMethodRouter<AppState>,
+        access: Access,
+        access_tokens: AccessTokens,
+        description: &'static str,
+        input: InputCheck,
+    ) -> Self {
+        let (path, method, mut operation) = single_operation(paths);
+        let path = match path.strip_prefix(BUSINESS_PREFIX) {
+            Some(rest) => {
+                crate::openapi::charge_operation(&mut operation, access);
+                format!("{X402_PREFIX}{rest}")
+            }
+            None => path,
+        };
+        self.paths
+            .add_path_operation(&path, vec![http_method(&method)], operation);
+        self.schemas.extend(schemas);
+        self.routes.push((
+            X402Route {
+                method,
+                path,
+                access,
+                access_tokens,
+                description,
+                input,
+            },
+            handler,
+        ));
+        self
+    }
+}
+
+const BUSINESS_PREFIX: &str = "/api/v3";
+const X402_PREFIX: &str = "/api/x402";
 
 #[cfg(test)]
 mod tests {
@@ -313,7 +324,7 @@ mod tests {
 
     #[test]
     fn every_paid_call_checks_its_input_before_the_charge() {
-        for route in X402_ROUTES.iter().filter(|r| r.access.paid()) {
+        for route in routes().iter().filter(|r| r.access.paid()) {
             match (&route.method, route.input) {
                 (&Method::POST, InputCheck::Body(check)) => {
                     assert!(check(b"{\"unknown\": 1}").is_err(), "{}", route.path);
@@ -322,7 +333,10 @@ mod tests {
                 _ => panic!("{} {} has no input check", route.method, route.path),
             }
         }
-        let job = find(&Method::POST, "/api/x402/market-intel/jobs").unwrap();
+        let job = routes()
+            .iter()
+            .find(|r| r.method == Method::POST && r.path == "/api/x402/market-intel/jobs")
+            .unwrap();
         let InputCheck::Body(check) = job.input else {
             panic!("market-intel jobs check their body");
         };

@@ -6,7 +6,7 @@ use axum::extract::State;
 use swapd_types::Success;
 use swapd_types::readiness::{X402Readiness, X402RouteInfo};
 
-use super::X402_ROUTES;
+use super::{AccessTokens, routes};
 use crate::AppState;
 
 /// The readiness document.
@@ -35,15 +35,15 @@ pub(crate) async fn readiness(State(state): State<AppState>) -> Json<Success<X40
             "chains": x402.siwx_chains,
             "header": swapd_x402::wire::SIGN_IN_WITH_X,
         }),
-        routes: X402_ROUTES
+        routes: routes()
             .iter()
             .map(|route| X402RouteInfo {
                 method: route.method.to_string(),
-                path: route.path.to_owned(),
+                path: route.path.clone(),
                 access: route.access,
                 paid: route.access.paid(),
                 wallet_bound: route.access.wallet_bound(),
-                enabled: !route.needs_access_tokens || x402.wallet_routes_enabled,
+                enabled: route.access_tokens == AccessTokens::NotUsed || x402.wallet_routes_enabled,
                 description: route.description.to_owned(),
             })
             .collect(),

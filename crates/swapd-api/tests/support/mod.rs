@@ -11,14 +11,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::http::Method;
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use ipnet::IpNet;
 use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use swapd_api::business::BusinessRoutes;
 use swapd_api::business::guards::{Guards, Sharing};
-use swapd_api::business::{RouteSpec, protect};
 use swapd_api::{ApiJson, AppState, SignedQuery};
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
 use swapd_core::secrets::MasterKey;
@@ -36,51 +35,6 @@ pub struct Counters {
     pub crash: AtomicUsize,
     pub costly: AtomicUsize,
 }
-
-pub static TEST_ROUTES: &[RouteSpec] = &[
-    RouteSpec {
-        method: Method::POST,
-        path: "/api/v3/test/echo",
-        permission: Some(Permission::OrdersCreate),
-        weight: 1,
-    },
-    RouteSpec {
-        method: Method::POST,
-        path: "/api/v3/test/other",
-        permission: Some(Permission::OrdersCreate),
-        weight: 1,
-    },
-    RouteSpec {
-        method: Method::POST,
-        path: "/api/v3/test/flaky",
-        permission: Some(Permission::OrdersCreate),
-        weight: 1,
-    },
-    RouteSpec {
-        method: Method::POST,
-        path: "/api/v3/test/crash",
-        permission: Some(Permission::OrdersCreate),
-        weight: 1,
-    },
-    RouteSpec {
-        method: Method::POST,
-        path: "/api/v3/test/costly",
-        permission: Some(Permission::OrdersCreate),
-        weight: 5,
-    },
-    RouteSpec {
-        method: Method::GET,
-        path: "/api/v3/test/query",
-        permission: Some(Permission::PricesRead),
-        weight: 1,
-    },
-    RouteSpec {
-        method: Method::POST,
-        path: "/api/v3/test/domain",
-        permission: Some(Permission::OrdersCreate),
-        weight: 1,
-    },
-];
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -456,15 +410,58 @@ impl TestServer {
             )),
         };
         let counters = Arc::new(Counters::default());
-        let test_routes = Router::new()
-            .route("/api/v3/test/echo", post(echo))
-            .route("/api/v3/test/other", post(echo))
-            .route("/api/v3/test/flaky", post(flaky))
-            .route("/api/v3/test/crash", post(crash))
-            .route("/api/v3/test/costly", post(costly))
-            .route("/api/v3/test/query", get(query))
-            .route("/api/v3/test/domain", post(domain_write));
-        let extra = protect(test_routes, &state, TEST_ROUTES).layer(Extension(counters.clone()));
+        let extra = BusinessRoutes::default()
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/echo",
+                echo,
+                Permission::OrdersCreate,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/other",
+                echo,
+                Permission::OrdersCreate,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/flaky",
+                flaky,
+                Permission::OrdersCreate,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/crash",
+                crash,
+                Permission::OrdersCreate,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/costly",
+                costly,
+                Permission::OrdersCreate,
+                5,
+            )
+            .undocumented(
+                Method::GET,
+                "/api/v3/test/query",
+                query,
+                Permission::PricesRead,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/domain",
+                domain_write,
+                Permission::OrdersCreate,
+                1,
+            )
+            .into_router(&state)
+            .layer(Extension(counters.clone()));
         let app = swapd_api::router_with(state.clone(), extra);
         let port = listener_address.port();
         let shutdown = CancellationToken::new();
