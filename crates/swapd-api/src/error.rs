@@ -84,3 +84,18 @@ impl From<StoreError> for ApiError {
         }
     }
 }
+
+/// A JSON answer from bytes already serialized (and, for committed writes, already stored as
+/// the idempotent response).
+pub(crate) fn json_response(
+    status: axum::http::StatusCode,
+    body: Vec<u8>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}

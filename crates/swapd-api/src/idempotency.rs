@@ -14,6 +14,7 @@ use swapd_core::idempotency::{self, Begin, KeyError, StoredResponse};
 use swapd_core::{ids, signing};
 use swapd_types::ErrorCode;
 
+use crate::principal::Caller;
 use crate::{ApiError, AppState, MAX_BODY_BYTES};
 
 /// The claimed key of the request being executed, for handlers whose domain write must commit
@@ -51,13 +52,8 @@ pub fn committed(mut response: Response) -> Response {
     response
 }
 
-/// Who is calling, as the scope of their idempotency keys: inserted by the authentication layer
-/// of each surface (`key:<id>` for API keys, `wallet:<address>` for wallets).
-#[derive(Debug, Clone)]
-pub struct CallerScope(pub String);
-
 pub async fn idempotent(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(CallerScope(scope)) = request.extensions().get::<CallerScope>().cloned() else {
+    let Some(scope) = request.extensions().get::<Caller>().map(Caller::scope) else {
         tracing::error!("idempotency middleware runs before authentication");
         return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
     };

@@ -20,7 +20,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use swapd_types::ErrorCode;
 
-use crate::business::auth::client_ip;
+use crate::client_address::client_ip;
 use crate::{ApiError, AppState};
 
 /// Requests per second per address by default (bursts of twice that).

@@ -8,13 +8,16 @@ use ipnet::IpNet;
 use swapd_core::{Clock, Mode, Store};
 
 pub mod business;
+mod client_address;
 mod error;
+mod handlers;
 pub mod idempotency;
 pub mod ip_limits;
 mod json;
 mod layers;
 pub mod openapi;
 mod ops;
+pub mod principal;
 mod qr;
 mod query;
 mod route_doc;

@@ -781,7 +781,10 @@ async fn methods_a_path_lacks_answer_405_with_allow_on_both_surfaces() {
                 .collect();
             assert_eq!(&allow, methods, "Allow of {method} {path}");
             let body: serde_json::Value = resp.json().await.unwrap();
-            assert_eq!(body["error"]["code"], "method_not_allowed", "{method} {path}");
+            assert_eq!(
+                body["error"]["code"], "method_not_allowed",
+                "{method} {path}"
+            );
         }
     }
 }

@@ -2,40 +2,26 @@
 //! `research/reliability.md` §1.2: cheap checks first, the nonce recorded only after the
 //! signature verifies, quotas spent only by authenticated, authorized requests.
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, to_bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_ENCODING, ORIGIN, RETRY_AFTER, VARY};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use swapd_core::api_keys::normalize_origin;
 use swapd_core::rate_limit::{Policy, Quota};
 use swapd_core::signing::{self, TIMESTAMP_TOLERANCE_SECS};
-use swapd_types::{ErrorCode, Permission};
+use swapd_types::ErrorCode;
 
 use super::guards::{CachedKey, Guards, NonceOutcome};
 use super::routes::{Required, RouteSpec};
-use crate::idempotency::CallerScope;
+use crate::client_address::client_ip;
+use crate::principal::{Caller, KeyPrincipal};
 use crate::{ApiError, AppState, MAX_BODY_BYTES};
-
-/// The authenticated caller of a Business API request, for handlers and later middleware.
-#[derive(Debug, Clone)]
-pub struct BusinessPrincipal {
-    pub key_id: String,
-    pub permissions: Vec<Permission>,
-}
-
-impl BusinessPrincipal {
-    /// The scope of this caller's idempotency keys and owned objects.
-    pub fn scope(&self) -> String {
-        format!("key:{}", self.key_id)
-    }
-}
 
 /// Everything the gate needs for one route: the route's own rule comes with it.
 #[derive(Clone)]
@@ -330,14 +316,10 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
     }
 
     let mut request = Request::from_parts(parts, Body::from(body));
-    let principal = BusinessPrincipal {
+    request.extensions_mut().insert(Caller::Key(KeyPrincipal {
         key_id: key.key.id.clone(),
         permissions: key.key.policy.permissions().iter().copied().collect(),
-    };
-    request
-        .extensions_mut()
-        .insert(CallerScope(principal.scope()));
-    request.extensions_mut().insert(principal);
+    }));
     Ok((
         request,
         Grant {
@@ -399,38 +381,6 @@ fn auth_unavailable(error: swapd_core::StoreError) -> ApiError {
     ApiError::new(
         ErrorCode::AuthUnavailable,
         "requests cannot be authenticated right now; retry shortly",
-    )
-}
-
-/// The client address: the TCP peer, or, when the peer is a trusted proxy, the first address in
-/// `X-Forwarded-For` (read right to left) that is not a trusted proxy. IPv4-mapped IPv6
-/// addresses count as IPv4.
-pub(crate) fn client_ip(parts: &Parts, trusted_proxies: &[IpNet]) -> Option<IpAddr> {
-    let peer = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()?
-        .0
-        .ip()
-        .to_canonical();
-    let trusted = |ip: &IpAddr| trusted_proxies.iter().any(|net| net.contains(ip));
-    if !trusted(&peer) {
-        return Some(peer);
-    }
-    let forwarded: Vec<IpAddr> = parts
-        .headers
-        .get_all(HeaderName::from_static("x-forwarded-for"))
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|hop| hop.trim().parse::<IpAddr>().map(|ip| ip.to_canonical()))
-        .collect::<Result<_, _>>()
-        .unwrap_or_default();
-    Some(
-        forwarded
-            .into_iter()
-            .rev()
-            .find(|ip| !trusted(ip))
-            .unwrap_or(peer),
     )
 }
 

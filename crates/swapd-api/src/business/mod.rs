@@ -1,23 +1,20 @@
 //! The Business API (`/api/v3`): HMAC-signed routes, declared once in [`routes`], behind
 //! [`auth::authenticate`], mutations behind [`crate::idempotency::idempotent`].
 
+use axum::Json;
 use axum::extract::State;
-use axum::{Extension, Json};
 use swapd_types::Success;
 use swapd_types::readiness::Readiness;
 
-use crate::AppState;
+use crate::principal::Caller;
+use crate::{ApiError, AppState};
+use swapd_types::ErrorCode;
 
 pub mod auth;
 pub mod guards;
-pub mod market;
-pub mod onchain;
-pub mod orders;
 pub mod routes;
-pub mod sandbox;
-pub mod webhooks;
 
-pub use auth::{BusinessPrincipal, Gate};
+pub use auth::Gate;
 pub use routes::{BusinessRoutes, Required, RouteSpec, router, routes};
 
 /// The readiness document: what this server offers and what the calling key may use.
@@ -30,31 +27,20 @@ pub use routes::{BusinessRoutes, Required, RouteSpec, router, routes};
     ))]
 pub(crate) async fn readiness(
     State(state): State<AppState>,
-    Extension(principal): Extension<BusinessPrincipal>,
-) -> Json<Success<Readiness>> {
-    Json(Success::new(Readiness {
+    caller: Caller,
+) -> Result<Json<Success<Readiness>>, ApiError> {
+    let Some(principal) = caller.key() else {
+        tracing::error!("the Business API readiness is mounted behind another gate");
+        return Err(ApiError::new(ErrorCode::InternalError, "internal error"));
+    };
+    Ok(Json(Success::new(Readiness {
         service: "swapd".into(),
         api: "business".into(),
         version: "3".into(),
         mode: state.mode.as_str().into(),
         server_time: state.clock.now_secs(),
-        api_key: principal.key_id,
-        permissions: principal.permissions,
+        api_key: principal.key_id.clone(),
+        permissions: principal.permissions.clone(),
         routes: routes().iter().map(RouteSpec::info).collect(),
-    }))
-}
-
-/// A JSON answer from bytes already serialized (and, for committed writes, already stored as
-/// the idempotent response).
-pub(crate) fn json_response(
-    status: axum::http::StatusCode,
-    body: Vec<u8>,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    (
-        status,
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
+    })))
 }

@@ -17,8 +17,10 @@ use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::{self, Gate};
-use super::{market, onchain, orders, sandbox, webhooks};
 use crate::AppState;
+use crate::handlers::{
+    catalog, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
+};
 use crate::route_doc::single_operation;
 
 /// What a key needs to call a route: a route cannot be declared without saying.
@@ -67,14 +69,14 @@ fn declare() -> BusinessRoutes {
     use Permission::*;
     BusinessRoutes::default()
         .route(routes!(super::readiness), Required::AnyKey, 1)
-        .route(routes!(market::currencies), PricesRead, 1)
-        .route(routes!(market::tokens_popular), PricesRead, 1)
-        .route(routes!(market::tokens_search), PricesRead, 1)
-        .route(routes!(market::tokens_by_address), PricesRead, 1)
-        .route(routes!(market::tokens_logo), PricesRead, 1)
-        .route(routes!(market::quotes), PricesRead, 2)
-        .route(routes!(market::discover_routes), PricesRead, 5)
-        .route(routes!(market::resolve), OrdersCreate, 2)
+        .route(routes!(catalog::currencies), PricesRead, 1)
+        .route(routes!(tokens::tokens_popular), PricesRead, 1)
+        .route(routes!(tokens::tokens_search), PricesRead, 1)
+        .route(routes!(tokens::tokens_by_address), PricesRead, 1)
+        .route(routes!(tokens::tokens_logo), PricesRead, 1)
+        .route(routes!(quotes::quotes), PricesRead, 2)
+        .route(routes!(route_handlers::discover_routes), PricesRead, 5)
+        .route(routes!(route_handlers::resolve), OrdersCreate, 2)
         .route(routes!(orders::create_order), OrdersCreate, 5)
         .route(routes!(orders::get_order), OrdersRead, 1)
         .route(routes!(orders::get_order_status), OrdersRead, 1)

@@ -31,12 +31,9 @@ use swapd_x402::wire::{
 };
 
 use super::{Access, AccessTokens, InputCheck, X402Route};
-use crate::idempotency::{self, CallerScope, Started};
+use crate::idempotency::{self, Started};
+use crate::principal::Caller;
 use crate::{ApiError, AppState};
-
-/// The wallet a request acts for, set by the gate on wallet-bound routes.
-#[derive(Debug, Clone)]
-pub struct WalletPrincipal(pub Wallet);
 
 const PAID_ATTEMPTS_PER_HOUR: u32 = 60;
 const WALLET_READS_PER_MINUTE: u32 = 30;
@@ -82,7 +79,7 @@ struct Context<'a> {
 
 impl<'a> Context<'a> {
     fn new(state: &'a AppState, route: &'a X402Route, parts: &Parts) -> Self {
-        let client = crate::business::auth::client_ip(parts, &state.trusted_proxies)
+        let client = crate::client_address::client_ip(parts, &state.trusted_proxies)
             .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
         let path_and_query = parts
             .uri
@@ -185,9 +182,7 @@ impl<'a> Context<'a> {
             }
             Err(refused) => return refused,
         };
-        let extensions = request.extensions_mut();
-        extensions.insert(CallerScope(wallet.scope()));
-        extensions.insert(WalletPrincipal(wallet));
+        request.extensions_mut().insert(Caller::Wallet(wallet));
         next.run(request).await
     }
 
@@ -290,10 +285,9 @@ impl<'a> Context<'a> {
         let payer_wallet = Wallet::Evm(payer);
         let wallet = proven.unwrap_or(payer_wallet.clone());
         let scope = wallet.scope();
-        request.extensions_mut().insert(CallerScope(scope.clone()));
         request
             .extensions_mut()
-            .insert(WalletPrincipal(wallet.clone()));
+            .insert(Caller::Wallet(wallet.clone()));
 
         // A replay of a stored Idempotency-Key answers now, charging nothing.
         let (request, claim) = match idempotency::begin(self.state, &scope, request).await {

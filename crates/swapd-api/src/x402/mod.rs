@@ -4,7 +4,6 @@
 //! Business API's, run for the wallet's caller scope.
 
 mod gate;
-pub(crate) mod market_intel;
 pub(crate) mod readiness;
 
 use std::sync::{Arc, OnceLock};
@@ -19,9 +18,9 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
-pub use gate::WalletPrincipal;
-
-use crate::business::{market, onchain, orders};
+use crate::handlers::{
+    catalog, input, market_intel, onchain, orders, quotes, routes as route_handlers, tokens,
+};
 use crate::route_doc::{http_method, single_operation};
 use crate::{ApiError, AppState, parse_json};
 
@@ -89,56 +88,56 @@ fn declare() -> X402Routes {
             Nothing,
         )
         .route(
-            routes!(market::currencies),
+            routes!(catalog::currencies),
             Access::Paid,
             NotUsed,
             "Currency catalog",
-            Query(market::check_currencies_query),
+            Query(catalog::check_currencies_query),
         )
         .route(
-            routes!(market::tokens_popular),
+            routes!(tokens::tokens_popular),
             Access::Paid,
             NotUsed,
             "Popular tokens",
-            Query(market::check_popular_query),
+            Query(tokens::check_popular_query),
         )
         .route(
-            routes!(market::tokens_search),
+            routes!(tokens::tokens_search),
             Access::Paid,
             NotUsed,
             "Token search",
-            Query(market::check_search_query),
+            Query(tokens::check_search_query),
         )
         .route(
-            routes!(market::tokens_by_address),
+            routes!(tokens::tokens_by_address),
             Access::Paid,
             NotUsed,
             "Token by address",
-            Query(market::check_token_query),
+            Query(tokens::check_token_query),
         )
         .route(
-            routes!(market::tokens_logo),
+            routes!(tokens::tokens_logo),
             Access::Paid,
             NotUsed,
             "Token logo",
-            Query(market::check_token_query),
+            Query(tokens::check_token_query),
         )
         .route(
-            routes!(market::discover_routes),
+            routes!(route_handlers::discover_routes),
             Access::Paid,
             NotUsed,
             "Route discovery",
-            Query(market::check_routes_query),
+            Query(route_handlers::check_routes_query),
         )
         .route(
-            routes!(market::resolve),
+            routes!(route_handlers::resolve),
             Access::PaidWallet,
             NotUsed,
             "Resolve an offchain route into a createToken",
             Body(parses_as::<swapd_types::market::ResolveInput>),
         )
         .route(
-            routes!(market::quotes),
+            routes!(quotes::quotes),
             Access::Paid,
             NotUsed,
             "Legacy quote",
@@ -231,10 +230,10 @@ fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
     let input = parse_json::<swapd_types::market_intel::JobInput>(bytes)?;
     swapd_core::market_intel::validate(&input)
         .map(drop)
-        .map_err(|problem| crate::business::market::invalid(problem.field, &problem.problem))
+        .map_err(|problem| input::invalid(problem.field, &problem.problem))
 }
 
-pub use crate::business::market::QueryCheck;
+pub use crate::handlers::input::QueryCheck;
 
 /// The declared routes, in declaration order.
 pub fn routes() -> &'static [X402Route] {

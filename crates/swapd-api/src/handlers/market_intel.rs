@@ -11,9 +11,10 @@ use swapd_core::market_intel::{self, Job};
 use swapd_types::market_intel::{JobInput, JobStatus, JobView};
 use swapd_types::{ErrorCode, Success};
 
-use crate::business::json_response;
-use crate::business::market::invalid;
-use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
+use super::input::invalid;
+use crate::error::json_response;
+use crate::idempotency::{IdempotencyClaim, committed};
+use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 
 /// Queues a market-intel job.
@@ -32,10 +33,11 @@ use crate::{ApiError, ApiJson, AppState};
     ))]
 pub(crate) async fn create_job(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     let request = market_intel::validate(&input)
         .map_err(|problem| invalid(problem.field, &problem.problem))?;
     let job = Job {
@@ -76,9 +78,10 @@ pub(crate) async fn create_job(
     ))]
 pub(crate) async fn get_job(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<JobView>>, ApiError> {
+    let owner = caller.scope();
     let not_found = || {
         ApiError::new(
             ErrorCode::JobNotFound,

@@ -2,9 +2,9 @@
 //! transfer to an order's deposit address. Sandbox mode only: in live mode the route answers
 //! 404 as if it did not exist.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::{Extension, Json};
 use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::currency;
@@ -12,9 +12,9 @@ use swapd_core::store::SandboxDeposit;
 use swapd_types::sandbox::{DepositInput, DepositRecorded};
 use swapd_types::{ErrorCode, Success};
 
-use super::market::invalid;
+use super::input::invalid;
 use super::orders::owned_order;
-use crate::idempotency::CallerScope;
+use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 
 /// Simulates a deposit to an order's address (sandbox only).
@@ -32,10 +32,11 @@ use crate::{ApiError, ApiJson, AppState};
     ))]
 pub(crate) async fn deposit(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<DepositInput>,
 ) -> Result<(StatusCode, Json<Success<DepositRecorded>>), ApiError> {
+    let owner = caller.scope();
     if state.mode != Mode::Sandbox {
         return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
     }

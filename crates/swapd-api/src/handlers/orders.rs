@@ -19,8 +19,10 @@ use swapd_core::provider::{ExchangeRequest, QuoteRequest};
 use swapd_types::orders::{OrderInput, OrderView};
 use swapd_types::{ErrorCode, Success};
 
-use super::market::{best_offchain_quote, check_address, invalid, pair_currency, parse_amount};
-use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
+use super::input::{check_address, invalid, pair_currency, parse_amount};
+use super::quotes::best_offchain_quote;
+use crate::idempotency::{IdempotencyClaim, committed};
+use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 
 /// The terms an order is made on.
@@ -56,10 +58,11 @@ struct Terms {
     ))]
 pub(crate) async fn create_order(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<OrderInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     let now_ms = state.clock.now_ms();
     let terms = match &input.create_token {
         Some(token) => token_terms(&state, &owner, &input, token, now_ms).await?,
@@ -389,9 +392,10 @@ pub(crate) async fn owned_order(
     ))]
 pub(crate) async fn get_order(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
+    let owner = caller.scope();
     let order = owned_order(&state, &owner, &id).await?;
     Ok(Json(Success::new(order.view())))
 }
@@ -407,10 +411,10 @@ pub(crate) async fn get_order(
     ))]
 pub(crate) async fn get_order_status(
     state: State<AppState>,
-    scope: Extension<CallerScope>,
+    caller: Caller,
     id: Path<String>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
-    get_order(state, scope, id).await
+    get_order(state, caller, id).await
 }
 
 /// Checks a refund destination given in a request body against the order's input network.
@@ -493,10 +497,11 @@ async fn apply_change(
     ))]
 pub(crate) async fn emergency(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<swapd_types::orders::EmergencyInput>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
+    let owner = caller.scope();
     let choice = match input.choice {
         swapd_types::orders::EmergencyChoice::Exchange => Choice::Exchange,
         swapd_types::orders::EmergencyChoice::Refund => Choice::Refund,
@@ -529,10 +534,11 @@ pub(crate) async fn emergency(
     ))]
 pub(crate) async fn refund(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<swapd_types::orders::RefundInput>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
+    let owner = caller.scope();
     let now_ms = state.clock.now_ms();
     apply_change(&state, &owner, &id, |order| {
         let refund = refund_destination(
@@ -560,9 +566,10 @@ pub(crate) async fn refund(
     ))]
 pub(crate) async fn deposit_qr(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<swapd_types::orders::DepositQr>>, ApiError> {
+    let owner = caller.scope();
     let order = owned_order(&state, &owner, &id).await?;
     let internal = || ApiError::new(ErrorCode::InternalError, "internal error");
     let from = currency(&order.from_code).ok_or_else(internal)?;
@@ -606,10 +613,11 @@ pub(crate) async fn deposit_qr(
     ))]
 pub(crate) async fn attach_email(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<swapd_types::orders::EmailInput>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
+    let owner = caller.scope();
     check_email(&input.email)?;
     let now_ms = state.clock.now_ms();
     apply_change(&state, &owner, &id, |order| {

@@ -25,11 +25,13 @@ use swapd_types::onchain::{
 };
 use swapd_types::{ErrorCode, Success};
 
-use super::json_response;
-use super::market::{invalid, owned_route};
-use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
-use crate::x402::WalletPrincipal;
+use super::input::invalid;
+use super::routes::owned_route;
+use crate::error::json_response;
+use crate::idempotency::{IdempotencyClaim, committed};
+use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
+use swapd_x402::siwx::Wallet;
 
 /// Resolves an onchain route card into an execution plan.
 #[utoipa::path(post, path = "/api/v3/onchain/routes/resolve", tag = "business",
@@ -52,11 +54,11 @@ use crate::{ApiError, ApiJson, AppState};
     ))]
 pub(crate) async fn resolve(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
-    principal: Option<Extension<WalletPrincipal>>,
     ApiJson(input): ApiJson<OnchainResolveInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     let route = owned_route(&state, &owner, &input.route_quote_id).await?;
     if route.execution_type == ExecutionType::Offchain {
         return Err(ApiError::new(
@@ -96,7 +98,7 @@ pub(crate) async fn resolve(
                 format!("walletAddress: {e} ({namespace})"),
             )
         })?;
-    check_principal(principal.as_ref(), namespace, &input.wallet_address)?;
+    check_principal(caller.wallet(), namespace, &input.wallet_address)?;
     if let Some(quoted_for) = &route.wallet_address
         && !onchain::same_wallet(namespace, quoted_for, &input.wallet_address)
     {
@@ -302,15 +304,15 @@ fn plan_response(state: &AppState, plan: &ExecutionPlan) -> Response {
     ))]
 pub(crate) async fn report(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
-    principal: Option<Extension<WalletPrincipal>>,
     headers: HeaderMap,
     ApiJson(input): ApiJson<ExecutionReportInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     let mut plan = authorized_plan(&state, &owner, &input.execution_plan_id, &headers).await?;
     check_principal(
-        principal.as_ref(),
+        caller.wallet(),
         &plan.chain_namespace,
         &input.wallet_address,
     )?;
@@ -437,10 +439,11 @@ fn parse_report(
     ))]
 pub(crate) async fn status(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(plan_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<Success<ExecutionView>>, ApiError> {
+    let owner = caller.scope();
     let plan = authorized_plan(&state, &owner, &plan_id, &headers).await?;
     Ok(Json(Success::new(plan.view(state.clock.now_ms()))))
 }
@@ -505,14 +508,12 @@ async fn load_plan(
 
 /// On the x402 API a plan acts for the proven wallet: another wallet address is refused.
 fn check_principal(
-    principal: Option<&Extension<WalletPrincipal>>,
+    principal: Option<&Wallet>,
     namespace: &str,
     wallet_address: &str,
 ) -> Result<(), ApiError> {
     match principal {
-        Some(Extension(WalletPrincipal(wallet)))
-            if !onchain::same_wallet(namespace, &wallet.address(), wallet_address) =>
-        {
+        Some(wallet) if !onchain::same_wallet(namespace, &wallet.address(), wallet_address) => {
             Err(ApiError::new(
                 ErrorCode::WalletMismatch,
                 "walletAddress must be the wallet this request is signed in (or paid) with",

@@ -23,9 +23,10 @@ use swapd_types::webhooks::{
 };
 use swapd_types::{ErrorCode, Success};
 
-use super::json_response;
-use super::market::invalid;
-use crate::idempotency::{CallerScope, IdempotencyClaim, committed};
+use super::input::invalid;
+use crate::error::json_response;
+use crate::idempotency::{IdempotencyClaim, committed};
+use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
 
 /// Lists the key's subscriptions.
@@ -35,8 +36,9 @@ use crate::{ApiError, ApiJson, AppState, SignedQuery};
     responses((status = 200, description = "Subscriptions", body = inline(Success<WebhookList>))))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
 ) -> Result<Json<Success<WebhookList>>, ApiError> {
+    let owner = caller.scope();
     let webhooks: Vec<Webhook> = state
         .store
         .subscriptions(&owner)
@@ -65,10 +67,11 @@ pub(crate) async fn list(
     ))]
 pub(crate) async fn create(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<WebhookInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     check_url(&state, &input.url).await?;
     let events = parse_events(&input.events)?;
     let description = check_description(input.description)?;
@@ -127,11 +130,12 @@ pub(crate) async fn create(
     ))]
 pub(crate) async fn update(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<WebhookPatch>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     if let Some(url) = &patch.url {
         check_url(&state, url).await?;
     }
@@ -188,11 +192,12 @@ pub(crate) async fn update(
     ))]
 pub(crate) async fn rotate(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<RotateInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     let grace_secs = input
         .previous_secret_expires_in
         .unwrap_or(webhooks::DEFAULT_ROTATION_GRACE_SECS);
@@ -275,11 +280,12 @@ async fn change<T: serde::Serialize>(
     ))]
 pub(crate) async fn replay(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Extension(claim): Extension<IdempotencyClaim>,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<ReplayInput>,
 ) -> Result<Response, ApiError> {
+    let owner = caller.scope();
     let now_ms = state.clock.now_ms();
     let selection = match (&input.event_id, input.since) {
         (Some(event_id), None) if input.until.is_none() && input.limit.is_none() => {
@@ -378,9 +384,10 @@ pub(crate) async fn replay(
     ))]
 pub(crate) async fn test_callback(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     ApiJson(input): ApiJson<TestCallbackInput>,
 ) -> Result<Json<Success<TestCallbackResult>>, ApiError> {
+    let owner = caller.scope();
     let event_type = match input.event_type.as_deref() {
         None => EventType::Updated,
         Some(text) => parse_event(text, "eventType")?,
@@ -453,10 +460,11 @@ pub(crate) async fn test_callback(
     ))]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
-    Extension(CallerScope(owner)): Extension<CallerScope>,
+    caller: Caller,
     Path(id): Path<String>,
     query: SignedQuery,
 ) -> Result<Json<Success<DeliveryLog>>, ApiError> {
+    let owner = caller.scope();
     let limit = match query.scalar("limit")? {
         None => 20,
         Some(text) => text

@@ -1,0 +1,184 @@
+//! `POST /quotes`, the legacy quote: the best offchain offer (docs/market.md).
+
+use axum::Json;
+use axum::extract::State;
+use swapd_core::ids;
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::routes::{self, Candidate};
+use swapd_core::market::{ExecutionType, pricing};
+use swapd_core::provider::{ProviderError, ProviderQuote, QuoteRequest};
+use swapd_types::market::QuoteInput;
+use swapd_types::{ErrorCode, Success};
+
+use super::input::{check_address, known_provider, pair_currency, parse_amount};
+use crate::{ApiError, ApiJson, AppState};
+
+/// A legacy quote: the best offchain offer.
+#[utoipa::path(post, path = "/api/v3/quotes", tag = "business",
+    security(("hmac" = [])),
+    description = "Legacy: quotes offchain providers only \
+        (onchain DEX and bridge routes come from `GET /routes`). `direction: to` quotes the input needed \
+        for an exact output.",
+    request_body = QuoteInput,
+    responses(
+        (status = 200, description = "The best offchain quote", body = inline(Success<swapd_types::market::Quote>)),
+        (status = 400, description = "`amount_invalid`, `address_invalid`, `validation_failed`", body = swapd_types::ErrorEnvelope),
+        (status = 422, description = "`pair_unsupported`, `amount_out_of_range` (the message names min and max)", body = swapd_types::ErrorEnvelope),
+        (status = 502, description = "`provider_error`: no provider could quote", body = swapd_types::ErrorEnvelope),
+    ))]
+pub(crate) async fn quotes(
+    State(state): State<AppState>,
+    ApiJson(input): ApiJson<QuoteInput>,
+) -> Result<Json<Success<swapd_types::market::Quote>>, ApiError> {
+    let (from, to) = (
+        pair_currency(&input.from_ccy)?,
+        pair_currency(&input.to_ccy)?,
+    );
+    let direction = input.direction.unwrap_or_default();
+    let rate_type = input.rate_type.unwrap_or_default();
+    let amount = parse_amount(&input.amount, from, to, direction)?;
+    if let Some(refund) = &input.refund_address {
+        check_address(from, refund, "refundAddress")?;
+    }
+    let constraints = input.route_constraints.unwrap_or_default();
+    for id in constraints
+        .providers
+        .iter()
+        .chain(constraints.exclude_providers.iter())
+        .flatten()
+    {
+        known_provider(&state, id, "routeConstraints")?;
+    }
+    let now_ms = state.clock.now_ms();
+    let request = QuoteRequest {
+        from,
+        to,
+        amount,
+        direction,
+        rate_type,
+        wallet: None,
+        recipient: None,
+        now_ms,
+    };
+    let (provider, quote) = best_offchain_quote(&state, &request, |id| {
+        constraints
+            .providers
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|p| p == id))
+            && !constraints
+                .exclude_providers
+                .as_ref()
+                .is_some_and(|list| list.iter().any(|p| p == id))
+    })
+    .await?;
+    record_rates(&state, &request, [(provider, &quote)]);
+    Ok(Json(Success::new(swapd_types::market::Quote {
+        quote_id: ids::new_id("qte_"),
+        from_ccy: from.code.into(),
+        to_ccy: to.code.into(),
+        direction,
+        rate_type,
+        from_amount: quote.from_amount.to_string(),
+        to_amount: quote.to_amount.to_string(),
+        rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
+        network_fee: quote.network_fee.to_string(),
+        min: quote.min.to_string(),
+        max: quote.max.to_string(),
+        provider: provider.into(),
+        expires_at: (now_ms + i64::from(quote.valid_for_secs) * 1000) / 1000,
+    })))
+}
+
+/// Files the rates just served (for `rate_history` jobs), in the background: serving never
+/// waits for it, and a failure to file loses only a statistic.
+pub(super) fn record_rates<'a>(
+    state: &AppState,
+    request: &QuoteRequest,
+    served: impl IntoIterator<Item = (&'a str, &'a ProviderQuote)>,
+) {
+    let pair = swapd_core::market_intel::rate_pair(request.from.code, request.to.code);
+    let observations: Vec<swapd_core::store::RateObservation> = served
+        .into_iter()
+        .map(|(provider, quote)| swapd_core::store::RateObservation {
+            pair: pair.clone(),
+            observed_at_ms: request.now_ms,
+            rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
+            provider: provider.to_owned(),
+        })
+        .collect();
+    if observations.is_empty() {
+        return;
+    }
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        if let Err(error) = store.record_rates(&observations).await {
+            tracing::warn!(%error, "cannot record served rates");
+        }
+    });
+}
+
+/// The best answer of the offchain providers `allowed` keeps, or why there is none.
+pub(crate) async fn best_offchain_quote(
+    state: &AppState,
+    request: &QuoteRequest,
+    allowed: impl Fn(&str) -> bool,
+) -> Result<(&'static str, ProviderQuote), ApiError> {
+    let mut candidates = state
+        .market
+        .quote_all(request, |info| {
+            info.execution_type == ExecutionType::Offchain && allowed(info.id)
+        })
+        .await;
+    routes::rank(&mut candidates, request.direction);
+    let best = candidates
+        .iter()
+        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q.clone())));
+    best.ok_or_else(|| no_quote(&candidates, request.from, request.to))
+}
+
+/// Why no provider could quote: out of range (with the widest limits) over unsupported over
+/// unavailable.
+fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
+    let ranges = candidates.iter().filter_map(|c| match &c.outcome {
+        Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
+        _ => None,
+    });
+    if let Some((min, max)) = ranges.reduce(|(a, b), (c, d)| (a.min(c), b.max(d))) {
+        return ApiError::new(
+            ErrorCode::AmountOutOfRange,
+            format!("amount must be between {min} and {max} {}", from.code),
+        );
+    }
+    let unavailable: Vec<String> = candidates
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Err(error @ ProviderError::Unavailable(_)) => {
+                Some(format!("{}: {error}", c.provider.id))
+            }
+            _ => None,
+        })
+        .collect();
+    if !unavailable.is_empty() {
+        return ApiError::new(
+            ErrorCode::ProviderError,
+            format!(
+                "no provider could quote {} → {} now ({}); retry shortly",
+                from.code,
+                to.code,
+                unavailable.join("; ")
+            ),
+        );
+    }
+    let onchain = from.onchain_namespace().is_some() && to.onchain_namespace().is_some();
+    ApiError::new(
+        ErrorCode::PairUnsupported,
+        if onchain {
+            format!(
+                "no offchain provider trades {} → {}; onchain DEX and bridge routes are offered by GET /routes",
+                from.code, to.code
+            )
+        } else {
+            format!("no provider trades {} → {}", from.code, to.code)
+        },
+    )
+}
