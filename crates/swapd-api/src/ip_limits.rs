@@ -1,4 +1,4 @@
-//! Limits per client address, before any authentication (research/reliability.md §1.5 step 0):
+//! Limits per client address, before any authentication (docs/authentication.md, check 2a):
 //! a request rate for every API request, and a tighter budget of failed authentications (401s)
 //! after which the address is refused for a while. Both are GCRA (`governor`), in process: they
 //! keep floods and signature guessing off the key lookups and the nonce store; the per-key and

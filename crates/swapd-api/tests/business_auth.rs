@@ -1,6 +1,6 @@
-//! The Business API gate against a running server: `research/reliability.md` §2.1 (signing and
-//! authentication, cases 1–30) and §2.2 (key controls, 35–40). Every refusal also shows that
-//! nothing was consumed or recorded.
+//! The Business API gate against a running server: every check of docs/authentication.md
+//! ("The order of checks", "Key policy"). Every refusal also shows that nothing was consumed
+//! or recorded.
 
 mod support;
 

@@ -1,5 +1,5 @@
-//! Idempotency-Key on mutations against a running server: `research/reliability.md` §2.3
-//! (cases 41–56) and the race of 100 concurrent requests with one key.
+//! Idempotency-Key on mutations against a running server, as docs/authentication.md
+//! ("Idempotency") describes it, and the race of 100 concurrent requests with one key.
 
 mod support;
 

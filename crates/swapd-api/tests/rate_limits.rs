@@ -1,5 +1,5 @@
-//! Per-key rate limits against a running server: `research/reliability.md` §2.6 (cases 74–77,
-//! 80).
+//! Per-key rate limits against a running server, as docs/authentication.md ("Rate limits")
+//! describes them.
 
 mod support;
 
@@ -193,7 +193,7 @@ async fn nodes_sharing_postgres_share_one_quota() {
 
 /// Before authentication, each client address has a budget of failed authentications: past it
 /// the address is refused (even with a good signature) for a while; other addresses and the
-/// health probes are not (research/reliability.md §1.5, step 0).
+/// health probes are not (docs/authentication.md, check 2a).
 #[tokio::test]
 async fn failed_authentications_block_their_address_before_any_key_is_looked_up() {
     let server = TestServer::start_with(Options {

@@ -1,7 +1,7 @@
 //! Webhooks on `/api/v3` against a running server and a local receiver: subscriptions,
 //! Standard Webhooks signatures checked by the official library (`standardwebhooks`), rotation,
 //! the retry schedule, 410 and redirects, replay, test callbacks, the delivery log, ownership,
-//! and the SSRF policy of live mode (research/reliability.md §2.8, cases 92–104).
+//! and the SSRF policy of live mode (docs/webhooks.md, "Where deliveries may go").
 
 mod support;
 

@@ -2,7 +2,7 @@
 //! key (alloy's signer, EIP-3009) and settled by the ledger facilitator, Sign-In-With-X proofs
 //! for EVM and Solana wallets, wallet-bound orders and plans, idempotent replays without a
 //! second charge, one execution per payment under concurrency, limits, and the HTTP facilitator
-//! (research/reliability.md §2.7, cases 82–91).
+//! (docs/x402.md).
 
 mod support;
 

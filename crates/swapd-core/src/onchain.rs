@@ -1,4 +1,4 @@
-//! Onchain execution (DESIGN.md §6), without I/O: the execution plan as stored, the status
+//! Onchain execution (docs/onchain.md), without I/O: the execution plan as stored, the status
 //! machine an execution follows (`awaiting_user → submitted → pending → done | failed |
 //! expired`, never backwards), the access tokens that scope a plan to its principal, and the
 //! checks of what a wallet reports (transaction hashes, EIP-712 signatures recovered to their

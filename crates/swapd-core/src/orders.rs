@@ -1,5 +1,5 @@
 //! Offchain orders: the status machine (which transitions exist and which event each one emits)
-//! and the emergency rules that classify a deposit (DESIGN.md §5, research/swap-anchors.md §2).
+//! and the emergency rules that classify a deposit (docs/orders.md, "The lifecycle").
 //! Pure: the lifecycle engine and the store apply these decisions.
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! Webhook signing and delivery rules, pure: Standard Webhooks signatures
 //! (`v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, space-separated when several
 //! secrets are valid), `whsec_` secrets, the retry schedule, and which network addresses a
-//! delivery may reach (research/reliability.md §1.5).
+//! delivery may reach (docs/webhooks.md, "Where deliveries may go").
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -1,4 +1,4 @@
-//! Webhook deliveries over HTTP, safe against SSRF (research/reliability.md §1.5). Before every
+//! Webhook deliveries over HTTP, safe against SSRF (docs/webhooks.md, "Where deliveries may go"). Before every
 //! connection the URL is checked against the [`UrlPolicy`], the host's addresses are resolved,
 //! and every one of them must be allowed; the connection is then pinned to those checked
 //! addresses (no second lookup a rebinding DNS server could answer differently). No proxies, no

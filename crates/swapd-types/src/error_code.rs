@@ -8,7 +8,7 @@ use utoipa::openapi::{RefOr, Schema};
 /// Declares every error code once: its variant, its wire string and its HTTP status.
 macro_rules! error_codes {
     ($($variant:ident => $code:literal, $status:literal;)+) => {
-        /// The stable error codes of both surfaces (DESIGN.md §2). Codes are never reused for
+        /// The stable error codes of both surfaces (docs/errors.md). Codes are never reused for
         /// another meaning; new codes may be added.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]

@@ -1,6 +1,6 @@
 //! Wire types shared by the swapd server, its SDK and its CLI.
 //!
-//! Nothing here does I/O: these are the shapes that cross the wire (DESIGN.md §2), with their
+//! Nothing here does I/O: these are the shapes that cross the wire (docs/errors.md), with their
 //! OpenAPI schemas.
 
 mod envelope;

@@ -1,4 +1,4 @@
-//! Wire shapes of market data and routing (DESIGN.md §4): catalog, tokens, quotes, route cards
+//! Wire shapes of market data and routing (docs/market.md): catalog, tokens, quotes, route cards
 //! and resolution. Amounts are decimal strings in display units; times are Unix seconds.
 
 use serde::{Deserialize, Serialize};

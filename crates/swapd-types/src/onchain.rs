@@ -1,4 +1,4 @@
-//! Wire shapes of onchain execution (DESIGN.md §6): resolving an onchain route card into an
+//! Wire shapes of onchain execution (docs/onchain.md): resolving an onchain route card into an
 //! execution plan, reporting what the wallet did, and polling the execution. Amounts shown to
 //! people are decimal strings in display units; values inside transactions are base-unit integer
 //! strings; times are Unix seconds.
@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 /// The header that carries an `executionAccessToken`.
 pub const ACCESS_TOKEN_HEADER: &str = "X-Onchain-Execution-Access-Token";
 
-/// Where an execution stands (research/swap-anchors.md §3).
+/// Where an execution stands (docs/onchain.md, "Status").
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, strum::IntoStaticStr,
 )]

@@ -1,4 +1,4 @@
-//! Wire shapes of offchain orders (DESIGN.md §5). Amounts are decimal strings in display units;
+//! Wire shapes of offchain orders (docs/orders.md). Amounts are decimal strings in display units;
 //! times are Unix seconds.
 
 use serde::{Deserialize, Serialize};

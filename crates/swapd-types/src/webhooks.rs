@@ -1,5 +1,5 @@
 //! Wire shapes of webhook subscriptions, replays, test callbacks and the delivery log
-//! (DESIGN.md §7). Times are Unix seconds.
+//! (docs/webhooks.md). Times are Unix seconds.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -1,5 +1,5 @@
 //! The `exact` scheme on EVM chains with EIP-3009 `transferWithAuthorization`
-//! (research/x402.md §1.4): the EIP-712 digest of an authorization, the payer it recovers to,
+//! (docs/x402.md, "Paying"): the EIP-712 digest of an authorization, the payer it recovers to,
 //! and the checks a facilitator makes before settling, in the reference facilitator's order.
 
 use alloy_primitives::{Address, B256, FixedBytes, Signature, U256};
@@ -184,7 +184,7 @@ mod tests {
     use super::*;
     use crate::wire::{Eip3009Authorization, decode_header};
 
-    /// research/x402.md §1.8: the paid retry of the worked example.
+    /// The paid retry of the x402 worked example (docs/x402.md, "Test vectors").
     fn vector() -> (PaymentPayload, PaymentRequirements) {
         let required: crate::wire::PaymentRequired =
             decode_header(crate::wire::tests::VECTOR_402).unwrap();

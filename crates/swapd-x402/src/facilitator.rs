@@ -1,4 +1,4 @@
-//! Facilitators verify and settle payments (research/x402.md §1.7, §5). Two implementations:
+//! Facilitators verify and settle payments (docs/x402.md, "Facilitators"). Two implementations:
 //! `LedgerFacilitator` (`ledger.rs`, the sandbox default: in-process, the full EIP-3009 checks,
 //! and a durable ledger of settlements in the store, one per `(payer, nonce)`), and
 //! [`HttpFacilitator`] (a facilitator's `/verify`, `/settle` and `/supported` over HTTP; its JSON

@@ -1,4 +1,4 @@
-//! x402 v2 for swapd's pay-per-call API (`/api/x402`, DESIGN.md §8, research/x402.md): the wire
+//! x402 v2 for swapd's pay-per-call API (`/api/x402`, docs/x402.md): the wire
 //! shapes, the `exact` EVM scheme (EIP-3009), facilitators, and Sign-In-With-X proofs.
 
 //!

@@ -1,4 +1,4 @@
-//! Sign-In-With-X (research/x402.md §3): the challenge swapd advertises, the text a wallet signs
+//! Sign-In-With-X (docs/x402.md, "Signing in"): the challenge swapd advertises, the text a wallet signs
 //! (EIP-4361 for EVM, x402's CAIP-122 form for Solana, rebuilt byte-exact), and the checks of a
 //! proof: domain and URI against our configured public origin, the time claims, the chain, and
 //! the signature (EIP-191 recovery; strict ed25519 with small-order keys refused). Nonces are
@@ -342,7 +342,7 @@ pub fn verify_signature(payload: &SiwxPayload) -> Result<Wallet, SiwxError> {
 mod tests {
     use super::*;
 
-    /// research/x402.md §3.2: the EVM proof of the worked example.
+    /// The EVM proof of the SIWX worked example (docs/x402.md, "Test vectors").
     fn evm_vector() -> SiwxPayload {
         SiwxPayload {
             domain: "api.example.com".into(),
@@ -363,7 +363,7 @@ mod tests {
         }
     }
 
-    /// research/x402.md §3.2: the Solana proof (seed 32 × 0x07).
+    /// The Solana proof of the SIWX worked example, seed 32 × 0x07 (docs/x402.md, "Test vectors").
     fn solana_vector() -> SiwxPayload {
         SiwxPayload {
             address: "GmaDrppBC7P5ARKV8g3djiwP89vz1jLK23V2GBjuAEGB".into(),

@@ -1,4 +1,4 @@
-//! The x402 v2 wire shapes (research/x402.md §1, camelCase JSON) and their header encoding:
+//! The x402 v2 wire shapes (docs/x402.md, "Paying"; camelCase JSON) and their header encoding:
 //! standard base64 with padding on output; standard with or without padding on input.
 
 use base64::Engine;
@@ -188,7 +188,7 @@ pub fn decode_header<T: DeserializeOwned>(text: &str) -> Result<T, HeaderError> 
 pub(crate) mod tests {
     use super::*;
 
-    /// The `PAYMENT-REQUIRED` header of research/x402.md §1.8.
+    /// The `PAYMENT-REQUIRED` header of the x402 worked example (docs/x402.md, "Test vectors").
     pub(crate) const VECTOR_402: &str = "eyJ4NDAyVmVyc2lvbiI6MiwiZXJyb3IiOiJQYXltZW50IHJlcXVpcmVkIiwicmVzb3VyY2UiOnsidXJsIjoiaHR0cHM6Ly9hcGkuZXhhbXBsZS5jb20vYXBpL3g0MDIvcXVvdGUiLCJkZXNjcmlwdGlvbiI6IlN3YXAgcXVvdGUgKDAuMDUgVVNEKSIsIm1pbWVUeXBlIjoiYXBwbGljYXRpb24vanNvbiJ9LCJhY2NlcHRzIjpbeyJzY2hlbWUiOiJleGFjdCIsIm5ldHdvcmsiOiJlaXAxNTU6ODQ1MyIsImFtb3VudCI6IjUwMDAwIiwiYXNzZXQiOiIweDgzMzU4OWZDRDZlRGI2RTA4ZjRjN0MzMkQ0ZjcxYjU0YmRBMDI5MTMiLCJwYXlUbyI6IjB4NzA5OTc5NzBDNTE4MTJkYzNBMDEwQzdkMDFiNTBlMGQxN2RjNzlDOCIsIm1heFRpbWVvdXRTZWNvbmRzIjozMDAsImV4dHJhIjp7Im5hbWUiOiJVU0QgQ29pbiIsInZlcnNpb24iOiIyIn19XSwiZXh0ZW5zaW9ucyI6eyJzaWduLWluLXdpdGgteCI6eyJpbmZvIjp7ImRvbWFpbiI6ImFwaS5leGFtcGxlLmNvbSIsInVyaSI6Imh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS94NDAyL3F1b3RlIiwidmVyc2lvbiI6IjEiLCJub25jZSI6ImExYjJjM2Q0ZTVmNjc4OTBhMWIyYzNkNGU1ZjY3ODkwIiwiaXNzdWVkQXQiOiIyMDI2LTAxLTE1VDEwOjMwOjAwLjAwMFoiLCJleHBpcmF0aW9uVGltZSI6IjIwMjYtMDEtMTVUMTA6MzU6MDAuMDAwWiIsInN0YXRlbWVudCI6IlNpZ24gaW4gdG8gdGhlIHN3YXAgQVBJIiwicmVzb3VyY2VzIjpbImh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS94NDAyL3F1b3RlIl19LCJzdXBwb3J0ZWRDaGFpbnMiOlt7ImNoYWluSWQiOiJlaXAxNTU6ODQ1MyIsInR5cGUiOiJlaXAxOTEifSx7ImNoYWluSWQiOiJzb2xhbmE6NWV5a3Q0VXNGdjhQOE5KZFRSRXBZMXZ6cUtxWkt2ZHAiLCJ0eXBlIjoiZWQyNTUxOSJ9XSwic2NoZW1hIjp7IiRzY2hlbWEiOiJodHRwczovL2pzb24tc2NoZW1hLm9yZy9kcmFmdC8yMDIwLTEyL3NjaGVtYSIsInR5cGUiOiJvYmplY3QifX19fQ==";
 
     #[test]

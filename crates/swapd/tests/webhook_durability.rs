@@ -1,4 +1,4 @@
-//! Webhook durability (research/reliability.md case 98): a few thousand events are delivered
+//! Webhook durability (docs/webhooks.md, "Delivery"): a few thousand events are delivered
 //! by a `swapd serve --worker` process that is killed with SIGKILL and restarted several times
 //! while events keep arriving. At the end every event has been delivered at least once, and
 //! every delivery verifies with the official Standard Webhooks library.

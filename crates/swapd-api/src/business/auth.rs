@@ -1,5 +1,5 @@
-//! The gate every signed `/api/v3` route passes through, in the order of DESIGN.md §3 and
-//! `research/reliability.md` §1.2: cheap checks first, the nonce recorded only after the
+//! The gate every signed `/api/v3` route passes through, in the order of
+//! docs/authentication.md ("The order of checks"): cheap checks first, the nonce recorded only after the
 //! signature verifies, quotas spent only by authenticated, authorized requests.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Onchain execution on `/api/v3` (DESIGN.md §6): an onchain route card becomes an execution
+//! Onchain execution (docs/onchain.md): an onchain route card becomes an execution
 //! plan the wallet performs; the wallet's transaction hash or signatures are reported; the
 //! worker tracks the execution through its provider until it ends. Report and status also need
 //! the plan's `X-Onchain-Execution-Access-Token`, on top of the API key.

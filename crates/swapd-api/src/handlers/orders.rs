@@ -1,4 +1,4 @@
-//! Offchain orders on `/api/v3` (DESIGN.md §5): creation from a createToken or a full input,
+//! Offchain orders (docs/orders.md): creation from a createToken or a full input,
 //! and reads by their owner. The lifecycle after creation belongs to the worker.
 
 use axum::extract::{Path, State};

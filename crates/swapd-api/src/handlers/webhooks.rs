@@ -1,4 +1,4 @@
-//! Webhook subscriptions on `/api/v3` (DESIGN.md §7): create, list, update, rotate the secret,
+//! Webhook subscriptions on `/api/v3` (docs/webhooks.md): create, list, update, rotate the secret,
 //! replay past events, send a test callback, read the delivery log. Subscriptions and events
 //! belong to the key that made them; other keys get 404. Deliveries themselves are the
 //! worker's (`swapd_worker::WebhookDispatcher`).

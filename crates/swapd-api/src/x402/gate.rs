@@ -1,4 +1,4 @@
-//! What every `/api/x402` request goes through, in order (DESIGN.md §8, research/x402.md §2):
+//! What every `/api/x402` request goes through, in order (docs/x402.md, "Paying"):
 //!
 //! 1. Limits, before anything is verified or settled: 60 paid attempts per hour per client and
 //!    route; 30 wallet-bound reads per minute per client, route and resource.

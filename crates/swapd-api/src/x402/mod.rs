@@ -1,4 +1,4 @@
-//! The pay-per-call API (`/api/x402`, DESIGN.md §8): the same use cases as the Business API,
+//! The pay-per-call API (`/api/x402`, docs/x402.md): the same use cases as the Business API,
 //! paid per call with x402 v2 payments and bound to wallets proven with Sign-In-With-X. The
 //! gate decides, per route of [`routes`], what a request needs; the handlers are the
 //! Business API's, run for the wallet's caller scope.

@@ -8,7 +8,7 @@ use super::{Direction, ExecutionType, RateType};
 use crate::amount::Amount;
 use crate::provider::{ProviderError, ProviderInfo, ProviderQuote};
 
-/// Lifetime of a createToken (DESIGN.md §4).
+/// Lifetime of a createToken (docs/market.md).
 pub const CREATE_TOKEN_TTL_MS: i64 = 10 * 60 * 1000;
 /// A createToken on the wire: this prefix and 64 lowercase hex digits.
 pub const CREATE_TOKEN_PREFIX: &str = "ctk_";
