@@ -1,99 +1,68 @@
 //! Retries against a scripted HTTP server: what is sent again, with which key, and when the
 //! client gives up.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use swapd_client::x402::X402Client;
 use swapd_client::{BusinessClient, Credentials, ErrorCode, RetryPolicy, SwapApi};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-/// One request as the server saw it: its request line and headers (lowercased names).
-#[derive(Debug, Clone)]
-struct Seen {
-    line: String,
-    headers: Vec<(String, String)>,
+/// One scripted answer: status, an extra header, body.
+type Reply = (u16, Option<(&'static str, &'static str)>, &'static str);
+
+/// Answers the `n`-th request with `replies[n]`; the last entry repeats.
+struct Script {
+    replies: Vec<Reply>,
+    served: AtomicUsize,
 }
 
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+impl Respond for Script {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let n = self.served.fetch_add(1, Ordering::SeqCst);
+        let (status, header, body) = self.replies[n.min(self.replies.len() - 1)];
+        let answer = ResponseTemplate::new(status).set_body_raw(body, "application/json");
+        match header {
+            Some((name, value)) => answer.insert_header(name, value),
+            None => answer,
+        }
     }
 }
 
-/// Answers the `n`-th request with `script[n]` (status, extra headers, body); the last entry
-/// repeats.
-async fn scripted(
-    script: Vec<(u16, &'static str, &'static str)>,
-) -> (String, Arc<Mutex<Vec<Seen>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut buffer = Vec::new();
-            let mut chunk = [0u8; 4096];
-            let head_end = loop {
-                let n = socket.read(&mut chunk).await.unwrap();
-                if n == 0 {
-                    break None;
-                }
-                buffer.extend_from_slice(&chunk[..n]);
-                if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                    break Some(at);
-                }
-            };
-            let Some(head_end) = head_end else { continue };
-            let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
-            let mut lines = head.split("\r\n");
-            let line = lines.next().unwrap_or_default().to_owned();
-            let headers: Vec<(String, String)> = lines
-                .filter_map(|l| l.split_once(':'))
-                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-                .collect();
-            let length: usize = headers
-                .iter()
-                .find(|(n, _)| n == "content-length")
-                .map_or(0, |(_, v)| v.parse().unwrap());
-            while buffer.len() < head_end + 4 + length {
-                let n = socket.read(&mut chunk).await.unwrap();
-                buffer.extend_from_slice(&chunk[..n]);
-            }
-            let index = {
-                let mut seen = log.lock().unwrap();
-                seen.push(Seen { line, headers });
-                seen.len() - 1
-            };
-            let (status, extra, body) = script[index.min(script.len() - 1)];
-            let response = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n{extra}\r\n{body}",
-                body.len()
-            );
-            socket.write_all(response.as_bytes()).await.unwrap();
-        }
-    });
-    (base, seen)
+async fn scripted(replies: Vec<Reply>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(Script {
+            replies,
+            served: AtomicUsize::new(0),
+        })
+        .mount(&server)
+        .await;
+    server
 }
 
-const UNAVAILABLE: (u16, &str, &str) = (
+async fn seen(server: &MockServer) -> Vec<Request> {
+    server.received_requests().await.unwrap()
+}
+
+fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+const UNAVAILABLE: Reply = (
     503,
-    "",
+    None,
     r#"{"success":false,"error":{"code":"service_unavailable","message":"try again"}}"#,
 );
-const ORDER_MISSING: (u16, &str, &str) = (
+const ORDER_MISSING: Reply = (
     404,
-    "",
+    None,
     r#"{"success":false,"error":{"code":"order_not_found","message":"no such order"}}"#,
 );
-const REPLAYED: (u16, &str, &str) = (
+const REPLAYED: Reply = (
     201,
-    "",
+    None,
     r#"{"success":true,"data":{"webhookId":"whk_1","url":"https://example.com/h","events":["order.completed"],"description":null,"status":"active","disabledReason":null,"previousSecretExpiresAt":null,"createdAt":1,"updatedAt":1,"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}"#,
 );
 
@@ -118,66 +87,68 @@ fn webhook() -> swapd_client::webhooks::WebhookInput {
 
 #[tokio::test]
 async fn a_mutation_is_resent_after_5xx_with_its_key_and_a_fresh_signature() {
-    let (base, seen) = scripted(vec![UNAVAILABLE, UNAVAILABLE, REPLAYED]).await;
-    let created = client(&base).create_webhook(&webhook()).await.unwrap();
+    let server = scripted(vec![UNAVAILABLE, UNAVAILABLE, REPLAYED]).await;
+    let created = client(&server.uri())
+        .create_webhook(&webhook())
+        .await
+        .unwrap();
     assert_eq!(created.webhook.webhook_id, "whk_1");
 
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen(&server).await;
     assert_eq!(seen.len(), 3);
-    let key = seen[0].header("idempotency-key").unwrap();
+    let key = header(&seen[0], "idempotency-key").unwrap();
     assert_eq!(key.len(), 32);
     assert!(
         seen.iter()
-            .all(|s| s.header("idempotency-key") == Some(key))
+            .all(|s| header(s, "idempotency-key") == Some(key))
     );
     let mut nonces: Vec<_> = seen
         .iter()
-        .map(|s| s.header("x-api-nonce").unwrap())
+        .map(|s| header(s, "x-api-nonce").unwrap())
         .collect();
     nonces.dedup();
     assert_eq!(nonces.len(), 3, "each attempt is signed anew");
-    assert!(
-        seen.iter()
-            .all(|s| s.line.starts_with("POST /api/v3/webhooks "))
-    );
+    assert!(seen.iter().all(|s| s.method.as_str() == "POST"
+        && s.url.path() == "/api/v3/webhooks"
+        && s.url.query().is_none()));
 }
 
 #[tokio::test]
 async fn a_rate_limit_is_waited_out_as_the_server_asks() {
     let limited = (
         429,
-        "retry-after: 1\r\n",
+        Some(("retry-after", "1")),
         r#"{"success":false,"error":{"code":"rate_limit_exceeded","message":"slow down"}}"#,
     );
-    let (base, seen) = scripted(vec![limited, ORDER_MISSING]).await;
+    let server = scripted(vec![limited, ORDER_MISSING]).await;
     let started = std::time::Instant::now();
-    let error = client(&base)
+    let error = client(&server.uri())
         .order("ord_0123456789abcdef0123456789abcdef")
         .await
         .unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::OrderNotFound));
-    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert_eq!(seen(&server).await.len(), 2);
     // The wait is the server's second, not the 10 ms backoff (a lower bound, not a timing test).
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
 
 #[tokio::test]
 async fn client_errors_are_not_retried_and_retries_run_out() {
-    let (base, seen) = scripted(vec![ORDER_MISSING]).await;
-    let error = client(&base)
+    let server = scripted(vec![ORDER_MISSING]).await;
+    let error = client(&server.uri())
         .order("ord_0123456789abcdef0123456789abcdef")
         .await
         .unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::OrderNotFound));
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(seen(&server).await.len(), 1);
 
-    let (base, seen) = scripted(vec![UNAVAILABLE]).await;
-    let error = client(&base).webhooks().await.unwrap_err();
+    let server = scripted(vec![UNAVAILABLE]).await;
+    let error = client(&server.uri()).webhooks().await.unwrap_err();
     assert_eq!(error.code(), Some(ErrorCode::ServiceUnavailable));
-    assert_eq!(seen.lock().unwrap().len(), 4, "the first try and 3 retries");
+    assert_eq!(seen(&server).await.len(), 4, "the first try and 3 retries");
 
-    let (base, seen) = scripted(vec![UNAVAILABLE]).await;
-    let error = client(&base)
+    let server = scripted(vec![UNAVAILABLE]).await;
+    let error = client(&server.uri())
         .with_retry(RetryPolicy::none())
         .webhooks()
         .await
@@ -186,20 +157,25 @@ async fn client_errors_are_not_retried_and_retries_run_out() {
         error,
         swapd_client::Error::Api { status: 503, .. }
     ));
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(seen(&server).await.len(), 1);
 }
 
 #[tokio::test]
 async fn the_x402_client_retries_its_requests_identically() {
-    let readiness = (200, "", r#"{"success":true,"data":{"surface":"x402"}}"#);
-    let (base, seen) = scripted(vec![UNAVAILABLE, readiness]).await;
-    let client = X402Client::new(&base).unwrap().with_retry(RetryPolicy {
-        base_delay: Duration::from_millis(10),
-        ..RetryPolicy::default()
-    });
+    let readiness = (200, None, r#"{"success":true,"data":{"surface":"x402"}}"#);
+    let server = scripted(vec![UNAVAILABLE, readiness]).await;
+    let client = X402Client::new(&server.uri())
+        .unwrap()
+        .with_retry(RetryPolicy {
+            base_delay: Duration::from_millis(10),
+            ..RetryPolicy::default()
+        });
     let document = client.get("/api/x402", &[]).await.unwrap();
     assert_eq!(document.answer.data["surface"], "x402");
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen(&server).await;
     assert_eq!(seen.len(), 2);
-    assert!(seen.iter().all(|s| s.line.starts_with("GET /api/x402 ")));
+    assert!(
+        seen.iter()
+            .all(|s| s.method.as_str() == "GET" && s.url.path() == "/api/x402")
+    );
 }
