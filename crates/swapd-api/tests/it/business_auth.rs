@@ -2,18 +2,17 @@
 //! ("The order of checks", "Key policy"). Every refusal also shows that nothing was consumed
 //! or recorded.
 
-mod support;
 
 use std::sync::Arc;
 
-use support::{Options, Resp, TestServer};
+use crate::support::{Options, Resp, TestServer};
 use swapd_api::business::guards::Sharing;
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
 const ECHO: &str = "/api/v3/test/echo";
 
-async fn unchanged_quota(server: &TestServer, key: &support::TestKey, before: u32) {
+async fn unchanged_quota(server: &TestServer, key: &crate::support::TestKey, before: u32) {
     assert_eq!(
         server.quota(key).await.remaining,
         before,
@@ -105,7 +104,7 @@ async fn tampered_bodies_and_signatures_are_refused() {
     );
 }
 
-use support::Signed;
+use crate::support::Signed;
 
 #[tokio::test]
 async fn missing_duplicated_and_aliased_headers() {
@@ -151,7 +150,7 @@ async fn unknown_and_revoked_keys() {
     let key = server.key(&[PricesRead]).await;
 
     // 11. Unknown key id (well-formed and malformed).
-    let unknown = support::TestKey {
+    let unknown = crate::support::TestKey {
         id: "key_00000000000000000000000000000000".into(),
         secret: key.secret.clone(),
     };
@@ -159,7 +158,7 @@ async fn unknown_and_revoked_keys() {
         .call(&unknown, "GET", "/api/v3", "", b"")
         .await
         .expect(401, "api_key_invalid");
-    let garbage = support::TestKey {
+    let garbage = crate::support::TestKey {
         id: "not-a-key".into(),
         secret: key.secret.clone(),
     };
@@ -596,7 +595,7 @@ async fn permissions_follow_the_route_table() {
             &request.get("Idempotency-Key"),
             "fp",
             "probe",
-            support::T0_MS,
+            crate::support::T0_MS,
         )
         .await
         .unwrap();
@@ -618,7 +617,7 @@ async fn replays_fail_after_a_graceful_restart_and_after_a_crash() {
     let store_options = swapd_store::StoreOptions::default();
     let open = || swapd_store::open(&url, &store_options);
     let master = swapd_core::secrets::MasterKey::generate();
-    let clock = Arc::new(swapd_core::ManualClock::new(support::T0_MS));
+    let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
     let options = |store, after_unclean_stop| Options {
         store: Some(store),
         clock: Some(clock.clone()),
@@ -678,7 +677,7 @@ async fn nodes_sharing_postgres_share_nonces_and_fail_closed_when_it_is_gone() {
         }
     };
     let master = swapd_core::secrets::MasterKey::generate();
-    let clock = Arc::new(swapd_core::ManualClock::new(support::T0_MS));
+    let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
     let node = |store| Options {
         sharing: Sharing::Database,
         store: Some(store),

@@ -2,14 +2,13 @@
 //! idempotent replay (same job, one settlement), a job whose worker died mid-run taken over and
 //! finished exactly once, the time bound, and ownership by wallet.
 
-mod support;
 
 use std::time::Duration;
 
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{Value, json};
-use support::x402::{idempotency, pay, payment_header, prove_evm, required, send};
-use support::{Resp, TestServer};
+use crate::support::x402::{idempotency, pay, payment_header, prove_evm, required, send};
+use crate::support::{Resp, TestServer};
 use swapd_core::market_intel::{JobOutcome, LEASE_MS, MAX_ATTEMPTS};
 use swapd_types::market_intel::JobError;
 

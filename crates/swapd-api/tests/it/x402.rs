@@ -4,7 +4,6 @@
 //! second charge, one execution per payment under concurrency, limits, and the HTTP facilitator
 //! (docs/x402.md).
 
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,11 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use alloy_signer_local::PrivateKeySigner;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use support::x402::{
+use crate::support::x402::{
     idempotency, pay, payment_header, prove_evm, prove_solana, required, send, sign_evm,
     siwx_payload,
 };
-use support::{Options, PAY_TO, Resp, TestServer};
+use crate::support::{Options, PAY_TO, Resp, TestServer};
 use swapd_x402::wire::{self, SettleResponse};
 
 const USDC_BASE: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";

@@ -1,12 +1,11 @@
 //! Idempotency-Key on mutations against a running server, as docs/authentication.md
 //! ("Idempotency") describes it, and the race of 100 concurrent requests with one key.
 
-mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use support::{Resp, TestServer};
+use crate::support::{Resp, TestServer};
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::OrdersCreate;
 
@@ -272,7 +271,7 @@ async fn a_response_lost_after_commit_is_replayed() {
                 "lost-response-1",
                 &fingerprint,
                 "probe",
-                support::T0_MS,
+                crate::support::T0_MS,
             )
             .await
             .unwrap();

@@ -1,10 +1,9 @@
 //! Orders from deposit to payout: the sandbox chain, the lifecycle engine and the outbox,
 //! driven by a manual clock.
 
-mod support;
 
 use serde_json::{Value, json};
-use support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
+use crate::support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
 use swapd_core::orders::EventType;
 use swapd_types::Permission::{
     NotificationsWrite, OrdersCreate, OrdersRead, OrdersUpdate, PricesRead,

@@ -3,7 +3,6 @@
 //! the retry schedule, 410 and redirects, replay, test callbacks, the delivery log, ownership,
 //! and the SSRF policy of live mode (docs/webhooks.md, "Where deliveries may go").
 
-mod support;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, post};
 use serde_json::{Value, json};
-use support::{Options, Resp, TestKey, TestServer};
+use crate::support::{Options, Resp, TestKey, TestServer};
 use swapd_core::ManualClock;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead, WebhooksRead, WebhooksWrite};
 

@@ -1,10 +1,9 @@
 //! Offchain order creation and reads on `/api/v3` against a running server with the sandbox
 //! providers.
 
-mod support;
 
 use serde_json::{Value, json};
-use support::{Resp, TestKey, TestServer};
+use crate::support::{Resp, TestKey, TestServer};
 use swapd_core::address::Network;
 use swapd_core::orders::EventType;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};

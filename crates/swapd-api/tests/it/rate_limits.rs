@@ -1,12 +1,11 @@
 //! Per-key rate limits against a running server, as docs/authentication.md ("Rate limits")
 //! describes them.
 
-mod support;
 
 use std::sync::Arc;
 
-use support::x402::send;
-use support::{Options, TestServer};
+use crate::support::x402::send;
+use crate::support::{Options, TestServer};
 use swapd_api::business::guards::Sharing;
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::{OrdersCreate, PricesRead};
@@ -151,7 +150,7 @@ async fn nodes_sharing_postgres_share_one_quota() {
     };
     let schema = swapd_store::test_support::PgTestSchema::create(&url).await;
     let master = swapd_core::secrets::MasterKey::generate();
-    let clock = Arc::new(swapd_core::ManualClock::new(support::T0_MS));
+    let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
     let mut nodes = Vec::new();
     for _ in 0..3 {
         let store = swapd_store::PgStore::open_with(

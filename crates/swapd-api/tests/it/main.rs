@@ -1,0 +1,16 @@
+//! The integration tests of swapd-api in one binary (one link instead of one per file): each
+//! module runs real servers from `support`.
+
+mod support;
+
+mod business_auth;
+mod idempotency;
+mod json_extractor;
+mod lifecycle;
+mod market;
+mod market_intel;
+mod onchain;
+mod orders;
+mod rate_limits;
+mod webhooks;
+mod x402;
