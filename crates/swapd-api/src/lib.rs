@@ -40,7 +40,7 @@ pub struct AppState {
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Arc<[IpNet]>,
     /// The liquidity providers, behind the aggregator.
-    pub market: Arc<swapd_providers::Market>,
+    pub market: Arc<dyn swapd_core::market::Market>,
     /// Signs and checks onchain execution access tokens.
     pub access_tokens: swapd_core::onchain::AccessTokens,
     /// Seals webhook signing secrets.

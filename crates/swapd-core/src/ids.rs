@@ -10,6 +10,11 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(bytes))
 }
 
+/// A transaction id in the common 64-hex-digit form (256 random bits), for the sandbox chain.
+pub fn new_tx_id() -> String {
+    format!("{}{}", new_id(""), new_id(""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

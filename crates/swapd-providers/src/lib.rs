@@ -1,9 +1,6 @@
-//! Liquidity providers behind swapd's normalized API: the sandbox world (price feed and
-//! providers), the shipped catalog snapshot, and the [`market::Market`] aggregator.
+//! Liquidity providers behind swapd's normalized API, as adapters of
+//! `swapd_core::provider::Provider`: the sandbox world (price feed, providers, chain) today,
+//! the live desks and onchain routers next. The aggregator over them is `swapd-market`.
 
-pub mod market;
 pub mod price_feed;
 pub mod sandbox;
-pub mod snapshot;
-
-pub use market::{CatalogView, Market, MarketOptions};

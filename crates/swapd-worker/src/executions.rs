@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+use swapd_core::market::Market;
 use swapd_core::onchain::ExecutionPlan;
 use swapd_core::provider::TrackRequest;
 use swapd_core::{Clock, Store};
-use swapd_providers::Market;
 
 /// Plans looked at per pass.
 const BATCH: u32 = 100;
@@ -17,7 +17,7 @@ const BACKOFF_POLLS: i64 = 5;
 
 pub struct ExecutionTracker {
     store: Arc<dyn Store>,
-    market: Arc<Market>,
+    market: Arc<dyn Market>,
     clock: Arc<dyn Clock>,
     poll_interval_ms: i64,
 }
@@ -25,7 +25,7 @@ pub struct ExecutionTracker {
 impl ExecutionTracker {
     pub fn new(
         store: Arc<dyn Store>,
-        market: Arc<Market>,
+        market: Arc<dyn Market>,
         clock: Arc<dyn Clock>,
         poll_interval_ms: i64,
     ) -> Self {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use swapd_core::amount::Amount;
+use swapd_core::market::Market;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::routes::{self, Candidate};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
@@ -15,7 +16,6 @@ use swapd_core::market_intel::{
 };
 use swapd_core::provider::{ProviderError, QuoteRequest};
 use swapd_core::{Clock, Store};
-use swapd_providers::Market;
 use swapd_types::market::Fee;
 use swapd_types::market_intel::{
     DepthPoint, DepthQuote, JobError, JobResult, PairDepth, RateHistory, RouteScan, ScannedRoute,
@@ -28,13 +28,13 @@ const MAX_OBSERVATIONS: u32 = 50_000;
 
 pub struct JobRunner {
     store: Arc<dyn Store>,
-    market: Arc<Market>,
+    market: Arc<dyn Market>,
     clock: Arc<dyn Clock>,
     run_timeout: Duration,
 }
 
 impl JobRunner {
-    pub fn new(store: Arc<dyn Store>, market: Arc<Market>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(store: Arc<dyn Store>, market: Arc<dyn Market>, clock: Arc<dyn Clock>) -> Self {
         Self {
             store,
             market,
@@ -147,7 +147,7 @@ impl JobRunner {
             recipient: None,
             now_ms: self.clock.now_ms(),
         };
-        let mut candidates = self.market.quote_all(&request, |_| true).await;
+        let mut candidates = self.market.quote_all(&request, &|_| true).await;
         routes::rank(&mut candidates, direction);
         candidates
     }
@@ -220,7 +220,8 @@ impl JobRunner {
         to: &'static CurrencyDef,
     ) -> Result<(Amount, Amount), JobError> {
         let catalog = self.market.catalog(self.clock.now_ms()).await;
-        let probe = swapd_providers::market::listed(&catalog, from.code)
+        let probe = catalog
+            .listed(from.code)
             .map(|entry| entry.min)
             .ok_or_else(|| {
                 error(

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::lifecycle::{self, Chain, LifecycleRules, Next};
+use swapd_core::market::Market;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::{Direction, RateType};
 use swapd_core::orders::{EventType, Order};
 use swapd_core::provider::QuoteRequest;
 use swapd_core::{Clock, Store};
-use swapd_providers::Market;
 
 /// At most this many steps per order per pass (a full lifecycle takes fewer).
 const MAX_STEPS: usize = 32;
@@ -22,7 +22,7 @@ const BATCH: u32 = 100;
 pub struct OrderEngine {
     store: Arc<dyn Store>,
     chain: Arc<dyn Chain>,
-    market: Arc<Market>,
+    market: Arc<dyn Market>,
     clock: Arc<dyn Clock>,
     rules: LifecycleRules,
     pause_after_payout: bool,
@@ -44,7 +44,7 @@ impl OrderEngine {
     pub fn new(
         store: Arc<dyn Store>,
         chain: Arc<dyn Chain>,
-        market: Arc<Market>,
+        market: Arc<dyn Market>,
         clock: Arc<dyn Clock>,
         rules: LifecycleRules,
     ) -> Self {

@@ -1,15 +1,14 @@
 //! x402 v2 for swapd's pay-per-call API (`/api/x402`, docs/x402.md): the wire
-//! shapes, the `exact` EVM scheme (EIP-3009), facilitators, and Sign-In-With-X proofs.
-
+//! shapes, the `exact` EVM scheme (EIP-3009), the facilitator port with its HTTP client, and
+//! Sign-In-With-X proofs. The in-process ledger facilitator, which needs the store, is the
+//! server's (`swapd-api`).
 //!
 //! Without the default `server` feature, only the protocol is built (wire shapes, EIP-3009
 //! digests, SIWX texts and checks, the HTTP facilitator): what a client needs, without swapd's
-//! domain crate.
+//! domain crate. With it, also the server's pricing.
 
 pub mod exact;
 pub mod facilitator;
-#[cfg(feature = "server")]
-mod ledger;
 pub mod siwx;
 pub mod wire;
 
@@ -19,8 +18,6 @@ use serde_json::{Map, Value, json};
 use swapd_core::amount::Amount;
 
 pub use facilitator::{Facilitator, FacilitatorError, HttpFacilitator};
-#[cfg(feature = "server")]
-pub use ledger::LedgerFacilitator;
 #[cfg(feature = "server")]
 use wire::{PaymentRequired, PaymentRequirements, ResourceInfo, X402_VERSION};
 

@@ -128,7 +128,7 @@ impl App {
             clock,
             master_key,
         } = self.runtime;
-        let market = Arc::new(market(&config));
+        let market: Arc<dyn swapd_core::market::Market> = Arc::new(market(&config));
         // The operator's secret signs execution access tokens; without one, a key derived from
         // the master key does.
         let access_tokens = if config.x402.access_token_secret.is_empty() {
@@ -284,7 +284,7 @@ async fn x402_surface(
                 .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
         )
     } else {
-        Arc::new(swapd_x402::LedgerFacilitator::new(
+        Arc::new(swapd_api::x402::LedgerFacilitator::new(
             store.clone(),
             clock.clone(),
             &x402.network,
@@ -336,7 +336,7 @@ fn mailer(config: &Config) -> anyhow::Result<Arc<dyn swapd_core::notify::Mailer>
 
 /// The providers of the configured mode behind the aggregator. Live adapters do not exist yet,
 /// and `Config::validate` refuses live mode until they do.
-fn market(config: &Config) -> swapd_providers::Market {
+fn market(config: &Config) -> swapd_market::Aggregator {
     use swapd_providers::sandbox::{self, Fault, Faults};
     let faults = Faults::default();
     for id in &config.providers.sandbox_stalled {
@@ -349,9 +349,9 @@ fn market(config: &Config) -> swapd_providers::Market {
         );
     }
     let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
-    swapd_providers::Market::new(
+    swapd_market::Aggregator::new(
         sandbox::providers(feed, &faults, config.providers.sandbox_block_ms),
-        swapd_providers::MarketOptions {
+        swapd_market::MarketOptions {
             deadline: std::time::Duration::from_millis(config.providers.deadline_ms),
             ..Default::default()
         },

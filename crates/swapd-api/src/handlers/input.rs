@@ -106,10 +106,15 @@ pub(crate) fn known_provider<'a>(
     id: &'a str,
     field: &str,
 ) -> Result<&'a str, ApiError> {
-    if state.market.providers().any(|info| info.id == id) {
+    if state.market.providers().iter().any(|info| info.id == id) {
         return Ok(id);
     }
-    let known: Vec<&str> = state.market.providers().map(|info| info.id).collect();
+    let known: Vec<&str> = state
+        .market
+        .providers()
+        .iter()
+        .map(|info| info.id)
+        .collect();
     Err(invalid(
         field,
         &format!("unknown provider `{id}`; known: {}", known.join(", ")),

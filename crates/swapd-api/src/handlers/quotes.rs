@@ -121,11 +121,11 @@ pub(super) fn record_rates<'a>(
 pub(crate) async fn best_offchain_quote(
     state: &AppState,
     request: &QuoteRequest,
-    allowed: impl Fn(&str) -> bool,
+    allowed: impl Fn(&str) -> bool + Sync,
 ) -> Result<(&'static str, ProviderQuote), ApiError> {
     let mut candidates = state
         .market
-        .quote_all(request, |info| {
+        .quote_all(request, &|info| {
             info.execution_type == ExecutionType::Offchain && allowed(info.id)
         })
         .await;

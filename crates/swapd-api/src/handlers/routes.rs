@@ -79,7 +79,7 @@ pub(crate) async fn discover_routes(
     };
     let mut candidates = state
         .market
-        .quote_all(&request, |info| provider.is_none_or(|id| id == info.id))
+        .quote_all(&request, &|info| provider.is_none_or(|id| id == info.id))
         .await;
     if wallet.is_some()
         && let Some(Err(error)) = candidates

@@ -63,7 +63,7 @@ pub(crate) async fn deposit(
         return Err(invalid("confirmations", "at most 1000"));
     }
     let recorded = SandboxDeposit {
-        tx_id: swapd_providers::sandbox::new_tx_id(),
+        tx_id: swapd_core::ids::new_tx_id(),
         address: order.deposit_address,
         tag: order.deposit_tag,
         amount: amount.to_string(),

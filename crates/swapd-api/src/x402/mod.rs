@@ -4,7 +4,10 @@
 //! Business API's, run for the wallet's caller scope.
 
 mod gate;
+mod ledger;
 pub(crate) mod readiness;
+
+pub use ledger::LedgerFacilitator;
 
 use std::sync::{Arc, OnceLock};
 

@@ -2,7 +2,6 @@
 //! ("The order of checks", "Key policy"). Every refusal also shows that nothing was consumed
 //! or recorded.
 
-
 use std::sync::Arc;
 
 use crate::support::{Options, Resp, TestServer};

@@ -1,7 +1,6 @@
 //! Idempotency-Key on mutations against a running server, as docs/authentication.md
 //! ("Idempotency") describes it, and the race of 100 concurrent requests with one key.
 
-
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 

@@ -1,9 +1,8 @@
 //! Orders from deposit to payout: the sandbox chain, the lifecycle engine and the outbox,
 //! driven by a manual clock.
 
-
-use serde_json::{Value, json};
 use crate::support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
+use serde_json::{Value, json};
 use swapd_core::orders::EventType;
 use swapd_types::Permission::{
     NotificationsWrite, OrdersCreate, OrdersRead, OrdersUpdate, PricesRead,

@@ -1,12 +1,11 @@
 //! Market data and routing on `/api/v3`: catalog, tokens, quotes, routes and resolution
 //! against a running server with the sandbox providers.
 
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use crate::support::{Options, Resp, TestKey, TestServer};
+use serde_json::{Value, json};
 use swapd_core::api_keys::RateLimits;
 use swapd_core::market::routes::{RedeemError, hash_create_token};
 use swapd_providers::sandbox::{Fault, PROVIDER_IDS};

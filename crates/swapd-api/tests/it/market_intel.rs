@@ -2,13 +2,12 @@
 //! idempotent replay (same job, one settlement), a job whose worker died mid-run taken over and
 //! finished exactly once, the time bound, and ownership by wallet.
 
-
 use std::time::Duration;
 
-use alloy_signer_local::PrivateKeySigner;
-use serde_json::{Value, json};
 use crate::support::x402::{idempotency, pay, payment_header, prove_evm, required, send};
 use crate::support::{Resp, TestServer};
+use alloy_signer_local::PrivateKeySigner;
+use serde_json::{Value, json};
 use swapd_core::market_intel::{JobOutcome, LEASE_MS, MAX_ATTEMPTS};
 use swapd_types::market_intel::JobError;
 

@@ -3,13 +3,12 @@
 //! signatures made here by a local key (alloy's signer), tracked to their end; every refusal,
 //! ownership, and idempotency.
 
-
+use crate::support::{BLOCK_MS, Resp, TestKey, TestServer};
 use alloy_primitives::{Address, hex, keccak256};
 use alloy_signer::SignerSync;
 use alloy_signer_local::PrivateKeySigner;
 use base64::Engine;
 use serde_json::{Value, json};
-use crate::support::{BLOCK_MS, Resp, TestKey, TestServer};
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
 const TOKEN: &str = "X-Onchain-Execution-Access-Token";

@@ -1,9 +1,8 @@
 //! Offchain order creation and reads on `/api/v3` against a running server with the sandbox
 //! providers.
 
-
-use serde_json::{Value, json};
 use crate::support::{Resp, TestKey, TestServer};
+use serde_json::{Value, json};
 use swapd_core::address::Network;
 use swapd_core::orders::EventType;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};

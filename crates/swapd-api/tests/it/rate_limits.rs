@@ -1,7 +1,6 @@
 //! Per-key rate limits against a running server, as docs/authentication.md ("Rate limits")
 //! describes them.
 
-
 use std::sync::Arc;
 
 use crate::support::x402::send;

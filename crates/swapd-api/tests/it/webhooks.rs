@@ -3,17 +3,16 @@
 //! the retry schedule, 410 and redirects, replay, test callbacks, the delivery log, ownership,
 //! and the SSRF policy of live mode (docs/webhooks.md, "Where deliveries may go").
 
-
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{Options, Resp, TestKey, TestServer};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, post};
 use serde_json::{Value, json};
-use crate::support::{Options, Resp, TestKey, TestServer};
 use swapd_core::ManualClock;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead, WebhooksRead, WebhooksWrite};
 

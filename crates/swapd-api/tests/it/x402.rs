@@ -4,18 +4,17 @@
 //! second charge, one execution per payment under concurrency, limits, and the HTTP facilitator
 //! (docs/x402.md).
 
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use alloy_signer_local::PrivateKeySigner;
-use axum::http::StatusCode;
-use serde_json::{Value, json};
 use crate::support::x402::{
     idempotency, pay, payment_header, prove_evm, prove_solana, required, send, sign_evm,
     siwx_payload,
 };
 use crate::support::{Options, PAY_TO, Resp, TestServer};
+use alloy_signer_local::PrivateKeySigner;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
 use swapd_x402::wire::{self, SettleResponse};
 
 const USDC_BASE: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -986,7 +985,7 @@ async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
     )
     .await
     .unwrap();
-    let ledger = swapd_x402::LedgerFacilitator::new(
+    let ledger = swapd_api::x402::LedgerFacilitator::new(
         store,
         Arc::new(swapd_core::ManualClock::new(0)),
         "eip155:84532",

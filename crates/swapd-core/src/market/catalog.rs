@@ -39,6 +39,23 @@ impl CatalogSource {
     }
 }
 
+/// The catalog as served.
+#[derive(Debug, Clone)]
+pub struct CatalogView {
+    pub currencies: Vec<CatalogEntry>,
+    pub degraded: bool,
+    pub reason: Option<String>,
+    pub source: CatalogSource,
+}
+
+impl CatalogView {
+    /// The entry of the currency `code` names, when it is listed.
+    pub fn listed(&self, code: &str) -> Option<&CatalogEntry> {
+        let def = super::currencies::currency(code)?;
+        self.currencies.iter().find(|e| e.currency.code == def.code)
+    }
+}
+
 /// Merges offers into catalog entries, in registry order: a currency is listed when some
 /// provider trades it; `send`/`receive` when any does; limits span every provider accepting it
 /// as input.

@@ -3,8 +3,10 @@
 
 pub mod catalog;
 pub mod currencies;
+mod port;
 pub mod pricing;
 pub mod routes;
 pub mod tokens;
 
+pub use port::Market;
 pub use swapd_types::market::{Direction, ExecutionType, RateType};

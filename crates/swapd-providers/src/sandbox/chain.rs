@@ -37,15 +37,6 @@ impl SandboxChain {
     }
 }
 
-/// A transaction id in the common 64-hex-digit form (256 random bits).
-pub fn new_tx_id() -> String {
-    format!(
-        "{}{}",
-        swapd_core::ids::new_id(""),
-        swapd_core::ids::new_id("")
-    )
-}
-
 #[async_trait]
 impl Chain for SandboxChain {
     async fn deposits(
@@ -96,7 +87,7 @@ impl Chain for SandboxChain {
             .store
             .sandbox_transfer(&SandboxTransfer {
                 key: key.to_owned(),
-                tx_id: new_tx_id(),
+                tx_id: swapd_core::ids::new_tx_id(),
                 currency: currency.to_owned(),
                 address: address.to_owned(),
                 tag: tag.map(Into::into),

@@ -16,7 +16,7 @@ use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::pricing;
 use swapd_core::provider::{Provider, ProviderError};
 
-pub use chain::{BURN_ADDRESSES, SandboxChain, new_tx_id};
+pub use chain::{BURN_ADDRESSES, SandboxChain};
 pub use faults::{Fault, Faults};
 pub use offchain::OffchainDesk;
 pub use onchain::{Bridge, DEFAULT_BLOCK_MS, Dex};

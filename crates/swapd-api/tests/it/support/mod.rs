@@ -324,18 +324,18 @@ impl TestServer {
             .unwrap(),
         );
         let faults = swapd_providers::sandbox::Faults::default();
-        let market = swapd_providers::Market::new(
+        let market = swapd_market::Aggregator::new(
             swapd_providers::sandbox::providers(
                 swapd_providers::price_feed::PriceFeed::new(0),
                 &faults,
                 BLOCK_MS,
             ),
-            swapd_providers::MarketOptions {
+            swapd_market::MarketOptions {
                 deadline: options.provider_deadline,
                 ..Default::default()
             },
         );
-        let market = Arc::new(market);
+        let market: Arc<dyn swapd_core::market::Market> = Arc::new(market);
         let tracker = swapd_worker::ExecutionTracker::new(
             store.clone(),
             market.clone(),
@@ -391,7 +391,7 @@ impl TestServer {
             x402: Arc::new(swapd_api::x402::X402 {
                 pricing: swapd_x402::Pricing::usdc("eip155:8453", "0.05", PAY_TO).unwrap(),
                 facilitator: options.facilitator.clone().unwrap_or_else(|| {
-                    Arc::new(swapd_x402::LedgerFacilitator::new(
+                    Arc::new(swapd_api::x402::LedgerFacilitator::new(
                         store.clone(),
                         clock.clone(),
                         "eip155:8453",

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 use swapd_core::store::X402Settlement;
 use swapd_core::{Clock, Store};
 
-use crate::exact::{self, Invalid};
-use crate::facilitator::{Facilitator, FacilitatorError};
-use crate::wire::{
+use swapd_x402::exact::{self, Invalid};
+use swapd_x402::facilitator::{Facilitator, FacilitatorError};
+use swapd_x402::wire::{
     PaymentPayload, PaymentRequirements, SettleResponse, SupportedKind, SupportedResponse,
     VerifyResponse, X402_VERSION,
 };

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use futures_util::future::join_all;
-use swapd_core::market::catalog::{self, CatalogEntry, CatalogSource};
-use swapd_core::market::currencies::currency;
+use swapd_core::market::Market;
+use swapd_core::market::catalog::{self, CatalogSource, CatalogView};
 use swapd_core::market::routes::Candidate;
 use swapd_core::provider::{CurrencyOffer, Provider, ProviderError, ProviderInfo, QuoteRequest};
 use tokio::sync::Mutex;
@@ -36,16 +37,7 @@ impl Default for MarketOptions {
     }
 }
 
-/// The catalog as served.
-#[derive(Debug, Clone)]
-pub struct CatalogView {
-    pub currencies: Vec<CatalogEntry>,
-    pub degraded: bool,
-    pub reason: Option<String>,
-    pub source: CatalogSource,
-}
-
-pub struct Market {
+pub struct Aggregator {
     providers: Vec<Arc<dyn Provider>>,
     options: MarketOptions,
     catalog: Mutex<CatalogState>,
@@ -60,7 +52,7 @@ struct CatalogState {
     next_refresh_ms: i64,
 }
 
-impl Market {
+impl Aggregator {
     pub fn new(providers: Vec<Arc<dyn Provider>>, options: MarketOptions) -> Self {
         Self {
             providers,
@@ -68,26 +60,26 @@ impl Market {
             catalog: Mutex::new(CatalogState::default()),
         }
     }
+}
 
-    pub fn providers(&self) -> impl Iterator<Item = ProviderInfo> + '_ {
-        self.providers.iter().map(|p| p.info())
+#[async_trait]
+impl Market for Aggregator {
+    fn providers(&self) -> Vec<ProviderInfo> {
+        self.providers.iter().map(|p| p.info()).collect()
     }
 
-    /// The provider with this id.
-    pub fn provider(&self, id: &str) -> Option<&Arc<dyn Provider>> {
-        self.providers.iter().find(|p| p.info().id == id)
+    fn provider(&self, id: &str) -> Option<Arc<dyn Provider>> {
+        self.providers.iter().find(|p| p.info().id == id).cloned()
     }
 
-    pub fn deadline(&self) -> Duration {
+    fn deadline(&self) -> Duration {
         self.options.deadline
     }
 
-    /// Quotes `request` with every provider `selected` keeps, concurrently, each bounded by the
-    /// deadline. One candidate per selected provider, in provider order.
-    pub async fn quote_all(
+    async fn quote_all(
         &self,
         request: &QuoteRequest,
-        selected: impl Fn(&ProviderInfo) -> bool,
+        selected: &(dyn for<'p> Fn(&'p ProviderInfo) -> bool + Sync),
     ) -> Vec<Candidate> {
         let deadline = self.options.deadline;
         let calls = self.providers.iter().filter(|p| selected(&p.info())).map(
@@ -109,9 +101,8 @@ impl Market {
         join_all(calls).await
     }
 
-    /// The catalog at `now_ms`, refreshed from the providers when due. Concurrent callers share
-    /// one refresh.
-    pub async fn catalog(&self, now_ms: i64) -> CatalogView {
+    /// Concurrent callers share one refresh.
+    async fn catalog(&self, now_ms: i64) -> CatalogView {
         let mut state = self.catalog.lock().await;
         if let Some(view) = &state.view
             && now_ms < state.next_refresh_ms
@@ -121,7 +112,9 @@ impl Market {
         self.refresh(&mut state, now_ms).await;
         state.view.clone().expect("refresh always sets a view")
     }
+}
 
+impl Aggregator {
     async fn refresh(&self, state: &mut CatalogState, now_ms: i64) {
         let deadline = self.options.deadline;
         let answers = join_all(self.providers.iter().map(|provider| async move {
@@ -184,25 +177,21 @@ fn timed_out(deadline: Duration) -> ProviderError {
     ))
 }
 
-/// Whether `code` names a currency of the catalog `view`.
-pub fn listed<'a>(view: &'a CatalogView, code: &str) -> Option<&'a CatalogEntry> {
-    let def = currency(code)?;
-    view.currencies.iter().find(|e| e.currency.code == def.code)
-}
-
 #[cfg(test)]
 mod tests {
     use swapd_core::amount::Amount;
     use swapd_core::market::{Direction, RateType};
 
+    use swapd_core::market::currencies::currency;
+    use swapd_providers::price_feed::PriceFeed;
+    use swapd_providers::sandbox::{self, Fault, Faults};
+
     use super::*;
-    use crate::price_feed::PriceFeed;
-    use crate::sandbox::{self, Fault, Faults};
 
     const T: i64 = 1_800_000_000_000;
 
-    fn market(faults: &Faults) -> Market {
-        Market::new(
+    fn market(faults: &Faults) -> Aggregator {
+        Aggregator::new(
             sandbox::providers(PriceFeed::new(1), faults, sandbox::DEFAULT_BLOCK_MS),
             MarketOptions {
                 deadline: Duration::from_millis(200),
@@ -230,7 +219,7 @@ mod tests {
         faults.set("meridian", Fault::Stall);
         let market = market(&faults);
         let started = tokio::time::Instant::now();
-        let candidates = market.quote_all(&request(), |_| true).await;
+        let candidates = market.quote_all(&request(), &|_| true).await;
         assert_eq!(started.elapsed(), Duration::from_millis(200));
         let by_id = |id: &str| candidates.iter().find(|c| c.provider.id == id).unwrap();
         assert!(

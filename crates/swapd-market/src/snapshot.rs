@@ -43,9 +43,10 @@ mod tests {
 
     use swapd_core::market::catalog::assemble;
 
+    use swapd_providers::price_feed::PriceFeed;
+    use swapd_providers::sandbox::{self, Faults};
+
     use super::*;
-    use crate::price_feed::PriceFeed;
-    use crate::sandbox::{self, Faults};
 
     #[tokio::test]
     async fn snapshot_matches_the_sandbox_catalog() {

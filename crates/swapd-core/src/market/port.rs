@@ -1,0 +1,35 @@
+//! The market port: every liquidity provider as one, for the API and the worker. The
+//! aggregator behind it (fan-out under deadlines, the catalog with its fallbacks) lives in
+//! `swapd-market`; the providers themselves in `swapd-providers`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::catalog::CatalogView;
+use super::routes::Candidate;
+use crate::provider::{Provider, ProviderInfo, QuoteRequest};
+
+#[async_trait]
+pub trait Market: Send + Sync + 'static {
+    /// Every provider, in ranking order.
+    fn providers(&self) -> Vec<ProviderInfo>;
+
+    /// The provider with this id.
+    fn provider(&self, id: &str) -> Option<Arc<dyn Provider>>;
+
+    /// How long one provider may take to answer.
+    fn deadline(&self) -> Duration;
+
+    /// Quotes `request` with every provider `selected` keeps, concurrently, each bounded by the
+    /// deadline: one candidate per selected provider, in provider order.
+    async fn quote_all(
+        &self,
+        request: &QuoteRequest,
+        selected: &(dyn for<'p> Fn(&'p ProviderInfo) -> bool + Sync),
+    ) -> Vec<Candidate>;
+
+    /// The catalog at `now_ms`, refreshed from the providers when due.
+    async fn catalog(&self, now_ms: i64) -> CatalogView;
+}
