@@ -7,10 +7,116 @@
 
 use crate::address::Network;
 use crate::amount::Amount;
+use crate::market::currencies::CurrencyDef;
+use crate::market::{Direction, RateType, pricing};
 use crate::orders::{
-    Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderStatus,
-    judge_deposit,
+    Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, FIXED_LIFETIME_MS,
+    FLOAT_LIFETIME_MS, Order, OrderEvent, OrderStatus, judge_deposit,
 };
+use crate::provider::Exchange;
+
+/// What opening an order takes: the accepted terms, the exchange the provider opened for them,
+/// and what the user asked for.
+#[derive(Debug, Clone)]
+pub struct OpenOrder {
+    pub id: String,
+    pub owner: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub rate_type: RateType,
+    pub direction: Direction,
+    pub from_amount: Amount,
+    pub to_amount: Amount,
+    /// The accepted input range, in the input currency.
+    pub min: String,
+    pub max: String,
+    pub provider: String,
+    pub exchange: Exchange,
+    pub to_address: String,
+    pub to_tag: Option<String>,
+    pub refund_address: Option<String>,
+    pub refund_tag: Option<String>,
+    pub email: Option<String>,
+    pub affiliate_code: Option<String>,
+    /// The redeemed createToken's hash, when the terms came from one.
+    pub create_token_hash: Option<String>,
+    pub now_ms: i64,
+}
+
+/// A new order whose exchange is open: created and awaiting its deposit in one step, at version
+/// 2, with both events for the outbox. A fixed rate holds for 30 minutes, a float one for an
+/// hour.
+pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
+    let now_ms = input.now_ms;
+    let lifetime = match input.rate_type {
+        RateType::Fixed => FIXED_LIFETIME_MS,
+        RateType::Float => FLOAT_LIFETIME_MS,
+    };
+    let mut order = Order {
+        id: input.id,
+        owner: input.owner,
+        status: OrderStatus::New,
+        version: 1,
+        rate_type: input.rate_type,
+        direction: input.direction,
+        from_code: input.from.code.into(),
+        to_code: input.to.code.into(),
+        provider: input.provider,
+        provider_ref: input.exchange.provider_ref,
+        rate: pricing::rate(input.from_amount, input.to_amount).to_string(),
+        from_amount: input.from_amount.to_string(),
+        to_amount: input.to_amount.to_string(),
+        min: input.min,
+        max: input.max,
+        deposit_address: input.exchange.deposit_address,
+        deposit_tag: input.exchange.deposit_tag,
+        to_address: input.to_address,
+        to_tag: input.to_tag,
+        refund_address: input.refund_address,
+        refund_tag: input.refund_tag,
+        deposits: Vec::new(),
+        payout_tx: None,
+        payout_amount: None,
+        refund_tx: None,
+        refund_amount: None,
+        emergency: None,
+        affiliate_code: input.affiliate_code,
+        email: input.email,
+        create_token_hash: input.create_token_hash,
+        created_at_ms: now_ms,
+        updated_at_ms: now_ms,
+        expires_at_ms: now_ms + lifetime,
+        next_check_at_ms: Some(now_ms),
+        event_sequence: 0,
+        failure_reason: None,
+    };
+    let created = order.record_event(EventType::Created, None);
+    let mut awaiting = bump(&order, OrderStatus::AwaitingDeposit, now_ms);
+    let awaiting_event = awaiting.record_event(EventType::AwaitingDeposit, Some(OrderStatus::New));
+    (awaiting, [created, awaiting_event])
+}
+
+/// Status e-mails to `email` from now on. `None`: that address is already attached.
+pub fn attach_email(order: &Order, email: &str, now_ms: i64) -> Option<(Order, EventType)> {
+    if order.email.as_deref() == Some(email) {
+        return None;
+    }
+    let mut updated = touch(order, now_ms);
+    updated.email = Some(email.to_owned());
+    Some((updated, EventType::Updated))
+}
+
+/// The order, due for the engine now (a sandbox deposit was just made to it). `None`: it is
+/// already due.
+pub fn wake(order: &Order, now_ms: i64) -> Option<Order> {
+    if order.next_check_at_ms.is_some_and(|at| at <= now_ms) {
+        return None;
+    }
+    let mut due = order.clone();
+    due.next_check_at_ms = Some(now_ms);
+    due.version += 1;
+    Some(due)
+}
 
 /// The chain as the lifecycle sees it: deposits to an address, and transfers out. In sandbox
 /// mode a simulated chain in the database; live, the provider's or an indexer's view.
@@ -519,6 +625,14 @@ fn first_deposit_amount(order: &Order, precision: u8) -> Amount {
 
 /// The next version of `order` in `status`. Panics on an illegal transition: the decisions
 /// above only make legal ones, and a test walks them all.
+/// The next version of `order`, in the same status.
+fn touch(order: &Order, now_ms: i64) -> Order {
+    let mut next = order.clone();
+    next.version += 1;
+    next.updated_at_ms = now_ms;
+    next
+}
+
 fn bump(order: &Order, status: OrderStatus, now_ms: i64) -> Order {
     assert!(
         order.status.can_become(status),
@@ -594,6 +708,79 @@ mod tests {
             event_sequence: 2,
             failure_reason: None,
         }
+    }
+
+    fn opening(rate_type: RateType) -> OpenOrder {
+        let currency = |code| crate::market::currencies::currency(code).unwrap();
+        OpenOrder {
+            id: "ord_open".into(),
+            owner: "key:open".into(),
+            from: currency("BTC"),
+            to: currency("USDTTRC"),
+            rate_type,
+            direction: Direction::From,
+            from_amount: Amount::parse("1", 8).unwrap(),
+            to_amount: Amount::parse("96000", 6).unwrap(),
+            min: "0.1".into(),
+            max: "2".into(),
+            provider: "atlas".into(),
+            exchange: Exchange {
+                provider_ref: "atlas-ord_open".into(),
+                deposit_address: "bc1qdeposit".into(),
+                deposit_tag: None,
+            },
+            to_address: "TPayout".into(),
+            to_tag: None,
+            refund_address: None,
+            refund_tag: None,
+            email: Some("user@example.com".into()),
+            affiliate_code: None,
+            create_token_hash: None,
+            now_ms: T0,
+        }
+    }
+
+    #[test]
+    fn an_opened_order_awaits_its_deposit_with_both_events_and_its_rate_lifetime() {
+        let (order, [created, awaiting]) = open(opening(RateType::Fixed));
+        assert_eq!(
+            (order.status, order.version),
+            (OrderStatus::AwaitingDeposit, 2)
+        );
+        assert_eq!(order.expires_at_ms, T0 + FIXED_LIFETIME_MS);
+        assert_eq!(order.next_check_at_ms, Some(T0));
+        assert_eq!(order.rate, "96000");
+        assert_eq!(
+            (
+                created.event_type,
+                created.sequence,
+                created.data["status"].as_str()
+            ),
+            (EventType::Created, 1, Some("new"))
+        );
+        assert_eq!(
+            (awaiting.event_type, awaiting.sequence),
+            (EventType::AwaitingDeposit, 2)
+        );
+        assert_eq!(awaiting.data["previousStatus"], "new");
+        assert_eq!(created.notify_email.as_deref(), Some("user@example.com"));
+        let (float, _) = open(opening(RateType::Float));
+        assert_eq!(float.expires_at_ms, T0 + FLOAT_LIFETIME_MS);
+    }
+
+    #[test]
+    fn attaching_an_email_is_a_new_version_once_and_waking_only_when_not_due() {
+        let order = new_order(RateType::Fixed, false);
+        let (with_email, event) = attach_email(&order, "a@example.com", T0 + 5).unwrap();
+        assert_eq!((with_email.version, event), (3, EventType::Updated));
+        assert_eq!(with_email.updated_at_ms, T0 + 5);
+        assert!(attach_email(&with_email, "a@example.com", T0 + 6).is_none());
+
+        assert!(wake(&order, T0).is_none(), "already due");
+        let mut later = order.clone();
+        later.next_check_at_ms = Some(T0 + 60_000);
+        let woken = wake(&later, T0 + 1).unwrap();
+        assert_eq!((woken.version, woken.next_check_at_ms), (3, Some(T0 + 1)));
     }
 
     #[derive(Debug, Clone)]

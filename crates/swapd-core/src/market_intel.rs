@@ -207,6 +207,22 @@ pub struct Job {
 }
 
 impl Job {
+    /// A job queued at `now_ms`, not yet run.
+    pub fn queue(id: String, owner: String, request: JobRequest, now_ms: i64) -> Self {
+        Self {
+            id,
+            owner,
+            request,
+            status: JobStatus::Queued,
+            result: None,
+            error: None,
+            attempts: 0,
+            created_at_ms: now_ms,
+            started_at_ms: None,
+            finished_at_ms: None,
+        }
+    }
+
     pub fn view(&self) -> swapd_types::market_intel::JobView {
         swapd_types::market_intel::JobView {
             job_id: self.id.clone(),

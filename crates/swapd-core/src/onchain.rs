@@ -4,6 +4,8 @@
 //! checks of what a wallet reports (transaction hashes, EIP-712 signatures recovered to their
 //! signer).
 
+use crate::amount::Amount;
+use crate::market::currencies::CurrencyDef;
 use alloy_primitives::{Address, B256, Signature};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -115,7 +117,72 @@ pub enum Accepted {
     Repeated,
 }
 
+/// What a new plan is made of: the resolved route card's terms and the steps its provider built.
+#[derive(Debug, Clone)]
+pub struct NewPlan {
+    pub id: String,
+    pub owner: String,
+    pub route_quote_id: String,
+    pub resolve_key: String,
+    pub provider: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub wallet_address: String,
+    pub recipient: Option<String>,
+    pub from_amount: Amount,
+    pub expected_output: Amount,
+    pub min_output: Amount,
+    pub slippage_bps: u32,
+    pub gasless: bool,
+    pub steps: Vec<PlanStep>,
+    pub now_ms: i64,
+    pub expires_at_ms: i64,
+}
+
 impl ExecutionPlan {
+    /// A plan awaiting the wallet, at version 1; the tracker expires it if nothing is reported
+    /// in time.
+    pub fn open(new: NewPlan) -> Self {
+        Self {
+            id: new.id,
+            owner: new.owner,
+            route_quote_id: new.route_quote_id,
+            resolve_key: new.resolve_key,
+            provider: new.provider,
+            chain_namespace: new.from.network.chain_namespace().to_owned(),
+            wallet_address: new.wallet_address,
+            recipient: new.recipient,
+            from_code: new.from.code.into(),
+            to_code: new.to.code.into(),
+            from_amount: new.from_amount.to_string(),
+            expected_output: new.expected_output.to_string(),
+            min_output: new.min_output.to_string(),
+            slippage_bps: new.slippage_bps,
+            gasless: new.gasless,
+            steps: new.steps,
+            created_at_ms: new.now_ms,
+            expires_at_ms: new.expires_at_ms,
+            version: 1,
+            status: ExecutionStatus::AwaitingUser,
+            substatus: Some(
+                if new.gasless {
+                    "awaiting_signatures"
+                } else {
+                    "awaiting_transaction"
+                }
+                .into(),
+            ),
+            outcome: None,
+            report: None,
+            reported_at_ms: None,
+            tx_hashes: Vec::new(),
+            received_amount: None,
+            received_token: None,
+            updated_at_ms: new.now_ms,
+            next_check_at_ms: Some(new.expires_at_ms),
+        }
+    }
+
     /// The signature steps the wallet must sign, in order.
     pub fn signature_requests(&self) -> impl Iterator<Item = &SignatureRequest> {
         self.steps.iter().filter_map(|step| step.signature.as_ref())

@@ -217,6 +217,19 @@ pub struct Subscription {
     pub version: i64,
 }
 
+/// What an update changes; `None` keeps the field (`description: Some(None)` clears it).
+#[derive(Debug, Clone, Default)]
+pub struct SubscriptionChange {
+    pub url: Option<String>,
+    pub events: Option<Vec<EventType>>,
+    pub description: Option<Option<String>>,
+    pub status: Option<SubscriptionStatus>,
+}
+
+/// A rotation refused: the previous one's grace is still running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RotationInProgress;
+
 impl Subscription {
     /// The sealed secrets that sign a delivery at `now_ms`: the current one, then the
     /// previous one during its grace.
@@ -231,6 +244,83 @@ impl Subscription {
     }
 
     /// Whether the previous secret still signs.
+    /// A new, active subscription at version 1, signing with `secret_sealed`.
+    pub fn create(
+        id: String,
+        owner: String,
+        url: String,
+        events: Vec<EventType>,
+        description: Option<String>,
+        secret_sealed: String,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            id,
+            owner,
+            url,
+            events,
+            description,
+            status: SubscriptionStatus::Active,
+            disabled_reason: None,
+            secret_sealed,
+            previous_secret_sealed: None,
+            previous_secret_expires_at_ms: None,
+            failing_since_ms: None,
+            created_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            version: 1,
+        }
+    }
+
+    /// The next version with `change` applied. Enabling a subscription clears why and since
+    /// when it was failing, so deliveries start afresh.
+    pub fn update(&self, change: SubscriptionChange, now_ms: i64) -> Self {
+        let mut next = self.next_version(now_ms);
+        if let Some(url) = change.url {
+            next.url = url;
+        }
+        if let Some(events) = change.events {
+            next.events = events;
+        }
+        if let Some(description) = change.description {
+            next.description = description;
+        }
+        if let Some(status) = change.status {
+            if status == SubscriptionStatus::Active {
+                next.disabled_reason = None;
+                next.failing_since_ms = None;
+            }
+            next.status = status;
+        }
+        next
+    }
+
+    /// The next version signing with `new_sealed`, the current secret signing beside it for
+    /// `grace_secs` (none when 0). A rotation during another's grace needs `force`.
+    pub fn rotate(
+        &self,
+        new_sealed: String,
+        grace_secs: i64,
+        force: bool,
+        now_ms: i64,
+    ) -> Result<Self, RotationInProgress> {
+        if self.rotation_open(now_ms) && !force {
+            return Err(RotationInProgress);
+        }
+        let mut next = self.next_version(now_ms);
+        next.previous_secret_sealed = (grace_secs > 0).then(|| self.secret_sealed.clone());
+        next.previous_secret_expires_at_ms = (grace_secs > 0).then_some(now_ms + grace_secs * 1000);
+        next.secret_sealed = new_sealed;
+        Ok(next)
+    }
+
+    fn next_version(&self, now_ms: i64) -> Self {
+        let mut next = self.clone();
+        next.version += 1;
+        next.updated_at_ms = now_ms;
+        next
+    }
+
     pub fn rotation_open(&self, now_ms: i64) -> bool {
         self.previous_secret_sealed.is_some()
             && self
@@ -584,6 +674,62 @@ mod tests {
             created_at_ms: 1_800_000_000_123,
             notify_email: None,
         }
+    }
+
+    #[test]
+    fn subscriptions_change_by_version_and_rotate_once_per_grace() {
+        let created = Subscription::create(
+            "whk_1".into(),
+            "key:a".into(),
+            "https://example.com/h".into(),
+            vec![EventType::Completed],
+            None,
+            "sealed-1".into(),
+            1_000,
+        );
+        assert_eq!(
+            (created.version, created.status),
+            (1, SubscriptionStatus::Active)
+        );
+
+        let mut disabled = created.update(
+            SubscriptionChange {
+                status: Some(SubscriptionStatus::Disabled),
+                ..Default::default()
+            },
+            2_000,
+        );
+        disabled.disabled_reason = Some("410 Gone".into());
+        disabled.failing_since_ms = Some(1_500);
+        assert_eq!((disabled.version, disabled.updated_at_ms), (2, 2_000));
+        let enabled = disabled.update(
+            SubscriptionChange {
+                status: Some(SubscriptionStatus::Active),
+                description: Some(Some("again".into())),
+                ..Default::default()
+            },
+            3_000,
+        );
+        assert_eq!(enabled.version, 3);
+        assert_eq!(
+            (enabled.disabled_reason, enabled.failing_since_ms),
+            (None, None)
+        );
+        assert_eq!(enabled.description.as_deref(), Some("again"));
+        assert_eq!(enabled.url, "https://example.com/h");
+
+        let rotated = created
+            .rotate("sealed-2".into(), 60, false, 10_000)
+            .unwrap();
+        assert_eq!(rotated.secret_sealed, "sealed-2");
+        assert_eq!(rotated.previous_secret_sealed.as_deref(), Some("sealed-1"));
+        assert_eq!(rotated.previous_secret_expires_at_ms, Some(70_000));
+        assert_eq!(
+            rotated.rotate("sealed-3".into(), 60, false, 20_000),
+            Err(RotationInProgress)
+        );
+        let forced = rotated.rotate("sealed-3".into(), 0, true, 20_000).unwrap();
+        assert_eq!((forced.previous_secret_sealed, forced.version), (None, 3));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use axum::{Extension, Json};
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::market_intel::{self, Job};
-use swapd_types::market_intel::{JobInput, JobStatus, JobView};
+use swapd_types::market_intel::{JobInput, JobView};
 use swapd_types::{ErrorCode, Success};
 
 use super::input::invalid;
@@ -40,18 +40,7 @@ pub(crate) async fn create_job(
     let owner = caller.scope();
     let request = market_intel::validate(&input)
         .map_err(|problem| invalid(problem.field, &problem.problem))?;
-    let job = Job {
-        id: ids::new_id("job_"),
-        owner,
-        request,
-        status: JobStatus::Queued,
-        result: None,
-        error: None,
-        attempts: 0,
-        created_at_ms: state.clock.now_ms(),
-        started_at_ms: None,
-        finished_at_ms: None,
-    };
+    let job = Job::queue(ids::new_id("job_"), owner, request, state.clock.now_ms());
     let body = serde_json::to_vec(&Success::new(job.view()))
         .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
     let response = StoredResponse {

@@ -15,7 +15,7 @@ use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::routes::{RouteQuote, less_bps};
 use swapd_core::onchain::{
     self, ACCESS_TOKEN_TTL_MS, Accepted, DEFAULT_SLIPPAGE_BPS, ExecutionPlan, ExecutionReport,
-    ExecutionStatus, MAX_SIGNATURES, MAX_SLIPPAGE_BPS, PLAN_TTL_MS, ReportError,
+    MAX_SIGNATURES, MAX_SLIPPAGE_BPS, NewPlan, PLAN_TTL_MS, ReportError,
 };
 use swapd_core::provider::PlanRequest;
 use swapd_core::{Store, StoreError};
@@ -212,45 +212,25 @@ async fn build_plan(
         )
     })?
     .map_err(|e| ApiError::new(ErrorCode::ProviderError, format!("{}: {e}", route.provider)))?;
-    Ok(ExecutionPlan {
+    Ok(ExecutionPlan::open(NewPlan {
         id: plan_id,
         owner: owner.to_owned(),
         route_quote_id: route.id.clone(),
         resolve_key,
         provider: route.provider.clone(),
-        chain_namespace: from.network.chain_namespace().to_owned(),
+        from,
+        to,
         wallet_address: wallet_address.to_owned(),
         recipient: route.recipient.clone(),
-        from_code: from.code.into(),
-        to_code: to.code.into(),
-        from_amount: from_amount.to_string(),
-        expected_output: expected.to_string(),
-        min_output: min_output.to_string(),
+        from_amount,
+        expected_output: expected,
+        min_output,
         slippage_bps,
         gasless: route.gasless,
         steps,
-        created_at_ms: now_ms,
+        now_ms,
         expires_at_ms,
-        version: 1,
-        status: ExecutionStatus::AwaitingUser,
-        substatus: Some(
-            if route.gasless {
-                "awaiting_signatures"
-            } else {
-                "awaiting_transaction"
-            }
-            .into(),
-        ),
-        outcome: None,
-        report: None,
-        reported_at_ms: None,
-        tx_hashes: Vec::new(),
-        received_amount: None,
-        received_token: None,
-        updated_at_ms: now_ms,
-        // The tracker expires the plan if nothing is reported in time.
-        next_check_at_ms: Some(expires_at_ms),
-    })
+    }))
 }
 
 fn plan_view(state: &AppState, plan: &ExecutionPlan) -> ExecutionPlanView {

@@ -8,19 +8,18 @@ use axum::{Extension, Json};
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
-use swapd_core::lifecycle::{self, ChoiceError};
+use swapd_core::lifecycle::{self, ChoiceError, OpenOrder};
+use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::routes::{self, RedeemError};
-use swapd_core::market::{ExecutionType, pricing};
-use swapd_core::orders::{
-    Choice, EventType, FIXED_LIFETIME_MS, FLOAT_LIFETIME_MS, Order, OrderStatus,
-};
+use swapd_core::orders::{Choice, EventType, Order};
 use swapd_core::provider::{ExchangeRequest, QuoteRequest};
 use swapd_types::orders::{OrderInput, OrderView};
 use swapd_types::{ErrorCode, Success};
 
 use super::input::{check_address, invalid, pair_currency, parse_amount};
 use super::quotes::best_offchain_quote;
+use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
@@ -134,54 +133,28 @@ pub(crate) async fn create_order(
     })?
     .map_err(|e| ApiError::new(ErrorCode::ProviderError, format!("{}: {e}", terms.provider)))?;
 
-    let lifetime = match terms.rate_type {
-        swapd_core::market::RateType::Fixed => FIXED_LIFETIME_MS,
-        swapd_core::market::RateType::Float => FLOAT_LIFETIME_MS,
-    };
-    let mut order = Order {
+    let (order, events) = lifecycle::open(OpenOrder {
         id: order_id,
-        owner: owner.clone(),
-        status: OrderStatus::New,
-        version: 1,
+        owner,
+        from,
+        to,
         rate_type: terms.rate_type,
         direction: terms.direction,
-        from_code: from.code.into(),
-        to_code: to.code.into(),
-        provider: terms.provider,
-        provider_ref: exchange.provider_ref,
-        rate: pricing::rate(terms.from_amount, terms.to_amount).to_string(),
-        from_amount: terms.from_amount.to_string(),
-        to_amount: terms.to_amount.to_string(),
+        from_amount: terms.from_amount,
+        to_amount: terms.to_amount,
         min: terms.min,
         max: terms.max,
-        deposit_address: exchange.deposit_address,
-        deposit_tag: exchange.deposit_tag,
+        provider: terms.provider,
+        exchange,
         to_address: input.to_address,
         to_tag: input.tag,
         refund_address: input.refund_address,
         refund_tag: input.refund_tag,
-        deposits: Vec::new(),
-        payout_tx: None,
-        payout_amount: None,
-        refund_tx: None,
-        refund_amount: None,
-        emergency: None,
-        affiliate_code: input.affiliate_code,
         email: input.email,
+        affiliate_code: input.affiliate_code,
         create_token_hash: terms.create_token_hash.clone(),
-        created_at_ms: now_ms,
-        updated_at_ms: now_ms,
-        expires_at_ms: now_ms + lifetime,
-        next_check_at_ms: Some(now_ms),
-        event_sequence: 0,
-        failure_reason: None,
-    };
-    // The exchange is open, so the order is created and awaits its deposit in one step; both
-    // entries are in the outbox.
-    let created = order.record_event(EventType::Created, None);
-    order.status = OrderStatus::AwaitingDeposit;
-    order.version = 2;
-    let awaiting = order.record_event(EventType::AwaitingDeposit, Some(OrderStatus::New));
+        now_ms,
+    });
 
     let body = serde_json::to_vec(&Success::new(order.view()))
         .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
@@ -192,22 +165,10 @@ pub(crate) async fn create_order(
     let finish = claim.finish(&response);
     state
         .store
-        .create_order(
-            &order,
-            &[created, awaiting],
-            terms.create_token_hash.as_deref(),
-            finish,
-        )
+        .create_order(&order, &events, terms.create_token_hash.as_deref(), finish)
         .await?
         .map_err(redeem_error)?;
-    Ok(committed(
-        (
-            StatusCode::CREATED,
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response(),
-    ))
+    Ok(committed(json_response(StatusCode::CREATED, body)))
 }
 
 async fn token_terms(
@@ -453,26 +414,35 @@ fn choice_error(error: ChoiceError) -> ApiError {
 const CHANGE_ATTEMPTS: usize = 3;
 
 /// Applies a user-driven change (`decide` turns the current order into the changed one and its
-/// event, or `None` for no change) with a compare-and-set and its outbox event, re-reading the
-/// order when the engine moved it meanwhile.
+/// event, or `None` for no change) with a compare-and-set, its outbox event and the request's
+/// idempotency record in one transaction, re-reading the order when the engine moved it
+/// meanwhile.
 async fn apply_change(
     state: &AppState,
     owner: &str,
     id: &str,
+    claim: &IdempotencyClaim,
     decide: impl Fn(&Order) -> Result<Option<(Order, EventType)>, ApiError>,
-) -> Result<Json<Success<OrderView>>, ApiError> {
+) -> Result<Response, ApiError> {
     for _ in 0..CHANGE_ATTEMPTS {
         let current = owned_order(state, owner, id).await?;
         let Some((mut updated, event)) = decide(&current)? else {
-            return Ok(Json(Success::new(current.view())));
+            // Nothing changes: the answer is stored as any other by the idempotency layer.
+            return Ok(Json(Success::new(current.view())).into_response());
         };
         let recorded = updated.record_event(event, Some(current.status));
+        let body = serde_json::to_vec(&Success::new(updated.view()))
+            .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+        let response = StoredResponse {
+            status: 200,
+            body: body.clone(),
+        };
         if state
             .store
-            .update_order(&updated, &[recorded], None)
+            .update_order(&updated, &[recorded], Some(claim.finish(&response)))
             .await?
         {
-            return Ok(Json(Success::new(updated.view())));
+            return Ok(committed(json_response(StatusCode::OK, body)));
         }
     }
     Err(ApiError::new(
@@ -499,15 +469,16 @@ pub(crate) async fn emergency(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<swapd_types::orders::EmergencyInput>,
-) -> Result<Json<Success<OrderView>>, ApiError> {
+) -> Result<Response, ApiError> {
     let owner = caller.scope();
     let choice = match input.choice {
         swapd_types::orders::EmergencyChoice::Exchange => Choice::Exchange,
         swapd_types::orders::EmergencyChoice::Refund => Choice::Refund,
     };
     let now_ms = state.clock.now_ms();
-    apply_change(&state, &owner, &id, |order| {
+    apply_change(&state, &owner, &id, &claim, |order| {
         let refund = refund_destination(
             order,
             input.refund_address.clone(),
@@ -536,11 +507,12 @@ pub(crate) async fn refund(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<swapd_types::orders::RefundInput>,
-) -> Result<Json<Success<OrderView>>, ApiError> {
+) -> Result<Response, ApiError> {
     let owner = caller.scope();
     let now_ms = state.clock.now_ms();
-    apply_change(&state, &owner, &id, |order| {
+    apply_change(&state, &owner, &id, &claim, |order| {
         let refund = refund_destination(
             order,
             input.refund_address.clone(),
@@ -615,20 +587,14 @@ pub(crate) async fn attach_email(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<swapd_types::orders::EmailInput>,
-) -> Result<Json<Success<OrderView>>, ApiError> {
+) -> Result<Response, ApiError> {
     let owner = caller.scope();
     check_email(&input.email)?;
     let now_ms = state.clock.now_ms();
-    apply_change(&state, &owner, &id, |order| {
-        if order.email.as_deref() == Some(input.email.as_str()) {
-            return Ok(None);
-        }
-        let mut updated = order.clone();
-        updated.email = Some(input.email.clone());
-        updated.version += 1;
-        updated.updated_at_ms = now_ms;
-        Ok(Some((updated, EventType::Updated)))
+    apply_change(&state, &owner, &id, &claim, |order| {
+        Ok(lifecycle::attach_email(order, &input.email, now_ms))
     })
     .await
 }

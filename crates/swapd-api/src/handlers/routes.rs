@@ -4,16 +4,14 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::{Extension, Json};
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::market::routes::{
-    self, CREATE_TOKEN_TTL_MS, CreateTokenRecord, RouteFee, RouteQuote,
-};
+use swapd_core::market::routes::{self, RouteFee, RouteQuote};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
 use swapd_core::provider::{Fee, ProviderError, ProviderQuote, QuoteRequest, Wallet};
 use swapd_types::market::{ResolveInput, Resolved, RouteCard, Routes};
@@ -23,6 +21,7 @@ use super::input::{
     check_address, invalid, known_provider, only_parameters, pair_currency, parse_amount, required,
 };
 use super::quotes::record_rates;
+use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
@@ -293,24 +292,17 @@ pub(crate) async fn resolve(
 ) -> Result<Response, ApiError> {
     let owner = caller.scope();
     let route = owned_route(&state, &owner, &input.route_quote_id).await?;
-    if route.execution_type == ExecutionType::Onchain {
-        return Err(ApiError::new(
-            ErrorCode::RouteUnavailable,
-            "this is an onchain route: resolve it with POST /onchain/routes/resolve",
-        ));
-    }
-    let now_ms = state.clock.now_ms();
-    if route.is_expired(now_ms) {
-        return Err(ApiError::new(
-            ErrorCode::QuoteExpired,
-            "this route quote expired; call GET /routes again",
-        ));
-    }
-    let token = routes::new_create_token();
-    let expires_at_ms = now_ms + CREATE_TOKEN_TTL_MS;
+    let (token, record) = routes::resolve(route, &owner, state.clock.now_ms()).map_err(|e| {
+        let code = match e {
+            routes::ResolveError::Onchain => ErrorCode::RouteUnavailable,
+            routes::ResolveError::Expired => ErrorCode::QuoteExpired,
+        };
+        ApiError::new(code, e.to_string())
+    })?;
+    let route = &record.route;
     let resolved = Resolved {
-        create_token: token.clone(),
-        expires_at: expires_at_ms / 1000,
+        create_token: token,
+        expires_at: record.expires_at_ms / 1000,
         route_quote_id: route.id.clone(),
         from_ccy: route.from_code.clone(),
         to_ccy: route.to_code.clone(),
@@ -326,26 +318,11 @@ pub(crate) async fn resolve(
         status: 200,
         body: body.clone(),
     };
-    let record = CreateTokenRecord {
-        token_hash: routes::hash_create_token(&token),
-        owner: owner.clone(),
-        route,
-        created_at_ms: now_ms,
-        expires_at_ms,
-        used_at_ms: None,
-    };
     state
         .store
         .issue_create_token(&record, claim.finish(&response))
         .await?;
-    Ok(committed(
-        (
-            StatusCode::OK,
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response(),
-    ))
+    Ok(committed(json_response(StatusCode::OK, body)))
 }
 
 /// The route quote `id` if `owner` received it: 404 `route_not_found` otherwise, the same for a

@@ -88,13 +88,11 @@ pub(crate) async fn deposit(
 /// sent back). Retried when the engine writes the order meanwhile, which wakes it anyway.
 async fn wake(state: &AppState, owner: &str, id: &str, now_ms: i64) -> Result<(), ApiError> {
     for _ in 0..3 {
-        let mut order = owned_order(state, owner, id).await?;
-        if order.next_check_at_ms.is_some_and(|at| at <= now_ms) {
+        let order = owned_order(state, owner, id).await?;
+        let Some(due) = swapd_core::lifecycle::wake(&order, now_ms) else {
             return Ok(());
-        }
-        order.next_check_at_ms = Some(now_ms);
-        order.version += 1;
-        if state.store.update_order(&order, &[], None).await? {
+        };
+        if state.store.update_order(&due, &[], None).await? {
             return Ok(());
         }
     }

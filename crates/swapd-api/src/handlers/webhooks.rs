@@ -13,7 +13,7 @@ use swapd_core::ids;
 use swapd_core::orders::EventType;
 use swapd_core::webhooks::{
     self, AttemptOutcome, Delivery, QueuedDelivery, ReplaySelection, Subscription,
-    SubscriptionStatus, UrlProblem,
+    SubscriptionChange, SubscriptionStatus, UrlProblem,
 };
 use swapd_delivery::Outgoing;
 use swapd_types::webhooks::{
@@ -84,22 +84,16 @@ pub(crate) async fn create(
     let now_ms = state.clock.now_ms();
     let id = ids::new_id("whk_");
     let secret = webhooks::new_secret();
-    let subscription = Subscription {
-        secret_sealed: state.master_key.seal(secret.as_bytes(), &id),
+    let secret_sealed = state.master_key.seal(secret.as_bytes(), &id);
+    let subscription = Subscription::create(
         id,
         owner,
-        url: input.url,
+        input.url,
         events,
         description,
-        status: SubscriptionStatus::Active,
-        disabled_reason: None,
-        previous_secret_sealed: None,
-        previous_secret_expires_at_ms: None,
-        failing_since_ms: None,
-        created_at_ms: now_ms,
-        updated_at_ms: now_ms,
-        version: 1,
-    };
+        secret_sealed,
+        now_ms,
+    );
     let body = json_body(&WebhookCreated {
         webhook: view(&subscription, now_ms),
         secret,
@@ -153,24 +147,16 @@ pub(crate) async fn update(
                 .map_err(|_| invalid("status", "must be `active` or `disabled`"))
         })
         .transpose()?;
+    let change_to = SubscriptionChange {
+        url: patch.url.clone(),
+        events,
+        description,
+        status,
+    };
     change(&state, &owner, &id, &claim, |subscription, now_ms| {
-        if let Some(url) = &patch.url {
-            subscription.url = url.clone();
-        }
-        if let Some(events) = &events {
-            subscription.events = events.clone();
-        }
-        if let Some(description) = &description {
-            subscription.description = description.clone();
-        }
-        if let Some(status) = status {
-            if status == SubscriptionStatus::Active {
-                subscription.disabled_reason = None;
-                subscription.failing_since_ms = None;
-            }
-            subscription.status = status;
-        }
-        Ok(view(subscription, now_ms))
+        let updated = subscription.update(change_to.clone(), now_ms);
+        let answer = view(&updated, now_ms);
+        Ok((updated, answer))
     })
     .await
 }
@@ -210,22 +196,21 @@ pub(crate) async fn rotate(
     let secret = webhooks::new_secret();
     let master = state.master_key.clone();
     change(&state, &owner, &id, &claim, |subscription, now_ms| {
-        if subscription.rotation_open(now_ms) && input.force != Some(true) {
-            return Err(ApiError::new(
-                ErrorCode::RotationInProgress,
-                "the previous rotation's grace is still running; wait for it, or rotate with force: true",
-            ));
-        }
-        let expires_at_ms = now_ms + grace_secs * 1000;
-        subscription.previous_secret_sealed =
-            (grace_secs > 0).then(|| subscription.secret_sealed.clone());
-        subscription.previous_secret_expires_at_ms = (grace_secs > 0).then_some(expires_at_ms);
-        subscription.secret_sealed = master.seal(secret.as_bytes(), &subscription.id);
-        Ok(Rotated {
-            webhook_id: subscription.id.clone(),
+        let sealed = master.seal(secret.as_bytes(), &subscription.id);
+        let rotated = subscription
+            .rotate(sealed, grace_secs, input.force == Some(true), now_ms)
+            .map_err(|_| {
+                ApiError::new(
+                    ErrorCode::RotationInProgress,
+                    "the previous rotation's grace is still running; wait for it, or rotate with force: true",
+                )
+            })?;
+        let answer = Rotated {
+            webhook_id: rotated.id.clone(),
             secret: secret.clone(),
-            previous_secret_expires_at: (grace_secs > 0).then_some(expires_at_ms / 1000),
-        })
+            previous_secret_expires_at: rotated.previous_secret_expires_at_ms.map(|at| at / 1000),
+        };
+        Ok((rotated, answer))
     })
     .await
 }
@@ -237,14 +222,12 @@ async fn change<T: serde::Serialize>(
     owner: &str,
     id: &str,
     claim: &IdempotencyClaim,
-    apply: impl Fn(&mut Subscription, i64) -> Result<T, ApiError>,
+    apply: impl Fn(&Subscription, i64) -> Result<(Subscription, T), ApiError>,
 ) -> Result<Response, ApiError> {
     for _ in 0..3 {
-        let mut subscription = load(state, owner, id).await?;
+        let current = load(state, owner, id).await?;
         let now_ms = state.clock.now_ms();
-        let answer = apply(&mut subscription, now_ms)?;
-        subscription.version += 1;
-        subscription.updated_at_ms = now_ms;
+        let (subscription, answer) = apply(&current, now_ms)?;
         let body = json_body(&answer)?;
         let response = StoredResponse {
             status: 200,

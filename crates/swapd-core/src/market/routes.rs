@@ -70,6 +70,40 @@ pub struct CreateTokenRecord {
     pub used_at_ms: Option<i64>,
 }
 
+/// Why a route quote cannot be resolved into a createToken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("this is an onchain route: resolve it with POST /onchain/routes/resolve")]
+    Onchain,
+    #[error("this route quote expired; call GET /routes again")]
+    Expired,
+}
+
+/// Resolves `owner`'s offchain route quote at `now_ms`: a new createToken (returned once, only
+/// its hash is kept) that locks the route's terms for [`CREATE_TOKEN_TTL_MS`].
+pub fn resolve(
+    route: RouteQuote,
+    owner: &str,
+    now_ms: i64,
+) -> Result<(String, CreateTokenRecord), ResolveError> {
+    if route.execution_type == ExecutionType::Onchain {
+        return Err(ResolveError::Onchain);
+    }
+    if route.is_expired(now_ms) {
+        return Err(ResolveError::Expired);
+    }
+    let token = new_create_token();
+    let record = CreateTokenRecord {
+        token_hash: hash_create_token(&token),
+        owner: owner.to_owned(),
+        route,
+        created_at_ms: now_ms,
+        expires_at_ms: now_ms + CREATE_TOKEN_TTL_MS,
+        used_at_ms: None,
+    };
+    Ok((token, record))
+}
+
 /// Why a createToken cannot be redeemed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RedeemError {
