@@ -54,6 +54,27 @@ pub struct QuoteRequest {
 }
 
 impl QuoteRequest {
+    /// A request without a signing wallet or recipient: what an offchain quote needs.
+    pub fn without_wallet(
+        from: &'static CurrencyDef,
+        to: &'static CurrencyDef,
+        amount: Amount,
+        direction: Direction,
+        rate_type: RateType,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            from,
+            to,
+            amount,
+            direction,
+            rate_type,
+            wallet: None,
+            recipient: None,
+            now_ms,
+        }
+    }
+
     /// The namespace whose wallet signs a route from `from`: the caller's, or the source
     /// chain's when no wallet was named.
     pub fn signer_namespace(&self) -> Option<&'static str> {

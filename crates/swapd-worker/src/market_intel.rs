@@ -137,16 +137,14 @@ impl JobRunner {
         direction: Direction,
         rate_type: RateType,
     ) -> Vec<Candidate> {
-        let request = QuoteRequest {
+        let request = QuoteRequest::without_wallet(
             from,
             to,
             amount,
             direction,
             rate_type,
-            wallet: None,
-            recipient: None,
-            now_ms: self.clock.now_ms(),
-        };
+            self.clock.now_ms(),
+        );
         let mut candidates = self.market.quote_all(&request, &|_| true).await;
         routes::rank(&mut candidates, direction);
         candidates

@@ -253,16 +253,7 @@ async fn quoted_terms(
         to,
         direction,
     )?;
-    let request = QuoteRequest {
-        from,
-        to,
-        amount,
-        direction,
-        rate_type,
-        wallet: None,
-        recipient: None,
-        now_ms,
-    };
+    let request = QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms);
     let (provider, quote) = best_offchain_quote(state, &request, |_| true).await?;
     Ok(Terms {
         from,

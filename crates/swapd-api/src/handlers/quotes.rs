@@ -50,16 +50,7 @@ pub(crate) async fn quotes(
         known_provider(&state, id, "routeConstraints")?;
     }
     let now_ms = state.clock.now_ms();
-    let request = QuoteRequest {
-        from,
-        to,
-        amount,
-        direction,
-        rate_type,
-        wallet: None,
-        recipient: None,
-        now_ms,
-    };
+    let request = QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms);
     let (provider, quote) = best_offchain_quote(&state, &request, |id| {
         constraints
             .providers
