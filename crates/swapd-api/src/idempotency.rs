@@ -69,7 +69,7 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
 
 /// What [`begin`] decided about a request.
 pub enum Started {
-    /// Not a mutation, or a body the handler refuses anyway (not JSON): run it unclaimed.
+    /// Not a mutation: run it unclaimed.
     Unclaimed(Request),
     /// The key is claimed for this execution: run the request (it carries the
     /// [`IdempotencyClaim`]), then [`finish`] (or [`release`] if it is not run).
@@ -113,8 +113,17 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
     } else {
         match serde_json::from_slice::<serde_json::Value>(&body) {
             Ok(value) => Some(value),
-            // Not JSON: the handler's parser refuses it with 400, which is never stored.
-            Err(_) => return Started::Unclaimed(Request::from_parts(parts, Body::from(body))),
+            // Not JSON: refused now as the handler's body extractor refuses it (415 or 400
+            // `invalid_json`), with nothing claimed.
+            Err(_) => {
+                let refusal = crate::json::require_json(&parts.headers)
+                    .and_then(|()| crate::json::parse_json::<serde_json::Value>(&body).map(drop))
+                    .err()
+                    .unwrap_or_else(|| {
+                        ApiError::new(ErrorCode::InvalidJson, "the request body is not valid JSON")
+                    });
+                return Started::Answer(refusal.into_response());
+            }
         }
     };
     let route = parts

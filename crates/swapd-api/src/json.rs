@@ -66,8 +66,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.len() > MAX_BODY_BYTES {
         return Err(too_large());
     }
+    if too_deep(bytes) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidJson,
+            format!("the request body is not valid JSON: nesting deeper than {MAX_DEPTH} levels"),
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    UniqueKeys { depth: 0 }
+    UniqueKeys
         .deserialize(&mut deserializer)
         .and_then(|()| deserializer.end())
         .map_err(json_error)?;
@@ -91,12 +97,40 @@ fn json_error(error: serde_json::Error) -> ApiError {
     }
 }
 
-/// Walks a JSON document and fails on the first object that repeats a key, or on nesting deeper
-/// than [`MAX_DEPTH`]. serde's derived structs catch duplicate *fields*, but not duplicates inside
-/// maps or free-form values; this catches both.
-struct UniqueKeys {
-    depth: usize,
+/// Whether arrays and objects nest deeper than [`MAX_DEPTH`] (inside strings nothing counts),
+/// checked on the bytes before any parser recurses into them. Such a body is refused as
+/// malformed JSON, as a parser without our limit would eventually refuse it.
+fn too_deep(bytes: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
+
+/// Walks a JSON document (at most [`MAX_DEPTH`] deep, see [`too_deep`]) and fails on the first
+/// object that repeats a key. serde's derived structs catch duplicate *fields*, but not
+/// duplicates inside maps or free-form values; this catches both.
+struct UniqueKeys;
 
 impl<'de> DeserializeSeed<'de> for UniqueKeys {
     type Value = ();
@@ -133,13 +167,11 @@ impl<'de> Visitor<'de> for UniqueKeys {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let depth = self.nested::<A::Error>()?;
-        while seq.next_element_seed(UniqueKeys { depth })?.is_some() {}
+        while seq.next_element_seed(UniqueKeys)?.is_some() {}
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let depth = self.nested::<A::Error>()?;
         let mut keys = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             if !keys.insert(key.clone()) {
@@ -147,20 +179,9 @@ impl<'de> Visitor<'de> for UniqueKeys {
                     "duplicate key `{key}`"
                 )));
             }
-            map.next_value_seed(UniqueKeys { depth })?;
+            map.next_value_seed(UniqueKeys)?;
         }
         Ok(())
-    }
-}
-
-impl UniqueKeys {
-    fn nested<E: serde::de::Error>(&self) -> Result<usize, E> {
-        if self.depth >= MAX_DEPTH {
-            return Err(E::custom(format_args!(
-                "nesting deeper than {MAX_DEPTH} levels"
-            )));
-        }
-        Ok(self.depth + 1)
     }
 }
 
@@ -213,8 +234,13 @@ mod tests {
 
     #[test]
     fn rejects_deep_nesting_and_oversized_bodies() {
-        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
-        assert!(parse_json::<serde_json::Value>(deep.as_bytes()).is_err());
+        let nested = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+        assert_eq!(code(&nested(100)), ErrorCode::InvalidJson);
+        assert_eq!(code(&nested(33)), ErrorCode::InvalidJson);
+        assert!(parse_json::<serde_json::Value>(nested(32).as_bytes()).is_ok());
+        // Brackets inside strings are text, not nesting.
+        let in_strings = format!(r#"["{}", "\"{}"]"#, "[".repeat(40), "{".repeat(40));
+        assert!(parse_json::<serde_json::Value>(in_strings.as_bytes()).is_ok());
         let big = format!(r#"{{"name":"{}"}}"#, "a".repeat(MAX_BODY_BYTES));
         assert_eq!(code(&big), ErrorCode::PayloadTooLarge);
     }

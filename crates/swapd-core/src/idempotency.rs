@@ -1,5 +1,5 @@
-//! `Idempotency-Key` semantics (docs/authentication.md): scope (principal, key); a fingerprint of the
-//! request; replay of the stored response; 409 while in flight; 422 when the key is reused for
+//! `Idempotency-Key` semantics (docs/authentication.md): scope (principal, key); a fingerprint of
+//! the request; replay of the stored response; 409 while in flight; 422 when the key is reused for
 //! another request; kept 24 h. The decision is pure; stores apply it atomically.
 
 use sha2::{Digest, Sha256};

@@ -1,6 +1,6 @@
-//! Webhook deliveries over HTTP, safe against SSRF (docs/webhooks.md, "Where deliveries may go"). Before every
-//! connection the URL is checked against the [`UrlPolicy`], the host's addresses are resolved,
-//! and every one of them must be allowed; the connection is then pinned to those checked
+//! Webhook deliveries over HTTP, safe against SSRF (docs/webhooks.md, "Where deliveries may go").
+//! Before every connection the URL is checked against the [`UrlPolicy`], the host's addresses are
+//! resolved, and every one of them must be allowed; the connection is then pinned to those checked
 //! addresses (no second lookup a rebinding DNS server could answer differently). No proxies, no
 //! redirects (a 3xx is a failed attempt), a connect timeout and a total timeout.
 

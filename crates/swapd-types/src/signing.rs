@@ -1,7 +1,7 @@
-//! Business API request signing (docs/authentication.md): the canonical query, the six-line string to
-//! sign, and HMAC-SHA256 over it with the key's secret. Shared by the server (verification) and
-//! the SDK (signing), so both compute exactly the same bytes. Part of the wire contract, hence
-//! here rather than in the domain crate.
+//! Business API request signing (docs/authentication.md): the canonical query, the six-line string
+//! to sign, and HMAC-SHA256 over it with the key's secret. Shared by the server (verification) and
+//! the SDK (signing), so both compute exactly the same bytes. Part of the wire contract, hence here
+//! rather than in the domain crate.
 
 use hmac::{Hmac, Mac};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};

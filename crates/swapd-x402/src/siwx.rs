@@ -1,6 +1,6 @@
-//! Sign-In-With-X (docs/x402.md, "Signing in"): the challenge swapd advertises, the text a wallet signs
-//! (EIP-4361 for EVM, x402's CAIP-122 form for Solana, rebuilt byte-exact), and the checks of a
-//! proof: domain and URI against our configured public origin, the time claims, the chain, and
+//! Sign-In-With-X (docs/x402.md, "Signing in"): the challenge swapd advertises, the text a wallet
+//! signs (EIP-4361 for EVM, x402's CAIP-122 form for Solana, rebuilt byte-exact), and the checks of
+//! a proof: domain and URI against our configured public origin, the time claims, the chain, and
 //! the signature (EIP-191 recovery; strict ed25519 with small-order keys refused). Nonces are
 //! issued and consumed by the caller through the store.
 

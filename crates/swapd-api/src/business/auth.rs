@@ -1,6 +1,6 @@
-//! The gate every signed `/api/v3` route passes through, in the order of
-//! docs/authentication.md ("The order of checks"): cheap checks first, the nonce recorded only after the
-//! signature verifies, quotas spent only by authenticated, authorized requests.
+//! The gate every signed `/api/v3` route passes through, in the order of docs/authentication.md
+//! ("The order of checks"): cheap checks first, the nonce recorded only after the signature
+//! verifies, quotas spent only by authenticated, authorized requests.
 
 use std::sync::Arc;
 

@@ -381,3 +381,64 @@ async fn a_domain_write_can_commit_the_record_in_its_own_transaction() {
     assert_eq!(again.body, first.body);
     assert_eq!(executions(&server), 1);
 }
+
+/// A body that is not JSON is the client's mistake on every mutating route: 400 `invalid_json`
+/// (never 500), nothing claimed, so the same key then works with a good body.
+#[tokio::test]
+async fn bodies_that_are_not_json_answer_400_on_every_mutation() {
+    let server = TestServer::start().await;
+    let key = server
+        .key(&[
+            swapd_types::Permission::OrdersCreate,
+            swapd_types::Permission::WebhooksWrite,
+        ])
+        .await;
+    let deep = "[".repeat(10_000);
+    let bodies: [&[u8]; 7] = [
+        b"{",
+        b"\xff\xfe{}",
+        b"\xef\xbb\xbf{}",
+        br#"{"a":"\ud800"}"#,
+        b"{} trailing",
+        deep.as_bytes(),
+        b"1e400",
+    ];
+    for path in [
+        "/api/v3/orders",
+        "/api/v3/routes/resolve",
+        "/api/v3/onchain/routes/resolve",
+        "/api/v3/onchain/executions",
+        "/api/v3/webhooks",
+        "/api/v3/webhooks/whk_00000000000000000000000000000000/rotate-secret",
+        "/api/v3/webhooks/whk_00000000000000000000000000000000/replay",
+    ] {
+        for body in bodies {
+            let resp = server.call(&key, "POST", path, "", body).await;
+            resp.expect(400, "invalid_json");
+        }
+    }
+    for body in bodies {
+        let resp = server
+            .call(
+                &key,
+                "PATCH",
+                "/api/v3/webhooks/whk_00000000000000000000000000000000",
+                "",
+                body,
+            )
+            .await;
+        resp.expect(400, "invalid_json");
+    }
+
+    // Nothing was claimed: the key that met a broken body runs with a good one.
+    let broken = server
+        .sign(&key, "POST", "/api/v3/test/echo", "", b"{")
+        .set("Idempotency-Key", "idem-after-broken-body-0001");
+    server.send(&broken).await.expect(400, "invalid_json");
+    let good = server
+        .sign(&key, "POST", "/api/v3/test/echo", "", br#"{"amount":"1"}"#)
+        .set("Idempotency-Key", "idem-after-broken-body-0001");
+    let created = server.send(&good).await;
+    assert_eq!(created.status, 201, "body: {}", created.body);
+    assert_eq!(created.body["data"]["execution"], 1);
+}
