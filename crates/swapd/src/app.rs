@@ -1,5 +1,6 @@
 //! Wiring: configuration → store → HTTP server and worker, under one cancellation token. Used by
-//! `main` and by the integration tests, which bind `127.0.0.1:0`.
+//! `main`, by this crate's integration tests (which bind `127.0.0.1:0`), and, through the
+//! `Runtime` functions, by the API's integration tests.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -8,8 +9,10 @@ use std::time::Duration;
 use anyhow::Context;
 use swapd_api::AppState;
 use swapd_api::business::guards::{Guards, Sharing};
+use swapd_core::market::Market;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
+use swapd_providers::sandbox::{self, Fault, Faults};
 use swapd_store::{Backend, StoreOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -122,76 +125,27 @@ impl App {
 
     /// Serves until `shutdown` is cancelled, then lets in-flight requests and jobs finish.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let Runtime {
-            config,
-            store,
-            clock,
-            master_key,
-        } = self.runtime;
-        let market: Arc<dyn swapd_core::market::Market> = Arc::new(market(&config));
-        // The operator's secret signs execution access tokens; without one, a key derived from
-        // the master key does.
-        let access_tokens = if config.x402.access_token_secret.is_empty() {
-            swapd_core::onchain::AccessTokens::new(
-                master_key.derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
-            )
-        } else {
-            swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
-        };
+        let runtime = self.runtime;
+        let (market, _faults) = runtime.market();
         // Assemble the catalog now, so the first caller does not wait for the providers.
-        market.catalog(clock.now_ms()).await;
-        let mailer = mailer(&config)?;
-        let worker = self.roles.worker.then(|| {
-            let chain = Arc::new(swapd_providers::sandbox::SandboxChain::new(
-                store.clone(),
-                config.providers.sandbox_block_ms,
-            ));
-            let rules = swapd_core::lifecycle::LifecycleRules {
-                poll_interval_ms: config.orders.poll_interval_ms,
-                emergency_window_ms: config.orders.emergency_window_secs * 1000,
-                ..Default::default()
-            };
-            let engine = swapd_worker::OrderEngine::new(
-                store.clone(),
-                chain,
-                market.clone(),
-                clock.clone(),
-                rules,
-            )
-            .pause_after_payout(config.orders.sandbox_pause_after_payout);
-            let notifier =
-                swapd_worker::Notifier::new(store.clone(), mailer.clone(), clock.clone());
-            let tracker = swapd_worker::ExecutionTracker::new(
-                store.clone(),
-                market.clone(),
-                clock.clone(),
-                config.orders.poll_interval_ms,
-            );
-            let dispatcher = swapd_worker::WebhookDispatcher::new(
-                store.clone(),
-                clock.clone(),
-                master_key.clone(),
-                webhook_sender(&config),
-                swapd_worker::DispatchLimits {
-                    batch: config.webhooks.batch,
-                    concurrency: config.webhooks.concurrency,
-                },
-            );
-            let worker = swapd_worker::Worker::new(store.clone(), clock.clone())
-                .with_orders(engine)
-                .with_notifier(notifier)
-                .with_executions(tracker)
+        market.catalog(runtime.clock.now_ms()).await;
+        let worker = if self.roles.worker {
+            let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
+            let worker = swapd_worker::Worker::new(runtime.store.clone(), runtime.clock.clone())
+                .with_orders(parts.engine)
+                .with_notifier(parts.notifier)
+                .with_executions(parts.tracker)
                 .with_webhooks(
-                    dispatcher,
-                    Duration::from_millis(config.webhooks.poll_interval_ms),
+                    parts.dispatcher,
+                    Duration::from_millis(runtime.config.webhooks.poll_interval_ms),
                 )
-                .with_jobs(
-                    swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone()),
-                    Duration::from_millis(500),
-                );
-            tokio::spawn(worker.run(shutdown.clone()))
-        });
+                .with_jobs(parts.jobs, Duration::from_millis(500));
+            Some(tokio::spawn(worker.run(shutdown.clone())))
+        } else {
+            None
+        };
         if let Some(listener) = self.listener {
+            let config = &runtime.config;
             // Without a configured public URL (or with the one derived from `--listen`, maybe
             // `127.0.0.1:0`), the origin is the address actually bound.
             let derived = config.public_url.is_empty()
@@ -200,22 +154,21 @@ impl App {
                 Ok(bound) if derived => format!("http://{bound}"),
                 _ => config.public_url.clone(),
             };
-            let x402 = Arc::new(
-                x402_surface(&config, &origin, &store, &clock, &master_key)
-                    .await
-                    .context("cannot start the x402 API")?,
-            );
+            let x402 = runtime
+                .x402_surface(&origin)
+                .await
+                .context("cannot start the x402 API")?;
             // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
             let sharing = match Backend::from_url(&config.database_url)? {
                 Backend::Sqlite => Sharing::Local,
                 Backend::Postgres => Sharing::Database,
             };
-            let marker = RunMarker::place(&config)?;
+            let marker = RunMarker::place(config)?;
             let guards = Arc::new(
                 Guards::new(
-                    store.clone(),
-                    clock.clone(),
-                    master_key.clone(),
+                    runtime.store.clone(),
+                    runtime.clock.clone(),
+                    runtime.master_key.clone(),
                     sharing,
                     marker.found_unclean,
                 )
@@ -223,22 +176,7 @@ impl App {
                 .context("cannot load the nonce set")?,
             );
             let flusher = tokio::spawn(guards.clone().run_nonce_flusher(shutdown.clone()));
-            let state = AppState {
-                store,
-                clock,
-                mode: config.mode,
-                guards,
-                trusted_proxies: config.security.trusted_proxies.clone().into(),
-                market,
-                access_tokens,
-                master_key,
-                webhooks: webhook_sender(&config),
-                x402,
-                ip_limits: Arc::new(swapd_api::ip_limits::IpLimits::new(
-                    config.security.ip_requests_per_second,
-                    config.security.ip_auth_failures_per_minute,
-                )),
-            };
+            let state = runtime.api_state(market, guards, x402, runtime.webhook_sender());
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
             axum::serve(listener, app)
@@ -256,66 +194,188 @@ impl App {
     }
 }
 
-/// The x402 surface: USDC pricing on the configured network, the configured facilitator
-/// (checked against its `/supported` before serving), SIWX on that network and Solana.
-async fn x402_surface(
-    config: &Config,
-    origin: &str,
-    store: &Arc<dyn Store>,
-    clock: &Arc<dyn Clock>,
-    master_key: &MasterKey,
-) -> anyhow::Result<swapd_api::x402::X402> {
-    let x402 = &config.x402;
-    let pay_to = if x402.pay_to.is_empty() {
-        swapd_x402::sandbox_pay_to(master_key.derive("x402 sandbox payTo"))
-    } else {
-        x402.pay_to.clone()
-    };
-    let pricing = swapd_x402::Pricing::usdc(&x402.network, &x402.price_usd, &pay_to)
+/// The background loops' parts, each on the runtime's store and clock.
+pub struct WorkerParts {
+    pub engine: swapd_worker::OrderEngine,
+    pub notifier: swapd_worker::Notifier,
+    pub tracker: swapd_worker::ExecutionTracker,
+    pub dispatcher: swapd_worker::WebhookDispatcher,
+    pub jobs: swapd_worker::JobRunner,
+}
+
+/// How a node is wired from its runtime: `App` runs these parts, and the API's integration
+/// tests build theirs with the same functions (driving the worker parts themselves).
+impl Runtime {
+    /// The providers of the configured mode behind the market, and the switch of the sandbox
+    /// providers' faults. Live adapters do not exist yet, and `Config::validate` refuses live
+    /// mode until they do.
+    pub fn market(&self) -> (Arc<dyn Market>, Faults) {
+        let config = &self.config;
+        let faults = Faults::default();
+        for id in &config.providers.sandbox_stalled {
+            faults.set(id, Fault::Stall);
+        }
+        for id in &config.providers.sandbox_failing {
+            faults.set(
+                id,
+                Fault::Fail("failing by configuration (providers.sandbox_failing)".into()),
+            );
+        }
+        let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
+        let market = swapd_market::Aggregator::new(
+            sandbox::providers(feed, &faults, config.providers.sandbox_block_ms),
+            swapd_market::MarketOptions {
+                deadline: Duration::from_millis(config.providers.deadline_ms),
+                ..Default::default()
+            },
+        );
+        (Arc::new(market), faults)
+    }
+
+    /// The order engine, notifier, execution tracker, webhook dispatcher (sending through
+    /// `webhooks`) and market-intel job runner.
+    pub fn worker_parts(
+        &self,
+        market: &Arc<dyn Market>,
+        webhooks: swapd_delivery::Sender,
+    ) -> anyhow::Result<WorkerParts> {
+        let (config, store, clock) = (&self.config, &self.store, &self.clock);
+        let chain = Arc::new(swapd_providers::sandbox::SandboxChain::new(
+            store.clone(),
+            config.providers.sandbox_block_ms,
+        ));
+        let rules = swapd_core::lifecycle::LifecycleRules {
+            poll_interval_ms: config.orders.poll_interval_ms,
+            emergency_window_ms: config.orders.emergency_window_secs * 1000,
+            ..Default::default()
+        };
+        Ok(WorkerParts {
+            engine: swapd_worker::OrderEngine::new(
+                store.clone(),
+                chain,
+                market.clone(),
+                clock.clone(),
+                rules,
+            )
+            .pause_after_payout(config.orders.sandbox_pause_after_payout),
+            notifier: swapd_worker::Notifier::new(store.clone(), mailer(config)?, clock.clone()),
+            tracker: swapd_worker::ExecutionTracker::new(
+                store.clone(),
+                market.clone(),
+                clock.clone(),
+                config.orders.poll_interval_ms,
+            ),
+            dispatcher: swapd_worker::WebhookDispatcher::new(
+                store.clone(),
+                clock.clone(),
+                self.master_key.clone(),
+                webhooks,
+                swapd_worker::DispatchLimits {
+                    batch: config.webhooks.batch,
+                    concurrency: config.webhooks.concurrency,
+                },
+            ),
+            jobs: swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone()),
+        })
+    }
+
+    /// Webhook deliveries under the mode's URL policy: live reaches public https endpoints
+    /// only; sandbox also reaches loopback, so a local receiver works.
+    pub fn webhook_sender(&self) -> swapd_delivery::Sender {
+        let policy = match self.config.mode {
+            swapd_core::Mode::Live => swapd_core::webhooks::UrlPolicy::Live,
+            swapd_core::Mode::Sandbox => swapd_core::webhooks::UrlPolicy::Sandbox,
+        };
+        swapd_delivery::Sender::new(
+            policy,
+            Duration::from_millis(self.config.webhooks.timeout_ms),
+        )
+    }
+
+    /// The state both HTTP surfaces share.
+    pub fn api_state(
+        &self,
+        market: Arc<dyn Market>,
+        guards: Arc<Guards>,
+        x402: swapd_api::x402::X402,
+        webhooks: swapd_delivery::Sender,
+    ) -> AppState {
+        let config = &self.config;
+        // The operator's secret signs execution access tokens; without one, a key derived from
+        // the master key does.
+        let access_tokens = if config.x402.access_token_secret.is_empty() {
+            swapd_core::onchain::AccessTokens::new(
+                self.master_key
+                    .derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
+            )
+        } else {
+            swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
+        };
+        AppState {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            mode: config.mode,
+            guards,
+            trusted_proxies: config.security.trusted_proxies.clone().into(),
+            market,
+            access_tokens,
+            master_key: self.master_key.clone(),
+            webhooks,
+            x402: Arc::new(x402),
+            ip_limits: Arc::new(swapd_api::ip_limits::IpLimits::new(
+                config.security.ip_requests_per_second,
+                config.security.ip_auth_failures_per_minute,
+            )),
+        }
+    }
+
+    /// The x402 surface: USDC pricing on the configured network, the configured facilitator
+    /// (checked against its `/supported` before serving), SIWX on that network and Solana.
+    pub async fn x402_surface(&self, origin: &str) -> anyhow::Result<swapd_api::x402::X402> {
+        let (config, store, clock, master_key) =
+            (&self.config, &self.store, &self.clock, &self.master_key);
+        let x402 = &config.x402;
+        let pay_to = if x402.pay_to.is_empty() {
+            swapd_x402::sandbox_pay_to(master_key.derive("x402 sandbox payTo"))
+        } else {
+            x402.pay_to.clone()
+        };
+        let pricing = swapd_x402::Pricing::usdc(&x402.network, &x402.price_usd, &pay_to)
         .with_context(|| {
             format!(
                 "x402.network = {}: swapd knows USDC on eip155:8453, eip155:84532, eip155:1,                  eip155:42161 and eip155:137, and prices of at most 6 decimals",
                 x402.network
             )
         })?;
-    let facilitator: Arc<dyn swapd_x402::Facilitator> = if x402.facilitator == "http" {
-        Arc::new(
-            swapd_x402::HttpFacilitator::new(&x402.facilitator_url, Duration::from_secs(10))
-                .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
-        )
-    } else {
-        Arc::new(swapd_api::x402::LedgerFacilitator::new(
-            store.clone(),
-            clock.clone(),
-            &x402.network,
-        ))
-    };
-    swapd_x402::facilitator::check_supported(facilitator.as_ref(), &x402.network)
-        .await
-        .map_err(|problem| {
-            anyhow::anyhow!("x402.facilitator ({}): {problem}", facilitator.kind())
-        })?;
-    Ok(swapd_api::x402::X402 {
-        pricing,
-        facilitator,
-        origin: origin.trim_end_matches('/').to_owned(),
-        siwx_chains: vec![
-            x402.network.clone(),
-            swapd_x402::siwx::SOLANA_MAINNET.to_owned(),
-        ],
-        wallet_routes_enabled: config.mode == swapd_core::Mode::Sandbox
-            || !x402.access_token_secret.is_empty(),
-    })
-}
-
-/// Webhook deliveries under the mode's URL policy: live reaches public https endpoints only;
-/// sandbox also reaches loopback, so a local receiver works.
-fn webhook_sender(config: &Config) -> swapd_delivery::Sender {
-    let policy = match config.mode {
-        swapd_core::Mode::Live => swapd_core::webhooks::UrlPolicy::Live,
-        swapd_core::Mode::Sandbox => swapd_core::webhooks::UrlPolicy::Sandbox,
-    };
-    swapd_delivery::Sender::new(policy, Duration::from_millis(config.webhooks.timeout_ms))
+        let facilitator: Arc<dyn swapd_x402::Facilitator> = if x402.facilitator == "http" {
+            Arc::new(
+                swapd_x402::HttpFacilitator::new(&x402.facilitator_url, Duration::from_secs(10))
+                    .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
+            )
+        } else {
+            Arc::new(swapd_api::x402::LedgerFacilitator::new(
+                store.clone(),
+                clock.clone(),
+                &x402.network,
+            ))
+        };
+        swapd_x402::facilitator::check_supported(facilitator.as_ref(), &x402.network)
+            .await
+            .map_err(|problem| {
+                anyhow::anyhow!("x402.facilitator ({}): {problem}", facilitator.kind())
+            })?;
+        Ok(swapd_api::x402::X402 {
+            pricing,
+            facilitator,
+            origin: origin.trim_end_matches('/').to_owned(),
+            siwx_chains: vec![
+                x402.network.clone(),
+                swapd_x402::siwx::SOLANA_MAINNET.to_owned(),
+            ],
+            wallet_routes_enabled: config.mode == swapd_core::Mode::Sandbox
+                || !x402.access_token_secret.is_empty(),
+        })
+    }
 }
 
 /// SMTP when a server is configured (required in live mode), else `.eml` files under
@@ -332,30 +392,6 @@ fn mailer(config: &Config) -> anyhow::Result<Arc<dyn swapd_core::notify::Mailer>
                 .context("mail.smtp_url")?,
         )
     })
-}
-
-/// The providers of the configured mode behind the aggregator. Live adapters do not exist yet,
-/// and `Config::validate` refuses live mode until they do.
-fn market(config: &Config) -> swapd_market::Aggregator {
-    use swapd_providers::sandbox::{self, Fault, Faults};
-    let faults = Faults::default();
-    for id in &config.providers.sandbox_stalled {
-        faults.set(id, Fault::Stall);
-    }
-    for id in &config.providers.sandbox_failing {
-        faults.set(
-            id,
-            Fault::Fail("failing by configuration (providers.sandbox_failing)".into()),
-        );
-    }
-    let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
-    swapd_market::Aggregator::new(
-        sandbox::providers(feed, &faults, config.providers.sandbox_block_ms),
-        swapd_market::MarketOptions {
-            deadline: std::time::Duration::from_millis(config.providers.deadline_ms),
-            ..Default::default()
-        },
-    )
 }
 
 /// A file in the data dir that exists while the API role runs. Found at start, it means the

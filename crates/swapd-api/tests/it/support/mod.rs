@@ -1,6 +1,7 @@
-//! A real server on 127.0.0.1:0 for the Business API security suite: the production router, a
-//! real store (SQLite in a temp dir, or a PostgreSQL schema), a manual clock, and a few
-//! test-only signed routes behind the same gate.
+//! A real server on 127.0.0.1:0 for the API's integration tests, wired by the production code
+//! (`swapd::app::Runtime`: market, worker parts, x402 surface, shared state) on a real store
+//! (SQLite in a temp dir, or a PostgreSQL schema) and a manual clock, plus a few test-only
+//! signed routes behind the same gate. The worker parts are not looped: tests run their passes.
 
 #![allow(dead_code)]
 
@@ -21,7 +22,7 @@ use swapd_api::business::guards::{Guards, Sharing};
 use swapd_api::{ApiJson, AppState, SignedQuery};
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
 use swapd_core::secrets::MasterKey;
-use swapd_core::{ManualClock, Mode, Store};
+use swapd_core::{ManualClock, Store};
 use swapd_types::{Permission, Success, signing};
 use tokio_util::sync::CancellationToken;
 
@@ -200,11 +201,10 @@ pub struct TestServer {
     /// Sends status e-mails as `.eml` files into `mail_dir`; tests run its passes.
     pub notifier: swapd_worker::Notifier,
     pub mail_dir: std::path::PathBuf,
-    _mail: tempfile::TempDir,
     pub http: reqwest::Client,
     shutdown: CancellationToken,
     task: Option<tokio::task::JoinHandle<()>>,
-    _dir: Option<tempfile::TempDir>,
+    _dir: tempfile::TempDir,
 }
 
 #[derive(Clone)]
@@ -296,22 +296,45 @@ impl TestServer {
     }
 
     pub async fn start_with(options: Options) -> TestServer {
-        let (store, dir) = match options.store {
-            Some(store) => (store, None),
-            None => {
-                let dir = tempfile::tempdir().unwrap();
-                let url = format!("sqlite://{}", dir.path().join("swapd.db").display());
-                let store = swapd_store::open(&url, &swapd_store::StoreOptions::default())
-                    .await
-                    .unwrap();
-                (store, Some(dir))
-            }
+        let dir = tempfile::tempdir().unwrap();
+        let listener = tokio::net::TcpListener::bind(options.bind).await.unwrap();
+        let listener_address = listener.local_addr().unwrap();
+        let mut config = swapd::config::Config {
+            data_dir: dir.path().to_path_buf(),
+            database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
+            public_url: format!("http://{listener_address}"),
+            ..swapd::config::Config::default()
+        };
+        config.providers.deadline_ms = options.provider_deadline.as_millis() as u64;
+        config.providers.sandbox_seed = 0;
+        config.providers.sandbox_block_ms = BLOCK_MS;
+        config.orders.poll_interval_ms = 1_000;
+        config.orders.emergency_window_secs = EMERGENCY_WINDOW_MS / 1000;
+        config.webhooks.timeout_ms = WEBHOOK_TIMEOUT.as_millis() as u64;
+        config.security.trusted_proxies = options.trusted_proxies;
+        (
+            config.security.ip_requests_per_second,
+            config.security.ip_auth_failures_per_minute,
+        ) = options.ip_limits;
+        config.x402.network = "eip155:8453".into();
+        config.x402.price_usd = "0.05".into();
+        config.x402.pay_to = PAY_TO.into();
+        let store = match options.store {
+            Some(store) => store,
+            None => swapd::app::open_store(&config).await.unwrap(),
         };
         store.migrate().await.unwrap();
         let clock = options
             .clock
             .unwrap_or_else(|| Arc::new(ManualClock::new(T0_MS)));
         let master = options.master.unwrap_or_else(MasterKey::generate);
+        // The production wiring (`swapd::app`), on this test's store, clock and key.
+        let runtime = swapd::app::Runtime {
+            config,
+            store: store.clone(),
+            master_key: master.clone(),
+            clock: clock.clone(),
+        };
         let guards = Arc::new(
             Guards::new(
                 store.clone(),
@@ -323,92 +346,25 @@ impl TestServer {
             .await
             .unwrap(),
         );
-        let faults = swapd_providers::sandbox::Faults::default();
-        let market = swapd_market::Aggregator::new(
-            swapd_providers::sandbox::providers(
-                swapd_providers::price_feed::PriceFeed::new(0),
-                &faults,
-                BLOCK_MS,
-            ),
-            swapd_market::MarketOptions {
-                deadline: options.provider_deadline,
-                ..Default::default()
-            },
-        );
-        let market: Arc<dyn swapd_core::market::Market> = Arc::new(market);
-        let tracker = swapd_worker::ExecutionTracker::new(
-            store.clone(),
-            market.clone(),
-            clock.clone(),
-            1_000,
-        );
-        let jobs = swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone());
-        let dispatcher = swapd_worker::WebhookDispatcher::new(
-            store.clone(),
-            clock.clone(),
-            master.clone(),
-            swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT),
-            swapd_worker::DispatchLimits::default(),
-        );
-        let engine = swapd_worker::OrderEngine::new(
-            store.clone(),
-            Arc::new(swapd_providers::sandbox::SandboxChain::new(
-                store.clone(),
-                BLOCK_MS,
-            )),
-            market.clone(),
-            clock.clone(),
-            swapd_core::lifecycle::LifecycleRules {
-                poll_interval_ms: 1_000,
-                emergency_window_ms: EMERGENCY_WINDOW_MS,
-                ..Default::default()
-            },
-        );
-        let mail = tempfile::tempdir().unwrap();
-        let mail_dir = mail.path().join("mail");
-        let notifier = swapd_worker::Notifier::new(
-            store.clone(),
-            Arc::new(
-                swapd_worker::FileMailer::new(mail_dir.clone(), "swapd <noreply@swapd.test>")
-                    .unwrap(),
-            ),
-            clock.clone(),
-        );
-        let listener = tokio::net::TcpListener::bind(options.bind).await.unwrap();
-        let listener_address = listener.local_addr().unwrap();
-        let state = AppState {
-            store: store.clone(),
-            clock: clock.clone(),
-            mode: Mode::Sandbox,
-            guards: guards.clone(),
-            trusted_proxies: options.trusted_proxies.into(),
-            market,
-            access_tokens: swapd_core::onchain::AccessTokens::new(
-                master.derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
-            ),
-            master_key: master.clone(),
-            webhooks: swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT),
-            x402: Arc::new(swapd_api::x402::X402 {
-                pricing: swapd_x402::Pricing::usdc("eip155:8453", "0.05", PAY_TO).unwrap(),
-                facilitator: options.facilitator.clone().unwrap_or_else(|| {
-                    Arc::new(swapd_api::x402::LedgerFacilitator::new(
-                        store.clone(),
-                        clock.clone(),
-                        "eip155:8453",
-                    ))
-                }),
-                origin: format!("http://{}", listener_address),
-                siwx_chains: vec![
-                    "eip155:8453".into(),
-                    swapd_x402::siwx::SOLANA_MAINNET.into(),
-                ],
-                wallet_routes_enabled: options.x402_wallet_routes,
-            }),
-            ip_limits: Arc::new(swapd_api::ip_limits::IpLimits::new(
-                options.ip_limits.0,
-                options.ip_limits.1,
-            )),
-        };
+        let (market, faults) = runtime.market();
+        let webhooks = swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT);
+        let swapd::app::WorkerParts {
+            engine,
+            notifier,
+            tracker,
+            dispatcher,
+            jobs,
+        } = runtime.worker_parts(&market, webhooks.clone()).unwrap();
+        let mail_dir = runtime.config.data_path("mail");
+        let mut x402 = runtime
+            .x402_surface(&runtime.config.public_url)
+            .await
+            .unwrap();
+        if let Some(facilitator) = options.facilitator.clone() {
+            x402.facilitator = facilitator;
+        }
+        x402.wallet_routes_enabled = options.x402_wallet_routes;
+        let state = runtime.api_state(market, guards.clone(), x402, webhooks);
         let counters = Arc::new(Counters::default());
         let extra = BusinessRoutes::default()
             .undocumented(
@@ -490,7 +446,6 @@ impl TestServer {
             jobs,
             notifier,
             mail_dir,
-            _mail: mail,
             http: reqwest::Client::new(),
             shutdown,
             task: Some(task),
