@@ -20,6 +20,28 @@ use crate::json::too_large;
 pub(crate) const REQUEST_DURATION: &str = "http_request_duration_seconds";
 pub(crate) const REQUESTS_TOTAL: &str = "http_requests_total";
 
+/// The longest client-chosen `X-Request-Id` that is kept.
+const MAX_CLIENT_REQUEST_ID: usize = 128;
+
+/// Drops a client's `X-Request-Id` that is too long or not made of `[A-Za-z0-9._:-]`, so a fresh
+/// id replaces it: the id lands in every log line and response, and must stay harmless there.
+pub(crate) async fn keep_sane_request_id(mut request: Request, next: Next) -> Response {
+    let sane = |value: &HeaderValue| {
+        let bytes = value.as_bytes();
+        !bytes.is_empty()
+            && bytes.len() <= MAX_CLIENT_REQUEST_ID
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+    };
+    let headers = request.headers_mut();
+    let values: Vec<&HeaderValue> = headers.get_all("x-request-id").iter().collect();
+    if values.len() != 1 || !sane(values[0]) {
+        headers.remove("x-request-id");
+    }
+    next.run(request).await
+}
+
 /// Request ids look like `req_<32 hex>`; a well-formed `X-Request-Id` sent by the client is kept.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct MakeReqId;

@@ -7,7 +7,10 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::layers::{MakeReqId, envelope_framework_errors, record_metrics, require_canonical_path};
+use crate::layers::{
+    MakeReqId, envelope_framework_errors, keep_sane_request_id, record_metrics,
+    require_canonical_path,
+};
 use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -44,6 +47,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .with_state(state)
         .layer(
             ServiceBuilder::new()
+                .layer(middleware::from_fn(keep_sane_request_id))
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeReqId))
                 .layer(TraceLayer::new_for_http().make_span_with(
                     |request: &axum::http::Request<axum::body::Body>| {

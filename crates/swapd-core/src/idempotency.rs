@@ -125,14 +125,23 @@ pub fn plan(existing: Option<&Record>, fingerprint: &str, lease_token: &str, now
     match &record.state {
         RecordState::Done(response) => Plan::Answer(Begin::Replay(response.clone())),
         RecordState::InFlight { lease_until_ms, .. } if *lease_until_ms > now_ms => {
-            let wait_secs = (lease_until_ms - now_ms + 999) / 1000;
             Plan::Answer(Begin::InFlight {
-                retry_after_secs: u64::try_from(wait_secs.max(1)).unwrap_or(1),
+                retry_after_secs: expected_wait_secs(*lease_until_ms, now_ms),
             })
         }
         // The attempt holding the lease died; this one takes over.
         RecordState::InFlight { .. } => claim(),
     }
+}
+
+/// How long a retry should wait for the attempt holding the lease until `lease_until_ms`: about
+/// as long as it has run so far (a request usually finishes within a second or two), at least
+/// a second and at most what is left of its lease, which only bounds an attempt that died.
+fn expected_wait_secs(lease_until_ms: i64, now_ms: i64) -> u64 {
+    let running_ms = now_ms - (lease_until_ms - LEASE_MS);
+    let left_ms = lease_until_ms - now_ms;
+    let wait_ms = running_ms.clamp(1_000, left_ms.max(1_000));
+    u64::try_from((wait_ms + 999) / 1000).unwrap_or(1)
 }
 
 /// Which outcomes are kept for replay: those produced once execution began. Validation (400),
@@ -191,10 +200,25 @@ mod tests {
             plan(Some(&record), "other", "t2", now),
             Plan::Answer(Begin::Mismatch)
         );
+        // The winner has just started: retry in a second, not after its whole lease.
         assert_eq!(
             plan(Some(&record), "fp", "t2", now + 1),
             Plan::Answer(Begin::InFlight {
-                retry_after_secs: 60
+                retry_after_secs: 1
+            })
+        );
+        // It has run 5 s: about as long again.
+        assert_eq!(
+            plan(Some(&record), "fp", "t2", now + 5_000),
+            Plan::Answer(Begin::InFlight {
+                retry_after_secs: 5
+            })
+        );
+        // Near the end of its lease: what is left of it.
+        assert_eq!(
+            plan(Some(&record), "fp", "t2", now + LEASE_MS - 2_500),
+            Plan::Answer(Begin::InFlight {
+                retry_after_secs: 3
             })
         );
         assert!(matches!(

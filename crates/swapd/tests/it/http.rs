@@ -145,6 +145,25 @@ async fn health_and_readiness_answer_in_the_envelope_with_request_ids() {
         .await
         .unwrap();
     assert_eq!(echoed.headers()["x-request-id"], "client-chosen-id-123");
+    // An id too long, or with characters that do not belong in logs, is replaced.
+    for unusable in ["x".repeat(129), "two words".to_owned(), "a\tb".to_owned()] {
+        let replaced = client
+            .get(server.url("/healthz"))
+            .header("x-request-id", unusable.as_str())
+            .send()
+            .await
+            .unwrap();
+        let id = replaced.headers()["x-request-id"].to_str().unwrap();
+        assert!(id.starts_with("req_") && id.len() == 36, "{id}");
+    }
+    let longest = "y".repeat(128);
+    let kept = client
+        .get(server.url("/healthz"))
+        .header("x-request-id", longest.as_str())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(kept.headers()["x-request-id"], longest.as_str());
     server.stop().await;
 }
 
