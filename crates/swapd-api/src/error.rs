@@ -67,18 +67,47 @@ impl IntoResponse for ApiError {
 
 /// Storage failures never leak their text to clients: they are logged here and answered with a
 /// generic message.
+impl ApiError {
+    /// A bug or broken invariant: 500 `internal_error` for the client, and the cause with the
+    /// place it came from in the log.
+    #[track_caller]
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        let at = std::panic::Location::caller();
+        tracing::error!(%cause, %at, "internal error");
+        ApiError::new(ErrorCode::InternalError, "internal error")
+    }
+}
+
 impl From<StoreError> for ApiError {
+    /// Each kind of store failure as the client should see it; the place of the `?` is logged.
+    #[track_caller]
     fn from(error: StoreError) -> Self {
+        let at = std::panic::Location::caller();
         match error {
             StoreError::Unavailable(_) => {
-                tracing::warn!(%error, "database unavailable");
+                tracing::warn!(%error, %at, "database unavailable");
                 ApiError::new(
                     ErrorCode::ServiceUnavailable,
-                    "the database is unavailable; retry later",
+                    "the database is unavailable; retry in a moment",
+                )
+                .with_header(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("1"),
                 )
             }
-            other => {
-                tracing::error!(error = %other, "storage failure");
+            StoreError::LeaseLost => {
+                tracing::warn!(%error, %at, "idempotency lease lost");
+                ApiError::new(
+                    ErrorCode::IdempotencyKeyInUse,
+                    "this request ran past its Idempotency-Key's lease and wrote nothing; retry with the same key",
+                )
+                .with_header(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static("1"),
+                )
+            }
+            StoreError::Conflict(_) | StoreError::Corrupt(_) | StoreError::Database(_) => {
+                tracing::error!(%error, %at, "storage failure");
                 ApiError::new(ErrorCode::InternalError, "internal error")
             }
         }
@@ -98,4 +127,32 @@ pub(crate) fn json_response(
         body,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+
+    use super::*;
+
+    fn answer(error: StoreError) -> (u16, Option<String>) {
+        let response = ApiError::from(error).into_response();
+        let retry_after = response
+            .headers()
+            .get(axum::http::header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        (response.status().as_u16(), retry_after)
+    }
+
+    #[test]
+    fn each_kind_of_store_failure_gets_its_own_status() {
+        assert_eq!(
+            answer(StoreError::Unavailable("57P01".into())),
+            (503, Some("1".into()))
+        );
+        assert_eq!(answer(StoreError::LeaseLost), (409, Some("1".into())));
+        assert_eq!(answer(StoreError::Conflict("dup".into())), (500, None));
+        assert_eq!(answer(StoreError::Corrupt("row".into())), (500, None));
+        assert_eq!(answer(StoreError::Database("other".into())), (500, None));
+    }
 }

@@ -196,8 +196,9 @@ pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Respon
         return response;
     }
     let (parts, body) = response.into_parts();
-    let Ok(body) = to_bytes(body, usize::MAX).await else {
-        return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
+    let body = match to_bytes(body, usize::MAX).await {
+        Ok(body) => body,
+        Err(error) => return ApiError::internal(&error).into_response(),
     };
     let stored = StoredResponse {
         status,

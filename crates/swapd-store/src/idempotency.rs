@@ -24,9 +24,7 @@ macro_rules! finish_idempotent_in {
         .await
         .map_err(map_sqlx_error)?;
         if done.rows_affected() != 1 {
-            return Err(StoreError::Conflict(
-                "the idempotency lease expired before the write committed".into(),
-            ));
+            return Err(StoreError::LeaseLost);
         }
     }};
 }

@@ -133,6 +133,9 @@ fn map_sqlx_error(error: sqlx::Error) -> swapd_core::StoreError {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             StoreError::Conflict(db.message().to_owned())
         }
+        sqlx::Error::Database(db) if db.code().as_deref().is_some_and(is_transient) => {
+            StoreError::Unavailable(db.message().to_owned())
+        }
         sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::Io(_)
@@ -145,9 +148,67 @@ fn map_sqlx_error(error: sqlx::Error) -> swapd_core::StoreError {
     }
 }
 
+/// Error codes that say the database is going away, restarting, overloaded or busy, or that the
+/// transaction lost a race it may win when retried: PostgreSQL's classes 08 (connection), 53
+/// (resources), 57 (operator intervention, such as 57P01 on a restart) and 40001/40P01
+/// (serialization, deadlock); SQLite's BUSY (5) and LOCKED (6).
+fn is_transient(code: &str) -> bool {
+    code.starts_with("08")
+        || code.starts_with("53")
+        || code.starts_with("57")
+        || matches!(code, "40001" | "40P01")
+        // SQLite's (extended) result codes have at most 4 digits; SQLSTATEs always have 5.
+        || (code.len() < 5 && matches!(code.parse::<i32>().map(|c| c & 0xff), Ok(5 | 6)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transient_database_errors_are_told_apart() {
+        for code in [
+            "57P01", "57P03", "08006", "53300", "40001", "40P01", "5", "517", "6",
+        ] {
+            assert!(is_transient(code), "{code}");
+        }
+        for code in ["23505", "42P01", "22P02", "22005", "1", "19", "2067"] {
+            assert!(!is_transient(code), "{code}");
+        }
+    }
+
+    /// A PostgreSQL restart ends every session (SQLSTATE 57P01 on a statement in flight, or a
+    /// closed socket): the store says "unavailable", which the API answers with 503.
+    #[tokio::test]
+    async fn a_terminated_postgres_session_is_unavailable() {
+        use sqlx::Connection;
+        let Some(url) = test_support::postgres_url() else {
+            return;
+        };
+        let mut doomed = sqlx::PgConnection::connect(&url).await.unwrap();
+        let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&mut doomed)
+            .await
+            .unwrap();
+        let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+        let terminated: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+        assert!(terminated);
+        let error = sqlx::query("SELECT 1")
+            .execute(&mut doomed)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                map_sqlx_error(error),
+                swapd_core::StoreError::Unavailable(_)
+            ),
+            "a terminated session must read as unavailable"
+        );
+    }
 
     #[test]
     fn urls_select_backends_and_passwords_are_redacted() {

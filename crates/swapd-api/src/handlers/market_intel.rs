@@ -41,8 +41,7 @@ pub(crate) async fn create_job(
     let request = market_intel::validate(&input)
         .map_err(|problem| invalid(problem.field, &problem.problem))?;
     let job = Job::queue(ids::new_id("job_"), owner, request, state.clock.now_ms());
-    let body = serde_json::to_vec(&Success::new(job.view()))
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let body = serde_json::to_vec(&Success::new(job.view())).map_err(|e| ApiError::internal(&e))?;
     let response = StoredResponse {
         status: 202,
         body: body.clone(),

@@ -72,7 +72,7 @@ pub(crate) async fn resolve(
     );
     let namespace = from
         .onchain_namespace()
-        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+        .ok_or_else(|| ApiError::internal("an onchain route's source has no chain namespace"))?;
     if let Some(given) = input.wallet_chain_namespace.as_deref()
         && given != namespace
     {
@@ -140,7 +140,7 @@ pub(crate) async fn resolve(
     )
     .await?;
     let body = serde_json::to_vec(&Success::new(plan_view(&state, &plan)))
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+        .map_err(|e| ApiError::internal(&e))?;
     let response = StoredResponse {
         status: 200,
         body: body.clone(),
@@ -175,8 +175,7 @@ async fn build_plan(
     now_ms: i64,
 ) -> Result<ExecutionPlan, ApiError> {
     let stored_amount = |text: &str, def: &CurrencyDef| {
-        Amount::parse(text, def.precision)
-            .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))
+        Amount::parse(text, def.precision).map_err(|e| ApiError::internal(&e))
     };
     let from_amount = stored_amount(&route.from_amount, from)?;
     let expected = stored_amount(&route.to_amount, to)?;
@@ -329,7 +328,7 @@ pub(crate) async fn report(
             return Ok(Json(Success::new(plan.view(now_ms))).into_response());
         }
         let body = serde_json::to_vec(&Success::new(plan.view(now_ms)))
-            .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+            .map_err(|e| ApiError::internal(&e))?;
         let response = StoredResponse {
             status: 200,
             body: body.clone(),
@@ -504,5 +503,6 @@ fn check_principal(
 }
 
 fn stored_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {
-    currency(code).ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))
+    currency(code)
+        .ok_or_else(|| ApiError::internal(format_args!("stored currency {code} is unknown")))
 }

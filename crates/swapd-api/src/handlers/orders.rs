@@ -156,8 +156,8 @@ pub(crate) async fn create_order(
         now_ms,
     });
 
-    let body = serde_json::to_vec(&Success::new(order.view()))
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let body =
+        serde_json::to_vec(&Success::new(order.view())).map_err(|e| ApiError::internal(&e))?;
     let response = StoredResponse {
         status: 201,
         body: body.clone(),
@@ -211,12 +211,12 @@ async fn token_terms(
         ));
     }
     let stored = |code: &str| {
-        currency(code).ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))
+        currency(code)
+            .ok_or_else(|| ApiError::internal(format_args!("stored currency {code} is unknown")))
     };
     let (from, to) = (stored(&route.from_code)?, stored(&route.to_code)?);
     let amount = |text: &str, def: &CurrencyDef| {
-        Amount::parse(text, def.precision)
-            .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))
+        Amount::parse(text, def.precision).map_err(|e| ApiError::internal(&e))
     };
     Ok(Terms {
         from,
@@ -375,8 +375,12 @@ fn refund_destination(
     address: Option<String>,
     tag: Option<String>,
 ) -> Result<Option<(String, Option<String>)>, ApiError> {
-    let from = currency(&order.from_code)
-        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let from = currency(&order.from_code).ok_or_else(|| {
+        ApiError::internal(format_args!(
+            "stored currency {} is unknown",
+            order.from_code
+        ))
+    })?;
     match address {
         Some(address) => {
             check_address(from, &address, "refundAddress")?;
@@ -423,7 +427,7 @@ async fn apply_change(
         };
         let recorded = updated.record_event(event, Some(current.status));
         let body = serde_json::to_vec(&Success::new(updated.view()))
-            .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+            .map_err(|e| ApiError::internal(&e))?;
         let response = StoredResponse {
             status: 200,
             body: body.clone(),
@@ -534,9 +538,14 @@ pub(crate) async fn deposit_qr(
 ) -> Result<Json<Success<swapd_types::orders::DepositQr>>, ApiError> {
     let owner = caller.scope();
     let order = owned_order(&state, &owner, &id).await?;
-    let internal = || ApiError::new(ErrorCode::InternalError, "internal error");
-    let from = currency(&order.from_code).ok_or_else(internal)?;
-    let amount = Amount::parse(&order.from_amount, from.precision).map_err(|_| internal())?;
+    let from = currency(&order.from_code).ok_or_else(|| {
+        ApiError::internal(format_args!(
+            "stored currency {} is unknown",
+            order.from_code
+        ))
+    })?;
+    let amount =
+        Amount::parse(&order.from_amount, from.precision).map_err(|e| ApiError::internal(&e))?;
     let tag = order.deposit_tag.as_deref();
     let variants = [
         ("Address", "address", None, false),
@@ -547,7 +556,8 @@ pub(crate) async fn deposit_qr(
         .map(|(title, kind, amount, checked)| {
             let payload =
                 swapd_core::payment_uri::wallet_uri(from, &order.deposit_address, tag, amount);
-            let (image, svg) = crate::qr::images(&payload).ok_or_else(internal)?;
+            let (image, svg) = crate::qr::images(&payload)
+                .ok_or_else(|| ApiError::internal("a deposit URI does not fit in a QR code"))?;
             Ok(swapd_types::orders::QrImage {
                 title: title.into(),
                 kind: kind.into(),

@@ -312,8 +312,7 @@ pub(crate) async fn resolve(
         rate_type: route.rate_type,
         provider: route.provider.clone(),
     };
-    let body = serde_json::to_vec(&Success::new(resolved))
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let body = serde_json::to_vec(&Success::new(resolved)).map_err(|e| ApiError::internal(&e))?;
     let response = StoredResponse {
         status: 200,
         body: body.clone(),

@@ -41,8 +41,12 @@ pub(crate) async fn deposit(
         return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
     }
     let order = owned_order(&state, &owner, &id).await?;
-    let from = currency(&order.from_code)
-        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+    let from = currency(&order.from_code).ok_or_else(|| {
+        ApiError::internal(format_args!(
+            "stored currency {} is unknown",
+            order.from_code
+        ))
+    })?;
     let amount = Amount::parse(&input.amount, from.precision).map_err(|e| {
         ApiError::new(
             ErrorCode::AmountInvalid,

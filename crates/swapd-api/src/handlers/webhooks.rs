@@ -387,7 +387,7 @@ pub(crate) async fn test_callback(
             webhooks::secret_key(std::str::from_utf8(&secret).ok()?)
         })
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "internal error"))?;
+        .ok_or_else(|| ApiError::internal("a subscription's sealed secret does not open"))?;
     let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
     let signature = webhooks::signature_header(&keys, &event_id, now_ms / 1000, &payload);
     let sent = state
@@ -603,6 +603,5 @@ fn check_description(description: Option<String>) -> Result<Option<String>, ApiE
 }
 
 fn json_body<T: serde::Serialize>(data: &T) -> Result<Vec<u8>, ApiError> {
-    serde_json::to_vec(&Success::new(data))
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))
+    serde_json::to_vec(&Success::new(data)).map_err(|e| ApiError::internal(&e))
 }

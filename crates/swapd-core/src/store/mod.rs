@@ -31,6 +31,10 @@ pub enum StoreError {
     /// A uniqueness rule refused the write (duplicate id, replayed nonce, ...).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The write's idempotency lease was gone when it committed (it ran past the lease, and
+    /// another attempt may have taken the key over): nothing was written.
+    #[error("the idempotency lease was lost before the write committed")]
+    LeaseLost,
     /// The database could not be reached or timed out; retrying later may succeed.
     #[error("database unavailable: {0}")]
     Unavailable(String),
