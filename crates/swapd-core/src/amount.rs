@@ -281,6 +281,25 @@ mod tests {
 
     proptest! {
         #[test]
+        fn amounts_and_addresses_take_any_input_without_panicking(
+            raw in any::<String>(),
+            near in "[-+]?[0-9]{0,40}([.,][0-9]{0,40})?([eE][-+]?[0-9]{1,3})?",
+            precision in 0u8..=18,
+        ) {
+            for text in [raw.as_str(), near.as_str()] {
+                if let Ok(amount) = Amount::parse(text, precision) {
+                    prop_assert_eq!(Amount::parse(&amount.to_string(), precision), Ok(amount));
+                }
+                for network in crate::address::Network::ALL {
+                    let _ = network.validate_address(text);
+                    let _ = network.validate_tag(Some(text));
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
         /// Every amount the wire format can carry (at most 30 whole digits) survives display and
         /// parsing unchanged.
         fn display_and_parse_round_trip(units in 0u128..10u128.pow(30), decimals in 0u8..=18) {

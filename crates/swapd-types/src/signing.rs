@@ -391,6 +391,44 @@ mod tests {
         .prop_map(|parts| parts.concat())
     }
 
+    /// Text near the wire format: query and header characters, escapes (some broken), and
+    /// the odd multi-byte character.
+    fn near_query() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                Just("=".to_owned()),
+                Just("&".to_owned()),
+                Just("%".to_owned()),
+                Just("%2".to_owned()),
+                Just("%zz".to_owned()),
+                Just("%C3%A9".to_owned()),
+                Just("%FF".to_owned()),
+                Just("+".to_owned()),
+                Just("é".to_owned()),
+                "[a-zA-Z0-9._~-]{0,4}",
+            ],
+            0..24,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn the_request_parsers_take_any_input_without_panicking(raw in any::<String>(), near in near_query()) {
+            for text in [raw.as_str(), near.as_str()] {
+                if let Ok(once) = canonical_query(text) {
+                    prop_assert_eq!(canonical_query(&once).unwrap(), once);
+                }
+                let _ = is_canonical_path(text);
+                let _ = is_canonical_path(&format!("/api/v3/{text}"));
+                let _ = is_signature(text);
+                let _ = is_nonce(text);
+                let _ = is_key_id(text);
+                let _ = parse_timestamp(text);
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn canonicalization_is_idempotent(pieces in proptest::collection::vec(query_piece(), 0..6)) {

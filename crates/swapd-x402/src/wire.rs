@@ -246,4 +246,70 @@ pub(crate) mod tests {
         no_name.extra.remove("name");
         assert!(!ours.matches(&no_name));
     }
+
+    mod random_input {
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::siwx::{self, SiwxPayload};
+
+        /// The worked example's header with one byte changed, as base64 text.
+        fn tampered() -> impl Strategy<Value = String> {
+            let json = STANDARD.decode(super::VECTOR_402).unwrap();
+            (0..json.len(), any::<u8>()).prop_map(move |(at, byte)| {
+                let mut bytes = json.clone();
+                bytes[at] = byte;
+                STANDARD.encode(bytes)
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn the_x402_headers_take_any_input_without_panicking(
+                raw in any::<String>(),
+                bytes in proptest::collection::vec(any::<u8>(), 0..256),
+                near in tampered(),
+            ) {
+                for text in [raw.clone(), STANDARD.encode(&bytes), near] {
+                    let _ = decode_header::<PaymentRequired>(&text);
+                    let _ = decode_header::<PaymentPayload>(&text);
+                    if let Ok(proof) = decode_header::<SiwxPayload>(&text) {
+                        let _ = siwx::message(&proof);
+                        let _ = siwx::verify_signature(&proof);
+                    }
+                }
+            }
+
+            #[test]
+            fn siwx_proofs_with_any_fields_are_refused_not_panicked_on(
+                fields in proptest::collection::vec(any::<String>(), 8),
+                chain in prop_oneof![
+                    Just("eip155:8453".to_owned()),
+                    Just(siwx::SOLANA_MAINNET.to_owned()),
+                    any::<String>(),
+                ],
+                kind in prop_oneof![Just("eip191".to_owned()), Just("ed25519".to_owned()), any::<String>()],
+            ) {
+                let proof = SiwxPayload {
+                    domain: fields[0].clone(),
+                    address: fields[1].clone(),
+                    statement: Some(fields[2].clone()),
+                    uri: fields[3].clone(),
+                    version: "1".into(),
+                    chain_id: chain,
+                    kind,
+                    nonce: fields[4].clone(),
+                    issued_at: fields[5].clone(),
+                    expiration_time: Some(fields[6].clone()),
+                    not_before: None,
+                    request_id: None,
+                    resources: Some(vec![fields[3].clone()]),
+                    signature_scheme: None,
+                    signature: fields[7].clone(),
+                };
+                let _ = siwx::message(&proof);
+                prop_assert!(siwx::verify_signature(&proof).is_err());
+            }
+        }
+    }
 }
