@@ -51,4 +51,6 @@ pub struct AppState {
     pub x402: Arc<x402::X402>,
     /// Request and failed-authentication budgets per client address, before authentication.
     pub ip_limits: Arc<ip_limits::IpLimits>,
+    /// How long new orders wait for their deposit.
+    pub order_lifetimes: swapd_core::orders::OrderLifetimes,
 }

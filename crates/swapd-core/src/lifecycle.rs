@@ -10,8 +10,8 @@ use crate::amount::Amount;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, RateType, pricing};
 use crate::orders::{
-    Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, FIXED_LIFETIME_MS,
-    FLOAT_LIFETIME_MS, Order, OrderEvent, OrderStatus, judge_deposit,
+    Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderEvent,
+    OrderLifetimes, OrderStatus, judge_deposit,
 };
 use crate::provider::Exchange;
 
@@ -40,18 +40,17 @@ pub struct OpenOrder {
     pub affiliate_code: Option<String>,
     /// The redeemed createToken's hash, when the terms came from one.
     pub create_token_hash: Option<String>,
+    /// How long it waits for its deposit, by rate type.
+    pub lifetimes: OrderLifetimes,
     pub now_ms: i64,
 }
 
 /// A new order whose exchange is open: created and awaiting its deposit in one step, at version
-/// 2, with both events for the outbox. A fixed rate holds for 30 minutes, a float one for an
-/// hour.
+/// 2, with both events for the outbox, waiting for its deposit as long as `lifetimes` says
+/// for its rate type.
 pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
     let now_ms = input.now_ms;
-    let lifetime = match input.rate_type {
-        RateType::Fixed => FIXED_LIFETIME_MS,
-        RateType::Float => FLOAT_LIFETIME_MS,
-    };
+    let lifetime = input.lifetimes.for_rate(input.rate_type);
     let mut order = Order {
         id: input.id,
         owner: input.owner,
@@ -736,6 +735,10 @@ mod tests {
             email: Some("user@example.com".into()),
             affiliate_code: None,
             create_token_hash: None,
+            lifetimes: OrderLifetimes {
+                fixed_ms: 60_000,
+                float_ms: 120_000,
+            },
             now_ms: T0,
         }
     }
@@ -747,7 +750,7 @@ mod tests {
             (order.status, order.version),
             (OrderStatus::AwaitingDeposit, 2)
         );
-        assert_eq!(order.expires_at_ms, T0 + FIXED_LIFETIME_MS);
+        assert_eq!(order.expires_at_ms, T0 + 60_000);
         assert_eq!(order.next_check_at_ms, Some(T0));
         assert_eq!(order.rate, "96000");
         assert_eq!(
@@ -765,7 +768,7 @@ mod tests {
         assert_eq!(awaiting.data["previousStatus"], "new");
         assert_eq!(created.notify_email.as_deref(), Some("user@example.com"));
         let (float, _) = open(opening(RateType::Float));
-        assert_eq!(float.expires_at_ms, T0 + FLOAT_LIFETIME_MS);
+        assert_eq!(float.expires_at_ms, T0 + 120_000);
     }
 
     #[test]

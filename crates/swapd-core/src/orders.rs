@@ -301,10 +301,32 @@ pub struct OrderEvent {
     pub notify_email: Option<String>,
 }
 
-/// Fixed orders keep their rate this long; a deposit must arrive before it ends.
-pub const FIXED_LIFETIME_MS: i64 = 30 * 60 * 1000;
-/// Float orders wait this long for a deposit.
-pub const FLOAT_LIFETIME_MS: i64 = 60 * 60 * 1000;
+/// How long a new order waits for its deposit (`orders.fixed_lifetime_secs`,
+/// `orders.float_lifetime_secs`): a fixed order keeps its rate that long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderLifetimes {
+    pub fixed_ms: i64,
+    pub float_ms: i64,
+}
+
+impl Default for OrderLifetimes {
+    /// 30 minutes at a fixed rate, an hour at a float one.
+    fn default() -> Self {
+        Self {
+            fixed_ms: 30 * 60 * 1000,
+            float_ms: 60 * 60 * 1000,
+        }
+    }
+}
+
+impl OrderLifetimes {
+    pub fn for_rate(self, rate_type: RateType) -> i64 {
+        match rate_type {
+            RateType::Fixed => self.fixed_ms,
+            RateType::Float => self.float_ms,
+        }
+    }
+}
 
 impl Order {
     /// The order as the API shows it.

@@ -326,6 +326,10 @@ impl Runtime {
                 config.security.ip_requests_per_second,
                 config.security.ip_auth_failures_per_minute,
             )),
+            order_lifetimes: swapd_core::orders::OrderLifetimes {
+                fixed_ms: config.orders.fixed_lifetime_secs * 1000,
+                float_ms: config.orders.float_lifetime_secs * 1000,
+            },
         }
     }
 

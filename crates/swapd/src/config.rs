@@ -72,6 +72,10 @@ pub struct OrdersConfig {
     pub poll_interval_ms: i64,
     /// How long a user has to choose in an emergency before a refund, in seconds.
     pub emergency_window_secs: i64,
+    /// How long a new fixed-rate order waits for its deposit (and keeps its rate), in seconds.
+    pub fixed_lifetime_secs: i64,
+    /// How long a new float-rate order waits for its deposit, in seconds.
+    pub float_lifetime_secs: i64,
     /// Sandbox fault: the worker stops dead right after its next payout, before saving it, so
     /// a crash at the worst moment can be staged (kill it, restart it, see one payout).
     pub sandbox_pause_after_payout: bool,
@@ -187,6 +191,8 @@ impl Default for Config {
             orders: OrdersConfig {
                 poll_interval_ms: 1_000,
                 emergency_window_secs: 24 * 60 * 60,
+                fixed_lifetime_secs: 30 * 60,
+                float_lifetime_secs: 60 * 60,
                 sandbox_pause_after_payout: false,
             },
             mail: MailConfig {
@@ -398,6 +404,20 @@ impl Config {
                 "orders.emergency_window_secs",
                 "must be from 1 second to 30 days".into(),
             ));
+        }
+        for (name, secs) in [
+            (
+                "orders.fixed_lifetime_secs",
+                self.orders.fixed_lifetime_secs,
+            ),
+            (
+                "orders.float_lifetime_secs",
+                self.orders.float_lifetime_secs,
+            ),
+        ] {
+            if !(1..=7 * 24 * 3600).contains(&secs) {
+                return Err(setting(name, "must be from 1 second to 7 days".into()));
+            }
         }
         let webhooks = &self.webhooks;
         for (name, ok, problem) in [

@@ -153,6 +153,7 @@ pub(crate) async fn create_order(
         email: input.email,
         affiliate_code: input.affiliate_code,
         create_token_hash: terms.create_token_hash.clone(),
+        lifetimes: state.order_lifetimes,
         now_ms,
     });
 

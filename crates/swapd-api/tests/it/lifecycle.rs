@@ -167,6 +167,38 @@ async fn float_and_reverse_orders_pay_what_arrived() {
     assert_eq!(done["to"]["amount"], "1000");
 }
 
+/// Order lifetimes are settings: with `orders.fixed_lifetime_secs = 5` and
+/// `orders.float_lifetime_secs = 9`, new orders expire in seconds.
+#[tokio::test]
+async fn order_lifetimes_come_from_the_configuration() {
+    let server = TestServer::start_with(crate::support::Options {
+        order_lifetime_secs: (5, 9),
+        ..crate::support::Options::default()
+    })
+    .await;
+    let key = key(&server).await;
+    let fixed = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    assert_eq!(fixed["expiresAt"], server.now_secs() + 5);
+    let float = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "type": "float", "toAddress": TRON_ADDRESS})).await;
+    assert_eq!(float["expiresAt"], server.now_secs() + 9);
+    server.clock.advance_ms(5_000);
+    server.engine.run_due().await;
+    let id = |order: &Value| text(&order["orderId"]).to_owned();
+    assert_eq!(order(&server, &key, &id(&fixed)).await["status"], "expired");
+    assert_eq!(
+        order(&server, &key, &id(&float)).await["status"],
+        "awaiting_deposit"
+    );
+    server.clock.advance_ms(4_000);
+    server.engine.run_due().await;
+    assert_eq!(order(&server, &key, &id(&float)).await["status"], "expired");
+}
+
 #[tokio::test]
 async fn unpaid_orders_expire_and_late_deposits_are_refunded_after_the_window() {
     let server = TestServer::start().await;

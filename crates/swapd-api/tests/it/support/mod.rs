@@ -149,6 +149,8 @@ pub struct Options {
     /// Whether x402 order and onchain routes are enabled (live mode without an access-token
     /// secret: not).
     pub x402_wallet_routes: bool,
+    /// `orders.fixed_lifetime_secs` and `orders.float_lifetime_secs`.
+    pub order_lifetime_secs: (i64, i64),
     /// Requests per second and failed authentications per minute per client address (the
     /// production defaults unless a test changes them).
     pub ip_limits: (u32, u32),
@@ -174,6 +176,7 @@ impl Default for Options {
             url_policy: swapd_core::webhooks::UrlPolicy::Sandbox,
             facilitator: None,
             x402_wallet_routes: true,
+            order_lifetime_secs: (30 * 60, 60 * 60),
             ip_limits: (
                 swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
@@ -310,6 +313,10 @@ impl TestServer {
         config.providers.sandbox_block_ms = BLOCK_MS;
         config.orders.poll_interval_ms = 1_000;
         config.orders.emergency_window_secs = EMERGENCY_WINDOW_MS / 1000;
+        (
+            config.orders.fixed_lifetime_secs,
+            config.orders.float_lifetime_secs,
+        ) = options.order_lifetime_secs;
         config.webhooks.timeout_ms = WEBHOOK_TIMEOUT.as_millis() as u64;
         config.security.trusted_proxies = options.trusted_proxies;
         (
