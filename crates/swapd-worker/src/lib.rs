@@ -89,18 +89,12 @@ impl Worker {
     pub async fn run(self, shutdown: CancellationToken) {
         let webhooks = async {
             if let Some((dispatcher, interval)) = &self.webhooks {
-                repeat(*interval, &shutdown, || async {
-                    dispatcher.run_due().await;
-                })
-                .await;
+                repeat("webhooks", *interval, &shutdown, || dispatcher.run_due()).await;
             }
         };
         let intel = async {
             if let Some((runner, interval)) = &self.jobs {
-                repeat(*interval, &shutdown, || async {
-                    runner.run_due().await;
-                })
-                .await;
+                repeat("market_intel", *interval, &shutdown, || runner.run_due()).await;
             }
         };
         tokio::join!(self.run_jobs(shutdown.clone()), webhooks, intel);
@@ -122,17 +116,17 @@ impl Worker {
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
-                _ = tick.tick() => self.sweep_expired().await,
+                _ = tick.tick() => supervised("janitor", self.sweep_expired()).await,
 
                 _ = order_tick.tick(), if self.orders.is_some() || self.notifier.is_some() || self.executions.is_some() => {
                     if let Some(engine) = &self.orders {
-                        engine.run_due().await;
+                        supervised("orders", engine.run_due()).await;
                     }
                     if let Some(tracker) = &self.executions {
-                        tracker.run_due().await;
+                        supervised("executions", tracker.run_due()).await;
                     }
                     if let Some(notifier) = &self.notifier {
-                        notifier.run_pending().await;
+                        supervised("notifier", notifier.run_pending()).await;
                     }
                 }
             }
@@ -152,17 +146,65 @@ impl Worker {
 }
 
 /// Runs `pass` every `interval` until `shutdown` is cancelled; a pass in progress finishes.
-async fn repeat<F, Fut>(interval: Duration, shutdown: &CancellationToken, pass: F)
-where
+async fn repeat<F, Fut>(
+    name: &'static str,
+    interval: Duration,
+    shutdown: &CancellationToken,
+    pass: F,
+) where
     F: Fn() -> Fut,
-    Fut: std::future::Future<Output = ()>,
+    Fut: std::future::Future,
 {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
-            _ = tick.tick() => pass().await,
+            _ = tick.tick() => supervised(name, pass()).await,
         }
+    }
+}
+
+/// The count of passes that panicked, by loop, on `/metrics`.
+pub const PASS_PANICS: &str = "worker_pass_panics_total";
+
+/// Runs one pass of the loop `name` so that a panic in it (a bug) is logged and counted instead
+/// of stopping every loop of the worker; the loop runs the pass again on its next tick.
+async fn supervised<T>(name: &'static str, pass: impl std::future::Future<Output = T>) {
+    use futures_util::FutureExt;
+    if let Err(panic) = std::panic::AssertUnwindSafe(pass).catch_unwind().await {
+        let reason = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tracing::error!(
+            worker_loop = name,
+            %reason,
+            "a worker pass panicked; the loop runs it again on its next tick"
+        );
+        metrics::counter!(PASS_PANICS, "loop" => name).increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_that_panics_is_run_again_on_the_next_tick() {
+        let passes = AtomicUsize::new(0);
+        let shutdown = CancellationToken::new();
+        repeat("test", Duration::from_secs(1), &shutdown, || async {
+            let pass = passes.fetch_add(1, Ordering::SeqCst) + 1;
+            if pass == 3 {
+                shutdown.cancel();
+            }
+            panic!("pass {pass} fails");
+        })
+        .await;
+        assert_eq!(passes.load(Ordering::SeqCst), 3);
     }
 }
