@@ -191,7 +191,7 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
         return Err(unauthenticated(ApiError::new(
             ErrorCode::TimestampOutOfWindow,
             format!(
-                "X-API-TIMESTAMP {timestamp} is older than this server's restart at {started} (server time {now}); sign again with the current time"
+                "X-API-TIMESTAMP {timestamp} is not later than this server's restart at {started} (server time {now}); sign again with a later time"
             ),
         )));
     }

@@ -116,11 +116,13 @@ impl Guards {
     }
 
     /// After an unclean stop in [`Sharing::Local`] mode, requests signed before this process
-    /// started are refused: the previous process may have accepted their nonces after its last
-    /// flush. Returns the start time when `timestamp_secs` is refused.
+    /// started, or in the second it started, are refused: the previous process may have
+    /// accepted their nonces after its last flush (timestamps have whole seconds, so one signed
+    /// in the start second may be older than the restart). Returns the start time when
+    /// `timestamp_secs` is refused.
     pub fn signed_before_start(&self, timestamp_secs: i64) -> Option<i64> {
         self.refuse_signed_before
-            .filter(|&started| timestamp_secs < started)
+            .filter(|&started| timestamp_secs <= started)
     }
 
     /// The key with its secret, from a cache of at most [`KEY_CACHE_TTL_MS`].
