@@ -11,6 +11,7 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use swapd_core::idempotency::{self, Begin, KeyError, StoredResponse};
+use swapd_core::secrets::MasterKey;
 use swapd_core::{ids, signing};
 use swapd_types::ErrorCode;
 
@@ -27,7 +28,25 @@ pub struct IdempotencyClaim {
     pub lease_token: String,
 }
 
+/// Marks a stored response body sealed with the master key.
+const SEALED_BODY: &[u8] = b"sealed:";
+
 impl IdempotencyClaim {
+    /// `status` and `body` as stored for replay, sealed with the master key and bound to this
+    /// key: a response that carries a secret (a webhook's signing secret) never rests in clear.
+    pub fn sealed(&self, master: &MasterKey, status: u16, body: &[u8]) -> StoredResponse {
+        let mut sealed = SEALED_BODY.to_vec();
+        sealed.extend_from_slice(
+            master
+                .seal(body, &sealing_context(&self.scope, &self.key))
+                .as_bytes(),
+        );
+        StoredResponse {
+            status,
+            body: sealed,
+        }
+    }
+
     /// The record a domain write completes with `response`, in its own transaction.
     pub fn finish<'a>(
         &'a self,
@@ -152,7 +171,12 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
     };
     match begin {
         Begin::Execute { .. } => {}
-        Begin::Replay(stored) => return Started::Answer(replay(stored)),
+        Begin::Replay(stored) => {
+            return Started::Answer(match opened(&state.master_key, scope, &key, stored) {
+                Ok(stored) => replay(stored),
+                Err(error) => error.into_response(),
+            });
+        }
         Begin::InFlight { retry_after_secs } => {
             return Started::Answer(
                 ApiError::new(
@@ -226,6 +250,31 @@ pub async fn release(state: &AppState, claim: &IdempotencyClaim) {
         // The lease expires by itself; a retry then takes over.
         tracing::warn!(%error, "cannot release an idempotency key");
     }
+}
+
+fn sealing_context(scope: &str, key: &str) -> String {
+    format!("idempotent response|{scope}|{key}")
+}
+
+/// A stored response as it was answered: sealed bodies opened.
+fn opened(
+    master: &MasterKey,
+    scope: &str,
+    key: &str,
+    stored: StoredResponse,
+) -> Result<StoredResponse, ApiError> {
+    let Some(sealed) = stored.body.strip_prefix(SEALED_BODY) else {
+        return Ok(stored);
+    };
+    let sealed = std::str::from_utf8(sealed)
+        .map_err(|e| ApiError::internal(format_args!("stored response: {e}")))?;
+    let body = master
+        .open(sealed, &sealing_context(scope, key))
+        .map_err(|e| ApiError::internal(&e))?;
+    Ok(StoredResponse {
+        status: stored.status,
+        body,
+    })
 }
 
 /// The stored response again. Creation statuses (201, 202) are answered as 200 on reuse, so a

@@ -98,10 +98,8 @@ pub(crate) async fn create(
         webhook: view(&subscription, now_ms),
         secret,
     })?;
-    let response = StoredResponse {
-        status: 201,
-        body: body.clone(),
-    };
+    // The answer carries the signing secret: it is stored for replay sealed.
+    let response = claim.sealed(&state.master_key, 201, &body);
     state
         .store
         .insert_subscription(&subscription, claim.finish(&response))
@@ -229,10 +227,8 @@ async fn change<T: serde::Serialize>(
         let now_ms = state.clock.now_ms();
         let (subscription, answer) = apply(&current, now_ms)?;
         let body = json_body(&answer)?;
-        let response = StoredResponse {
-            status: 200,
-            body: body.clone(),
-        };
+        // A rotation's answer carries the new secret: stored for replay sealed.
+        let response = claim.sealed(&state.master_key, 200, &body);
         if state
             .store
             .update_subscription(&subscription, Some(claim.finish(&response)))

@@ -1292,3 +1292,66 @@ for case in json.load(sys.stdin):
     }
     server.stop().await;
 }
+
+/// Webhook secrets never rest in clear: not in the subscriptions, and not in the responses kept
+/// for replay (create and rotate answer with the secret); replays still answer it.
+#[tokio::test]
+async fn no_webhook_secret_rests_in_clear_and_replays_still_answer_it() {
+    let server = server().await;
+    let key = key(&server).await;
+    let receiver = Receiver::start().await;
+    let body =
+        serde_json::to_vec(&json!({"url": receiver.url, "events": ["order.created"]})).unwrap();
+    let create = server
+        .sign(&key, "POST", "/api/v3/webhooks", "", &body)
+        .set("Idempotency-Key", "create-hook-with-a-secret");
+    let created = data(&server.send(&create).await, 201);
+    let id = created["webhookId"].as_str().unwrap().to_owned();
+    let first_secret = created["secret"].as_str().unwrap().to_owned();
+    let path = format!("/api/v3/webhooks/{id}/rotate-secret");
+    let rotate = server
+        .sign(
+            &key,
+            "POST",
+            &path,
+            "",
+            br#"{"previousSecretExpiresIn":60}"#,
+        )
+        .set("Idempotency-Key", "rotate-hook-secret-once");
+    let rotated = data(&server.send(&rotate).await, 200);
+    let second_secret = rotated["secret"].as_str().unwrap().to_owned();
+    order(&server, &key).await;
+    server.dispatcher.run_due().await;
+
+    // Replays answer the secrets they first answered.
+    let again = server
+        .sign(&key, "POST", "/api/v3/webhooks", "", &body)
+        .set("Idempotency-Key", "create-hook-with-a-secret");
+    let replayed = server.send(&again).await;
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    assert_eq!(data(&replayed, 200)["secret"], first_secret);
+    let again = server
+        .sign(
+            &key,
+            "POST",
+            &path,
+            "",
+            br#"{"previousSecretExpiresIn":60}"#,
+        )
+        .set("Idempotency-Key", "rotate-hook-secret-once");
+    assert_eq!(
+        data(&server.send(&again).await, 200)["secret"],
+        second_secret
+    );
+
+    let stored = server.database_text().await;
+    assert!(stored.contains(&id), "the scan reads the tables");
+    for secret in [&first_secret, &second_secret] {
+        let key_part = secret.trim_start_matches("whsec_");
+        assert!(
+            !stored.contains(key_part),
+            "a webhook secret rests in clear"
+        );
+    }
+    assert!(!stored.contains("whsec_"));
+}

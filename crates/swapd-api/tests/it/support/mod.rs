@@ -643,6 +643,41 @@ impl TestServer {
         }
     }
 
+    /// Every value of every table of this server's SQLite database, as text: what rests on disk,
+    /// for scans that look for secrets in clear.
+    pub async fn database_text(&self) -> String {
+        use sqlx::Connection;
+        let url = format!("sqlite://{}", self._dir.path().join("swapd.db").display());
+        let mut db = sqlx::SqliteConnection::connect(&url).await.unwrap();
+        let tables: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .fetch_all(&mut db)
+                .await
+                .unwrap();
+        let mut text = String::new();
+        for table in tables {
+            let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
+                .bind(&table)
+                .fetch_all(&mut db)
+                .await
+                .unwrap();
+            for column in columns {
+                // The names come from the database's own catalog.
+                let values: Vec<Option<Vec<u8>>> = sqlx::query_scalar(sqlx::AssertSqlSafe(
+                    format!("SELECT CAST(\"{column}\" AS BLOB) FROM \"{table}\""),
+                ))
+                .fetch_all(&mut db)
+                .await
+                .unwrap();
+                for value in values.into_iter().flatten() {
+                    text.push_str(&String::from_utf8_lossy(&value));
+                    text.push('\n');
+                }
+            }
+        }
+        text
+    }
+
     /// Signs and sends.
     pub async fn call(
         &self,
