@@ -37,7 +37,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_and_payment_claims_happen_once, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_and_payment_claims_happen_once, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -1384,10 +1384,53 @@ async fn subscribe(store: &dyn Store, subscription: &Subscription, now: i64) {
     let key = format!("idem-{}", subscription.id);
     let mut lease = String::new();
     let finish = finish_with(store, &subscription.owner, &key, &mut lease, &response, now).await;
-    store
-        .insert_subscription(subscription, finish)
-        .await
-        .unwrap();
+    assert!(
+        store
+            .insert_subscription(subscription, finish)
+            .await
+            .unwrap()
+    );
+}
+
+pub async fn the_subscription_cap_holds_under_concurrent_inserts(store: &Arc<dyn Store>) {
+    let now = 1_700_000_000_000;
+    let cap = swapd_core::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let tasks: Vec<_> = (0..cap + 5)
+        .map(|i| {
+            let store = store.clone();
+            let response = response.clone();
+            tokio::spawn(async move {
+                let subscription = sample_subscription(
+                    &format!("whk_cap_{i}"),
+                    "key:cap",
+                    &[EventType::Completed],
+                    now,
+                );
+                let key = format!("idem-cap-{i}");
+                let lease = claim(store.as_ref(), "key:cap", &key, now).await;
+                let finish = IdempotentFinish {
+                    principal: "key:cap",
+                    key: &key,
+                    lease_token: &lease,
+                    response: &response,
+                };
+                store
+                    .insert_subscription(&subscription, finish)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut inserted = 0;
+    for task in tasks {
+        inserted += usize::from(task.await.unwrap());
+    }
+    assert_eq!(inserted, cap);
+    assert_eq!(store.subscriptions("key:cap").await.unwrap().len(), cap);
 }
 
 pub async fn subscriptions_are_owner_bound_and_compare_and_set(store: &Arc<dyn Store>) {

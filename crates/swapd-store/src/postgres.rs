@@ -46,4 +46,18 @@ impl PgStore {
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
         self.pool.begin().await.map_err(map_sqlx_error)
     }
+
+    /// Serializes the write transactions of one owner that must see each other's rows (a cap
+    /// on how many they may have), until `tx` ends.
+    pub(crate) async fn serialize_owner(
+        tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+        owner: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(owner)
+            .execute(&mut **tx)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
 }

@@ -67,4 +67,12 @@ impl SqliteStore {
             .await
             .map_err(map_sqlx_error)
     }
+
+    /// Write transactions are already serialized (`BEGIN IMMEDIATE`, one writer).
+    pub(crate) async fn serialize_owner(
+        _tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        _owner: &str,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

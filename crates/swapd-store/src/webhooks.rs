@@ -49,8 +49,18 @@ macro_rules! impl_webhooks {
                 &self,
                 subscription: &Subscription,
                 finish: IdempotentFinish<'_>,
-            ) -> Result<(), StoreError> {
+            ) -> Result<bool, StoreError> {
                 let mut tx = self.write_tx().await?;
+                Self::serialize_owner(&mut tx, &subscription.owner).await?;
+                let existing: i64 =
+                    sqlx::query_scalar("SELECT count(*) FROM webhook_subscriptions WHERE owner = $1")
+                        .bind(&subscription.owner)
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(map_sqlx_error)?;
+                if existing >= swapd_core::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER as i64 {
+                    return Ok(false);
+                }
                 sqlx::query(concat!(
                     "INSERT INTO webhook_subscriptions (",
                     subscription_columns!(),
@@ -74,7 +84,8 @@ macro_rules! impl_webhooks {
                 .await
                 .map_err(map_sqlx_error)?;
                 finish_idempotent_in!(tx, finish);
-                tx.commit().await.map_err(map_sqlx_error)
+                tx.commit().await.map_err(map_sqlx_error)?;
+                Ok(true)
             }
 
             async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError> {

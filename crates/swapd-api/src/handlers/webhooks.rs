@@ -75,12 +75,6 @@ pub(crate) async fn create(
     check_url(&state, &input.url).await?;
     let events = parse_events(&input.events)?;
     let description = check_description(input.description)?;
-    if state.store.subscriptions(&owner).await?.len() >= webhooks::MAX_SUBSCRIPTIONS_PER_OWNER {
-        return Err(invalid(
-            "url",
-            "this key has 20 subscriptions, the most it may have; delete or reuse one",
-        ));
-    }
     let now_ms = state.clock.now_ms();
     let id = ids::new_id("whk_");
     let secret = webhooks::new_secret();
@@ -100,10 +94,16 @@ pub(crate) async fn create(
     })?;
     // The answer carries the signing secret: it is stored for replay sealed.
     let response = claim.sealed(&state.master_key, 201, &body);
-    state
+    if !state
         .store
         .insert_subscription(&subscription, claim.finish(&response))
-        .await?;
+        .await?
+    {
+        return Err(invalid(
+            "url",
+            "this key has 20 subscriptions, the most it may have; delete or reuse one",
+        ));
+    }
     Ok(committed(json_response(StatusCode::CREATED, body)))
 }
 

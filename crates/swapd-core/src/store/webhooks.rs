@@ -12,12 +12,15 @@ use crate::webhooks::{
 #[async_trait]
 pub trait WebhookStore: Send + Sync + 'static {
     /// Stores a new webhook subscription and completes the request's idempotency record, in
-    /// one transaction.
+    /// one transaction, unless its owner already has
+    /// [`MAX_SUBSCRIPTIONS_PER_OWNER`](crate::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER): then it
+    /// writes nothing and answers `false`. Concurrent inserts of one owner are serialized, so
+    /// the cap holds under any race.
     async fn insert_subscription(
         &self,
         subscription: &Subscription,
         finish: IdempotentFinish<'_>,
-    ) -> Result<(), StoreError>;
+    ) -> Result<bool, StoreError>;
 
     /// Every subscription of `owner`, oldest first.
     async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError>;
