@@ -65,8 +65,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Storage failures never leak their text to clients: they are logged here and answered with a
-/// generic message.
 impl ApiError {
     /// A bug or broken invariant: 500 `internal_error` for the client, and the cause with the
     /// place it came from in the log.
@@ -78,8 +76,9 @@ impl ApiError {
     }
 }
 
+/// Storage failures never leak their text to clients: they are logged here, with the place of
+/// the `?`, and answered with a generic message.
 impl From<StoreError> for ApiError {
-    /// Each kind of store failure as the client should see it; the place of the `?` is logged.
     #[track_caller]
     fn from(error: StoreError) -> Self {
         let at = std::panic::Location::caller();
@@ -107,8 +106,7 @@ impl From<StoreError> for ApiError {
                 )
             }
             StoreError::Conflict(_) | StoreError::Corrupt(_) | StoreError::Database(_) => {
-                tracing::error!(%error, %at, "storage failure");
-                ApiError::new(ErrorCode::InternalError, "internal error")
+                ApiError::internal(format_args!("storage failure: {error}"))
             }
         }
     }

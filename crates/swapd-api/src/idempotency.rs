@@ -73,8 +73,8 @@ pub fn committed(mut response: Response) -> Response {
 
 pub async fn idempotent(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(scope) = request.extensions().get::<Caller>().map(Caller::scope) else {
-        tracing::error!("idempotency middleware runs before authentication");
-        return ApiError::new(ErrorCode::InternalError, "internal error").into_response();
+        return ApiError::internal("idempotency middleware runs before authentication")
+            .into_response();
     };
     match begin(&state, &scope, request).await {
         Started::Unclaimed(request) => next.run(request).await,

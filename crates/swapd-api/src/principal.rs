@@ -4,7 +4,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use swapd_types::{ErrorCode, Permission};
+use swapd_types::Permission;
 use swapd_x402::siwx::Wallet;
 
 use crate::ApiError;
@@ -57,11 +57,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
-            tracing::error!(
-                path = parts.uri.path(),
-                "a handler that needs its caller is mounted without a gate"
-            );
-            ApiError::new(ErrorCode::InternalError, "internal error")
+            ApiError::internal(format_args!(
+                "{} needs its caller but is mounted without a gate",
+                parts.uri.path()
+            ))
         })
     }
 }

@@ -8,7 +8,6 @@ use swapd_types::readiness::Readiness;
 
 use crate::principal::Caller;
 use crate::{ApiError, AppState};
-use swapd_types::ErrorCode;
 
 pub mod auth;
 pub mod guards;
@@ -30,8 +29,9 @@ pub(crate) async fn readiness(
     caller: Caller,
 ) -> Result<Json<Success<Readiness>>, ApiError> {
     let Some(principal) = caller.key() else {
-        tracing::error!("the Business API readiness is mounted behind another gate");
-        return Err(ApiError::new(ErrorCode::InternalError, "internal error"));
+        return Err(ApiError::internal(
+            "the Business API readiness is mounted behind another gate",
+        ));
     };
     Ok(Json(Success::new(Readiness {
         service: "swapd".into(),

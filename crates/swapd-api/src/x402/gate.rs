@@ -150,15 +150,16 @@ impl<'a> Context<'a> {
     }
 
     fn disabled(&self) -> Option<Response> {
-        (self.route.access_tokens == AccessTokens::Needed && !self.state.x402.wallet_routes_enabled)
-            .then(|| {
-                ApiError::new(
+        let disabled = self.route.access_tokens == AccessTokens::Needed
+            && !self.state.x402.wallet_routes_enabled;
+        disabled.then(|| {
+            ApiError::new(
                 ErrorCode::ServiceUnavailable,
                 "order and onchain routes of the x402 API are disabled: the operator has not set \
                  x402.access_token_secret",
             )
             .into_response()
-            })
+        })
     }
 
     /// A free read of a resource the proven wallet owns.
