@@ -26,7 +26,12 @@ pub struct IdempotencyClaim {
     pub scope: String,
     pub key: String,
     pub lease_token: String,
+    /// The sandbox fault asked for this request: stop dead once its effect is written.
+    pause_after_effect: bool,
 }
+
+/// The sandbox fault header (honoured only with `AppState::sandbox_fault_header`).
+const SANDBOX_FAULT: &str = "x-sandbox-fault";
 
 /// Marks a stored response body sealed with the master key.
 const SEALED_BODY: &[u8] = b"sealed:";
@@ -47,6 +52,15 @@ impl IdempotencyClaim {
         }
     }
 
+    /// An id that is the same for every execution of this request (`prefix` + 32 hex digits):
+    /// an effect outside the database, such as a test delivery, carries it, so that a repeat
+    /// after a crash is the same event to its receiver.
+    pub fn stable_id(&self, prefix: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{prefix}|{}|{}", self.scope, self.key));
+        format!("{prefix}{}", hex::encode(&digest[..16]))
+    }
+
     /// The record a domain write completes with `response`, in its own transaction.
     pub fn finish<'a>(
         &'a self,
@@ -58,6 +72,41 @@ impl IdempotencyClaim {
             lease_token: &self.lease_token,
             response,
         }
+    }
+}
+
+/// A success answer prepared before the domain write that commits it as the idempotency record
+/// of the request: [`Prepared::finish`] goes to the write, [`Prepared::into_response`] answers.
+pub struct Prepared {
+    status: StatusCode,
+    stored: StoredResponse,
+}
+
+impl Prepared {
+    /// `data` in the success envelope, answered with `status`.
+    pub fn new<T: serde::Serialize>(status: StatusCode, data: &T) -> Result<Self, ApiError> {
+        let body = serde_json::to_vec(&swapd_types::Success::new(data))
+            .map_err(|e| ApiError::internal(&e))?;
+        Ok(Self {
+            status,
+            stored: StoredResponse {
+                status: status.as_u16(),
+                body,
+            },
+        })
+    }
+
+    /// The record the domain write completes for `claim`.
+    pub fn finish<'a>(
+        &'a self,
+        claim: &'a IdempotencyClaim,
+    ) -> swapd_core::store::IdempotentFinish<'a> {
+        claim.finish(&self.stored)
+    }
+
+    /// The answer, marked as already recorded.
+    pub fn into_response(self) -> Response {
+        committed(crate::error::json_response(self.status, self.stored.body))
     }
 }
 
@@ -163,7 +212,7 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
     let now = state.clock.now_ms();
     let begin = match state
         .store
-        .begin_idempotent(scope, &key, &fingerprint, &token, now)
+        .begin_idempotent(scope, &key, &fingerprint, &token, &state.node_id, now)
         .await
     {
         Ok(begin) => begin,
@@ -202,6 +251,9 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
         scope: scope.to_owned(),
         key,
         lease_token: token,
+        pause_after_effect: state.sandbox_fault_header
+            && parts.headers.get(SANDBOX_FAULT).map(HeaderValue::as_bytes)
+                == Some(b"pause-after-commit"),
     };
     let mut request = Request::from_parts(parts, Body::from(body));
     request.extensions_mut().insert(claim.clone());
@@ -211,6 +263,10 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
 /// Stores the outcome of the claimed execution when it is worth keeping (unless the handler's
 /// own transaction already did), and releases the key otherwise.
 pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Response) -> Response {
+    if claim.pause_after_effect {
+        tracing::warn!("sandbox fault: paused after a mutation's effect, before its answer");
+        std::future::pending::<()>().await;
+    }
     if response.extensions().get::<Committed>().is_some() {
         return response;
     }

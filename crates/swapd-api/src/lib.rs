@@ -53,4 +53,8 @@ pub struct AppState {
     pub ip_limits: Arc<ip_limits::IpLimits>,
     /// How long new orders wait for their deposit.
     pub order_lifetimes: swapd_core::orders::OrderLifetimes,
+    /// Names this node on the idempotency claims it takes (released when it restarts).
+    pub node_id: Arc<str>,
+    /// Sandbox fault: honour `X-Sandbox-Fault: pause-after-commit` (see [`idempotency`]).
+    pub sandbox_fault_header: bool,
 }

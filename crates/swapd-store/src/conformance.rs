@@ -37,7 +37,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_and_payment_claims_happen_once, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_and_payment_claims_happen_once, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -342,7 +342,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
     let begin = |fp: &'static str, token: &'static str, at: i64| async move {
         store
-            .begin_idempotent("key_p", "idem-0001", fp, token, at)
+            .begin_idempotent("key_p", "idem-0001", fp, token, "node-a", at)
             .await
             .unwrap()
     };
@@ -362,7 +362,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     assert_eq!(begin("other", "t2", now + 1).await, Begin::Mismatch);
     assert_eq!(
         store
-            .begin_idempotent("key_q", "idem-0001", "other", "t9", now)
+            .begin_idempotent("key_q", "idem-0001", "other", "t9", "node-a", now)
             .await
             .unwrap(),
         Begin::Execute {
@@ -396,7 +396,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     // Released (nothing stored): the next attempt executes afresh.
     assert_eq!(
         store
-            .begin_idempotent("key_p", "idem-0002", "fp", "t4", now)
+            .begin_idempotent("key_p", "idem-0002", "fp", "t4", "node-a", now)
             .await
             .unwrap(),
         Begin::Execute {
@@ -409,7 +409,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
         .unwrap();
     assert_eq!(
         store
-            .begin_idempotent("key_p", "idem-0002", "fp2", "t5", now)
+            .begin_idempotent("key_p", "idem-0002", "fp2", "t5", "node-a", now)
             .await
             .unwrap(),
         Begin::Execute {
@@ -419,7 +419,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     // Abandoned (lease expired): the next attempt takes over; the old holder can no longer finish.
     assert_eq!(
         store
-            .begin_idempotent("key_p", "idem-0002", "fp2", "t6", now + LEASE_MS)
+            .begin_idempotent("key_p", "idem-0002", "fp2", "t6", "node-a", now + LEASE_MS)
             .await
             .unwrap(),
         Begin::Execute {
@@ -450,7 +450,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     );
     assert_eq!(
         store
-            .begin_idempotent("key_p", "idem-0001", "fp", "t8", now)
+            .begin_idempotent("key_p", "idem-0001", "fp", "t8", "node-a", now)
             .await
             .unwrap(),
         Begin::Execute {
@@ -466,7 +466,7 @@ pub async fn concurrent_first_attempts_execute_once(store: &Arc<dyn Store>) {
             let store = store.clone();
             tokio::spawn(async move {
                 store
-                    .begin_idempotent("key_c", "idem-race", "fp", &format!("t{i}"), now)
+                    .begin_idempotent("key_c", "idem-race", "fp", &format!("t{i}"), "node-a", now)
                     .await
             })
         })
@@ -480,6 +480,47 @@ pub async fn concurrent_first_attempts_execute_once(store: &Arc<dyn Store>) {
         }
     }
     assert_eq!(executions, 1);
+}
+
+pub async fn a_restarted_node_releases_only_its_own_claims(store: &Arc<dyn Store>) {
+    let now = 1_700_000_000_000;
+    let begin = |key: &'static str, token: &'static str, holder: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .begin_idempotent("key_n", key, "fp", token, holder, now)
+                .await
+                .unwrap()
+        }
+    };
+    let execute = |token: &str| Begin::Execute {
+        lease_token: token.into(),
+    };
+    assert_eq!(begin("idem-dead-1", "t1", "node-a").await, execute("t1"));
+    assert_eq!(begin("idem-done-1", "t2", "node-a").await, execute("t2"));
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    assert!(
+        store
+            .finish_idempotent("key_n", "idem-done-1", "t2", &response)
+            .await
+            .unwrap()
+    );
+    assert_eq!(begin("idem-live-1", "t3", "node-b").await, execute("t3"));
+
+    assert_eq!(store.release_claims_of("node-a").await.unwrap(), 1);
+    // node-a's unfinished claim is free at once; its finished one and node-b's are kept.
+    assert_eq!(begin("idem-dead-1", "t4", "node-a").await, execute("t4"));
+    assert_eq!(
+        begin("idem-done-1", "t5", "node-a").await,
+        Begin::Replay(response)
+    );
+    assert!(matches!(
+        begin("idem-live-1", "t6", "node-a").await,
+        Begin::InFlight { .. }
+    ));
 }
 
 fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
@@ -570,7 +611,7 @@ async fn issue(
     expires_at_ms: i64,
 ) -> CreateTokenRecord {
     let Begin::Execute { lease_token } = store
-        .begin_idempotent(owner, idem, "fp", "lease", now)
+        .begin_idempotent(owner, idem, "fp", "lease", "node-a", now)
         .await
         .unwrap()
     else {
@@ -601,7 +642,7 @@ async fn issue(
         .await
         .unwrap();
     assert!(matches!(
-        store.begin_idempotent(owner, idem, "fp", "other", now).await.unwrap(),
+        store.begin_idempotent(owner, idem, "fp", "other", "node-a", now).await.unwrap(),
         Begin::Replay(stored) if stored == response
     ));
     record
@@ -740,7 +781,7 @@ fn event(order: &Order, sequence: i64, event_type: EventType) -> OrderEvent {
 
 async fn claim(store: &dyn Store, owner: &str, key: &str, now: i64) -> String {
     match store
-        .begin_idempotent(owner, key, "fp", "lease-o", now)
+        .begin_idempotent(owner, key, "fp", "lease-o", "node-a", now)
         .await
         .unwrap()
     {
@@ -786,7 +827,7 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     );
     assert!(matches!(
         store
-            .begin_idempotent("key:one", "idem-ord-1", "fp", "x", now)
+            .begin_idempotent("key:one", "idem-ord-1", "fp", "x", "node-a", now)
             .await
             .unwrap(),
         Begin::Replay(_)
@@ -995,9 +1036,9 @@ pub async fn sandbox_transfers_happen_once_per_key(store: &Arc<dyn Store>) {
         confirmations: 0,
         seen_at_ms: 1,
     };
-    store.sandbox_record_deposit(&deposit).await.unwrap();
+    store.sandbox_record_deposit(&deposit, None).await.unwrap();
     assert!(matches!(
-        store.sandbox_record_deposit(&deposit).await,
+        store.sandbox_record_deposit(&deposit, None).await,
         Err(StoreError::Conflict(_))
     ));
     assert_eq!(
@@ -1037,6 +1078,53 @@ pub async fn sandbox_transfers_happen_once_per_key(store: &Arc<dyn Store>) {
     assert_eq!(store.sandbox_transfer(&retry).await.unwrap(), first);
     let all = store.sandbox_transfers().await.unwrap();
     assert_eq!(all.iter().filter(|t| t.key == "payout:ord_x").count(), 1);
+}
+
+pub async fn sandbox_deposits_commit_with_their_idempotency_record(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let now = 1_700_000_000_000;
+    let response = StoredResponse {
+        status: 202,
+        body: b"{}".to_vec(),
+    };
+    let deposit = |tx_id: &str| SandboxDeposit {
+        tx_id: tx_id.into(),
+        address: "bc1qdeposit".into(),
+        tag: None,
+        amount: "0.5".into(),
+        confirmations: 0,
+        seen_at_ms: now,
+    };
+    let mut lease = String::new();
+    let finish = finish_with(store, "key:dep", "idem-dep-1", &mut lease, &response, now).await;
+    store
+        .sandbox_record_deposit(&deposit("tx_a"), Some(finish))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .begin_idempotent("key:dep", "idem-dep-1", "fp", "t2", "node-a", now)
+            .await
+            .unwrap(),
+        Begin::Replay(response.clone())
+    );
+    // A lease lost meanwhile rolls the deposit back.
+    let stale = IdempotentFinish {
+        principal: "key:dep",
+        key: "idem-dep-1",
+        lease_token: "not-the-lease",
+        response: &response,
+    };
+    assert!(matches!(
+        store
+            .sandbox_record_deposit(&deposit("tx_b"), Some(stale))
+            .await,
+        Err(StoreError::LeaseLost)
+    ));
+    assert_eq!(
+        store.sandbox_deposits("bc1qdeposit", None).await.unwrap(),
+        vec![deposit("tx_a")]
+    );
 }
 
 pub async fn notifications_are_pending_until_marked(store: &Arc<dyn Store>) {
@@ -1163,7 +1251,7 @@ pub async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &Arc
     );
     // The idempotency record was completed with the plan.
     match store
-        .begin_idempotent("key:plans", "idem-plan-1", "fp", "lease-x", now)
+        .begin_idempotent("key:plans", "idem-plan-1", "fp", "lease-x", "node-a", now)
         .await
         .unwrap()
     {
@@ -1290,7 +1378,7 @@ pub async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) 
             .unwrap()
     );
     match store
-        .begin_idempotent("key:plancas", "idem-report", "fp", "lease-y", now)
+        .begin_idempotent("key:plancas", "idem-report", "fp", "lease-y", "node-a", now)
         .await
         .unwrap()
     {

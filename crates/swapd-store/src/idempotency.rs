@@ -40,6 +40,7 @@ macro_rules! impl_idempotency {
                 key: &str,
                 fingerprint: &str,
                 lease_token: &str,
+                holder: &str,
                 now_ms: i64,
             ) -> Result<Begin, StoreError> {
                 // Two first attempts may both find no row; the loser of the insert race retries
@@ -66,11 +67,12 @@ macro_rules! impl_idempotency {
                     };
                     let statement = if existing.is_some() {
                         "UPDATE idempotency_keys SET fingerprint = $3, lease_token = $4, \
-                         lease_until = $5, status = NULL, body = NULL, created_at = $6, expires_at = $7 \
-                         WHERE principal = $1 AND idem_key = $2"
+                         lease_until = $5, status = NULL, body = NULL, created_at = $6, expires_at = $7, \
+                         lease_holder = $8 WHERE principal = $1 AND idem_key = $2"
                     } else {
                         "INSERT INTO idempotency_keys (principal, idem_key, fingerprint, lease_token, \
-                         lease_until, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                         lease_until, created_at, expires_at, lease_holder) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                     };
                     let written = sqlx::query(statement)
                         .bind(principal)
@@ -80,6 +82,7 @@ macro_rules! impl_idempotency {
                         .bind(lease_until_ms)
                         .bind(now_ms)
                         .bind(record.expires_at_ms)
+                        .bind(holder)
                         .execute(&mut *tx)
                         .await
                         .map_err(map_sqlx_error);
@@ -141,6 +144,17 @@ macro_rules! impl_idempotency {
                 .execute(&self.pool)
                 .await
                 .map(drop)
+                .map_err(map_sqlx_error)
+            }
+
+            async fn release_claims_of(&self, holder: &str) -> Result<u64, StoreError> {
+                sqlx::query(
+                    "DELETE FROM idempotency_keys WHERE lease_holder = $1 AND lease_token IS NOT NULL",
+                )
+                .bind(holder)
+                .execute(&self.pool)
+                .await
+                .map(|done| done.rows_affected())
                 .map_err(map_sqlx_error)
             }
         }

@@ -1,8 +1,9 @@
 //! The sandbox chain's transfers.
 
 use swapd_core::StoreError;
-use swapd_core::store::{SandboxDeposit, SandboxTransfer};
+use swapd_core::store::{IdempotentFinish, SandboxDeposit, SandboxTransfer};
 
+use crate::idempotency::finish_idempotent_in;
 use crate::map_sqlx_error;
 
 type TransferRow = (String, String, String, String, Option<String>, String, i64);
@@ -24,7 +25,12 @@ macro_rules! impl_sandbox {
     ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
         #[async_trait::async_trait]
         impl swapd_core::store::SandboxChainStore for $store {
-            async fn sandbox_record_deposit(&self, deposit: &SandboxDeposit) -> Result<(), StoreError> {
+            async fn sandbox_record_deposit(
+                &self,
+                deposit: &SandboxDeposit,
+                finish: Option<IdempotentFinish<'_>>,
+            ) -> Result<(), StoreError> {
+                let mut tx = self.write_tx().await?;
                 sqlx::query(
                     "INSERT INTO sandbox_deposits (tx_id, address, tag, amount, confirmations, seen_at) \
                      VALUES ($1, $2, $3, $4, $5, $6)",
@@ -35,10 +41,13 @@ macro_rules! impl_sandbox {
                 .bind(&deposit.amount)
                 .bind(i64::from(deposit.confirmations))
                 .bind(deposit.seen_at_ms)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
-                .map(drop)
-                .map_err(map_sqlx_error)
+                .map_err(map_sqlx_error)?;
+                if let Some(finish) = finish {
+                    finish_idempotent_in!(tx, finish);
+                }
+                tx.commit().await.map_err(map_sqlx_error)
             }
 
             async fn sandbox_deposits(

@@ -81,7 +81,7 @@ async fn finish<'a>(
     lease: &'a mut String,
 ) -> IdempotentFinish<'a> {
     let Begin::Execute { lease_token } = store
-        .begin_idempotent(OWNER, key, "fp", "lease", SystemClock.now_ms())
+        .begin_idempotent(OWNER, key, "fp", "lease", "bench", SystemClock.now_ms())
         .await
         .unwrap()
     else {

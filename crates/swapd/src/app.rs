@@ -63,8 +63,11 @@ pub struct Runtime {
 
 impl Runtime {
     /// Opens the database named by the configuration and brings its schema up to date.
-    pub async fn open(config: Config) -> anyhow::Result<Runtime> {
+    pub async fn open(mut config: Config) -> anyhow::Result<Runtime> {
         let master_key = master_key::load_or_create(&config)?;
+        if config.node_id.is_empty() {
+            config.node_id = generated_node_id(&config)?;
+        }
         let store = open_store(&config).await?;
         store
             .migrate()
@@ -77,6 +80,24 @@ impl Runtime {
             clock: Arc::new(SystemClock),
         })
     }
+}
+
+/// This data dir's node id: generated once into `node.id`.
+fn generated_node_id(config: &Config) -> anyhow::Result<String> {
+    let path = config.data_path("node.id");
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_owned()),
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(error).with_context(|| format!("cannot read {}", path.display()));
+        }
+    }
+    let id = swapd_core::ids::new_id("node_");
+    std::fs::create_dir_all(config.data_dir())
+        .and_then(|()| std::fs::write(&path, &id))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(id)
 }
 
 pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
@@ -164,6 +185,18 @@ impl App {
                 Backend::Postgres => Sharing::Database,
             };
             let marker = RunMarker::place(config)?;
+            // Claims this node holds now were taken by a process that died mid-request.
+            let released = runtime
+                .store
+                .release_claims_of(&config.node_id)
+                .await
+                .context("cannot release the idempotency claims of the previous run")?;
+            if released > 0 {
+                tracing::warn!(
+                    released,
+                    "released the Idempotency-Keys the previous run left in flight; their retries execute afresh"
+                );
+            }
             let guards = Arc::new(
                 Guards::new(
                     runtime.store.clone(),
@@ -330,6 +363,8 @@ impl Runtime {
                 fixed_ms: config.orders.fixed_lifetime_secs * 1000,
                 float_ms: config.orders.float_lifetime_secs * 1000,
             },
+            node_id: config.node_id.as_str().into(),
+            sandbox_fault_header: config.sandbox_fault_header,
         }
     }
 

@@ -32,6 +32,14 @@ pub struct Config {
     /// 64 hex digits sealing every stored secret. Sandbox: generated into the data dir when
     /// empty. Live: required.
     pub master_key: String,
+    /// Names this node on the idempotency claims it takes, so that after a crash it releases
+    /// its own at start. Empty: generated once into `<data_dir>/node.id`. Nodes sharing a
+    /// database need distinct ids (distinct data dirs, or set this).
+    pub node_id: String,
+    /// Sandbox fault: a mutation sent with `X-Sandbox-Fault: pause-after-commit` stops dead
+    /// once its effect is written and before it is answered, so a crash at that moment can be
+    /// staged (kill the process, restart it, retry).
+    pub sandbox_fault_header: bool,
     pub log: LogConfig,
     pub database: DatabaseConfig,
     pub security: SecurityConfig,
@@ -159,6 +167,8 @@ impl Default for Config {
             database_url: String::new(),
             public_url: String::new(),
             master_key: String::new(),
+            node_id: String::new(),
+            sandbox_fault_header: false,
             log: LogConfig {
                 format: LogFormat::Text,
                 level: "info".into(),
@@ -211,13 +221,15 @@ impl Default for Config {
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 14] = [
+const ENV_KEYS: [&str; 16] = [
     "mode",
     "listen",
     "data_dir",
     "database_url",
     "public_url",
     "master_key",
+    "node_id",
+    "sandbox_fault_header",
     "log",
     "database",
     "security",
@@ -387,10 +399,30 @@ impl Config {
                 "must be an smtp:// or smtps:// URL".into(),
             ));
         }
-        if self.mode == Mode::Live && self.orders.sandbox_pause_after_payout {
-            return Err(setting(
+        for (name, set) in [
+            (
                 "orders.sandbox_pause_after_payout",
-                "sandbox faults cannot be set in live mode".into(),
+                self.orders.sandbox_pause_after_payout,
+            ),
+            ("sandbox_fault_header", self.sandbox_fault_header),
+        ] {
+            if self.mode == Mode::Live && set {
+                return Err(setting(
+                    name,
+                    "sandbox faults cannot be set in live mode".into(),
+                ));
+            }
+        }
+        let node_id_valid = self.node_id.len() <= 64
+            && self
+                .node_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !node_id_valid
+        {
+            return Err(setting(
+                "node_id",
+                "at most 64 characters of A-Z, a-z, 0-9, `-`, `_` and `.`".into(),
             ));
         }
         if !(10..=600_000).contains(&self.orders.poll_interval_ms) {

@@ -2,18 +2,20 @@
 //! transfer to an order's deposit address. Sandbox mode only: in live mode the route answers
 //! 404 as if it did not exist.
 
-use axum::Json;
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::Response;
 use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::currency;
 use swapd_core::store::SandboxDeposit;
+use swapd_types::ErrorCode;
 use swapd_types::sandbox::{DepositInput, DepositRecorded};
-use swapd_types::{ErrorCode, Success};
 
 use super::input::invalid;
 use super::orders::owned_order;
+use crate::idempotency::{IdempotencyClaim, Prepared};
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 
@@ -26,16 +28,17 @@ use crate::{ApiError, ApiJson, AppState};
     params(("orderId" = String, Path, description = "`ord_…`")),
     request_body = DepositInput,
     responses(
-        (status = 202, description = "The deposit is on the sandbox chain", body = inline(Success<DepositRecorded>)),
+        (status = 202, description = "The deposit is on the sandbox chain", body = inline(swapd_types::Success<DepositRecorded>)),
         (status = 400, description = "`amount_invalid`", body = swapd_types::ErrorEnvelope),
         (status = 404, description = "`order_not_found`, or `not_found` in live mode", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn deposit(
     State(state): State<AppState>,
     caller: Caller,
+    Extension(claim): Extension<IdempotencyClaim>,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<DepositInput>,
-) -> Result<(StatusCode, Json<Success<DepositRecorded>>), ApiError> {
+) -> Result<Response, ApiError> {
     let owner = caller.scope();
     if state.mode != Mode::Sandbox {
         return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
@@ -74,18 +77,22 @@ pub(crate) async fn deposit(
         confirmations,
         seen_at_ms: state.clock.now_ms(),
     };
-    state.store.sandbox_record_deposit(&recorded).await?;
-    wake(&state, &owner, &id, recorded.seen_at_ms).await?;
-    Ok((
+    let answer = Prepared::new(
         StatusCode::ACCEPTED,
-        Json(Success::new(DepositRecorded {
-            tx_id: recorded.tx_id,
-            address: recorded.address,
-            tag: recorded.tag,
-            amount: recorded.amount,
+        &DepositRecorded {
+            tx_id: recorded.tx_id.clone(),
+            address: recorded.address.clone(),
+            tag: recorded.tag.clone(),
+            amount: recorded.amount.clone(),
             confirmations,
-        })),
-    ))
+        },
+    )?;
+    state
+        .store
+        .sandbox_record_deposit(&recorded, Some(answer.finish(&claim)))
+        .await?;
+    wake(&state, &owner, &id, recorded.seen_at_ms).await?;
+    Ok(answer.into_response())
 }
 
 /// Makes the engine look at the order now (a finished order too: a deposit after the first is

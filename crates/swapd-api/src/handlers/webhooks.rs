@@ -354,7 +354,8 @@ pub(crate) async fn replay(
     description = "Sends one test event \
         (`\"test\": true`, `type` from `eventType`, default `order.updated`) to the subscription's URL, \
         signed like every delivery, now. Answers with the status code and latency only: what the \
-        receiver sent back is never shown.",
+        receiver sent back is never shown. The event id comes from the Idempotency-Key, so a retry \
+        whose answer was lost sends the same event again.",
     request_body = TestCallbackInput,
     responses(
         (status = 200, description = "How the delivery went", body = inline(Success<TestCallbackResult>)),
@@ -364,6 +365,7 @@ pub(crate) async fn replay(
 pub(crate) async fn test_callback(
     State(state): State<AppState>,
     caller: Caller,
+    Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<TestCallbackInput>,
 ) -> Result<Json<Success<TestCallbackResult>>, ApiError> {
     let owner = caller.scope();
@@ -373,7 +375,8 @@ pub(crate) async fn test_callback(
     };
     let subscription = load(&state, &owner, &input.webhook_id).await?;
     let now_ms = state.clock.now_ms();
-    let event_id = ids::new_id("evt_");
+    // A retry of a request whose answer was lost sends the same event again, not a new one.
+    let event_id = claim.stable_id("evt_");
     let payload = webhooks::test_payload(&event_id, event_type, now_ms);
     let keys = subscription
         .signing_secrets(now_ms)

@@ -594,6 +594,7 @@ async fn permissions_follow_the_route_table() {
             &request.get("Idempotency-Key"),
             "fp",
             "probe",
+            "probe-node",
             crate::support::T0_MS,
         )
         .await

@@ -270,6 +270,7 @@ async fn a_response_lost_after_commit_is_replayed() {
                 "lost-response-1",
                 &fingerprint,
                 "probe",
+                "probe-node",
                 crate::support::T0_MS,
             )
             .await

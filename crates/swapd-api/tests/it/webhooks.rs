@@ -1118,7 +1118,14 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     let lease = match server
         .state
         .store
-        .begin_idempotent(&subscription.owner, "insert-bad", "fp", "lease", now)
+        .begin_idempotent(
+            &subscription.owner,
+            "insert-bad",
+            "fp",
+            "lease",
+            "node-a",
+            now,
+        )
         .await
         .unwrap()
     {

@@ -18,13 +18,14 @@ pub struct IdempotentFinish<'a> {
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Starts an idempotent execution or says how to answer instead, applying
-    /// [`crate::idempotency::plan`] atomically.
+    /// [`crate::idempotency::plan`] atomically. `holder` names the node taking the claim.
     async fn begin_idempotent(
         &self,
         principal: &str,
         key: &str,
         fingerprint: &str,
         lease_token: &str,
+        holder: &str,
         now_ms: i64,
     ) -> Result<Begin, StoreError>;
 
@@ -45,4 +46,8 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         key: &str,
         lease_token: &str,
     ) -> Result<(), StoreError>;
+
+    /// Forgets every in-flight claim `holder` took: called when that node starts, its claims are
+    /// those of a process that died, whose executions never finished. Returns how many.
+    async fn release_claims_of(&self, holder: &str) -> Result<u64, StoreError>;
 }

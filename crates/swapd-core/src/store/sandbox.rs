@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::StoreError;
+use super::{IdempotentFinish, StoreError};
 
 /// A simulated transfer into a deposit address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,9 +30,13 @@ pub struct SandboxTransfer {
 
 #[async_trait]
 pub trait SandboxChainStore: Send + Sync + 'static {
-    /// Records a deposit (a transfer to a deposit address). `Conflict` for a repeated
-    /// transaction id.
-    async fn sandbox_record_deposit(&self, deposit: &SandboxDeposit) -> Result<(), StoreError>;
+    /// Records a deposit (a transfer to a deposit address), with the idempotency record of the
+    /// request that made it in the same transaction. `Conflict` for a repeated transaction id.
+    async fn sandbox_record_deposit(
+        &self,
+        deposit: &SandboxDeposit,
+        finish: Option<IdempotentFinish<'_>>,
+    ) -> Result<(), StoreError>;
 
     /// The deposits to `address`/`tag`, oldest first.
     async fn sandbox_deposits(

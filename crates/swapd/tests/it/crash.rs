@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 const SWAPD: &str = env!("CARGO_BIN_EXE_swapd");
 
-fn swapd(cwd: &Path) -> Command {
+pub(crate) fn swapd(cwd: &Path) -> Command {
     let mut command = Command::new(SWAPD);
     command.current_dir(cwd);
     for (key, _) in std::env::vars() {

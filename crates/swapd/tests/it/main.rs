@@ -3,6 +3,7 @@
 
 mod cli;
 mod crash;
+mod crash_mutations;
 mod http;
 mod npm_x402;
 mod postgres;

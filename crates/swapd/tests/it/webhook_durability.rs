@@ -102,7 +102,7 @@ async fn write_orders(store: &dyn Store, round: usize, now_ms: i64) -> Vec<Strin
         ids.extend(events.iter().map(|e| e.id.clone()));
         let key = format!("idem-{}", order.id);
         let Begin::Execute { lease_token } = store
-            .begin_idempotent(OWNER, &key, "fp", "lease", now_ms)
+            .begin_idempotent(OWNER, &key, "fp", "lease", "node-a", now_ms)
             .await
             .unwrap()
         else {
@@ -164,7 +164,7 @@ async fn every_event_is_delivered_although_the_worker_is_killed_again_and_again(
         version: 1,
     };
     let Begin::Execute { lease_token } = store
-        .begin_idempotent(OWNER, "idem-subscribe", "fp", "lease", now_ms)
+        .begin_idempotent(OWNER, "idem-subscribe", "fp", "lease", "node-a", now_ms)
         .await
         .unwrap()
     else {

@@ -323,6 +323,7 @@ impl TestServer {
             config.security.ip_requests_per_second,
             config.security.ip_auth_failures_per_minute,
         ) = options.ip_limits;
+        config.node_id = swapd_core::ids::new_id("node_");
         config.x402.network = "eip155:8453".into();
         config.x402.price_usd = "0.05".into();
         config.x402.pay_to = PAY_TO.into();
