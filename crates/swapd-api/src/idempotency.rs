@@ -296,16 +296,34 @@ pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Respon
     Response::from_parts(parts, Body::from(body))
 }
 
-/// Forgets a claim whose execution stored nothing, so a retry executes afresh.
+/// Forgets a claim whose execution stored nothing, so a retry executes afresh. When the
+/// database cannot be reached (the likely reason the execution failed), the release is retried
+/// in the background until it can, within the claim's lease.
 pub async fn release(state: &AppState, claim: &IdempotencyClaim) {
-    if let Err(error) = state
-        .store
-        .release_idempotent(&claim.scope, &claim.key, &claim.lease_token)
-        .await
-    {
-        // The lease expires by itself; a retry then takes over.
-        tracing::warn!(%error, "cannot release an idempotency key");
-    }
+    let release = |store: std::sync::Arc<dyn swapd_core::Store>, claim: IdempotencyClaim| async move {
+        store
+            .release_idempotent(&claim.scope, &claim.key, &claim.lease_token)
+            .await
+    };
+    let Err(error) = release(state.store.clone(), claim.clone()).await else {
+        return;
+    };
+    tracing::warn!(%error, "cannot release an idempotency key yet; retrying");
+    let store = state.store.clone();
+    let claim = claim.clone();
+    tokio::spawn(async move {
+        let mut wait = std::time::Duration::from_millis(250);
+        let mut waited = std::time::Duration::ZERO;
+        while waited < std::time::Duration::from_millis(idempotency::LEASE_MS as u64) {
+            tokio::time::sleep(wait).await;
+            waited += wait;
+            if release(store.clone(), claim.clone()).await.is_ok() {
+                return;
+            }
+            wait = (wait * 2).min(std::time::Duration::from_secs(5));
+        }
+        // The lease has ended: a retry takes over anyway.
+    });
 }
 
 fn sealing_context(scope: &str, key: &str) -> String {
