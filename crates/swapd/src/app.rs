@@ -115,101 +115,68 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
         })
 }
 
-/// A built server, bound but not yet serving.
+/// A built server: every start-up check passed (the database, the facilitator, the nonce set),
+/// the address is bound, nothing is served yet.
 pub struct App {
-    runtime: Runtime,
-    roles: Roles,
-    listener: Option<TcpListener>,
+    worker: Option<swapd_worker::Worker>,
+    api: Option<Api>,
+}
+
+/// The API role, ready to serve.
+struct Api {
+    listener: TcpListener,
+    state: AppState,
+    marker: RunMarker,
 }
 
 impl App {
     pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<App> {
-        let listener = if roles.api {
-            let listen = runtime.config.listen;
-            Some(TcpListener::bind(listen).await.with_context(|| {
-                format!("cannot listen on {listen}; is another swapd running? choose another address with --listen")
-            })?)
+        let (market, _faults) = runtime.market();
+        let worker = if roles.worker {
+            let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
+            Some(
+                swapd_worker::Worker::new(runtime.store.clone(), runtime.clock.clone())
+                    .with_orders(parts.engine)
+                    .with_notifier(parts.notifier)
+                    .with_executions(parts.tracker)
+                    .with_webhooks(
+                        parts.dispatcher,
+                        Duration::from_millis(runtime.config.webhooks.poll_interval_ms),
+                    )
+                    .with_jobs(parts.jobs, Duration::from_millis(500)),
+            )
         } else {
             None
         };
-        Ok(App {
-            runtime,
-            roles,
-            listener,
-        })
+        let api = if roles.api {
+            Some(Api::prepare(&runtime, market.clone()).await?)
+        } else {
+            None
+        };
+        // Assemble the catalog now, so the first caller does not wait for the providers.
+        market.catalog(runtime.clock.now_ms()).await;
+        Ok(App { worker, api })
     }
 
     /// The bound address, when the API role runs.
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.listener.as_ref().and_then(|l| l.local_addr().ok())
+        self.api
+            .as_ref()
+            .and_then(|api| api.listener.local_addr().ok())
     }
 
     /// Serves until `shutdown` is cancelled, then lets in-flight requests and jobs finish.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
-        let runtime = self.runtime;
-        let (market, _faults) = runtime.market();
-        // Assemble the catalog now, so the first caller does not wait for the providers.
-        market.catalog(runtime.clock.now_ms()).await;
-        let worker = if self.roles.worker {
-            let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
-            let worker = swapd_worker::Worker::new(runtime.store.clone(), runtime.clock.clone())
-                .with_orders(parts.engine)
-                .with_notifier(parts.notifier)
-                .with_executions(parts.tracker)
-                .with_webhooks(
-                    parts.dispatcher,
-                    Duration::from_millis(runtime.config.webhooks.poll_interval_ms),
-                )
-                .with_jobs(parts.jobs, Duration::from_millis(500));
-            Some(tokio::spawn(worker.run(shutdown.clone())))
-        } else {
-            None
-        };
-        if let Some(listener) = self.listener {
-            let config = &runtime.config;
-            // Without a configured public URL (or with the one derived from `--listen`, maybe
-            // `127.0.0.1:0`), the origin is the address actually bound.
-            let derived = config.public_url.is_empty()
-                || config.public_url == format!("http://{}", config.listen);
-            let origin = match listener.local_addr() {
-                Ok(bound) if derived => format!("http://{bound}"),
-                _ => config.public_url.clone(),
-            };
-            let x402 = runtime
-                .x402_surface(&origin)
-                .await
-                .context("cannot start the x402 API")?;
-            // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
-            let sharing = match Backend::from_url(&config.database_url)? {
-                Backend::Sqlite => Sharing::Local,
-                Backend::Postgres => Sharing::Database,
-            };
-            let marker = RunMarker::place(config)?;
-            // Claims this node holds now were taken by a process that died mid-request.
-            let released = runtime
-                .store
-                .release_claims_of(&config.node_id)
-                .await
-                .context("cannot release the idempotency claims of the previous run")?;
-            if released > 0 {
-                tracing::warn!(
-                    released,
-                    "released the Idempotency-Keys the previous run left in flight; their retries execute afresh"
-                );
-            }
-            let guards = Arc::new(
-                Guards::new(
-                    runtime.store.clone(),
-                    runtime.clock.clone(),
-                    runtime.master_key.clone(),
-                    sharing,
-                    marker.found_unclean,
-                )
-                .await
-                .context("cannot load the nonce set")?,
-            );
-            let flusher = tokio::spawn(guards.clone().run_nonce_flusher(shutdown.clone()));
-            let state = runtime.api_state(market, guards, x402, runtime.webhook_sender());
+        let worker = self
+            .worker
+            .map(|worker| tokio::spawn(worker.run(shutdown.clone())));
+        if let Some(Api {
+            listener,
+            state,
+            marker,
+        }) = self.api
+        {
+            let flusher = tokio::spawn(state.guards.clone().run_nonce_flusher(shutdown.clone()));
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
             axum::serve(listener, app)
@@ -224,6 +191,64 @@ impl App {
             worker.await.context("worker task panicked")?;
         }
         Ok(())
+    }
+}
+
+impl Api {
+    /// Binds the address and runs the API's start-up checks.
+    async fn prepare(runtime: &Runtime, market: Arc<dyn Market>) -> anyhow::Result<Api> {
+        let config = &runtime.config;
+        let listen = config.listen;
+        let listener = TcpListener::bind(listen).await.with_context(|| {
+            format!("cannot listen on {listen}; is another swapd running? choose another address with --listen")
+        })?;
+        // Without a configured public URL (or with the one derived from `--listen`, maybe
+        // `127.0.0.1:0`), the origin is the address actually bound.
+        let derived = config.public_url.is_empty()
+            || config.public_url == format!("http://{}", config.listen);
+        let origin = match listener.local_addr() {
+            Ok(bound) if derived => format!("http://{bound}"),
+            _ => config.public_url.clone(),
+        };
+        let x402 = runtime
+            .x402_surface(&origin)
+            .await
+            .context("cannot start the x402 API")?;
+        // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
+        let sharing = match Backend::from_url(&config.database_url)? {
+            Backend::Sqlite => Sharing::Local,
+            Backend::Postgres => Sharing::Database,
+        };
+        let marker = RunMarker::place(config)?;
+        // Claims this node holds now were taken by a process that died mid-request.
+        let released = runtime
+            .store
+            .release_claims_of(&config.node_id)
+            .await
+            .context("cannot release the idempotency claims of the previous run")?;
+        if released > 0 {
+            tracing::warn!(
+                released,
+                "released the Idempotency-Keys the previous run left in flight; their retries execute afresh"
+            );
+        }
+        let guards = Arc::new(
+            Guards::new(
+                runtime.store.clone(),
+                runtime.clock.clone(),
+                runtime.master_key.clone(),
+                sharing,
+                marker.found_unclean,
+            )
+            .await
+            .context("cannot load the nonce set")?,
+        );
+        let state = runtime.api_state(market, guards, x402, runtime.webhook_sender());
+        Ok(Api {
+            listener,
+            state,
+            marker,
+        })
     }
 }
 

@@ -418,8 +418,7 @@ impl Config {
                 .node_id
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-        if !node_id_valid
-        {
+        if !node_id_valid {
             return Err(setting(
                 "node_id",
                 "at most 64 characters of A-Z, a-z, 0-9, `-`, `_` and `.`".into(),

@@ -388,3 +388,25 @@ fn openapi_check_accepts_the_committed_documents_and_refuses_stale_ones() {
         stderr(&stale)
     );
 }
+
+#[test]
+fn nothing_says_it_started_until_every_start_up_check_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    // A facilitator nobody answers at: its `/supported` cannot be read.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let failed = run(swapd(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env("SWAPD_X402__FACILITATOR", "http")
+        .env("SWAPD_X402__FACILITATOR_URL", &url));
+    assert!(!failed.status.success());
+    let (out, err) = (stdout(&failed), stderr(&failed));
+    assert!(err.contains("x402.facilitator"), "{err}");
+    assert!(
+        !out.contains("listening") && !out.contains("swapd 0."),
+        "a banner before the checks: {out}"
+    );
+    assert!(!err.contains("worker started"), "{err}");
+}
