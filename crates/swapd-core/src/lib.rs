@@ -15,6 +15,7 @@ pub mod onchain;
 pub mod orders;
 pub mod payment_uri;
 pub mod provider;
+pub mod purchases;
 pub mod rate_limit;
 pub mod secrets;
 pub use swapd_types::signing;

@@ -12,6 +12,7 @@ use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::market_intel::{Job, JobOutcome, JobRequest};
 use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus};
 use swapd_core::orders::{EventType, Order, OrderEvent, OrderStatus};
+use swapd_core::purchases::{PURCHASE_LEASE_MS, Presented, PurchaseStep};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::{
@@ -37,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_and_payment_claims_happen_once, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_ours_unexpired_and_consumed_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -2005,7 +2006,7 @@ pub async fn replays_select_owned_events_and_queue_deliveries(store: &Arc<dyn St
     );
 }
 
-pub async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Store>) {
+pub async fn x402_settlements_happen_once_and_payments_buy_one_call(store: &Arc<dyn Store>) {
     let settlement = X402Settlement {
         payer: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266".into(),
         nonce: format!("0x{}", "3b".repeat(32)),
@@ -2043,37 +2044,86 @@ pub async fn x402_settlements_and_payment_claims_happen_once(store: &Arc<dyn Sto
         Some(settlement.clone())
     );
 
+    let now = 1_700_000_000_000;
+    let presented = |key: &'static str| Presented {
+        resource: "https://swapd.example/api/x402/orders",
+        idempotency_key: Some(key),
+    };
     let tasks: Vec<_> = (0..10)
-        .map(|i| {
+        .map(|_| {
             let store = store.clone();
             tokio::spawn(async move {
                 store
-                    .claim_x402_payment("0xpayer", "0xnonce", &format!("/api/x402/orders#{i}"), 1)
+                    .begin_purchase("0xpayer", "0xnonce", presented("idem-1"), "node-a", now)
                     .await
                     .unwrap()
             })
         })
         .collect();
-    let mut claimed = 0;
+    let mut settling = 0;
     for task in tasks {
-        claimed += usize::from(task.await.unwrap());
+        match task.await.unwrap() {
+            PurchaseStep::Settle => settling += 1,
+            PurchaseStep::InProgress { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
     }
-    assert_eq!(claimed, 1, "one payment, one execution");
-    assert!(
-        store
-            .claim_x402_payment("0xpayer", "0xother", "/r", 1)
-            .await
-            .unwrap()
-    );
+    assert_eq!(settling, 1, "one payment, one settlement at a time");
+    let begin = |nonce: &'static str, key: &'static str, holder: &'static str, at: i64| {
+        let store = store.clone();
+        async move {
+            store
+                .begin_purchase("0xpayer", nonce, presented(key), holder, at)
+                .await
+                .unwrap()
+        }
+    };
+    // Its settlement confirmed, the call is owed to the same request only, until served.
     store
-        .release_x402_payment("0xpayer", "0xother")
+        .purchase_settled("0xpayer", "0xnonce", "0xtx")
         .await
         .unwrap();
-    assert!(
-        store
-            .claim_x402_payment("0xpayer", "0xother", "/r", 2)
-            .await
-            .unwrap()
+    store.release_purchase("0xpayer", "0xnonce").await.unwrap();
+    assert_eq!(
+        begin("0xnonce", "idem-2", "node-a", now).await,
+        PurchaseStep::Used
+    );
+    assert_eq!(
+        begin("0xnonce", "idem-1", "node-a", now).await,
+        PurchaseStep::Serve {
+            transaction: "0xtx".into()
+        }
+    );
+    store.purchase_served("0xpayer", "0xnonce").await.unwrap();
+    assert_eq!(
+        begin("0xnonce", "idem-1", "node-a", now).await,
+        PurchaseStep::Used
+    );
+
+    // A refused payment moved nothing: forgotten, it may be presented again.
+    assert_eq!(
+        begin("0xother", "idem-3", "node-a", now).await,
+        PurchaseStep::Settle
+    );
+    store.forget_purchase("0xpayer", "0xother").await.unwrap();
+    assert_eq!(
+        begin("0xother", "idem-3", "node-a", now).await,
+        PurchaseStep::Settle
+    );
+    // Its node died mid-settlement: released at its restart, the next attempt settles again.
+    assert!(matches!(
+        begin("0xother", "idem-3", "node-b", now).await,
+        PurchaseStep::InProgress { .. }
+    ));
+    assert_eq!(store.release_claims_of("node-a").await.unwrap(), 1);
+    assert_eq!(
+        begin("0xother", "idem-3", "node-b", now).await,
+        PurchaseStep::Resettle
+    );
+    // Without a restart, once its lease is over.
+    assert_eq!(
+        begin("0xother", "idem-3", "node-a", now + PURCHASE_LEASE_MS).await,
+        PurchaseStep::Resettle
     );
 }
 

@@ -148,14 +148,24 @@ macro_rules! impl_idempotency {
             }
 
             async fn release_claims_of(&self, holder: &str) -> Result<u64, StoreError> {
-                sqlx::query(
+                let mut tx = self.write_tx().await?;
+                let keys = sqlx::query(
                     "DELETE FROM idempotency_keys WHERE lease_holder = $1 AND lease_token IS NOT NULL",
                 )
                 .bind(holder)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await
-                .map(|done| done.rows_affected())
-                .map_err(map_sqlx_error)
+                .map_err(map_sqlx_error)?;
+                let purchases = sqlx::query(
+                    "UPDATE x402_purchases SET lease_until = 0, lease_holder = NULL \
+                     WHERE lease_holder = $1",
+                )
+                .bind(holder)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+                tx.commit().await.map_err(map_sqlx_error)?;
+                Ok(keys.rows_affected() + purchases.rows_affected())
             }
         }
     };

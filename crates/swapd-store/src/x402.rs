@@ -1,9 +1,51 @@
-//! x402 settlements, payment claims, SIWX nonces and per-client windows.
+//! x402 settlements, purchases, SIWX nonces and per-client windows.
 
 use swapd_core::StoreError;
+use swapd_core::purchases::{self, Presented, Purchase, PurchasePlan, PurchaseState, PurchaseStep};
 use swapd_core::store::{WindowDecision, X402Settlement};
 
 use crate::map_sqlx_error;
+
+/// A stored purchase: resource, Idempotency-Key, state, transaction, lease end.
+#[derive(sqlx::FromRow)]
+struct PurchaseRow {
+    resource: String,
+    idempotency_key: Option<String>,
+    state: String,
+    tx_hash: Option<String>,
+    lease_until: i64,
+}
+
+impl PurchaseRow {
+    fn into_purchase(self) -> Result<Purchase, StoreError> {
+        let state = match (self.state.as_str(), self.tx_hash) {
+            ("settling", _) => PurchaseState::Settling,
+            ("settled", transaction) => PurchaseState::Settled {
+                transaction: transaction.unwrap_or_default(),
+            },
+            ("served", _) => PurchaseState::Served,
+            (other, _) => {
+                return Err(StoreError::Corrupt(format!(
+                    "unknown purchase state {other}"
+                )));
+            }
+        };
+        Ok(Purchase {
+            resource: self.resource,
+            idempotency_key: self.idempotency_key,
+            state,
+            lease_until_ms: self.lease_until,
+        })
+    }
+
+    fn state_columns(state: &PurchaseState) -> (&'static str, Option<&str>) {
+        match state {
+            PurchaseState::Settling => ("settling", None),
+            PurchaseState::Settled { transaction } => ("settled", Some(transaction)),
+            PurchaseState::Served => ("served", None),
+        }
+    }
+}
 
 macro_rules! impl_x402 {
     ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
@@ -63,35 +105,124 @@ macro_rules! impl_x402 {
                 ))
             }
 
-            async fn claim_x402_payment(
+            async fn begin_purchase(
                 &self,
                 payer: &str,
                 nonce: &str,
-                resource: &str,
+                presented: Presented<'_>,
+                holder: &str,
                 now_ms: i64,
-            ) -> Result<bool, StoreError> {
-                let inserted = sqlx::query(
-                    "INSERT INTO x402_payment_claims (payer, nonce, resource, claimed_at) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT (payer, nonce) DO NOTHING",
+            ) -> Result<PurchaseStep, StoreError> {
+                // Two first attempts may both find no row; the loser of the insert race retries
+                // and then sees the winner's purchase.
+                for _ in 0..3 {
+                    let mut tx = self.write_tx().await?;
+                    let row: Option<PurchaseRow> = sqlx::query_as(concat!(
+                        "SELECT resource, idempotency_key, state, tx_hash, lease_until ",
+                        "FROM x402_purchases WHERE payer = $1 AND nonce = $2",
+                        $lock
+                    ))
+                    .bind(payer)
+                    .bind(nonce)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+                    let existing = row.map(PurchaseRow::into_purchase).transpose()?;
+                    let (purchase, step) = match purchases::plan(existing.as_ref(), presented, now_ms) {
+                        PurchasePlan::Answer(step) => return Ok(step),
+                        PurchasePlan::Take(purchase, step) => (purchase, step),
+                    };
+                    let (state, transaction) = PurchaseRow::state_columns(&purchase.state);
+                    let statement = if existing.is_some() {
+                        "UPDATE x402_purchases SET lease_until = $7, lease_holder = $8 \
+                         WHERE payer = $1 AND nonce = $2"
+                    } else {
+                        "INSERT INTO x402_purchases (payer, nonce, resource, idempotency_key, state, \
+                         tx_hash, lease_until, lease_holder, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                    };
+                    let written = sqlx::query(statement)
+                        .bind(payer)
+                        .bind(nonce)
+                        .bind(&purchase.resource)
+                        .bind(&purchase.idempotency_key)
+                        .bind(state)
+                        .bind(transaction)
+                        .bind(purchase.lease_until_ms)
+                        .bind(holder)
+                        .bind(now_ms)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(map_sqlx_error);
+                    match written {
+                        Ok(_) => {}
+                        Err(StoreError::Conflict(_)) => continue,
+                        Err(other) => return Err(other),
+                    }
+                    match tx.commit().await.map_err(map_sqlx_error) {
+                        Ok(()) => return Ok(step),
+                        Err(StoreError::Conflict(_)) => continue,
+                        Err(other) => return Err(other),
+                    }
+                }
+                Err(StoreError::Unavailable("purchase record is contended; retry".into()))
+            }
+
+            async fn purchase_settled(
+                &self,
+                payer: &str,
+                nonce: &str,
+                transaction: &str,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE x402_purchases SET state = 'settled', tx_hash = $3 \
+                     WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
                 )
                 .bind(payer)
                 .bind(nonce)
-                .bind(resource)
-                .bind(now_ms)
+                .bind(transaction)
                 .execute(&self.pool)
                 .await
-                .map_err(map_sqlx_error)?;
-                Ok(inserted.rows_affected() == 1)
+                .map(drop)
+                .map_err(map_sqlx_error)
             }
 
-            async fn release_x402_payment(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
-                sqlx::query("DELETE FROM x402_payment_claims WHERE payer = $1 AND nonce = $2")
-                    .bind(payer)
-                    .bind(nonce)
-                    .execute(&self.pool)
-                    .await
-                    .map(drop)
-                    .map_err(map_sqlx_error)
+            async fn purchase_served(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE x402_purchases SET state = 'served', lease_until = 0, lease_holder = NULL \
+                     WHERE payer = $1 AND nonce = $2",
+                )
+                .bind(payer)
+                .bind(nonce)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
+            }
+
+            async fn release_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE x402_purchases SET lease_until = 0, lease_holder = NULL \
+                     WHERE payer = $1 AND nonce = $2",
+                )
+                .bind(payer)
+                .bind(nonce)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
+            }
+
+            async fn forget_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
+                sqlx::query(
+                    "DELETE FROM x402_purchases WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
+                )
+                .bind(payer)
+                .bind(nonce)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
             }
 
             async fn issue_siwx_nonce(&self, nonce: &str, expires_at_ms: i64) -> Result<(), StoreError> {

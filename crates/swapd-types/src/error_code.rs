@@ -100,6 +100,7 @@ error_codes! {
     RotationInProgress => "rotation_in_progress", 409;
     ExecutionAlreadyReported => "execution_already_reported", 409;
     PaymentAlreadyUsed => "payment_already_used", 409;
+    PaymentInProgress => "payment_in_progress", 409;
     QuoteExpired => "quote_expired", 410;
     CreateTokenExpired => "create_token_expired", 410;
     PlanExpired => "plan_expired", 410;

@@ -88,25 +88,48 @@ pub fn is_testnet(network: &str) -> bool {
     TESTNETS.contains(&network)
 }
 
+/// How long each facilitator call may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// `/verify` and `/supported`.
+    pub verify: Duration,
+    /// `/settle`: a transaction is sent and waited for.
+    pub settle: Duration,
+}
+
+impl Timeouts {
+    /// The same limit for every call.
+    pub fn all(limit: Duration) -> Self {
+        Self {
+            verify: limit,
+            settle: limit,
+        }
+    }
+}
+
 /// A facilitator over HTTP.
 pub struct HttpFacilitator {
     base: reqwest::Url,
     http: reqwest::Client,
+    timeouts: Timeouts,
 }
 
 impl HttpFacilitator {
-    pub fn new(base_url: &str, timeout: Duration) -> Result<Self, String> {
+    pub fn new(base_url: &str, timeouts: Timeouts) -> Result<Self, String> {
         let mut base = reqwest::Url::parse(base_url).map_err(|e| format!("{base_url}: {e}"))?;
         if !base.path().ends_with('/') {
             let path = format!("{}/", base.path());
             base.set_path(&path);
         }
         let http = reqwest::Client::builder()
-            .timeout(timeout)
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| e.to_string())?;
-        Ok(Self { base, http })
+        Ok(Self {
+            base,
+            http,
+            timeouts,
+        })
     }
 
     fn url(&self, path: &str) -> reqwest::Url {
@@ -119,19 +142,19 @@ impl HttpFacilitator {
         &self,
         path: &str,
         body: &FacilitatorRequest,
+        timeout: Duration,
     ) -> Result<T, FacilitatorError> {
+        let failed = |e| unavailable(path, timeout, e);
         let response = self
             .http
             .post(self.url(path))
+            .timeout(timeout)
             .json(body)
             .send()
             .await
-            .map_err(|e| FacilitatorError::Unavailable(e.to_string()))?;
+            .map_err(failed)?;
         let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| FacilitatorError::Unavailable(e.to_string()))?;
+        let bytes = response.bytes().await.map_err(failed)?;
         serde_json::from_slice(&bytes).map_err(|_| {
             FacilitatorError::BadAnswer(format!(
                 "{path} answered {status} with {}",
@@ -155,7 +178,12 @@ impl Facilitator for HttpFacilitator {
         payment: &PaymentPayload,
         requirements: &PaymentRequirements,
     ) -> Result<VerifyResponse, FacilitatorError> {
-        self.post("verify", &request(payment, requirements)).await
+        self.post(
+            "verify",
+            &request(payment, requirements),
+            self.timeouts.verify,
+        )
+        .await
     }
 
     async fn settle(
@@ -163,22 +191,38 @@ impl Facilitator for HttpFacilitator {
         payment: &PaymentPayload,
         requirements: &PaymentRequirements,
     ) -> Result<SettleResponse, FacilitatorError> {
-        self.post("settle", &request(payment, requirements)).await
+        self.post(
+            "settle",
+            &request(payment, requirements),
+            self.timeouts.settle,
+        )
+        .await
     }
 
     async fn supported(&self) -> Result<SupportedResponse, FacilitatorError> {
+        let timeout = self.timeouts.verify;
+        let failed = |e| unavailable("supported", timeout, e);
         let response = self
             .http
             .get(self.url("supported"))
+            .timeout(timeout)
             .send()
             .await
-            .map_err(|e| FacilitatorError::Unavailable(e.to_string()))?;
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| FacilitatorError::Unavailable(e.to_string()))?;
+            .map_err(failed)?;
+        let bytes = response.bytes().await.map_err(failed)?;
         serde_json::from_slice(&bytes).map_err(|e| FacilitatorError::BadAnswer(e.to_string()))
     }
+}
+
+/// What went wrong with a call, said plainly: timed out, no connection, or the transfer failed.
+fn unavailable(path: &str, timeout: Duration, error: reqwest::Error) -> FacilitatorError {
+    FacilitatorError::Unavailable(if error.is_timeout() {
+        format!("/{path} timed out after {} ms", timeout.as_millis())
+    } else if error.is_connect() {
+        format!("/{path}: cannot connect to the facilitator")
+    } else {
+        format!("/{path}: the exchange with the facilitator failed")
+    })
 }
 
 fn request(payment: &PaymentPayload, requirements: &PaymentRequirements) -> FacilitatorRequest {
@@ -186,5 +230,51 @@ fn request(payment: &PaymentPayload, requirements: &PaymentRequirements) -> Faci
         x402_version: X402_VERSION,
         payment_payload: payment.clone(),
         payment_requirements: requirements.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A facilitator that accepts connections and never answers.
+    fn silent() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let held: Vec<_> = listener.incoming().take(4).collect();
+            std::thread::sleep(Duration::from_secs(10));
+            drop(held);
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn each_call_has_its_own_limit_and_a_timeout_says_so() {
+        let facilitator = HttpFacilitator::new(
+            &silent(),
+            Timeouts {
+                verify: Duration::from_millis(100),
+                settle: Duration::from_millis(300),
+            },
+        )
+        .unwrap();
+        let error = facilitator.supported().await.unwrap_err();
+        assert_eq!(
+            error,
+            FacilitatorError::Unavailable("/supported timed out after 100 ms".into())
+        );
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", closed.local_addr().unwrap());
+        drop(closed);
+        let unreachable = HttpFacilitator::new(&url, Timeouts::all(Duration::from_secs(1)))
+            .unwrap()
+            .supported()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            unreachable,
+            FacilitatorError::Unavailable("/supported: cannot connect to the facilitator".into())
+        );
     }
 }

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 #[cfg(feature = "server")]
 use swapd_core::amount::Amount;
 
-pub use facilitator::{Facilitator, FacilitatorError, HttpFacilitator};
+pub use facilitator::{Facilitator, FacilitatorError, HttpFacilitator, Timeouts};
 #[cfg(feature = "server")]
 use wire::{PaymentRequired, PaymentRequirements, ResourceInfo, X402_VERSION};
 

@@ -413,8 +413,14 @@ impl Runtime {
         })?;
         let facilitator: Arc<dyn swapd_x402::Facilitator> = if x402.facilitator == "http" {
             Arc::new(
-                swapd_x402::HttpFacilitator::new(&x402.facilitator_url, Duration::from_secs(10))
-                    .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
+                swapd_x402::HttpFacilitator::new(
+                    &x402.facilitator_url,
+                    swapd_x402::Timeouts {
+                        verify: Duration::from_millis(x402.verify_timeout_ms),
+                        settle: Duration::from_millis(x402.settle_timeout_ms),
+                    },
+                )
+                .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
             )
         } else {
             Arc::new(swapd_api::x402::LedgerFacilitator::new(

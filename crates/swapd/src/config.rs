@@ -131,6 +131,11 @@ pub struct X402Config {
     pub facilitator: String,
     /// Base URL of the HTTP facilitator (`/verify`, `/settle`, `/supported`). Live: required.
     pub facilitator_url: String,
+    /// How long the HTTP facilitator may take to verify a payment (and answer `/supported`).
+    pub verify_timeout_ms: u64,
+    /// How long the HTTP facilitator may take to settle one; past it the outcome is unknown
+    /// and the same payment sent again finishes the purchase (docs/x402.md).
+    pub settle_timeout_ms: u64,
     /// The seller address payments go to (0x + 40 hex). Live: required.
     pub pay_to: String,
     /// CAIP-2 network of the payment asset.
@@ -185,6 +190,8 @@ impl Default for Config {
             x402: X402Config {
                 facilitator: "ledger".into(),
                 facilitator_url: String::new(),
+                verify_timeout_ms: 5_000,
+                settle_timeout_ms: 20_000,
                 pay_to: String::new(),
                 network: "eip155:8453".into(),
                 price_usd: "0.05".into(),
@@ -410,6 +417,18 @@ impl Config {
                 return Err(setting(
                     name,
                     "sandbox faults cannot be set in live mode".into(),
+                ));
+            }
+        }
+        for (name, ms) in [
+            ("x402.verify_timeout_ms", self.x402.verify_timeout_ms),
+            ("x402.settle_timeout_ms", self.x402.settle_timeout_ms),
+        ] {
+            // Below the hold an attempt has on a purchase, so a slow settlement cannot outlive it.
+            if !(100..=30_000).contains(&ms) {
+                return Err(setting(
+                    name,
+                    "must be from 100 to 30000 milliseconds".into(),
                 ));
             }
         }

@@ -21,6 +21,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use swapd_core::purchases::{Presented, PurchaseStep};
 use swapd_core::store::WindowDecision;
 use swapd_types::ErrorCode;
 use swapd_x402::exact;
@@ -296,22 +297,38 @@ impl<'a> Context<'a> {
             Started::Unclaimed(request) => (request, None),
             Started::Claimed(request, claim) => (request, Some(claim)),
         };
-        let release = || async {
-            if let Some(claim) = &claim {
-                idempotency::release(self.state, claim).await;
-            }
+        let purchase = Purchase {
+            state: self.state,
+            payer: payer_wallet.address(),
+            nonce,
+            claim,
         };
-        let payer_text = payer_wallet.address();
+        let presented = Presented {
+            resource: &self.resource_url,
+            idempotency_key: purchase.claim.as_ref().map(|claim| claim.key.as_str()),
+        };
         let now_ms = self.state.clock.now_ms();
-        match self
+        let step = match self
             .state
             .store
-            .claim_x402_payment(&payer_text, &nonce, &self.resource_url, now_ms)
+            .begin_purchase(
+                &purchase.payer,
+                &purchase.nonce,
+                presented,
+                &self.state.node_id,
+                now_ms,
+            )
             .await
         {
-            Ok(true) => {}
-            Ok(false) => {
-                release().await;
+            Ok(step) => step,
+            Err(error) => {
+                purchase.release_key().await;
+                return ApiError::from(error).into_response();
+            }
+        };
+        let settled = match step {
+            PurchaseStep::Used => {
+                purchase.release_key().await;
                 return ApiError::new(
                     ErrorCode::PaymentAlreadyUsed,
                     "this payment was already used: each payment buys one call (a retry with the \
@@ -319,54 +336,124 @@ impl<'a> Context<'a> {
                 )
                 .into_response();
             }
-            Err(error) => {
-                release().await;
-                return ApiError::from(error).into_response();
+            PurchaseStep::InProgress { retry_after_secs } => {
+                purchase.release_key().await;
+                return ApiError::new(
+                    ErrorCode::PaymentInProgress,
+                    "another request with this payment is being settled or served; retry shortly",
+                )
+                .with_header(
+                    axum::http::header::RETRY_AFTER,
+                    HeaderValue::from(retry_after_secs),
+                )
+                .into_response();
             }
-        }
-        let unclaim = || async {
-            release().await;
-            if let Err(error) = self
-                .state
-                .store
-                .release_x402_payment(&payer_text, &nonce)
-                .await
-            {
-                tracing::warn!(%error, "cannot release a payment claim");
+            PurchaseStep::Serve { transaction } => SettleResponse {
+                success: true,
+                error_reason: None,
+                error_message: None,
+                payer: Some(purchase.payer.clone()),
+                transaction,
+                network: requirements.network.clone(),
+            },
+            PurchaseStep::Settle => {
+                if let Err(refused) = self.verify(&purchase, &payment, &requirements).await {
+                    return refused;
+                }
+                match self.settle(&purchase, &payment, &requirements, false).await {
+                    Ok(settled) => settled,
+                    Err(refused) => return refused,
+                }
+            }
+            PurchaseStep::Resettle => {
+                match self.settle(&purchase, &payment, &requirements, true).await {
+                    Ok(settled) => settled,
+                    Err(refused) => return refused,
+                }
             }
         };
+        let response = next.run(request).await;
+        let served = swapd_core::idempotency::is_storable(response.status().as_u16());
+        let mut response = match &purchase.claim {
+            Some(claim) => idempotency::finish(self.state, claim, response).await,
+            None => response,
+        };
+        // An answer worth keeping spends the payment; a failed call leaves it owed, so the same
+        // payment sent again runs the call without paying twice.
+        let recorded = if served {
+            self.state
+                .store
+                .purchase_served(&purchase.payer, &purchase.nonce)
+                .await
+        } else {
+            self.state
+                .store
+                .release_purchase(&purchase.payer, &purchase.nonce)
+                .await
+        };
+        if let Err(error) = recorded {
+            tracing::warn!(%error, served, "cannot record what a payment bought");
+        }
+        paid_headers(response.headers_mut(), &settled);
+        response
+    }
+
+    /// Asks the facilitator whether a new payment is valid; `Err` with the answer when it is
+    /// not (or cannot be asked), the purchase forgotten since no money moved.
+    async fn verify(
+        &self,
+        purchase: &Purchase<'_>,
+        payment: &PaymentPayload,
+        requirements: &wire::PaymentRequirements,
+    ) -> Result<(), Response> {
         let facilitator = &self.state.x402.facilitator;
-        match facilitator.verify(&payment, &requirements).await {
-            Ok(verified) if verified.is_valid => {}
+        match facilitator.verify(payment, requirements).await {
+            Ok(verified) if verified.is_valid => Ok(()),
             Ok(verified) => {
-                unclaim().await;
-                let reason = verified
-                    .invalid_reason
-                    .unwrap_or_else(|| "invalid_payload".into());
-                return self
+                purchase.forget().await;
+                let reason = reason_code(verified.invalid_reason, "invalid_payload");
+                Err(self
                     .invalid(&reason, &format!("the payment is not valid: {reason}"))
-                    .await;
+                    .await)
             }
             Err(error) => {
-                unclaim().await;
-                return facilitator_failure(&error, false);
+                purchase.forget().await;
+                Err(facilitator_failure(&error, false))
             }
         }
-        let settled = match facilitator.settle(&payment, &requirements).await {
+    }
+
+    /// Settles the payment; `again` when an earlier settlement's outcome never came back.
+    /// `Err` with the answer when it did not settle: refused (no money moved: the purchase is
+    /// forgotten) or unknown (the purchase stays, so the same payment sent again settles at
+    /// most once and then runs the call).
+    async fn settle(
+        &self,
+        purchase: &Purchase<'_>,
+        payment: &PaymentPayload,
+        requirements: &wire::PaymentRequirements,
+        again: bool,
+    ) -> Result<SettleResponse, Response> {
+        let facilitator = &self.state.x402.facilitator;
+        let mut settled = match facilitator.settle(payment, requirements).await {
             Ok(settled) => settled,
             Err(error) => {
-                // Nobody knows whether it settled: the claim stays, so it is never executed
-                // twice; the Idempotency-Key is free for a retry with a new payment.
-                release().await;
-                return facilitator_failure(&error, true);
+                purchase.release().await;
+                return Err(facilitator_failure(&error, true));
             }
         };
-        if !settled.success {
-            release().await;
-            let reason = settled
-                .error_reason
-                .clone()
-                .unwrap_or_else(|| "settlement_failed".into());
+        settled.error_message = None;
+        let reason = settled
+            .error_reason
+            .take()
+            .map(|r| reason_code(Some(r), ""));
+        // Settling again what the earlier attempt settled: the authorization is used, by that
+        // attempt (only a transfer to our payTo of exactly the price can use it).
+        let settled_before = again && reason.as_deref() == Some(NONCE_ALREADY_USED);
+        if !settled.success && !settled_before {
+            purchase.forget().await;
+            let reason = reason.unwrap_or_else(|| "settlement_failed".into());
+            settled.error_reason = Some(reason.clone());
             let mut response = self
                 .required(
                     ErrorCode::PaymentFailed,
@@ -379,16 +466,22 @@ impl<'a> Context<'a> {
                 PAYMENT_RESPONSE,
                 &wire::encode_header(&settled),
             );
-            return response;
+            return Err(response);
         }
-        tracing::info!(payer = %payer_text, transaction = %settled.transaction, route = self.route.path, "x402 payment settled");
-        let response = next.run(request).await;
-        let mut response = match &claim {
-            Some(claim) => idempotency::finish(self.state, claim, response).await,
-            None => response,
-        };
-        paid_headers(response.headers_mut(), &settled);
-        response
+        settled.success = true;
+        if let Err(error) = self
+            .state
+            .store
+            .purchase_settled(&purchase.payer, &purchase.nonce, &settled.transaction)
+            .await
+        {
+            // Paid, not recorded: the purchase is still settling, and the same payment sent
+            // again settles "again", finds it used, and runs the call.
+            purchase.release().await;
+            return Err(ApiError::from(error).into_response());
+        }
+        tracing::info!(payer = %purchase.payer, transaction = %settled.transaction, route = self.route.path, "x402 payment settled");
+        Ok(settled)
     }
 
     /// A paid request its handler would refuse for its body (POST) or query (GET) is refused
@@ -533,13 +626,72 @@ fn single_header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h HeaderVal
     }
 }
 
+/// The reason code the EIP-3009 facilitators give for an authorization used before.
+const NONCE_ALREADY_USED: &str = "invalid_exact_evm_nonce_already_used";
+
+/// A facilitator's reason as a client may see it: an x402 reason code (`snake_case`), never
+/// free text.
+fn reason_code(reason: Option<String>, fallback: &str) -> String {
+    reason
+        .filter(|r| {
+            (1..=64).contains(&r.len())
+                && r.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
+        .unwrap_or_else(|| fallback.to_owned())
+}
+
+/// A payment being spent by this request, with the request's Idempotency-Key claim.
+struct Purchase<'a> {
+    state: &'a AppState,
+    payer: String,
+    nonce: String,
+    claim: Option<idempotency::IdempotencyClaim>,
+}
+
+impl Purchase<'_> {
+    /// Frees the Idempotency-Key for a retry (the call did not run).
+    async fn release_key(&self) {
+        if let Some(claim) = &self.claim {
+            idempotency::release(self.state, claim).await;
+        }
+    }
+
+    /// The settlement's outcome is unknown: the purchase stays for the same payment to finish.
+    async fn release(&self) {
+        self.release_key().await;
+        if let Err(error) = self
+            .state
+            .store
+            .release_purchase(&self.payer, &self.nonce)
+            .await
+        {
+            tracing::warn!(%error, "cannot release a purchase");
+        }
+    }
+
+    /// No money moved: the payment may be presented again.
+    async fn forget(&self) {
+        self.release_key().await;
+        if let Err(error) = self
+            .state
+            .store
+            .forget_purchase(&self.payer, &self.nonce)
+            .await
+        {
+            tracing::warn!(%error, "cannot forget a purchase");
+        }
+    }
+}
+
 fn facilitator_failure(error: &swapd_x402::FacilitatorError, settling: bool) -> Response {
     tracing::warn!(%error, settling, "facilitator failure");
     let (code, message) = match error {
         swapd_x402::FacilitatorError::Unavailable(_) if settling => (
             ErrorCode::ServiceUnavailable,
-            "the payment facilitator did not confirm the settlement; the payment is held and \
-             the call was not executed: retry later with a new payment and the same Idempotency-Key",
+            "the payment facilitator did not confirm the settlement in time; the call was not \
+             executed: send the same request with the same PAYMENT-SIGNATURE (and \
+             Idempotency-Key) again: the payment settles at most once and then buys the call",
         ),
         swapd_x402::FacilitatorError::Unavailable(_) => (
             ErrorCode::ServiceUnavailable,

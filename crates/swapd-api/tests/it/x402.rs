@@ -15,6 +15,7 @@ use crate::support::{Options, PAY_TO, Resp, TestServer};
 use alloy_signer_local::PrivateKeySigner;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
+use swapd_providers::sandbox::{Fault, PROVIDER_IDS};
 use swapd_x402::wire::{self, SettleResponse};
 
 const USDC_BASE: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
@@ -821,6 +822,9 @@ async fn onchain_plans_act_for_the_proven_wallet() {
 /// A stand-in facilitator over HTTP: answers as told, and counts settlements.
 async fn stub_facilitator(behaviour: &'static str, settles: Arc<AtomicUsize>) -> String {
     use axum::routing::{get, post};
+    let used = Arc::new(std::sync::Mutex::new(
+        std::collections::HashSet::<String>::new(),
+    ));
     let app = axum::Router::new()
         .route(
             "/supported",
@@ -845,13 +849,25 @@ async fn stub_facilitator(behaviour: &'static str, settles: Arc<AtomicUsize>) ->
             "/settle",
             post(move |axum::Json(body): axum::Json<Value>| {
                 let settles = settles.clone();
+                let used = used.clone();
                 async move {
-                    settles.fetch_add(1, Ordering::SeqCst);
-                    if behaviour == "slow_settle" {
-                        // Longer than the client's timeout: nobody learns whether it settled.
-                        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                    let count = settles.fetch_add(1, Ordering::SeqCst) + 1;
+                    let authorization = &body["paymentPayload"]["payload"]["authorization"];
+                    let nonce = authorization["nonce"].as_str().unwrap_or_default().to_owned();
+                    // The chain: an authorization is used once.
+                    if !used.lock().unwrap().insert(nonce) {
+                        return axum::Json(json!({"success": false, "errorReason": "invalid_exact_evm_nonce_already_used", "errorMessage": "FiatTokenV2: authorization is used or canceled", "transaction": "", "network": "eip155:8453"}));
                     }
-                    axum::Json(json!({"success": true, "transaction": format!("0x{}", "ee".repeat(32)), "network": "eip155:8453", "payer": body["paymentPayload"]["payload"]["authorization"]["from"]}))
+                    match behaviour {
+                        // Longer than the client's timeout: it settles, and nobody is told.
+                        "slow_settle" => tokio::time::sleep(std::time::Duration::from_secs(3)).await,
+                        "refuse_once" if count == 1 => {
+                            used.lock().unwrap().clear();
+                            return axum::Json(json!({"success": false, "errorReason": "invalid_exact_evm_insufficient_balance", "errorMessage": "upstream says: wallet 0xabc has 0 USDC", "transaction": "", "network": "eip155:8453"}));
+                        }
+                        _ => {}
+                    }
+                    axum::Json(json!({"success": true, "transaction": format!("0x{}", "ee".repeat(32)), "network": "eip155:8453", "payer": authorization["from"]}))
                 }
             }),
         );
@@ -874,8 +890,11 @@ async fn the_http_facilitator_is_read_whatever_its_status_and_failures_execute_n
     ] {
         let settles = Arc::new(AtomicUsize::new(0));
         let url = stub_facilitator(behaviour, settles.clone()).await;
-        let facilitator =
-            swapd_x402::HttpFacilitator::new(&url, std::time::Duration::from_millis(500)).unwrap();
+        let facilitator = swapd_x402::HttpFacilitator::new(
+            &url,
+            swapd_x402::Timeouts::all(std::time::Duration::from_millis(500)),
+        )
+        .unwrap();
         swapd_x402::facilitator::check_supported(&facilitator, "eip155:8453")
             .await
             .unwrap();
@@ -913,20 +932,30 @@ async fn the_http_facilitator_is_read_whatever_its_status_and_failures_execute_n
     }
 }
 
-/// A settlement whose answer never comes: the call is not executed, and the payment's claim is
-/// kept, so the same payment can never buy the call later (it may have settled).
-#[tokio::test]
-async fn a_settlement_that_times_out_executes_nothing_and_the_payment_is_spent() {
-    let payer = PrivateKeySigner::random();
+/// A server whose facilitator is the stub behaving as `behaviour`, with a 500 ms limit.
+async fn with_stub(behaviour: &'static str) -> (TestServer, Arc<AtomicUsize>) {
     let settles = Arc::new(AtomicUsize::new(0));
-    let url = stub_facilitator("slow_settle", settles.clone()).await;
-    let facilitator =
-        swapd_x402::HttpFacilitator::new(&url, std::time::Duration::from_millis(500)).unwrap();
+    let url = stub_facilitator(behaviour, settles.clone()).await;
+    let facilitator = swapd_x402::HttpFacilitator::new(
+        &url,
+        swapd_x402::Timeouts::all(std::time::Duration::from_millis(500)),
+    )
+    .unwrap();
     let server = TestServer::start_with(Options {
         facilitator: Some(Arc::new(facilitator)),
         ..Options::default()
     })
     .await;
+    (server, settles)
+}
+
+/// A settlement confirmed only after swapd stopped waiting: the call is not run then, and the
+/// same payment sent again settles "again" (the chain says it is used: by that settlement),
+/// runs the call once, and is spent.
+#[tokio::test]
+async fn a_settlement_confirmed_late_is_finished_by_the_same_payment() {
+    let payer = PrivateKeySigner::random();
+    let (server, settles) = with_stub("slow_settle").await;
     let unpaid = send(
         &server,
         "POST",
@@ -950,26 +979,115 @@ async fn a_settlement_that_times_out_executes_nothing_and_the_payment_is_spent()
             .await
         }
     };
-    let timed_out = attempt("settle-timeout-1").await;
+    let timed_out = attempt("settle-late-1").await;
     timed_out.expect(503, "service_unavailable");
     assert!(timed_out.body["data"].is_null(), "nothing executed");
+    assert!(
+        timed_out.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("same PAYMENT-SIGNATURE"),
+        "{}",
+        timed_out.body
+    );
     assert_eq!(settles.load(Ordering::SeqCst), 1, "the settlement was sent");
-    // The same payment again, even under the same key: refused, never executed twice.
-    attempt("settle-timeout-1")
+
+    let served = attempt("settle-late-1").await;
+    assert_eq!(served.status, 201, "{}", served.body);
+    assert!(served.body["data"]["orderId"].is_string());
+    assert!(served.header("payment-response").is_some());
+    assert_eq!(
+        settles.load(Ordering::SeqCst),
+        2,
+        "asked once more, settled once"
+    );
+    // Spent now: the same request replays its answer, another is refused.
+    let replayed = attempt("settle-late-1").await;
+    assert_eq!(replayed.status, 200);
+    assert_eq!(replayed.body["data"], served.body["data"]);
+    attempt("settle-late-2")
         .await
         .expect(409, "payment_already_used");
-    attempt("settle-timeout-2")
-        .await
-        .expect(409, "payment_already_used");
-    assert_eq!(settles.load(Ordering::SeqCst), 1);
+    assert_eq!(settles.load(Ordering::SeqCst), 2);
+    server.stop().await;
+}
+
+/// A settlement the facilitator refuses moved no money: the payment is free again, and the
+/// client sees the x402 reason code, never the facilitator's words.
+#[tokio::test]
+async fn a_refused_settlement_releases_the_payment() {
+    let payer = PrivateKeySigner::random();
+    let (server, settles) = with_stub("refuse_once").await;
+    let challenge = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    let payment = payment_header(&pay(&challenge, &payer, server.now_secs()));
+    let refused = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        std::slice::from_ref(&payment),
+    )
+    .await;
+    refused.expect(402, "payment_failed");
+    let answer: SettleResponse =
+        wire::decode_header(refused.header("payment-response").unwrap()).unwrap();
+    assert_eq!(
+        answer.error_reason.as_deref(),
+        Some("invalid_exact_evm_insufficient_balance")
+    );
+    assert_eq!(answer.error_message, None);
+    let everything = format!("{} {:?}", refused.body, refused.headers);
+    assert!(!everything.contains("upstream says"), "{everything}");
+
+    let paid = send(&server, "GET", "/api/x402/currencies", None, &[payment]).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(settles.load(Ordering::SeqCst), 2);
+    server.stop().await;
+}
+
+/// A call that fails after its payment settled (every provider down) leaves the call owed:
+/// the same payment runs it again, without a second settlement.
+#[tokio::test]
+async fn a_paid_call_that_fails_is_run_again_by_the_same_payment() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    let body = json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05"});
+    let unpaid = send(&server, "POST", "/api/x402/quotes", Some(&body), &[]).await;
+    let payment = payment_header(&pay(&required(&unpaid), &payer, server.now_secs()));
+    let headers = [payment, idempotency("quote-owed-1")];
+    for id in PROVIDER_IDS {
+        server.faults.set(id, Fault::Fail("unreachable".into()));
+    }
+    let failed = send(&server, "POST", "/api/x402/quotes", Some(&body), &headers).await;
+    failed.expect(502, "provider_error");
+    assert!(failed.header("payment-response").is_some(), "it was paid");
+    for id in PROVIDER_IDS {
+        server.faults.clear(id);
+    }
+    // The ledger facilitator settles a payment once: a second settlement would be refused.
+    let served = send(&server, "POST", "/api/x402/quotes", Some(&body), &headers).await;
+    assert_eq!(served.status, 200, "{}", served.body);
+    assert!(served.body["data"]["toAmount"].is_string());
+    let again = send(
+        &server,
+        "POST",
+        "/api/x402/quotes",
+        Some(&body),
+        &[headers[0].clone(), idempotency("quote-owed-2")],
+    )
+    .await;
+    again.expect(409, "payment_already_used");
     server.stop().await;
 }
 
 #[tokio::test]
 async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
     let url = stub_facilitator("ok", Arc::default()).await;
-    let facilitator =
-        swapd_x402::HttpFacilitator::new(&url, std::time::Duration::from_secs(1)).unwrap();
+    let facilitator = swapd_x402::HttpFacilitator::new(
+        &url,
+        swapd_x402::Timeouts::all(std::time::Duration::from_secs(1)),
+    )
+    .unwrap();
     let problem = swapd_x402::facilitator::check_supported(&facilitator, "eip155:1")
         .await
         .unwrap_err();
@@ -996,7 +1114,7 @@ async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
     assert!(problem.contains("only testnets"), "{problem}");
     let unreachable = swapd_x402::HttpFacilitator::new(
         "http://127.0.0.1:9/",
-        std::time::Duration::from_millis(300),
+        swapd_x402::Timeouts::all(std::time::Duration::from_millis(300)),
     )
     .unwrap();
     assert!(

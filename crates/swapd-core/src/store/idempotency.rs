@@ -47,7 +47,8 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         lease_token: &str,
     ) -> Result<(), StoreError>;
 
-    /// Forgets every in-flight claim `holder` took: called when that node starts, its claims are
-    /// those of a process that died, whose executions never finished. Returns how many.
+    /// Forgets every in-flight claim `holder` took (Idempotency-Keys, and the hold on x402
+    /// purchases): called when that node starts, its claims are those of a process that died,
+    /// whose executions never finished. Returns how many.
     async fn release_claims_of(&self, holder: &str) -> Result<u64, StoreError>;
 }

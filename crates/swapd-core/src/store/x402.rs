@@ -1,9 +1,10 @@
-//! The pay-per-call surface's state: settlements of the ledger facilitator, the one execution
-//! each payment buys, Sign-In-With-X nonces, and the per-client windows.
+//! The pay-per-call surface's state: settlements of the ledger facilitator, what each payment
+//! bought, Sign-In-With-X nonces, and the per-client windows.
 
 use async_trait::async_trait;
 
 use super::StoreError;
+use crate::purchases::{Presented, PurchaseStep};
 
 /// One payment settled by the ledger facilitator.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,19 +50,35 @@ pub trait X402Store: Send + Sync + 'static {
         nonce: &str,
     ) -> Result<Option<X402Settlement>, StoreError>;
 
-    /// Claims the one execution a payment `(payer, nonce)` buys, for `resource`. `false`: the
-    /// payment was claimed before (by this or a concurrent request).
-    async fn claim_x402_payment(
+    /// Starts an attempt at the purchase of payment `(payer, nonce)`, applying
+    /// [`crate::purchases::plan`] atomically; `holder` names the node taking it.
+    async fn begin_purchase(
         &self,
         payer: &str,
         nonce: &str,
-        resource: &str,
+        presented: Presented<'_>,
+        holder: &str,
         now_ms: i64,
-    ) -> Result<bool, StoreError>;
+    ) -> Result<PurchaseStep, StoreError>;
 
-    /// Forgets a claim whose payment was never settled (the facilitator could not be asked),
-    /// so the same payment can be presented again.
-    async fn release_x402_payment(&self, payer: &str, nonce: &str) -> Result<(), StoreError>;
+    /// The facilitator settled the payment: the call is owed.
+    async fn purchase_settled(
+        &self,
+        payer: &str,
+        nonce: &str,
+        transaction: &str,
+    ) -> Result<(), StoreError>;
+
+    /// The call was answered: the payment is spent.
+    async fn purchase_served(&self, payer: &str, nonce: &str) -> Result<(), StoreError>;
+
+    /// Ends the attempt without finishing the purchase (its outcome unknown, or its call
+    /// failed), so that the same payment presented again carries on at once.
+    async fn release_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError>;
+
+    /// Forgets a purchase that moved no money (the facilitator refused the payment, or could
+    /// not be asked before settling), so the same payment may be presented again.
+    async fn forget_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError>;
 
     /// Records a Sign-In-With-X nonce swapd issued, valid until `expires_at_ms`.
     async fn issue_siwx_nonce(&self, nonce: &str, expires_at_ms: i64) -> Result<(), StoreError>;
