@@ -170,7 +170,10 @@ pub(crate) fn charge_operation(operation: &mut Operation, access: Access) {
             "401",
             "`siwx_invalid`: the SIGN-IN-WITH-X proof is refused (a new challenge is in PAYMENT-REQUIRED)",
         ),
-        ("409", "`payment_already_used`, `payment_in_progress`, `idempotency_key_in_use`"),
+        (
+            "409",
+            "`payment_already_used`, `payment_in_progress`, `idempotency_key_in_use`",
+        ),
         (
             "429",
             "`paid_attempts_exceeded` (60 per hour per client and route), `wallet_reads_exceeded` (30 per minute per client, route and resource)",

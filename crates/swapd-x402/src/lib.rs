@@ -49,6 +49,30 @@ pub fn usdc(network: &str) -> Option<(&'static str, &'static str, &'static str)>
     }
 }
 
+/// The token payments are made in: an EIP-3009 token on the payment network, named by its
+/// EIP-712 domain (`name`, `version`) as its contract signs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asset {
+    /// The token contract (0x + 40 hex digits).
+    pub address: String,
+    pub name: String,
+    pub version: String,
+    pub decimals: u8,
+}
+
+impl Asset {
+    /// USDC of `network`, when swapd knows it.
+    pub fn usdc(network: &str) -> Option<Asset> {
+        let (address, name, version) = usdc(network)?;
+        Some(Asset {
+            address: address.into(),
+            name: name.into(),
+            version: version.into(),
+            decimals: 6,
+        })
+    }
+}
+
 /// The sandbox's merchant address when none is configured: derived from `seed` (a key the
 /// master key derives), so it is stable for a data directory and belongs to nobody.
 pub fn sandbox_pay_to(seed: [u8; 32]) -> String {
@@ -77,14 +101,38 @@ impl Pricing {
     /// USDC on `network`, `price_usd` per call, paid to `pay_to`. `None` for a network whose
     /// USDC swapd does not know, or a price with more than 6 decimals.
     pub fn usdc(network: &str, price_usd: &str, pay_to: &str) -> Option<Pricing> {
-        let (asset, name, version) = usdc(network)?;
-        let amount = Amount::parse(price_usd, 6).ok()?.units().to_string();
-        Some(Pricing {
+        Pricing::new(network, price_usd, pay_to, Asset::usdc(network)?).ok()
+    }
+
+    /// `price_usd` per call in `asset` (a USD stablecoin) on `network`, paid to `pay_to`.
+    pub fn new(
+        network: &str,
+        price_usd: &str,
+        pay_to: &str,
+        asset: Asset,
+    ) -> Result<Pricing, String> {
+        if asset.decimals > swapd_core::amount::MAX_DECIMALS {
+            return Err(format!(
+                "a token of {} decimals: at most {} are supported",
+                asset.decimals,
+                swapd_core::amount::MAX_DECIMALS
+            ));
+        }
+        let amount = Amount::parse(price_usd, asset.decimals)
+            .map_err(|e| {
+                format!(
+                    "the price {price_usd} in a token of {} decimals: {e}",
+                    asset.decimals
+                )
+            })?
+            .units()
+            .to_string();
+        Ok(Pricing {
             price: price_usd.into(),
             network: network.into(),
-            asset: asset.into(),
-            asset_name: name.into(),
-            asset_version: version.into(),
+            asset: asset.address,
+            asset_name: asset.name,
+            asset_version: asset.version,
             pay_to: pay_to.into(),
             amount,
             max_timeout_seconds: 300,

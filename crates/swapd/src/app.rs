@@ -404,13 +404,24 @@ impl Runtime {
         } else {
             x402.pay_to.clone()
         };
-        let pricing = swapd_x402::Pricing::usdc(&x402.network, &x402.price_usd, &pay_to)
-        .with_context(|| {
-            format!(
-                "x402.network = {}: swapd knows USDC on eip155:8453, eip155:84532, eip155:1,                  eip155:42161 and eip155:137, and prices of at most 6 decimals",
-                x402.network
-            )
-        })?;
+        let asset = if x402.asset.address.is_empty() {
+            swapd_x402::Asset::usdc(&x402.network).with_context(|| {
+                format!(
+                    "x402.network = {}: swapd knows USDC on eip155:8453, eip155:84532, eip155:1, \
+                     eip155:42161 and eip155:137; for another network or token set x402.asset",
+                    x402.network
+                )
+            })?
+        } else {
+            swapd_x402::Asset {
+                address: x402.asset.address.clone(),
+                name: x402.asset.name.clone(),
+                version: x402.asset.version.clone(),
+                decimals: x402.asset.decimals,
+            }
+        };
+        let pricing = swapd_x402::Pricing::new(&x402.network, &x402.price_usd, &pay_to, asset)
+            .map_err(|problem| anyhow::anyhow!("x402.price_usd: {problem}"))?;
         let facilitator: Arc<dyn swapd_x402::Facilitator> = if x402.facilitator == "http" {
             Arc::new(
                 swapd_x402::HttpFacilitator::new(

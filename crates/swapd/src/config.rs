@@ -144,6 +144,20 @@ pub struct X402Config {
     pub price_usd: String,
     /// Signs execution access tokens. Live: x402 order and onchain routes stay disabled without it.
     pub access_token_secret: String,
+    /// The token payments are made in; an empty address means USDC of `network`.
+    pub asset: X402AssetConfig,
+}
+
+/// An EIP-3009 USD stablecoin on the payment network.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct X402AssetConfig {
+    /// The token contract (0x + 40 hex digits); empty: USDC of `x402.network`.
+    pub address: String,
+    /// Its EIP-712 domain name and version, as the contract signs (USDC on Base: `USD Coin`, `2`).
+    pub name: String,
+    pub version: String,
+    pub decimals: u8,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -192,6 +206,12 @@ impl Default for Config {
                 facilitator_url: String::new(),
                 verify_timeout_ms: 5_000,
                 settle_timeout_ms: 20_000,
+                asset: X402AssetConfig {
+                    address: String::new(),
+                    name: String::new(),
+                    version: String::new(),
+                    decimals: 6,
+                },
                 pay_to: String::new(),
                 network: "eip155:8453".into(),
                 price_usd: "0.05".into(),
@@ -431,6 +451,36 @@ impl Config {
                     "must be from 100 to 30000 milliseconds".into(),
                 ));
             }
+        }
+        let asset = &self.x402.asset;
+        if asset.address.is_empty() {
+            if !asset.name.is_empty() || !asset.version.is_empty() {
+                return Err(setting(
+                    "x402.asset.address",
+                    "set the token's address with its name and version (or none of them, for USDC)"
+                        .into(),
+                ));
+            }
+        } else {
+            let hex = asset.address.strip_prefix("0x").unwrap_or_default();
+            if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(setting(
+                    "x402.asset.address",
+                    "must be a token contract address: 0x and 40 hex digits".into(),
+                ));
+            }
+            if asset.name.is_empty() || asset.version.is_empty() {
+                return Err(setting(
+                    "x402.asset.name",
+                    "a custom token needs its EIP-712 domain `name` and `version` (x402.asset.name, x402.asset.version)".into(),
+                ));
+            }
+        }
+        if asset.decimals > 18 {
+            return Err(setting(
+                "x402.asset.decimals",
+                "must be from 0 to 18".into(),
+            ));
         }
         let node_id_valid = self.node_id.len() <= 64
             && self

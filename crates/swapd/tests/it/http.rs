@@ -517,3 +517,53 @@ async fn the_sdk_typed_business_calls_reach_their_routes() {
     assert_eq!(client.webhooks().await.unwrap().count, 1);
     server.stop().await;
 }
+
+/// `x402.asset`: payments in another token (a testnet's, here) are asked for with its address,
+/// EIP-712 domain and decimals.
+#[tokio::test]
+async fn the_x402_asset_is_configurable() {
+    const TOKEN: &str = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+    let server = Server::start_with(|config| {
+        config.x402.network = "eip155:84532".into();
+        config.x402.asset.address = TOKEN.into();
+        config.x402.asset.name = "Test Dollar".into();
+        config.x402.asset.version = "1".into();
+        config.x402.asset.decimals = 18;
+    })
+    .await;
+    let response = reqwest::get(server.url("/api/x402/currencies"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 402);
+    let required: swapd_x402::wire::PaymentRequired =
+        swapd_x402::wire::decode_header(response.headers()["payment-required"].to_str().unwrap())
+            .unwrap();
+    let accepts = &required.accepts[0];
+    assert_eq!(accepts.network, "eip155:84532");
+    assert_eq!(accepts.asset, TOKEN);
+    assert_eq!(accepts.amount, "50000000000000000", "0.05 in 18 decimals");
+    assert_eq!(accepts.extra["name"], "Test Dollar");
+    assert_eq!(accepts.extra["version"], "1");
+    server.stop().await;
+
+    // For a network whose USDC swapd does not know, it says what to set.
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config {
+        data_dir: dir.path().to_path_buf(),
+        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        ..Config::default()
+    };
+    config.x402.network = "eip155:10".into();
+    let problem = match Runtime::open(config).await {
+        Ok(runtime) => runtime
+            .x402_surface("http://127.0.0.1:1")
+            .await
+            .err()
+            .unwrap(),
+        Err(error) => error,
+    };
+    assert!(
+        format!("{problem:#}").contains("set x402.asset"),
+        "{problem:#}"
+    );
+}
