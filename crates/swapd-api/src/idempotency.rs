@@ -129,8 +129,41 @@ pub async fn idempotent(State(state): State<AppState>, request: Request, next: N
         Started::Unclaimed(request) => next.run(request).await,
         Started::Answer(response) => response,
         Started::Claimed(request, claim) => {
+            let unfinished = ReleaseIfDropped::new(&state, &claim);
             let response = next.run(request).await;
+            unfinished.disarm();
             finish(&state, &claim, response).await
+        }
+    }
+}
+
+/// Releases a claim whose execution never reached its end: it panicked (a bug), or was
+/// dropped (the request timed out, or its client went away). Its transaction never committed,
+/// or committed the idempotency record with it (then the release changes nothing), so a retry
+/// executes afresh or gets the answer.
+pub struct ReleaseIfDropped {
+    armed: Option<(AppState, IdempotencyClaim)>,
+}
+
+impl ReleaseIfDropped {
+    pub fn new(state: &AppState, claim: &IdempotencyClaim) -> Self {
+        Self {
+            armed: Some((state.clone(), claim.clone())),
+        }
+    }
+
+    /// The execution ended: its outcome is stored or released by [`finish`].
+    pub fn disarm(mut self) {
+        self.armed = None;
+    }
+}
+
+impl Drop for ReleaseIfDropped {
+    fn drop(&mut self) {
+        if let Some((state, claim)) = self.armed.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move { release(&state, &claim).await });
         }
     }
 }

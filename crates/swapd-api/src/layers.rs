@@ -111,6 +111,19 @@ pub(crate) async fn require_canonical_path(request: Request, next: Next) -> Resp
 
 /// Rewrites error responses that did not come from [`ApiError`] (axum's 404/405, tower-http's
 /// 413) into the error envelope, keeping their status and headers such as `Allow`.
+/// A handler that panicked (a bug) answers 500 `internal_error` in the envelope; the panic is
+/// logged with its message and counted on `/metrics`.
+pub(crate) fn answer_panic(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let reason = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(%reason, "a request handler panicked");
+    metrics::counter!("http_handler_panics_total").increment(1);
+    ApiError::new(ErrorCode::InternalError, "internal error").into_response()
+}
+
 pub(crate) async fn envelope_framework_errors(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -135,6 +148,10 @@ pub(crate) async fn envelope_framework_errors(request: Request, next: Next) -> R
         StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
             ErrorCode::UnsupportedMediaType,
             "send the body as JSON with `Content-Type: application/json`",
+        ),
+        StatusCode::SERVICE_UNAVAILABLE => ApiError::new(
+            ErrorCode::ServiceUnavailable,
+            "the request took too long and was stopped; retry (with the same Idempotency-Key)",
         ),
         s if s.is_server_error() => ApiError::new(ErrorCode::InternalError, "internal error"),
         _ => ApiError::new(ErrorCode::ValidationFailed, "the request is malformed"),

@@ -57,4 +57,9 @@ pub struct AppState {
     pub node_id: Arc<str>,
     /// Sandbox fault: honour `X-Sandbox-Fault: pause-after-commit` (see [`idempotency`]).
     pub sandbox_fault_header: bool,
+    /// How long a request may run before it is answered 503.
+    pub request_timeout: std::time::Duration,
+    /// The background loops of this process, when it runs the worker (readiness names a loop
+    /// that keeps failing).
+    pub worker_health: swapd_core::health::WorkerHealth,
 }

@@ -42,11 +42,22 @@ pub(crate) async fn healthz() -> Json<Success<Health>> {
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready to serve", body = inline(Success<Readiness>)),
-        (status = 503, description = "The database does not answer (`service_unavailable`)", body = swapd_types::ErrorEnvelope),
+        (status = 503, description = "The database does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it)", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn readyz(
     State(state): State<AppState>,
 ) -> Result<Json<Success<Readiness>>, ApiError> {
+    let failing = state.worker_health.failing();
+    if !failing.is_empty() {
+        let loops: Vec<String> = failing
+            .iter()
+            .map(|(name, failures)| format!("{name} ({failures} failed passes in a row)"))
+            .collect();
+        return Err(ApiError::new(
+            ErrorCode::ServiceUnavailable,
+            format!("background loops keep failing: {}", loops.join(", ")),
+        ));
+    }
     match tokio::time::timeout(READINESS_TIMEOUT, state.store.ping()).await {
         Ok(Ok(())) => Ok(Json(Success::new(Readiness {
             status: "ready",

@@ -3,12 +3,14 @@ use axum::http::HeaderName;
 use axum::middleware;
 use axum::routing::get;
 use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::layers::{
-    MakeReqId, envelope_framework_errors, keep_sane_request_id, record_metrics,
+    MakeReqId, answer_panic, envelope_framework_errors, keep_sane_request_id, record_metrics,
     require_canonical_path,
 };
 use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
@@ -25,6 +27,7 @@ pub fn router(state: AppState) -> Router {
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     // Install the recorder before the first request, so nothing recorded is lost.
     crate::layers::prometheus();
+    let request_timeout = state.request_timeout;
     let business = Router::new().route("/openapi.json", get(openapi::business_openapi));
     let x402 = Router::new().route("/openapi.json", get(openapi::x402_openapi));
 
@@ -66,6 +69,11 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                 ))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(middleware::from_fn(envelope_framework_errors))
+                .layer(CatchPanicLayer::custom(answer_panic))
+                .layer(TimeoutLayer::with_status_code(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    request_timeout,
+                ))
                 .layer(middleware::from_fn(require_canonical_path))
                 .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES)),
         )

@@ -17,6 +17,7 @@ pub use market_intel::JobRunner;
 pub use orders::OrderEngine;
 pub use webhooks::{DispatchLimits, WebhookDispatcher};
 
+use swapd_core::health::WorkerHealth;
 use swapd_core::{Clock, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +33,7 @@ pub struct Worker {
     executions: Option<ExecutionTracker>,
     webhooks: Option<(WebhookDispatcher, Duration)>,
     jobs: Option<(JobRunner, Duration)>,
+    health: WorkerHealth,
 }
 
 impl Worker {
@@ -45,7 +47,14 @@ impl Worker {
             executions: None,
             webhooks: None,
             jobs: None,
+            health: WorkerHealth::default(),
         }
+    }
+
+    /// Reports each loop's passes to `health` (read by readiness).
+    pub fn with_health(mut self, health: WorkerHealth) -> Self {
+        self.health = health;
+        self
     }
 
     /// Also sends status e-mails, on the order engine's pass.
@@ -83,54 +92,64 @@ impl Worker {
         self
     }
 
-    /// Runs every job until `shutdown` is cancelled. Webhook deliveries and market-intel jobs
-    /// run in loops of their own, so a slow receiver or a long analysis never holds up the
-    /// order lifecycle.
+    /// Runs every loop until `shutdown` is cancelled. Each loop is its own supervised task: a
+    /// slow receiver, a long analysis or a failing pass in one never holds up another.
     pub async fn run(self, shutdown: CancellationToken) {
-        let webhooks = async {
-            if let Some((dispatcher, interval)) = &self.webhooks {
-                repeat("webhooks", *interval, &shutdown, || dispatcher.run_due()).await;
-            }
-        };
-        let intel = async {
-            if let Some((runner, interval)) = &self.jobs {
-                repeat("market_intel", *interval, &shutdown, || runner.run_due()).await;
-            }
-        };
-        tokio::join!(self.run_jobs(shutdown.clone()), webhooks, intel);
-    }
-
-    async fn run_jobs(&self, shutdown: CancellationToken) {
         tracing::info!("worker started");
-        let mut tick = tokio::time::interval(self.janitor_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let order_interval = self
             .orders
             .as_ref()
-            .map_or(Duration::from_secs(3600), |engine| {
+            .map_or(Duration::from_secs(1), |engine| {
                 Duration::from_millis(engine.rules().poll_interval_ms.max(10) as u64)
             });
-        let mut order_tick = tokio::time::interval(order_interval);
-        order_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => break,
-                _ = tick.tick() => supervised("janitor", self.sweep_expired()).await,
-
-                _ = order_tick.tick(), if self.orders.is_some() || self.notifier.is_some() || self.executions.is_some() => {
-                    if let Some(engine) = &self.orders {
-                        supervised("orders", engine.run_due()).await;
-                    }
-                    if let Some(tracker) = &self.executions {
-                        supervised("executions", tracker.run_due()).await;
-                    }
-                    if let Some(notifier) = &self.notifier {
-                        supervised("notifier", notifier.run_pending()).await;
-                    }
+        let each = |name, interval| Loop {
+            name,
+            interval,
+            shutdown: &shutdown,
+            health: &self.health,
+        };
+        tokio::join!(
+            async {
+                each("janitor", self.janitor_interval)
+                    .repeat(|| self.sweep_expired())
+                    .await;
+            },
+            async {
+                if let Some(engine) = &self.orders {
+                    each("orders", order_interval)
+                        .repeat(|| engine.run_due())
+                        .await;
                 }
-            }
-        }
+            },
+            async {
+                if let Some(tracker) = &self.executions {
+                    each("executions", order_interval)
+                        .repeat(|| tracker.run_due())
+                        .await;
+                }
+            },
+            async {
+                if let Some(notifier) = &self.notifier {
+                    each("notifier", order_interval)
+                        .repeat(|| notifier.run_pending())
+                        .await;
+                }
+            },
+            async {
+                if let Some((dispatcher, interval)) = &self.webhooks {
+                    each("webhooks", *interval)
+                        .repeat(|| dispatcher.run_due())
+                        .await;
+                }
+            },
+            async {
+                if let Some((runner, interval)) = &self.jobs {
+                    each("market_intel", *interval)
+                        .repeat(|| runner.run_due())
+                        .await;
+                }
+            },
+        );
         tracing::info!("worker stopped");
     }
 
@@ -145,46 +164,74 @@ impl Worker {
     }
 }
 
-/// Runs `pass` every `interval` until `shutdown` is cancelled; a pass in progress finishes.
-async fn repeat<F, Fut>(
+/// The longest a failing loop waits before trying again.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// One background loop.
+struct Loop<'a> {
     name: &'static str,
     interval: Duration,
-    shutdown: &CancellationToken,
-    pass: F,
-) where
-    F: Fn() -> Fut,
-    Fut: std::future::Future,
-{
-    let mut tick = tokio::time::interval(interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            _ = tick.tick() => supervised(name, pass()).await,
+    shutdown: &'a CancellationToken,
+    health: &'a WorkerHealth,
+}
+
+impl Loop<'_> {
+    /// Runs `pass` now and then `interval` after each pass until `shutdown` is cancelled (a
+    /// pass in progress finishes). After a pass that panicked it waits twice as long each time
+    /// (at most a minute), and reports to health how many failed in a row.
+    async fn repeat<F, Fut>(&self, pass: F)
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future,
+    {
+        let mut wait = Duration::ZERO;
+        loop {
+            tokio::select! {
+                () = self.shutdown.cancelled() => break,
+                () = tokio::time::sleep(wait) => {}
+            }
+            wait = if supervised(self.name, pass()).await {
+                self.health.passed(self.name);
+                self.interval
+            } else {
+                let failures = self.health.failed(self.name);
+                backoff(self.interval, failures)
+            };
         }
     }
+}
+
+/// The wait after `failures` failed passes in a row: the interval doubled for each, at most
+/// [`MAX_BACKOFF`] (never less than the interval).
+fn backoff(interval: Duration, failures: u32) -> Duration {
+    interval
+        .saturating_mul(2u32.saturating_pow(failures.min(16)))
+        .min(MAX_BACKOFF)
+        .max(interval)
 }
 
 /// The count of passes that panicked, by loop, on `/metrics`.
 pub const PASS_PANICS: &str = "worker_pass_panics_total";
 
 /// Runs one pass of the loop `name` so that a panic in it (a bug) is logged and counted instead
-/// of stopping every loop of the worker; the loop runs the pass again on its next tick.
-async fn supervised<T>(name: &'static str, pass: impl std::future::Future<Output = T>) {
+/// of stopping every loop of the worker. `false` when it panicked.
+async fn supervised<T>(name: &'static str, pass: impl std::future::Future<Output = T>) -> bool {
     use futures_util::FutureExt;
-    if let Err(panic) = std::panic::AssertUnwindSafe(pass).catch_unwind().await {
-        let reason = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        tracing::error!(
-            worker_loop = name,
-            %reason,
-            "a worker pass panicked; the loop runs it again on its next tick"
-        );
-        metrics::counter!(PASS_PANICS, "loop" => name).increment(1);
-    }
+    let Err(panic) = std::panic::AssertUnwindSafe(pass).catch_unwind().await else {
+        return true;
+    };
+    let reason = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(
+        worker_loop = name,
+        %reason,
+        "a worker pass panicked; the loop runs it again after a backoff"
+    );
+    metrics::counter!(PASS_PANICS, "loop" => name).increment(1);
+    false
 }
 
 #[cfg(test)]
@@ -194,17 +241,44 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn a_pass_that_panics_is_run_again_on_the_next_tick() {
+    async fn a_pass_that_panics_is_run_again_after_a_growing_backoff_and_reported() {
         let passes = AtomicUsize::new(0);
+        let started = tokio::time::Instant::now();
+        let times = std::sync::Mutex::new(Vec::new());
         let shutdown = CancellationToken::new();
-        repeat("test", Duration::from_secs(1), &shutdown, || async {
+        let health = WorkerHealth::default();
+        let each = Loop {
+            name: "test",
+            interval: Duration::from_secs(1),
+            shutdown: &shutdown,
+            health: &health,
+        };
+        each.repeat(|| async {
             let pass = passes.fetch_add(1, Ordering::SeqCst) + 1;
-            if pass == 3 {
-                shutdown.cancel();
+            times.lock().unwrap().push(started.elapsed().as_secs());
+            match pass {
+                1..=4 => panic!("pass {pass} fails"),
+                5 => assert_eq!(health.failing(), vec![("test", 4)]),
+                _ => shutdown.cancel(),
             }
-            panic!("pass {pass} fails");
         })
         .await;
-        assert_eq!(passes.load(Ordering::SeqCst), 3);
+        assert_eq!(passes.load(Ordering::SeqCst), 6);
+        // Now, then 2, 4, 8 and 16 s after each failure, then the interval again.
+        assert_eq!(*times.lock().unwrap(), vec![0, 2, 6, 14, 30, 31]);
+        assert!(health.failing().is_empty(), "a pass succeeded");
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_a_minute() {
+        let second = Duration::from_secs(1);
+        assert_eq!(backoff(second, 1), 2 * second);
+        assert_eq!(backoff(second, 5), 32 * second);
+        assert_eq!(backoff(second, 6), MAX_BACKOFF);
+        assert_eq!(backoff(second, u32::MAX), MAX_BACKOFF);
+        assert_eq!(
+            backoff(Duration::from_secs(120), 1),
+            Duration::from_secs(120)
+        );
     }
 }

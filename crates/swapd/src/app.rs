@@ -132,6 +132,7 @@ struct Api {
 impl App {
     pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<App> {
         let (market, _faults) = runtime.market();
+        let health = swapd_core::health::WorkerHealth::default();
         let worker = if roles.worker {
             let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
             Some(
@@ -143,13 +144,16 @@ impl App {
                         parts.dispatcher,
                         Duration::from_millis(runtime.config.webhooks.poll_interval_ms),
                     )
-                    .with_jobs(parts.jobs, Duration::from_millis(500)),
+                    .with_jobs(parts.jobs, Duration::from_millis(500))
+                    .with_health(health.clone()),
             )
         } else {
             None
         };
         let api = if roles.api {
-            Some(Api::prepare(&runtime, market.clone()).await?)
+            let mut api = Api::prepare(&runtime, market.clone()).await?;
+            api.state.worker_health = health;
+            Some(api)
         } else {
             None
         };
@@ -390,6 +394,8 @@ impl Runtime {
             },
             node_id: config.node_id.as_str().into(),
             sandbox_fault_header: config.sandbox_fault_header,
+            request_timeout: Duration::from_millis(config.security.request_timeout_ms),
+            worker_health: Default::default(),
         }
     }
 

@@ -122,6 +122,9 @@ pub struct SecurityConfig {
     /// Failed authentications (401s) per minute per client address; past it the address is
     /// refused (429 `ip_rate_limited`) until it has one to spare. 0 turns the limit off.
     pub ip_auth_failures_per_minute: u32,
+    /// How long a request may run before it is answered 503 `service_unavailable`, in
+    /// milliseconds.
+    pub request_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -200,6 +203,7 @@ impl Default for Config {
                 trusted_proxies: Vec::new(),
                 ip_requests_per_second: swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 ip_auth_failures_per_minute: swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
+                request_timeout_ms: 60_000,
             },
             x402: X402Config {
                 facilitator: "ledger".into(),
@@ -451,6 +455,12 @@ impl Config {
                     "must be from 100 to 30000 milliseconds".into(),
                 ));
             }
+        }
+        if !(1_000..=600_000).contains(&self.security.request_timeout_ms) {
+            return Err(setting(
+                "security.request_timeout_ms",
+                "must be from 1000 to 600000 milliseconds".into(),
+            ));
         }
         let asset = &self.x402.asset;
         if asset.address.is_empty() {

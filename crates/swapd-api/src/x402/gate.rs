@@ -372,7 +372,9 @@ impl<'a> Context<'a> {
                 }
             }
         };
+        let unfinished = purchase.release_if_dropped();
         let response = next.run(request).await;
+        unfinished.disarm();
         let served = swapd_core::idempotency::is_storable(response.status().as_u16());
         let mut response = match &purchase.claim {
             Some(claim) => idempotency::finish(self.state, claim, response).await,
@@ -670,6 +672,19 @@ impl Purchase<'_> {
         }
     }
 
+    /// Until disarmed, releases the purchase and the key when the call never reaches its end
+    /// (it panicked, or was dropped): the call stays owed to the same payment.
+    fn release_if_dropped(&self) -> ReleaseIfDropped {
+        ReleaseIfDropped {
+            armed: Some((
+                self.state.clone(),
+                self.payer.clone(),
+                self.nonce.clone(),
+                self.claim.clone(),
+            )),
+        }
+    }
+
     /// No money moved: the payment may be presented again.
     async fn forget(&self) {
         self.release_key().await;
@@ -681,6 +696,43 @@ impl Purchase<'_> {
         {
             tracing::warn!(%error, "cannot forget a purchase");
         }
+    }
+}
+
+/// See [`Purchase::release_if_dropped`].
+struct ReleaseIfDropped {
+    armed: Option<(
+        AppState,
+        String,
+        String,
+        Option<idempotency::IdempotencyClaim>,
+    )>,
+}
+
+impl ReleaseIfDropped {
+    fn disarm(mut self) {
+        self.armed = None;
+    }
+}
+
+impl Drop for ReleaseIfDropped {
+    fn drop(&mut self) {
+        let Some((state, payer, nonce, claim)) = self.armed.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            Purchase {
+                state: &state,
+                payer,
+                nonce,
+                claim,
+            }
+            .release()
+            .await;
+        });
     }
 }
 

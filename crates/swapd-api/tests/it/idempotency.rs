@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::support::{Resp, TestServer};
+use crate::support::{Options, Resp, Signed, TestServer};
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::OrdersCreate;
 
@@ -293,8 +293,10 @@ async fn a_response_lost_after_commit_is_replayed() {
     assert_eq!(executions(&server), 1);
 }
 
+/// A handler that panics (a bug) answers 500 in the envelope, and its key is free at once: the
+/// retry executes (what died committed nothing).
 #[tokio::test]
-async fn an_execution_that_dies_holding_the_key_is_taken_over_after_its_lease() {
+async fn a_handler_that_panics_answers_the_envelope_and_frees_its_key() {
     // 52.
     let server = TestServer::start().await;
     let key = server.key(&[OrdersCreate]).await;
@@ -302,23 +304,52 @@ async fn an_execution_that_dies_holding_the_key_is_taken_over_after_its_lease() 
         s.sign(&key, "POST", "/api/v3/test/crash", "", b"{}")
             .set("Idempotency-Key", "crash-key-001")
     };
+    let died = server.send(&request(&server)).await;
+    died.expect(500, "internal_error");
+    assert!(died.header("x-request-id").is_some());
     assert_eq!(
-        server.try_send(&request(&server)).await,
-        None,
-        "the handler died with the connection"
+        died.body["error"]["message"], "internal error",
+        "nothing of the panic leaks"
     );
-    let resp = server.send(&request(&server)).await;
-    resp.expect(409, "idempotency_key_in_use");
-    assert!(
-        resp.header("retry-after")
-            .and_then(|v| v.parse::<u64>().ok())
-            .is_some_and(|s| (1..=60).contains(&s))
-    );
-    server.clock.advance_ms(60_000);
-    let resp = server.send(&request(&server)).await;
+    let resp = eventually(&server, &request).await;
     resp.expect(201, "");
     assert_eq!(resp.body["data"]["call"], 2);
     server.send(&request(&server)).await.expect(200, "");
+}
+
+/// A request that outlives `security.request_timeout_ms` answers 503 in the envelope, and its
+/// key is free again for the retry.
+#[tokio::test]
+async fn a_request_that_runs_too_long_answers_503_and_frees_its_key() {
+    let server = TestServer::start_with(Options {
+        request_timeout_ms: 300,
+        ..Options::default()
+    })
+    .await;
+    let key = server.key(&[OrdersCreate]).await;
+    let request = |s: &TestServer| {
+        s.sign(&key, "POST", "/api/v3/test/slow", "", b"{}")
+            .set("Idempotency-Key", "slow-key-0001")
+    };
+    let stopped = server.send(&request(&server)).await;
+    stopped.expect(503, "service_unavailable");
+    assert!(stopped.header("x-request-id").is_some());
+    let resp = eventually(&server, &request).await;
+    resp.expect(201, "");
+    assert_eq!(resp.body["data"]["call"], 2);
+}
+
+/// Sends `request` until it is not refused as in flight (the release of a dropped execution
+/// runs in the background).
+async fn eventually(server: &TestServer, request: &impl Fn(&TestServer) -> Signed) -> Resp {
+    for _ in 0..100 {
+        let resp = server.send(&request(server)).await;
+        if resp.status != 409 {
+            return resp;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the key stayed in flight");
 }
 
 #[tokio::test]

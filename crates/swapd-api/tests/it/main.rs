@@ -10,6 +10,7 @@ mod lifecycle;
 mod market;
 mod market_intel;
 mod onchain;
+mod ops;
 mod orders;
 mod rate_limits;
 mod webhooks;

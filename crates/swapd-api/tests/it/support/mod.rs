@@ -34,6 +34,7 @@ pub struct Counters {
     pub echo: AtomicUsize,
     pub flaky: AtomicUsize,
     pub crash: AtomicUsize,
+    pub slow: AtomicUsize,
     pub costly: AtomicUsize,
 }
 
@@ -79,8 +80,22 @@ async fn crash(
 ) -> (axum::http::StatusCode, Json<Success<Value>>) {
     let call = counters.crash.fetch_add(1, Ordering::SeqCst) + 1;
     if call == 1 {
-        // Dies holding the idempotency lease, as a killed process would.
-        panic!("failpoint: the process dies mid-execution");
+        // A bug.
+        panic!("failpoint: the handler panics mid-execution");
+    }
+    (
+        axum::http::StatusCode::CREATED,
+        Json(Success::new(json!({"call": call}))),
+    )
+}
+
+async fn slow(
+    Extension(counters): Extension<Arc<Counters>>,
+) -> (axum::http::StatusCode, Json<Success<Value>>) {
+    let call = counters.slow.fetch_add(1, Ordering::SeqCst) + 1;
+    if call == 1 {
+        // Longer than any test's request timeout.
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
     }
     (
         axum::http::StatusCode::CREATED,
@@ -154,6 +169,8 @@ pub struct Options {
     /// Requests per second and failed authentications per minute per client address (the
     /// production defaults unless a test changes them).
     pub ip_limits: (u32, u32),
+    /// `security.request_timeout_ms`.
+    pub request_timeout_ms: u64,
 }
 
 /// Where x402 test payments go.
@@ -177,6 +194,7 @@ impl Default for Options {
             facilitator: None,
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
+            request_timeout_ms: 60_000,
             ip_limits: (
                 swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
@@ -319,6 +337,7 @@ impl TestServer {
         ) = options.order_lifetime_secs;
         config.webhooks.timeout_ms = WEBHOOK_TIMEOUT.as_millis() as u64;
         config.security.trusted_proxies = options.trusted_proxies;
+        config.security.request_timeout_ms = options.request_timeout_ms;
         (
             config.security.ip_requests_per_second,
             config.security.ip_auth_failures_per_minute,
@@ -400,6 +419,13 @@ impl TestServer {
                 Method::POST,
                 "/api/v3/test/crash",
                 crash,
+                Permission::OrdersCreate,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/slow",
+                slow,
                 Permission::OrdersCreate,
                 1,
             )
