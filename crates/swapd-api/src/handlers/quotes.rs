@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use swapd_core::amount::Amount;
 use swapd_core::ids;
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::routes::{self, Candidate};
@@ -124,17 +125,32 @@ pub(crate) async fn best_offchain_quote(
     let best = candidates
         .iter()
         .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q.clone())));
-    best.ok_or_else(|| no_quote(&candidates, request.from, request.to))
+    let (provider, mut quote) =
+        best.ok_or_else(|| no_quote(&candidates, request.from, request.to))?;
+    // The limits shown are the ones enforced: an amount any provider quotes is accepted.
+    if let Some((min, max)) = accepted_range(&candidates) {
+        (quote.min, quote.max) = (min, max);
+    }
+    Ok((provider, quote))
+}
+
+/// The amounts a request of this type is accepted for: the lowest minimum and the highest
+/// maximum of the providers that quote the pair (with a quote, or with their range).
+fn accepted_range(candidates: &[Candidate]) -> Option<(Amount, Amount)> {
+    candidates
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Ok(quote) => Some((quote.min, quote.max)),
+            Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
+            Err(_) => None,
+        })
+        .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
 }
 
 /// Why no provider could quote: out of range (with the widest limits) over unsupported over
 /// unavailable.
 fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
-    let ranges = candidates.iter().filter_map(|c| match &c.outcome {
-        Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
-        _ => None,
-    });
-    if let Some((min, max)) = ranges.reduce(|(a, b), (c, d)| (a.min(c), b.max(d))) {
+    if let Some((min, max)) = accepted_range(candidates) {
         return ApiError::new(
             ErrorCode::AmountOutOfRange,
             format!("amount must be between {min} and {max} {}", from.code),

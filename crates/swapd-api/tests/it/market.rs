@@ -1010,3 +1010,54 @@ async fn resolve_refuses_foreign_onchain_expired_and_unknown_routes() {
     .await
     .expect(403, "permission_denied");
 }
+
+/// The `min` and `max` a quote shows are the amounts the same request accepts: the maximum is
+/// quoted, and a satoshi more is refused naming the same limits.
+#[tokio::test]
+async fn the_limits_a_quote_shows_are_the_limits_enforced() {
+    let server = TestServer::start().await;
+    let key = server.key(&[PricesRead]).await;
+    for rate_type in ["fixed", "float"] {
+        let quote = |amount: String| {
+            let (server, key) = (&server, &key);
+            async move {
+                post(
+                    server,
+                    key,
+                    "/api/v3/quotes",
+                    &json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": amount, "type": rate_type}),
+                )
+                .await
+            }
+        };
+        let shown = quote("0.05".into()).await;
+        let (min, max) = (
+            text(&data(&shown)["min"]).to_owned(),
+            text(&data(&shown)["max"]).to_owned(),
+        );
+        for (limit, outside) in [(&max, satoshis(&max, 1)), (&min, satoshis(&min, -1))] {
+            let at_limit = quote(limit.clone()).await;
+            assert_eq!(
+                at_limit.status, 200,
+                "{rate_type}: {limit}: {}",
+                at_limit.body
+            );
+            let refused = quote(outside).await;
+            refused.expect(422, "amount_out_of_range");
+            assert!(
+                text(&refused.body["error"]["message"])
+                    .contains(&format!("between {min} and {max} BTC")),
+                "{rate_type}: {}",
+                refused.body
+            );
+        }
+    }
+}
+
+/// `amount` (BTC, at most 8 decimals) plus `delta` satoshis, exactly.
+fn satoshis(amount: &str, delta: i128) -> String {
+    let (whole, fraction) = amount.split_once('.').unwrap_or((amount, ""));
+    let units: i128 = format!("{whole}{fraction:0<8}").parse().unwrap();
+    let units = units + delta;
+    format!("{}.{:08}", units / 100_000_000, units % 100_000_000)
+}

@@ -8,7 +8,9 @@ use crate::support::TestServer;
 async fn readiness_names_a_background_loop_that_keeps_failing() {
     let server = TestServer::start().await;
     let readyz = || async {
-        let response = reqwest::get(format!("{}/readyz", server.base)).await.unwrap();
+        let response = reqwest::get(format!("{}/readyz", server.base))
+            .await
+            .unwrap();
         let status = response.status().as_u16();
         (status, response.json::<serde_json::Value>().await.unwrap())
     };
