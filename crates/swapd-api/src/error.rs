@@ -58,8 +58,18 @@ impl IntoResponse for ApiError {
             },
         };
         let mut response = (status, Json(body)).into_response();
+        let headers = response.headers_mut();
         for (name, value) in self.headers {
-            response.headers_mut().insert(name, value);
+            headers.insert(name, value);
+        }
+        // Every 503 says when to come back: a second, unless the refusal knows better.
+        if status == StatusCode::SERVICE_UNAVAILABLE
+            && !headers.contains_key(axum::http::header::RETRY_AFTER)
+        {
+            headers.insert(
+                axum::http::header::RETRY_AFTER,
+                HeaderValue::from_static("1"),
+            );
         }
         response
     }
@@ -91,7 +101,7 @@ impl From<StoreError> for ApiError {
                 )
                 .with_header(
                     axum::http::header::RETRY_AFTER,
-                    axum::http::HeaderValue::from_static("1"),
+                    HeaderValue::from_static("1"),
                 )
             }
             StoreError::LeaseLost => {
@@ -102,7 +112,7 @@ impl From<StoreError> for ApiError {
                 )
                 .with_header(
                     axum::http::header::RETRY_AFTER,
-                    axum::http::HeaderValue::from_static("1"),
+                    HeaderValue::from_static("1"),
                 )
             }
             StoreError::Conflict(_) | StoreError::Corrupt(_) | StoreError::Database(_) => {

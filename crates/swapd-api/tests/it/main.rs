@@ -4,6 +4,7 @@
 mod support;
 
 mod business_auth;
+mod database_restart;
 mod idempotency;
 mod json_extractor;
 mod lifecycle;

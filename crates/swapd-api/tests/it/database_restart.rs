@@ -1,0 +1,159 @@
+//! PostgreSQL going away under load (its backends terminated, as a restart does: SQLSTATE 57P01
+//! on in-flight queries, refused connections meanwhile): no request answers 500, every refusal
+//! is 503 with `Retry-After`, and every Idempotency-Key of a refused request is free again for
+//! its retry, which creates its order once.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sqlx::Connection;
+use swapd_api::business::guards::Sharing;
+use swapd_types::Permission::{OrdersCreate, OrdersRead};
+
+use crate::support::{Options, TestServer};
+
+const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_restart_under_load_answers_no_500_and_frees_every_key() {
+    let Some(url) = swapd_store::test_support::postgres_url() else {
+        return;
+    };
+    let schema = swapd_store::test_support::PgTestSchema::create(&url).await;
+    let application = format!("swapd_restart_{}", std::process::id());
+    let store = swapd_store::PgStore::open_with(
+        schema.connect_options().application_name(&application),
+        &swapd_store::StoreOptions {
+            acquire_timeout: Duration::from_millis(500),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let server = Arc::new(
+        TestServer::start_with(Options {
+            sharing: Sharing::Database,
+            store: Some(Arc::new(store)),
+            ..Options::default()
+        })
+        .await,
+    );
+    let limits = swapd_core::api_keys::RateLimits {
+        per_minute: 100_000,
+        per_hour: 1_000_000,
+        weight_per_hour: 10_000_000,
+    };
+    let key = Arc::new(
+        server
+            .key_with(&[OrdersCreate, OrdersRead], &[], &[], limits)
+            .await,
+    );
+    let body = serde_json::to_vec(
+        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .unwrap();
+    let create = {
+        let (server, key, body) = (server.clone(), key.clone(), body.clone());
+        move |idempotency_key: String| {
+            let (server, key, body) = (server.clone(), key.clone(), body.clone());
+            async move {
+                let request = server
+                    .sign(&key, "POST", "/api/v3/orders", "", &body)
+                    .set("Idempotency-Key", &idempotency_key);
+                server.send(&request).await
+            }
+        }
+    };
+
+    // The restart: every backend of this server's pool terminated, over and over, for 1.5 s.
+    let killer = {
+        let (url, application) = (url.clone(), application.clone());
+        tokio::spawn(async move {
+            let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let until = Instant::now() + Duration::from_millis(1_500);
+            let mut terminated = 0u64;
+            while Instant::now() < until {
+                terminated += sqlx::query_scalar::<_, i64>(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = $1",
+                )
+                .bind(&application)
+                .fetch_one(&mut admin)
+                .await
+                .unwrap() as u64;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            terminated
+        })
+    };
+    let load: Vec<_> = (0..6)
+        .map(|client| {
+            let create = create.clone();
+            tokio::spawn(async move {
+                let mut sent = Vec::new();
+                let until = Instant::now() + Duration::from_millis(2_500);
+                let mut n = 0;
+                while Instant::now() < until {
+                    n += 1;
+                    let idempotency_key = format!("restart-{client}-{n:05}");
+                    let answer = create(idempotency_key.clone()).await;
+                    sent.push((idempotency_key, answer));
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut sent = Vec::new();
+    for task in load {
+        sent.extend(task.await.unwrap());
+    }
+    let terminated = killer.await.unwrap();
+    assert!(terminated > 0, "the restart terminated backends");
+
+    let mut refused = 0;
+    for (idempotency_key, answer) in &sent {
+        let response = answer;
+        assert!(
+            response.status < 500 || response.status == 503,
+            "{idempotency_key}: {} {}",
+            response.status,
+            response.body
+        );
+        if response.status == 503 {
+            refused += 1;
+            assert!(
+                response.header("retry-after").is_some(),
+                "{idempotency_key}: 503 without Retry-After: {}",
+                response.body
+            );
+        }
+    }
+    assert!(refused > 0, "some requests met the restart");
+
+    // After it, each key answers: the order it created, or creates it now; none stays claimed.
+    for (idempotency_key, answer) in &sent {
+        let first = (answer.status == 201).then(|| answer.body["data"]["orderId"].clone());
+        let mut retry = None;
+        for _ in 0..100 {
+            let response = create(idempotency_key.clone()).await;
+            if response.status != 409 {
+                retry = Some(response);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let retry = retry.unwrap_or_else(|| panic!("{idempotency_key} stayed claimed"));
+        assert!(
+            matches!(retry.status, 200 | 201),
+            "{idempotency_key}: {} {}",
+            retry.status,
+            retry.body
+        );
+        if let Some(order) = first {
+            assert_eq!(retry.status, 200, "{idempotency_key}: a replay");
+            assert_eq!(retry.body["data"]["orderId"], order, "{idempotency_key}");
+        }
+    }
+}
