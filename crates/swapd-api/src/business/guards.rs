@@ -26,6 +26,25 @@ const KEY_CACHE_MAX: usize = 10_000;
 pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 const NONCE_PRUNE_EVERY_MS: i64 = 10_000;
 
+/// How many nonces the single-node set and its unflushed buffer may hold. Past either, signed
+/// requests are refused (503 `auth_unavailable`, fail closed) instead of memory growing: the set
+/// holds every nonce of the last five minutes (4 million: over 13,000 requests/s, about 160 MB),
+/// and the buffer only grows while flushes fail.
+#[derive(Debug, Clone, Copy)]
+pub struct NonceLimits {
+    pub live: usize,
+    pub unflushed: usize,
+}
+
+impl Default for NonceLimits {
+    fn default() -> Self {
+        Self {
+            live: 4_000_000,
+            unflushed: 1_000_000,
+        }
+    }
+}
+
 /// Where nonces and rate-limit state live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sharing {
@@ -51,14 +70,29 @@ pub struct Guards {
     keys: Mutex<HashMap<String, (Arc<CachedKey>, i64)>>,
     origins: Mutex<Option<(Arc<HashSet<String>>, i64)>>,
     nonces: Mutex<LocalNonces>,
+    nonce_limits: NonceLimits,
     rates: Mutex<HashMap<String, RateState>>,
 }
 
 #[derive(Default)]
 struct LocalNonces {
-    seen: HashMap<(String, String), i64>,
+    /// Expiry by a digest of (key id, nonce): 16 bytes a nonce, whatever its length.
+    seen: HashMap<[u8; 16], i64>,
     pending: Vec<NonceRecord>,
     pruned_at_ms: i64,
+}
+
+/// The set's name for a key's nonce.
+fn nonce_digest(key_id: &str, nonce: &str) -> [u8; 16] {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(key_id.as_bytes());
+    hasher.update([0]);
+    hasher.update(nonce.as_bytes());
+    let digest = hasher.finalize();
+    let mut name = [0; 16];
+    name.copy_from_slice(&digest[..16]);
+    name
 }
 
 /// The outcome of presenting a nonce.
@@ -88,7 +122,7 @@ impl Guards {
             for record in store.live_nonces(now_ms).await? {
                 let expires = nonces
                     .seen
-                    .entry((record.key_id, record.nonce))
+                    .entry(nonce_digest(&record.key_id, &record.nonce))
                     .or_default();
                 *expires = (*expires).max(record.expires_at_ms);
             }
@@ -103,8 +137,15 @@ impl Guards {
             keys: Mutex::new(HashMap::new()),
             origins: Mutex::new(None),
             nonces: Mutex::new(nonces),
+            nonce_limits: NonceLimits::default(),
             rates: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Other bounds for the single-node nonce set (tests).
+    pub fn with_nonce_limits(mut self, limits: NonceLimits) -> Self {
+        self.nonce_limits = limits;
+        self
     }
 
     pub fn clock(&self) -> &dyn Clock {
@@ -190,11 +231,23 @@ impl Guards {
             }
             Sharing::Local => {
                 let mut nonces = self.nonces.lock().expect("nonce set");
-                let entry = (key_id.to_owned(), nonce.to_owned());
-                if nonces.seen.get(&entry).is_some_and(|&exp| exp > now) {
+                let name = nonce_digest(key_id, nonce);
+                if nonces.seen.get(&name).is_some_and(|&exp| exp > now) {
                     return Ok(NonceOutcome::Reused);
                 }
-                nonces.seen.insert(entry, expires_at_ms);
+                if nonces.seen.len() >= self.nonce_limits.live {
+                    nonces.seen.retain(|_, exp| *exp > now);
+                    nonces.pruned_at_ms = now;
+                }
+                if nonces.seen.len() >= self.nonce_limits.live
+                    || nonces.pending.len() >= self.nonce_limits.unflushed
+                {
+                    return Err(StoreError::Unavailable(
+                        "the nonce set is full (too many requests, or nonces cannot be written)"
+                            .into(),
+                    ));
+                }
+                nonces.seen.insert(name, expires_at_ms);
                 nonces.pending.push(NonceRecord {
                     key_id: key_id.to_owned(),
                     nonce: nonce.to_owned(),

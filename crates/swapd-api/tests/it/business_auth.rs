@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::support::{Options, Resp, TestServer};
-use swapd_api::business::guards::Sharing;
+use swapd_api::business::guards::{Guards, Sharing};
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
@@ -792,4 +792,53 @@ async fn methods_a_path_lacks_answer_405_with_allow_on_both_surfaces() {
             );
         }
     }
+}
+
+/// The single-node nonce set is bounded: while flushes fail, unflushed nonces stop at their
+/// limit, and the live set at its own (expired ones are dropped first); past either, requests
+/// are refused (fail closed) instead of memory growing.
+#[tokio::test]
+async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
+    use swapd_api::business::guards::{NonceLimits, NonceOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let store = swapd_store::open(
+        &format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        &swapd_store::StoreOptions::default(),
+    )
+    .await
+    .unwrap();
+    store.migrate().await.unwrap();
+    let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
+    let guards = Guards::new(
+        store,
+        clock.clone(),
+        swapd_core::secrets::MasterKey::generate(),
+        Sharing::Local,
+        false,
+    )
+    .await
+    .unwrap()
+    .with_nonce_limits(NonceLimits {
+        live: 3,
+        unflushed: 2,
+    });
+    let claim = |nonce: &'static str| guards.claim_nonce("key_a", nonce);
+    assert_eq!(claim("n-1").await.unwrap(), NonceOutcome::Fresh);
+    assert_eq!(claim("n-2").await.unwrap(), NonceOutcome::Fresh);
+    // Two unflushed: full until a flush writes them.
+    assert!(matches!(
+        claim("n-3").await,
+        Err(swapd_core::StoreError::Unavailable(_))
+    ));
+    guards.flush_nonces().await.unwrap();
+    assert_eq!(claim("n-3").await.unwrap(), NonceOutcome::Fresh);
+    guards.flush_nonces().await.unwrap();
+    // Three live: full until they expire.
+    assert!(matches!(
+        claim("n-4").await,
+        Err(swapd_core::StoreError::Unavailable(_))
+    ));
+    assert_eq!(claim("n-1").await.unwrap(), NonceOutcome::Reused);
+    clock.advance_ms(swapd_core::signing::NONCE_TTL_SECS * 1000 + 1);
+    assert_eq!(claim("n-4").await.unwrap(), NonceOutcome::Fresh);
 }
