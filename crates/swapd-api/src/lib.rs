@@ -62,4 +62,6 @@ pub struct AppState {
     /// The background loops of this process, when it runs the worker (readiness names a loop
     /// that keeps failing).
     pub worker_health: swapd_core::health::WorkerHealth,
+    /// Replays one webhook subscription may ask for per minute.
+    pub replays_per_minute: u32,
 }

@@ -432,6 +432,41 @@ macro_rules! impl_webhooks {
                 }
                 Ok(deliveries)
             }
+
+            async fn purge_event_history(
+                &self,
+                before_ms: i64,
+                limit: u32,
+            ) -> Result<u64, StoreError> {
+                const OLDEST: &str = "SELECT id FROM order_events WHERE created_at < $1 \
+                                      ORDER BY created_at, id LIMIT $2";
+                let mut tx = self.write_tx().await?;
+                for statement in [
+                    format!(
+                        "DELETE FROM webhook_attempts WHERE delivery_id IN \
+                         (SELECT id FROM webhook_deliveries WHERE event_id IN ({OLDEST}))"
+                    ),
+                    format!("DELETE FROM webhook_deliveries WHERE event_id IN ({OLDEST})"),
+                ] {
+                    sqlx::query(sqlx::AssertSqlSafe(statement))
+                        .bind(before_ms)
+                        .bind(i64::from(limit))
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(map_sqlx_error)?;
+                }
+                let events = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DELETE FROM order_events WHERE id IN ({OLDEST})"
+                )))
+                .bind(before_ms)
+                .bind(i64::from(limit))
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?
+                .rows_affected();
+                tx.commit().await.map_err(map_sqlx_error)?;
+                Ok(events)
+            }
         }
     };
 }

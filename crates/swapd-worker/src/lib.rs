@@ -34,6 +34,7 @@ pub struct Worker {
     webhooks: Option<(WebhookDispatcher, Duration)>,
     jobs: Option<(JobRunner, Duration)>,
     health: WorkerHealth,
+    event_retention: Option<Duration>,
 }
 
 impl Worker {
@@ -48,7 +49,14 @@ impl Worker {
             webhooks: None,
             jobs: None,
             health: WorkerHealth::default(),
+            event_retention: None,
         }
+    }
+
+    /// The janitor also purges events older than `retention`, with their deliveries.
+    pub fn with_event_retention(mut self, retention: Duration) -> Self {
+        self.event_retention = Some(retention);
+        self
     }
 
     /// Reports each loop's passes to `health` (read by readiness).
@@ -153,16 +161,36 @@ impl Worker {
         tracing::info!("worker stopped");
     }
 
-    /// One janitor pass: deletes rows whose lifetime has ended. A failure is logged and retried
+    /// One janitor pass: deletes rows whose lifetime has ended, and events past their
+    /// retention (in batches, at most [`PURGE_BATCHES`] a pass). A failure is logged and retried
     /// on the next tick; nothing depends on the sweep happening on time.
     pub async fn sweep_expired(&self) {
-        match self.store.purge_expired(self.clock.now_ms()).await {
+        let now_ms = self.clock.now_ms();
+        match self.store.purge_expired(now_ms).await {
             Ok(0) => {}
             Ok(purged) => tracing::debug!(purged, "janitor swept expired rows"),
             Err(error) => tracing::warn!(%error, "janitor sweep failed; retrying next tick"),
         }
+        let Some(retention) = self.event_retention else {
+            return;
+        };
+        let before_ms = now_ms - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        for _ in 0..PURGE_BATCHES {
+            match self.store.purge_event_history(before_ms, PURGE_BATCH).await {
+                Ok(purged) if purged < u64::from(PURGE_BATCH) => break,
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "purging old events failed; retrying next tick");
+                    break;
+                }
+            }
+        }
     }
 }
+
+/// Events purged per transaction, and transactions per janitor pass.
+const PURGE_BATCH: u32 = 1_000;
+const PURGE_BATCHES: u32 = 20;
 
 /// The longest a failing loop waits before trying again.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);

@@ -145,6 +145,9 @@ impl App {
                         Duration::from_millis(runtime.config.webhooks.poll_interval_ms),
                     )
                     .with_jobs(parts.jobs, Duration::from_millis(500))
+                    .with_event_retention(Duration::from_secs(
+                        u64::from(runtime.config.webhooks.retention_days) * 86_400,
+                    ))
                     .with_health(health.clone()),
             )
         } else {
@@ -396,6 +399,7 @@ impl Runtime {
             sandbox_fault_header: config.sandbox_fault_header,
             request_timeout: Duration::from_millis(config.security.request_timeout_ms),
             worker_health: Default::default(),
+            replays_per_minute: config.webhooks.replays_per_minute,
         }
     }
 

@@ -60,6 +60,10 @@ pub struct WebhooksConfig {
     /// Deliveries claimed per pass, and sent at once.
     pub batch: u32,
     pub concurrency: usize,
+    /// How long events (and their deliveries) are kept for replay and the delivery log, in days.
+    pub retention_days: u32,
+    /// Replays one subscription may ask for per minute.
+    pub replays_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -245,6 +249,8 @@ impl Default for Config {
                 timeout_ms: swapd_core::webhooks::DELIVERY_TIMEOUT_MS,
                 batch: 64,
                 concurrency: 16,
+                retention_days: 30,
+                replays_per_minute: 10,
             },
         }
     }
@@ -455,6 +461,18 @@ impl Config {
                     "must be from 100 to 30000 milliseconds".into(),
                 ));
             }
+        }
+        if !(1..=3650).contains(&self.webhooks.retention_days) {
+            return Err(setting(
+                "webhooks.retention_days",
+                "must be from 1 to 3650 days".into(),
+            ));
+        }
+        if !(1..=10_000).contains(&self.webhooks.replays_per_minute) {
+            return Err(setting(
+                "webhooks.replays_per_minute",
+                "must be from 1 to 10000".into(),
+            ));
         }
         if !(1_000..=600_000).contains(&self.security.request_timeout_ms) {
             return Err(setting(

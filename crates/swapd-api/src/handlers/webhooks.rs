@@ -256,6 +256,7 @@ async fn change<T: serde::Serialize>(
         (status = 202, description = "What was queued", body = inline(Success<ReplayQueued>)),
         (status = 400, description = "`validation_failed`", body = swapd_types::ErrorEnvelope),
         (status = 404, description = "`webhook_not_found`, `event_not_found`", body = swapd_types::ErrorEnvelope),
+        (status = 429, description = "`rate_limit_exceeded`: at most `webhooks.replays_per_minute` (10) replays a minute per subscription; `Retry-After` says when", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn replay(
     State(state): State<AppState>,
@@ -297,6 +298,29 @@ pub(crate) async fn replay(
         return Err(invalid(
             "webhookId",
             "the subscription is disabled; enable it (PATCH status: active) to replay",
+        ));
+    }
+    let window = state
+        .store
+        .consume_window(
+            &format!("replay|{}", subscription.id),
+            60_000,
+            state.replays_per_minute,
+            now_ms,
+        )
+        .await?;
+    if !window.allowed {
+        let retry_after = ((window.resets_at_ms - now_ms).max(0) + 999) / 1000;
+        return Err(ApiError::new(
+            ErrorCode::RateLimitExceeded,
+            format!(
+                "at most {} replays per minute for one subscription; retry in {retry_after} s",
+                state.replays_per_minute
+            ),
+        )
+        .with_header(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(retry_after),
         ));
     }
     let events = state

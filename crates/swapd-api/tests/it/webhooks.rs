@@ -1362,3 +1362,33 @@ async fn no_webhook_secret_rests_in_clear_and_replays_still_answer_it() {
     }
     assert!(!stored.contains("whsec_"));
 }
+
+/// Replays are limited per subscription (`webhooks.replays_per_minute`, 10): the eleventh in a
+/// minute is refused with `Retry-After`, queues nothing, and the next minute admits again.
+#[tokio::test]
+async fn replays_are_rate_limited_per_subscription() {
+    let server = server().await;
+    let key = key(&server).await;
+    let receiver = Receiver::start().await;
+    let (id, _) = subscribe(&server, &key, &receiver.url, &["order.created"]).await;
+    let (other, _) = subscribe(&server, &key, &receiver.url, &["order.created"]).await;
+    let started = server.now_secs();
+    order(&server, &key).await;
+    let replay = |subscription: &str| {
+        let path = format!("/api/v3/webhooks/{subscription}/replay");
+        let (server, key) = (&server, &key);
+        async move { post_json(server, key, &path, &json!({"since": started - 1})).await }
+    };
+    for _ in 0..10 {
+        data(&replay(&id).await, 202);
+    }
+    let refused = replay(&id).await;
+    refused.expect(429, "rate_limit_exceeded");
+    let wait: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    // Another subscription has its own budget.
+    data(&replay(&other).await, 202);
+    server.clock.advance_ms(60_000);
+    data(&replay(&id).await, 202);
+    server.stop().await;
+}

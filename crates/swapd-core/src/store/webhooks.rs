@@ -76,4 +76,8 @@ pub trait WebhookStore: Send + Sync + 'static {
         owner: &str,
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError>;
+
+    /// Deletes up to `limit` of the oldest events created before `before_ms`, with their
+    /// deliveries and attempts, in one transaction. Returns how many events went.
+    async fn purge_event_history(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError>;
 }
