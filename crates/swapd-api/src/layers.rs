@@ -95,6 +95,40 @@ pub(crate) async fn record_metrics(request: Request, next: Next) -> Response {
     response
 }
 
+/// The longest request target (path and query) and the most header bytes a request may carry.
+/// Past these swapd answers itself, in the envelope with a request id; the HTTP server's own
+/// harder limits (100 headers, a head of about 400 KiB) answer bare.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Refuses a request target or headers larger than [`MAX_URI_BYTES`] or [`MAX_HEADER_BYTES`].
+pub(crate) async fn limit_request_head(request: Request, next: Next) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |target| target.as_str().len());
+    if target > MAX_URI_BYTES {
+        return ApiError::new(
+            ErrorCode::UriTooLong,
+            format!("the request target is longer than {MAX_URI_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    let headers: usize = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if headers > MAX_HEADER_BYTES {
+        return ApiError::new(
+            ErrorCode::HeadersTooLarge,
+            format!("the request headers are larger than {MAX_HEADER_BYTES} bytes"),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
 /// Refuses any request whose path is not in the one canonical form that is signed and routed
 /// (`swapd_types::signing::is_canonical_path`), before routing can interpret it.
 pub(crate) async fn require_canonical_path(request: Request, next: Next) -> Response {

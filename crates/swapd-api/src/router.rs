@@ -10,8 +10,8 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::layers::{
-    MakeReqId, answer_panic, envelope_framework_errors, keep_sane_request_id, record_metrics,
-    require_canonical_path,
+    MakeReqId, answer_panic, envelope_framework_errors, keep_sane_request_id, limit_request_head,
+    record_metrics, require_canonical_path,
 };
 use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
 
@@ -74,6 +74,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                     axum::http::StatusCode::SERVICE_UNAVAILABLE,
                     request_timeout,
                 ))
+                .layer(middleware::from_fn(limit_request_head))
                 .layer(middleware::from_fn(require_canonical_path))
                 .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES)),
         )

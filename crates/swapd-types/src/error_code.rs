@@ -105,6 +105,7 @@ error_codes! {
     CreateTokenExpired => "create_token_expired", 410;
     PlanExpired => "plan_expired", 410;
     PayloadTooLarge => "payload_too_large", 413;
+    UriTooLong => "uri_too_long", 414;
     UnsupportedMediaType => "unsupported_media_type", 415;
     ContentEncodingUnsupported => "content_encoding_unsupported", 415;
     IdempotencyKeyReused => "idempotency_key_reused", 422;
@@ -119,6 +120,7 @@ error_codes! {
     QuotaExceeded => "quota_exceeded", 429;
     PaidAttemptsExceeded => "paid_attempts_exceeded", 429;
     WalletReadsExceeded => "wallet_reads_exceeded", 429;
+    HeadersTooLarge => "headers_too_large", 431;
     InternalError => "internal_error", 500;
     ProviderError => "provider_error", 502;
     FacilitatorError => "facilitator_error", 502;

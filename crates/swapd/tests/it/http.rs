@@ -202,6 +202,32 @@ async fn framework_errors_use_the_envelope_and_stable_codes() {
         (status, code.as_str()),
         (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
     );
+
+    // A request target or headers past swapd's limits: the envelope, with a request id.
+    let long = format!("/api/v3/currencies?pad={}", "a".repeat(9 * 1024));
+    let response = client.get(server.url(&long)).send().await.unwrap();
+    assert!(response.headers().contains_key("x-request-id"));
+    let (status, code, _) = error_of(response).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::URI_TOO_LONG, "uri_too_long")
+    );
+    let response = client
+        .get(server.url("/api/v3"))
+        .header("x-padding-one", "b".repeat(20 * 1024))
+        .header("x-padding-two", "c".repeat(20 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().contains_key("x-request-id"));
+    let (status, code, _) = error_of(response).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large"
+        )
+    );
     server.stop().await;
 }
 
