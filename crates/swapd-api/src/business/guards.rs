@@ -27,9 +27,10 @@ pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 const NONCE_PRUNE_EVERY_MS: i64 = 10_000;
 
 /// How many nonces the single-node set and its unflushed buffer may hold. Past either, signed
-/// requests are refused (503 `auth_unavailable`, fail closed) instead of memory growing: the set
-/// holds every nonce of the last five minutes (4 million: over 13,000 requests/s, about 160 MB),
-/// and the buffer only grows while flushes fail.
+/// requests are refused (503 `auth_unavailable`, fail closed) instead of memory growing. The set
+/// holds every nonce of the last `NONCE_TTL_SECS` (15 minutes) in 16 bytes each (about 600 MB
+/// for 20 million, a sustained 22,000 requests/s; docs/benchmarks.md); the buffer only grows
+/// while flushes fail.
 #[derive(Debug, Clone, Copy)]
 pub struct NonceLimits {
     pub live: usize,
@@ -39,7 +40,7 @@ pub struct NonceLimits {
 impl Default for NonceLimits {
     fn default() -> Self {
         Self {
-            live: 4_000_000,
+            live: 20_000_000,
             unflushed: 1_000_000,
         }
     }
@@ -76,23 +77,30 @@ pub struct Guards {
 
 #[derive(Default)]
 struct LocalNonces {
-    /// Expiry by a digest of (key id, nonce): 16 bytes a nonce, whatever its length.
-    seen: HashMap<[u8; 16], i64>,
+    /// Expiry (Unix seconds) by a digest of (key id, nonce): 16 bytes a nonce, whatever its
+    /// length.
+    seen: HashMap<[u8; 12], u32>,
     pending: Vec<NonceRecord>,
     pruned_at_ms: i64,
 }
 
-/// The set's name for a key's nonce.
-fn nonce_digest(key_id: &str, nonce: &str) -> [u8; 16] {
+/// The set's name for a key's nonce (96 bits: a chance collision among 20 million is below one
+/// in 10^14, and would only refuse a request).
+fn nonce_digest(key_id: &str, nonce: &str) -> [u8; 12] {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     hasher.update(key_id.as_bytes());
     hasher.update([0]);
     hasher.update(nonce.as_bytes());
     let digest = hasher.finalize();
-    let mut name = [0; 16];
-    name.copy_from_slice(&digest[..16]);
+    let mut name = [0; 12];
+    name.copy_from_slice(&digest[..12]);
     name
+}
+
+/// Unix milliseconds as the set's whole seconds, rounded up (valid until 2106).
+fn set_secs(ms: i64) -> u32 {
+    u32::try_from((ms + 999).div_euclid(1000)).unwrap_or(u32::MAX)
 }
 
 /// The outcome of presenting a nonce.
@@ -124,7 +132,7 @@ impl Guards {
                     .seen
                     .entry(nonce_digest(&record.key_id, &record.nonce))
                     .or_default();
-                *expires = (*expires).max(record.expires_at_ms);
+                *expires = (*expires).max(set_secs(record.expires_at_ms));
             }
         }
         Ok(Self {
@@ -232,11 +240,16 @@ impl Guards {
             Sharing::Local => {
                 let mut nonces = self.nonces.lock().expect("nonce set");
                 let name = nonce_digest(key_id, nonce);
-                if nonces.seen.get(&name).is_some_and(|&exp| exp > now) {
+                let now_secs = now.div_euclid(1000);
+                if nonces
+                    .seen
+                    .get(&name)
+                    .is_some_and(|&exp| i64::from(exp) > now_secs)
+                {
                     return Ok(NonceOutcome::Reused);
                 }
                 if nonces.seen.len() >= self.nonce_limits.live {
-                    nonces.seen.retain(|_, exp| *exp > now);
+                    nonces.seen.retain(|_, exp| i64::from(*exp) > now_secs);
                     nonces.pruned_at_ms = now;
                 }
                 if nonces.seen.len() >= self.nonce_limits.live
@@ -247,7 +260,7 @@ impl Guards {
                             .into(),
                     ));
                 }
-                nonces.seen.insert(name, expires_at_ms);
+                nonces.seen.insert(name, set_secs(expires_at_ms));
                 nonces.pending.push(NonceRecord {
                     key_id: key_id.to_owned(),
                     nonce: nonce.to_owned(),
@@ -264,7 +277,8 @@ impl Guards {
         let batch = {
             let mut nonces = self.nonces.lock().expect("nonce set");
             if now - nonces.pruned_at_ms >= NONCE_PRUNE_EVERY_MS {
-                nonces.seen.retain(|_, exp| *exp > now);
+                let now_secs = now.div_euclid(1000);
+                nonces.seen.retain(|_, exp| i64::from(*exp) > now_secs);
                 nonces.pruned_at_ms = now;
             }
             std::mem::take(&mut nonces.pending)

@@ -839,6 +839,6 @@ async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
         Err(swapd_core::StoreError::Unavailable(_))
     ));
     assert_eq!(claim("n-1").await.unwrap(), NonceOutcome::Reused);
-    clock.advance_ms(swapd_core::signing::NONCE_TTL_SECS * 1000 + 1);
+    clock.advance_ms(swapd_core::signing::NONCE_TTL_SECS * 1000 + 1_000);
     assert_eq!(claim("n-4").await.unwrap(), NonceOutcome::Fresh);
 }

@@ -1,7 +1,8 @@
 //! PostgreSQL going away under load (its backends terminated, as a restart does: SQLSTATE 57P01
 //! on in-flight queries, refused connections meanwhile): no request answers 500, every refusal
-//! is 503 with `Retry-After`, and every Idempotency-Key of a refused request is free again for
-//! its retry, which creates its order once.
+//! is 503 with `Retry-After`, every Idempotency-Key of a refused request is free again for its
+//! retry, which creates its order once, and every order created has its webhook delivery (the
+//! fan-out commits with the order, or not at all).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use sqlx::Connection;
 use swapd_api::business::guards::Sharing;
-use swapd_types::Permission::{OrdersCreate, OrdersRead};
+use swapd_types::Permission::{OrdersCreate, OrdersRead, WebhooksWrite};
 
 use crate::support::{Options, TestServer};
 
@@ -46,9 +47,22 @@ async fn a_postgres_restart_under_load_answers_no_500_and_frees_every_key() {
     };
     let key = Arc::new(
         server
-            .key_with(&[OrdersCreate, OrdersRead], &[], &[], limits)
+            .key_with(&[OrdersCreate, OrdersRead, WebhooksWrite], &[], &[], limits)
             .await,
     );
+    let subscribed = server
+        .call(
+            &key,
+            "POST",
+            "/api/v3/webhooks",
+            "",
+            &serde_json::to_vec(
+                &json!({"url": "http://127.0.0.1:9/hook", "events": ["order.created"]}),
+            )
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(subscribed.status, 201, "{}", subscribed.body);
     let body = serde_json::to_vec(
         &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
     )
@@ -133,6 +147,7 @@ async fn a_postgres_restart_under_load_answers_no_500_and_frees_every_key() {
     assert!(refused > 0, "some requests met the restart");
 
     // After it, each key answers: the order it created, or creates it now; none stays claimed.
+    let mut created = Vec::new();
     for (idempotency_key, answer) in &sent {
         let first = (answer.status == 201).then(|| answer.body["data"]["orderId"].clone());
         let mut retry = None;
@@ -155,5 +170,29 @@ async fn a_postgres_restart_under_load_answers_no_500_and_frees_every_key() {
             assert_eq!(retry.status, 200, "{idempotency_key}: a replay");
             assert_eq!(retry.body["data"]["orderId"], order, "{idempotency_key}");
         }
+        created.push(retry.body["data"]["orderId"].as_str().unwrap().to_owned());
     }
+
+    // Each order has exactly one `order.created` delivery queued.
+    let now_ms = swapd_core::Clock::now_ms(server.clock.as_ref());
+    let queued = server
+        .state
+        .store
+        .claim_deliveries(now_ms + 1, "check", now_ms + 60_000, 100_000)
+        .await
+        .unwrap();
+    let mut delivered: Vec<String> = queued
+        .iter()
+        .map(|delivery| {
+            let event: serde_json::Value = serde_json::from_slice(&delivery.payload).unwrap();
+            assert_eq!(event["type"], "order.created");
+            event["data"]["order"]["orderId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    delivered.sort();
+    created.sort();
+    assert_eq!(delivered, created, "one delivery per order created");
 }
