@@ -28,9 +28,9 @@ pub(crate) fn swapd(cwd: &Path) -> Command {
 }
 
 /// Spawns `command`, forwarding its stderr lines into a channel.
-fn spawn_watched(command: &mut Command) -> (Child, mpsc::Receiver<String>) {
+pub(crate) fn spawn_watched(command: &mut Command) -> (Child, mpsc::Receiver<String>) {
     let mut child = command
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn swapd");
@@ -58,14 +58,10 @@ fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str) {
     panic!("no line containing `{needle}` within 60 s");
 }
 
-/// Starts the API role and returns it with its base URL.
-fn serve_api(dir: &Path) -> (Child, String) {
-    let mut child = swapd(dir)
-        .args(["serve", "--api", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn swapd serve --api");
+/// Starts `swapd serve …` (`command`, listening on port 0), watching its log; returns it with
+/// its base URL once it listens.
+pub(crate) fn serve_watched(command: &mut Command) -> (Child, String, mpsc::Receiver<String>) {
+    let (mut child, log) = spawn_watched(command);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let base = loop {
         let line = lines
@@ -77,6 +73,13 @@ fn serve_api(dir: &Path) -> (Child, String) {
         }
     };
     std::thread::spawn(move || lines.for_each(drop));
+    (child, base, log)
+}
+
+/// Starts the API role and returns it with its base URL.
+fn serve_api(dir: &Path) -> (Child, String) {
+    let (child, base, _log) =
+        serve_watched(swapd(dir).args(["serve", "--api", "--listen", "127.0.0.1:0"]));
     (child, base)
 }
 

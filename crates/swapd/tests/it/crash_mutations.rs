@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use swapd_client::{BusinessClient, Credentials, SignedRequest};
 
-use super::crash::swapd;
+use super::crash::{serve_watched, swapd};
 
 const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
@@ -31,38 +31,15 @@ struct Node {
 
 impl Node {
     fn start(dir: &Path) -> Node {
-        let mut child = swapd(dir)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .env("SWAPD_SANDBOX_FAULT_HEADER", "true")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn swapd serve");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("swapd exited before listening")
-                .unwrap();
-            if let Some(rest) = line.trim().strip_prefix("listening: ") {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        std::thread::spawn(move || lines.for_each(drop));
-        let (send, log) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let (child, base, log) = serve_watched(
+            swapd(dir)
+                .args(["serve", "--listen", "127.0.0.1:0"])
+                .env("SWAPD_SANDBOX_FAULT_HEADER", "true"),
+        );
         Node { child, base, log }
     }
 }
 
-/// A webhook receiver answering 204, keeping the `webhook-id` of every request it got.
 /// Whether a line containing `needle` comes within 60 s.
 fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
