@@ -9,9 +9,11 @@
 //!    proves.
 //! 4. Paid routes: the `PAYMENT-SIGNATURE` is decoded (400 when malformed), matched against our
 //!    own requirements and the request URL, and its payer recovered. A replay of a stored
-//!    Idempotency-Key answers now, without a charge. Then the payment's one execution is
-//!    claimed (`(payer, nonce)`, 409 when already used), verified and settled by the
-//!    facilitator, and only then is the handler run; the answer carries `PAYMENT-RESPONSE`.
+//!    Idempotency-Key answers now, without a charge. Then the payment's purchase
+//!    (`swapd_core::purchases`) says what to do: a new payment is verified and settled; one
+//!    whose settlement's outcome never came back is settled again (at most once on chain); one
+//!    settled whose call failed runs the call without settling; a spent one is refused (409).
+//!    The handler runs only after settlement; the answer carries `PAYMENT-RESPONSE`.
 //!
 //! Without what a route needs, the answer is 402 with `PAYMENT-REQUIRED`: the requirements
 //! for paid routes, and a fresh SIWX challenge for wallet-bound ones.
