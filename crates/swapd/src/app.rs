@@ -351,10 +351,14 @@ impl Runtime {
             swapd_core::Mode::Live => swapd_core::webhooks::UrlPolicy::Live,
             swapd_core::Mode::Sandbox => swapd_core::webhooks::UrlPolicy::Sandbox,
         };
-        swapd_delivery::Sender::new(
+        let sender = swapd_delivery::Sender::new(
             policy,
             Duration::from_millis(self.config.webhooks.timeout_ms),
-        )
+        );
+        match self.config.webhooks.dns_server {
+            Some(server) => sender.with_dns_server(server),
+            None => sender,
+        }
     }
 
     /// The state both HTTP surfaces share.

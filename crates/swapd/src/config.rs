@@ -64,6 +64,9 @@ pub struct WebhooksConfig {
     pub retention_days: u32,
     /// Replays one subscription may ask for per minute.
     pub replays_per_minute: u32,
+    /// A DNS server (`IP:PORT`) that resolves webhook hosts instead of the system's resolver.
+    #[serde(default)]
+    pub dns_server: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -251,6 +254,7 @@ impl Default for Config {
                 concurrency: 16,
                 retention_days: 30,
                 replays_per_minute: 10,
+                dns_server: None,
             },
         }
     }
