@@ -296,11 +296,15 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
 /// Stores the outcome of the claimed execution when it is worth keeping (unless the handler's
 /// own transaction already did), and releases the key otherwise.
 pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Response) -> Response {
-    if claim.pause_after_effect {
+    let committed = response.extensions().get::<Committed>().is_some();
+    // The fault stages a crash after an effect: an execution that failed (a 5xx) has none.
+    if claim.pause_after_effect
+        && (committed || idempotency::is_storable(response.status().as_u16()))
+    {
         tracing::warn!("sandbox fault: paused after a mutation's effect, before its answer");
         std::future::pending::<()>().await;
     }
-    if response.extensions().get::<Committed>().is_some() {
+    if committed {
         return response;
     }
     let status = response.status().as_u16();

