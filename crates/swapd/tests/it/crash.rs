@@ -83,6 +83,28 @@ fn serve_api(dir: &Path) -> (Child, String) {
     (child, base)
 }
 
+/// Issues an API key with `permissions` in `dir` as `swapd keys create --json` does; its JSON.
+pub(crate) fn create_key(dir: &Path, permissions: &str) -> Value {
+    let created = swapd(dir)
+        .args([
+            "keys",
+            "create",
+            "--name",
+            "crash",
+            "--permissions",
+            permissions,
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    serde_json::from_slice(&created.stdout).unwrap()
+}
+
 async fn payouts(dir: &Path, order_id: &str) -> Vec<swapd_core::store::SandboxTransfer> {
     let url = format!("sqlite://{}", dir.join("data/swapd.db").display());
     let store = swapd_store::open(&url, &swapd_store::StoreOptions::default())
@@ -101,24 +123,7 @@ async fn payouts(dir: &Path, order_id: &str) -> Vec<swapd_core::store::SandboxTr
 #[tokio::test]
 async fn a_worker_killed_between_payout_and_commit_pays_once_after_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let created = swapd(dir.path())
-        .args([
-            "keys",
-            "create",
-            "--name",
-            "crash",
-            "--permissions",
-            "orders:create,orders:read",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
-    let key: Value = serde_json::from_slice(&created.stdout).unwrap();
+    let key = create_key(dir.path(), "orders:create,orders:read");
     let (mut api, base) = serve_api(dir.path());
     let client = swapd_client::BusinessClient::new(
         &base,

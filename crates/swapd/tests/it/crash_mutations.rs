@@ -16,7 +16,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use swapd_client::{BusinessClient, Credentials, SignedRequest};
 
-use super::crash::{serve_watched, swapd};
+use super::crash::{create_key, serve_watched, swapd};
 
 const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
@@ -232,20 +232,10 @@ fn replayed(route: &str, answer: swapd_client::Answer) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mutation_killed_after_its_effect_has_it_once_after_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let created = swapd(dir.path())
-        .args([
-            "keys", "create", "--name", "crash", "--permissions",
-            "prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
+    let key = create_key(
+        dir.path(),
+        "prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write",
     );
-    let key: Value = serde_json::from_slice(&created.stdout).unwrap();
     let node = Node::start(dir.path());
     let mut h = Harness {
         dir,
