@@ -1,11 +1,14 @@
-"""Schemathesis hooks for swapd's Business API (/api/v3): every request is signed as
-docs/authentication.md says (HMAC-SHA256 over method, path, canonical query, timestamp, nonce and
-the exact body bytes), and mutations carry a fresh Idempotency-Key. The key and secret come from
-SWAPD_API_KEY and SWAPD_API_SECRET."""
+"""Schemathesis hooks for swapd's Business API (/api/v3): a request that carries our key in
+X-API-KEY (schemathesis sets it from the `hmac` security scheme, see schemathesis.toml) is signed
+as docs/authentication.md says (HMAC-SHA256 over method, path, canonical query, timestamp, nonce
+and the exact body bytes). A request without the key, or with a key schemathesis made up to test
+authentication, goes out unsigned, as a client without the secret would send it. The key and
+secret come from SWAPD_API_KEY and SWAPD_API_SECRET."""
 
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import time
 import urllib.parse
@@ -28,10 +31,20 @@ def canonical_query(raw: str) -> str:
     return "&".join(f"{name}={value}" for name, value in sorted(pairs))
 
 
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{8,255}$")
+
+
 class SignedRequest(requests.auth.AuthBase):
     def __call__(self, request):
+        # Schemathesis draws well-formed Idempotency-Keys from a small space, so two different
+        # requests would often share one (and get 422 idempotency_key_reused, as they should).
+        # A client sends a fresh key per request: a well-formed key is replaced by a fresh one;
+        # a malformed or missing key is left as generated, to test its refusal.
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and IDEMPOTENCY_KEY.match(key):
+            request.headers["Idempotency-Key"] = secrets.token_hex(16)
         url = urllib.parse.urlsplit(request.url)
-        if not url.path.startswith("/api/v3"):
+        if not url.path.startswith("/api/v3") or request.headers.get("X-API-KEY") != KEY:
             return request
         body = request.body or b""
         if isinstance(body, str):
@@ -42,12 +55,9 @@ class SignedRequest(requests.auth.AuthBase):
             f"{request.method}\n{url.path}\n{canonical_query(url.query)}\n{timestamp}\n{nonce}\n".encode()
             + body
         )
-        request.headers["X-API-KEY"] = KEY
         request.headers["X-API-TIMESTAMP"] = timestamp
         request.headers["X-API-NONCE"] = nonce
         request.headers["X-API-SIGN"] = hmac.new(SECRET.encode(), message, hashlib.sha256).hexdigest()
-        if request.method in ("POST", "PATCH") and "Idempotency-Key" not in request.headers:
-            request.headers["Idempotency-Key"] = secrets.token_hex(16)
         return request
 
 

@@ -77,7 +77,46 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         .deserialize(&mut deserializer)
         .and_then(|()| deserializer.end())
         .map_err(json_error)?;
-    serde_json::from_slice(bytes).map_err(json_error)
+    serde_json::from_slice(bytes).or_else(|error| {
+        // JSON has one number type: `50.0` is the integer 50 to JSON Schema (and to the
+        // OpenAPI documents), as written by clients whose numbers are floats. serde refuses it
+        // for an integer field, so such a document is read again with whole numbers made
+        // integers; a document without one fails with the first error.
+        let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(json_error)?;
+        if !integers_from_whole_floats(&mut value) {
+            return Err(json_error(error));
+        }
+        serde_json::from_value(value).map_err(json_error)
+    })
+}
+
+/// Rewrites every float with no fraction that fits an `i64` or `u64` as that integer; true if
+/// there was one.
+fn integers_from_whole_floats(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Number(number) => {
+            let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
+                return false;
+            };
+            let whole = float.fract() == 0.0;
+            let integer = if whole && float >= 0.0 && float < u64::MAX as f64 {
+                Some(serde_json::Number::from(float as u64))
+            } else if whole && float >= i64::MIN as f64 && float < 0.0 {
+                Some(serde_json::Number::from(float as i64))
+            } else {
+                None
+            };
+            integer.map(|integer| *number = integer).is_some()
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |found, item| {
+            integers_from_whole_floats(item) | found
+        }),
+        Value::Object(fields) => fields.values_mut().fold(false, |found, item| {
+            integers_from_whole_floats(item) | found
+        }),
+        _ => false,
+    }
 }
 
 fn json_error(error: serde_json::Error) -> ApiError {
@@ -230,6 +269,43 @@ mod tests {
             ErrorCode::ValidationFailed
         );
         assert_eq!(code(r#"{"name":7}"#), ErrorCode::ValidationFailed);
+    }
+
+    #[test]
+    fn whole_floats_are_integers_and_fractions_are_not() {
+        #[derive(Debug, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Counts {
+            bps: u32,
+            since: i64,
+            #[serde(default)]
+            text: Option<String>,
+        }
+        let counts: Counts = parse_json(br#"{"bps":50.0,"since":-7e2,"text":"a"}"#).unwrap();
+        assert_eq!((counts.bps, counts.since), (50, -700));
+        assert_eq!(counts.text.as_deref(), Some("a"));
+        let code = |body: &str| parse_json::<Counts>(body.as_bytes()).unwrap_err().code();
+        assert_eq!(
+            code(r#"{"bps":50.5,"since":1}"#),
+            ErrorCode::ValidationFailed
+        );
+        assert_eq!(
+            code(r#"{"bps":1e10,"since":1}"#),
+            ErrorCode::ValidationFailed
+        );
+        assert_eq!(
+            code(r#"{"bps":1,"since":1,"text":2.0}"#),
+            ErrorCode::ValidationFailed
+        );
+        // The retry keeps the first reading's strictness.
+        assert_eq!(
+            code(r#"{"bps":1.0,"since":1,"other":1}"#),
+            ErrorCode::ValidationFailed
+        );
+        assert_eq!(
+            code(r#"{"bps":1.0,"since":1,"bps":2}"#),
+            ErrorCode::ValidationFailed
+        );
     }
 
     #[test]

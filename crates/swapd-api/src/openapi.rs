@@ -6,12 +6,15 @@ use std::sync::OnceLock;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use swapd_types::{ErrorBody, ErrorCode, ErrorEnvelope, FieldProblem};
+use utoipa::openapi::RefOr;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
-use utoipa::openapi::{RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use axum::http::Method;
+
+use crate::route_doc::{document_errors, has_body, idempotency_key_parameter};
 use crate::x402::Access;
 
 #[derive(OpenApi)]
@@ -31,7 +34,7 @@ use crate::x402::Access;
         business_openapi,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
-    modifiers(&HmacScheme, &BusinessRoutes),
+    modifiers(&HmacScheme, &BusinessRoutes, &InputForms),
     tags(
         (name = "business", description = "Signed Business API routes. Each lists its required permission; \
             GET /api/v3 lists every route with its permission and weight (units of the weighted hourly quota)."),
@@ -70,6 +73,69 @@ impl Modify for BusinessRoutes {
     }
 }
 
+/// Bodies that come in two forms, one set of fields or the other (the handlers refuse a mix
+/// with 400 `validation_failed`): each schema is its fields and a `oneOf` of the forms, where a
+/// form's required fields are non-null and the other form's fields may only be left out or
+/// `null`.
+struct InputForms;
+
+/// A form: its required fields with their JSON type, and its optional fields.
+type Form = (
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+);
+
+const INPUT_FORMS: &[(&str, Form, Form)] = &[
+    (
+        "OrderInput",
+        (&[("createToken", "string")], &[]),
+        (
+            &[
+                ("fromCcy", "string"),
+                ("toCcy", "string"),
+                ("amount", "string"),
+            ],
+            &["direction", "type"],
+        ),
+    ),
+    (
+        "ReplayInput",
+        (&[("eventId", "string")], &[]),
+        (&[("since", "integer")], &["until", "limit"]),
+    ),
+];
+
+impl Modify for InputForms {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use serde_json::{Map, Value, json};
+        let schemas = &mut openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .schemas;
+        let form = |(required, _): Form, (others, others_optional): Form| {
+            let mut properties: Map<String, Value> = required
+                .iter()
+                .map(|(field, kind)| ((*field).to_owned(), json!({"type": kind})))
+                .collect();
+            for field in others.iter().map(|(field, _)| field).chain(others_optional) {
+                properties.insert((*field).to_owned(), json!({"type": "null"}));
+            }
+            let names: Vec<_> = required.iter().map(|(field, _)| field).collect();
+            json!({"type": "object", "required": names, "properties": properties})
+        };
+        for &(name, first, second) in INPUT_FORMS {
+            let Some(fields) = schemas.remove(name) else {
+                continue;
+            };
+            let both = json!({
+                "allOf": [fields, {"oneOf": [form(first, second), form(second, first)]}]
+            });
+            let schema = serde_json::from_value(both).expect("a valid schema");
+            schemas.insert(name.to_owned(), schema);
+        }
+    }
+}
+
 fn add_routes(
     openapi: &mut utoipa::openapi::OpenApi,
     (paths, schemas): (
@@ -98,7 +164,7 @@ fn add_routes(
         x402_openapi,
     ),
     components(schemas(ErrorEnvelope, ErrorBody, ErrorCode, FieldProblem)),
-    modifiers(&X402Operations),
+    modifiers(&X402Operations, &InputForms),
     tags(
         (name = "x402", description = "Paid per call (x402 v2, `exact` on the configured network) and/or             bound to a wallet (SIGN-IN-WITH-X). Each route says which; GET /api/x402 lists them all.             The bodies, queries and answers are the Business API's for the same route."),
         (name = "meta", description = "Machine-readable descriptions of the API"),
@@ -123,6 +189,15 @@ impl Modify for X402Operations {
             }
         }
         components.add_security_scheme(
+            "siwx",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "SIGN-IN-WITH-X",
+                "A Sign-In-With-X proof (CAIP-122) for the challenge in the 402 answer's \
+                 PAYMENT-REQUIRED `sign-in-with-x` extension, signed by the wallet that owns \
+                 the resource.",
+            ))),
+        );
+        components.add_security_scheme(
             "x402",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
                 "PAYMENT-SIGNATURE",
@@ -137,8 +212,10 @@ impl Modify for X402Operations {
     }
 }
 
-/// Marks a Business API operation mounted on the x402 surface with its charge and access rule.
-pub(crate) fn charge_operation(operation: &mut Operation, access: Access) {
+/// Marks a Business API operation mounted on the x402 surface with its charge and access rule,
+/// and what the gate may answer for that rule.
+pub(crate) fn charge_operation(operation: &mut Operation, method: &Method, access: Access) {
+    use ErrorCode::*;
     let rule = match access {
         Access::Paid => "Paid per call.",
         Access::PaidWallet => {
@@ -152,38 +229,48 @@ pub(crate) fn charge_operation(operation: &mut Operation, access: Access) {
     let own = operation.description.take().unwrap_or_default();
     operation.description = Some(format!("{rule} {own}"));
     operation.tags = Some(vec!["x402".into()]);
-    operation.security = Some(vec![SecurityRequirement::new("x402", Vec::<String>::new())]);
-    operation.responses.responses.insert(
-        "402".into(),
-        RefOr::T(
-            ResponseBuilder::new()
-                .description(
-                    "`payment_required`, `payment_invalid`, `payment_failed`: the \
-                     PAYMENT-REQUIRED header holds what to pay and, for wallet-bound \
-                     routes, the SIWX challenge",
-                )
-                .build(),
-        ),
-    );
-    for (status, text) in [
-        (
-            "401",
-            "`siwx_invalid`: the SIGN-IN-WITH-X proof is refused (a new challenge is in PAYMENT-REQUIRED)",
-        ),
-        (
-            "409",
-            "`payment_already_used`, `payment_in_progress`, `idempotency_key_in_use`",
-        ),
-        (
-            "429",
-            "`paid_attempts_exceeded` (60 per hour per client and route), `wallet_reads_exceeded` (30 per minute per client, route and resource)",
-        ),
-    ] {
+    let scheme = match access {
+        Access::Paid | Access::PaidWallet => "x402",
+        Access::WalletRead => "siwx",
+        Access::Free => return,
+    };
+    operation.security = Some(vec![SecurityRequirement::new(scheme, Vec::<String>::new())]);
+    let mut codes = vec![PaymentRequired];
+    if access.paid() {
+        codes.extend([
+            PaymentInvalid,
+            PaymentFailed,
+            InvalidPaymentPayload,
+            PaymentAlreadyUsed,
+            PaymentInProgress,
+            PaidAttemptsExceeded,
+            FacilitatorError,
+        ]);
+    }
+    if matches!(access, Access::PaidWallet | Access::WalletRead) {
+        codes.extend([InvalidSiwxPayload, SiwxInvalid]);
+    }
+    if matches!(access, Access::WalletRead) {
+        codes.push(WalletReadsExceeded);
+    }
+    if has_body(method) {
+        codes.extend([
+            IdempotencyKeyInvalid,
+            IdempotencyKeyInUse,
+            IdempotencyKeyReused,
+        ]);
         operation
-            .responses
-            .responses
-            .entry(status.into())
-            .or_insert_with(|| RefOr::T(ResponseBuilder::new().description(text).build()));
+            .parameters
+            .get_or_insert_with(Vec::new)
+            .push(idempotency_key_parameter(false));
+    }
+    document_errors(operation, &codes);
+    if let Some(RefOr::T(response)) = operation.responses.responses.get_mut("402") {
+        response.description = format!(
+            "{}: the PAYMENT-REQUIRED header holds what to pay and, for wallet-bound routes, \
+             the SIWX challenge",
+            response.description
+        );
     }
 }
 
@@ -207,14 +294,20 @@ fn render(doc: utoipa::openapi::OpenApi) -> String {
 
 /// This document (OpenAPI 3.1).
 #[utoipa::path(get, path = "/api/v3/openapi.json", tag = "meta",
-    responses((status = 200, description = "The OpenAPI 3.1 document of the Business API", content_type = "application/json")))]
+    responses(
+        (status = 200, description = "The OpenAPI 3.1 document of the Business API", content_type = "application/json"),
+        (status = 429, description = "`ip_rate_limited`", body = ErrorEnvelope),
+    ))]
 pub(crate) async fn business_openapi() -> impl IntoResponse {
     ([(CONTENT_TYPE, "application/json")], business_document())
 }
 
 /// This document (OpenAPI 3.1).
 #[utoipa::path(get, path = "/api/x402/openapi.json", tag = "meta",
-    responses((status = 200, description = "The OpenAPI 3.1 document of the x402 API", content_type = "application/json")))]
+    responses(
+        (status = 200, description = "The OpenAPI 3.1 document of the x402 API", content_type = "application/json"),
+        (status = 429, description = "`ip_rate_limited`", body = ErrorEnvelope),
+    ))]
 pub(crate) async fn x402_openapi() -> impl IntoResponse {
     ([(CONTENT_TYPE, "application/json")], x402_document())
 }

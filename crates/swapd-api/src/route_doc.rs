@@ -2,7 +2,12 @@
 //! tables of both surfaces take a route's path and method from it.
 
 use axum::http::Method;
-use utoipa::openapi::path::{HttpMethod, Operation, Paths};
+use swapd_types::ErrorCode;
+use utoipa::openapi::path::{
+    HttpMethod, Operation, Parameter, ParameterBuilder, ParameterIn, Paths,
+};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Required, ResponseBuilder};
 
 /// The one path, method and operation of `routes!(handler)`.
 pub(crate) fn single_operation(paths: Paths) -> (String, Method, Operation) {
@@ -32,5 +37,117 @@ pub(crate) fn http_method(method: &Method) -> HttpMethod {
         Method::PUT => HttpMethod::Put,
         Method::DELETE => HttpMethod::Delete,
         _ => unreachable!("no route is declared with {method}"),
+    }
+}
+
+/// Adds error `codes` to the operation, each under its status: appended to the handler's own
+/// description of that status, or as a new response in the error envelope.
+pub(crate) fn document_errors(operation: &mut Operation, codes: &[ErrorCode]) {
+    for code in codes {
+        let status = code.http_status().to_string();
+        let mention = format!("`{code}`");
+        let responses = &mut operation.responses.responses;
+        match responses.get_mut(&status) {
+            Some(RefOr::T(response)) if !response.description.contains(&mention) => {
+                response.description = format!("{}; {mention}", response.description);
+            }
+            Some(_) => {}
+            None => {
+                let envelope = ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorEnvelope")))
+                    .build();
+                let response = ResponseBuilder::new()
+                    .description(mention)
+                    .content("application/json", envelope)
+                    .build();
+                responses.insert(status, RefOr::T(response));
+            }
+        }
+    }
+}
+
+/// What any route of either surface may answer before its handler runs, from the route's
+/// shape: a path that is not in canonical form, a query that is malformed or names a parameter
+/// twice or one the route does not take, a request that is too large, and the service being
+/// briefly unable to answer.
+pub(crate) fn document_common_errors(operation: &mut Operation, method: &Method) {
+    use ErrorCode::*;
+    document_errors(
+        operation,
+        &[
+            ValidationFailed,
+            PathNotCanonical,
+            QueryInvalidEncoding,
+            DuplicateParameter,
+            PayloadTooLarge,
+            IpRateLimited,
+            ServiceUnavailable,
+        ],
+    );
+    if has_body(method) {
+        document_errors(operation, &[InvalidJson, UnsupportedMediaType]);
+    }
+    constrain_ids(operation);
+}
+
+/// POST and PATCH carry a JSON body and an `Idempotency-Key`.
+pub(crate) fn has_body(method: &Method) -> bool {
+    matches!(*method, Method::POST | Method::PATCH)
+}
+
+/// The `Idempotency-Key` header of a mutation, as docs/authentication.md defines it.
+pub(crate) fn idempotency_key_parameter(required: bool) -> Parameter {
+    let what = if required {
+        "Required on every POST and PATCH"
+    } else {
+        "Optional"
+    };
+    ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(if required {
+            Required::True
+        } else {
+            Required::False
+        })
+        .description(Some(format!(
+            "{what}: a retry with the same key and the same request returns the first answer \
+             (24 hours); the same key with a different request is refused."
+        )))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(IDEMPOTENCY_KEY_PATTERN)),
+        ))
+        .build()
+}
+
+const IDEMPOTENCY_KEY_PATTERN: &str = "^[A-Za-z0-9._:-]{8,255}$";
+
+/// The prefix of each path parameter's identifiers, so the documents state the form an id
+/// takes (`swapd_types::ids`).
+const ID_PREFIXES: &[(&str, &str)] = &[
+    ("orderId", "ord_"),
+    ("webhookId", "whk_"),
+    ("executionPlanId", "ocx_"),
+    ("jobId", "job_"),
+];
+
+fn constrain_ids(operation: &mut Operation) {
+    for parameter in operation.parameters.iter_mut().flatten() {
+        if !matches!(parameter.parameter_in, ParameterIn::Path) {
+            continue;
+        }
+        let prefix = ID_PREFIXES
+            .iter()
+            .find(|(name, _)| *name == parameter.name)
+            .map(|(_, prefix)| *prefix)
+            .unwrap_or_else(|| panic!("path parameter {} has no id prefix", parameter.name));
+        parameter.schema = Some(RefOr::T(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(swapd_types::ids::id_pattern(prefix)))
+                .into(),
+        ));
     }
 }

@@ -38,6 +38,7 @@ pub struct OrderInput {
     pub affiliate_code: Option<String>,
     /// Status e-mails go here from creation on.
     #[serde(default)]
+    #[schema(schema_with = optional_email_schema)]
     pub email: Option<String>,
 }
 
@@ -187,5 +188,73 @@ pub struct DepositQr {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmailInput {
+    #[schema(schema_with = email_schema)]
     pub email: String,
+}
+
+/// [`is_email_address`] as the OpenAPI documents state it (with `maxLength` 254).
+pub const EMAIL_PATTERN: &str = "^[!-?A-~]{1,64}@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$";
+
+fn email_schema() -> utoipa::openapi::schema::ObjectBuilder {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(254))
+        .pattern(Some(EMAIL_PATTERN))
+}
+
+fn optional_email_schema() -> utoipa::openapi::schema::ObjectBuilder {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    email_schema().schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+}
+
+/// An e-mail address as swapd takes it: at most 254
+/// characters; a local part of 1 to 64 printable ASCII characters other than `@`; a domain of
+/// two or more dot-separated labels of letters, digits and hyphens. Whether it exists is
+/// learned by sending to it.
+pub fn is_email_address(text: &str) -> bool {
+    let label = |label: &str| {
+        !label.is_empty()
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    text.len() <= 254
+        && text.split_once('@').is_some_and(|(local, domain)| {
+            (1..=64).contains(&local.len())
+                && local.bytes().all(|b| b.is_ascii_graphic() && b != b'@')
+                && domain.contains('.')
+                && domain.split('.').all(label)
+        })
+}
+
+#[cfg(test)]
+mod email_tests {
+    use super::is_email_address;
+
+    #[test]
+    fn e_mail_addresses_are_what_the_documented_pattern_says() {
+        for good in [
+            "a@b.co",
+            "first.last+tag@mail-1.example.com",
+            "!#$%&'*/=?^_`{|}~-@x.y",
+        ] {
+            assert!(is_email_address(good), "{good}");
+        }
+        let long_local = format!("{}@b.co", "a".repeat(65));
+        for bad in [
+            "",
+            "a@b",
+            "@b.co",
+            "a@@b.co",
+            "a b@c.de",
+            "é@b.co",
+            "a@b..co",
+            "a@b_c.de",
+            "a@.b.co",
+            long_local.as_str(),
+        ] {
+            assert!(!is_email_address(bad), "{bad}");
+        }
+    }
 }

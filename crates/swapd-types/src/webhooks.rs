@@ -41,6 +41,18 @@ pub enum EventType {
 
 crate::serde_as_str!(EventType);
 
+impl utoipa::PartialSchema for EventType {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        use strum::VariantArray;
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(EventType::VARIANTS.iter().map(|e| e.as_str())))
+            .into()
+    }
+}
+
+impl ToSchema for EventType {}
+
 impl EventType {
     pub fn as_str(self) -> &'static str {
         self.into()
@@ -83,10 +95,13 @@ pub struct EventData<O = crate::orders::OrderView> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookInput {
     /// Where deliveries go. Live: `https` on port 443 to a public address.
+    #[schema(format = "uri")]
     pub url: String,
     /// Event types to receive (`order.created`, … `order.failed`), at least one.
+    #[schema(value_type = Vec<EventType>, min_items = 1)]
     pub events: Vec<String>,
     #[serde(default)]
+    #[schema(max_length = 256)]
     pub description: Option<String>,
 }
 
@@ -95,18 +110,21 @@ pub struct WebhookInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(format = "uri")]
     pub url: Option<String>,
     #[serde(
         default,
         with = "double_option",
         skip_serializing_if = "Option::is_none"
     )]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 256)]
     pub description: Option<Option<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<EventType>>, min_items = 1)]
     pub events: Option<Vec<String>>,
     /// `active` or `disabled`. Enabling a subscription swapd disabled clears the reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(active|disabled)$")]
     pub status: Option<String>,
 }
 
@@ -172,6 +190,7 @@ pub struct RotateInput {
     /// How long the current secret keeps signing beside the new one, in seconds (0 to 604800,
     /// default 86400). 0 retires it at once (after a leak).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 604800)]
     pub previous_secret_expires_in: Option<i64>,
     /// Rotate although the previous rotation's grace is still running (its old secret then
     /// stops signing at once).
@@ -201,6 +220,7 @@ pub struct ReplayInput {
     #[serde(default)]
     pub until: Option<i64>,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }
 
@@ -228,6 +248,7 @@ pub struct TestCallbackInput {
     pub webhook_id: String,
     /// The type the test event carries; default `order.updated`.
     #[serde(default)]
+    #[schema(value_type = Option<EventType>)]
     pub event_type: Option<String>,
 }
 

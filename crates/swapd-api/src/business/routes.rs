@@ -21,7 +21,9 @@ use crate::AppState;
 use crate::handlers::{
     catalog, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
 };
-use crate::route_doc::single_operation;
+use crate::route_doc::{
+    document_common_errors, document_errors, has_body, idempotency_key_parameter, single_operation,
+};
 
 /// What a key needs to call a route: a route cannot be declared without saying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,16 +214,57 @@ impl BusinessRoutes {
 }
 
 /// Opens the operation's description with the rule the declaration set, so it is never
-/// restated by hand.
+/// restated by hand, and adds what the gate may answer: authentication, the permission, rate
+/// limits and quotas, and for mutations their `Idempotency-Key`.
 fn describe(operation: &mut Operation, method: &Method, required: Required) {
-    let Required::Permission(permission) = required else {
-        return;
-    };
-    let needs = if matches!(*method, Method::POST | Method::PATCH) {
+    use swapd_types::ErrorCode::*;
+    document_common_errors(operation, method);
+    document_errors(
+        operation,
+        &[
+            AuthHeaderMissing,
+            AuthHeaderDuplicated,
+            ApiKeyInvalid,
+            ApiKeyRevoked,
+            SignatureMalformed,
+            SignatureInvalid,
+            TimestampInvalid,
+            TimestampOutOfWindow,
+            NonceInvalid,
+            NonceReused,
+            AuthUnavailable,
+            IpNotAllowed,
+            OriginNotAllowed,
+            ContentEncodingUnsupported,
+            RateLimitExceeded,
+            QuotaExceeded,
+        ],
+    );
+    if *method == Method::GET {
+        document_errors(operation, &[BodyNotAllowed]);
+    }
+    let needs = if has_body(method) {
+        document_errors(
+            operation,
+            &[
+                IdempotencyKeyMissing,
+                IdempotencyKeyInvalid,
+                IdempotencyKeyInUse,
+                IdempotencyKeyReused,
+            ],
+        );
+        operation
+            .parameters
+            .get_or_insert_with(Vec::new)
+            .push(idempotency_key_parameter(true));
         "; needs `Idempotency-Key`"
     } else {
         ""
     };
+    let Required::Permission(permission) = required else {
+        return;
+    };
+    document_errors(operation, &[PermissionDenied]);
     let own = operation.description.take().unwrap_or_default();
     operation.description = Some(format!("Permission `{permission}`{needs}. {own}"));
 }

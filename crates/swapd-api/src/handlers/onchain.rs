@@ -34,7 +34,7 @@ use crate::{ApiError, ApiJson, AppState};
 use swapd_x402::siwx::Wallet;
 
 /// Resolves an onchain route card into an execution plan.
-#[utoipa::path(post, path = "/api/v3/onchain/routes/resolve", tag = "business",
+#[utoipa::path(post, path = "/api/v3/onchain/routes/resolve", operation_id = "resolve_onchain_route", tag = "business",
     security(("hmac" = [])),
     description = "Turns an onchain card of \
         `GET /routes` into the steps the wallet performs: EVM transactions (ABI-encoded calldata, \
@@ -262,7 +262,7 @@ fn plan_response(state: &AppState, plan: &ExecutionPlan) -> Response {
 }
 
 /// Reports what the wallet did with a plan.
-#[utoipa::path(post, path = "/api/v3/onchain/executions", tag = "business",
+#[utoipa::path(post, path = "/api/v3/onchain/executions", operation_id = "report_onchain_execution", tag = "business",
     security(("hmac" = [])),
     description = "Needs `X-Onchain-Execution-Access-Token`. Exactly one of `txHash` (the last transaction step, once \
         broadcast) and `signatures` (one per signature step of a gasless plan, in order; each must \
@@ -401,7 +401,7 @@ fn parse_report(
 }
 
 /// Polls an execution.
-#[utoipa::path(get, path = "/api/v3/onchain/executions/{executionPlanId}", tag = "business",
+#[utoipa::path(get, path = "/api/v3/onchain/executions/{executionPlanId}", operation_id = "get_onchain_execution", tag = "business",
     security(("hmac" = [])),
     description = "Needs `X-Onchain-Execution-Access-Token`. `status` moves \
         `awaiting_user → submitted → pending → done | failed | expired` and never back; `terminal` \

@@ -286,24 +286,8 @@ fn check_tag(currency: &CurrencyDef, tag: Option<&str>, field: &str) -> Result<(
         .map_err(|e| invalid(field, &e.to_string()))
 }
 
-/// A deliverable-looking address: one `@`, a non-empty local part, a dotted domain, no spaces,
-/// at most 254 characters. Whether it exists is learned by sending to it.
 fn check_email(email: &str) -> Result<(), ApiError> {
-    let valid = email.len() <= 254
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && local.len() <= 64
-                && !domain.contains('@')
-                && domain.contains('.')
-                && domain.split('.').all(|label| {
-                    !label.is_empty()
-                        && label
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                })
-        });
-    if valid {
+    if swapd_types::orders::is_email_address(email) {
         Ok(())
     } else {
         Err(invalid("email", "is not an e-mail address"))

@@ -272,7 +272,7 @@ fn wallet(query: &SignedQuery) -> Result<Option<Wallet>, ApiError> {
 }
 
 /// Turns a usable offchain route into a createToken.
-#[utoipa::path(post, path = "/api/v3/routes/resolve", tag = "business",
+#[utoipa::path(post, path = "/api/v3/routes/resolve", operation_id = "resolve_route", tag = "business",
     security(("hmac" = [])),
     description = "Locks the card's terms in a \
         createToken for `POST /orders`: single use, valid 10 minutes, usable only by this key. Onchain \

@@ -20,7 +20,7 @@ use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 
 /// Simulates a deposit to an order's address (sandbox only).
-#[utoipa::path(post, path = "/api/v3/sandbox/orders/{orderId}/deposit", tag = "business",
+#[utoipa::path(post, path = "/api/v3/sandbox/orders/{orderId}/deposit", operation_id = "simulate_deposit", tag = "business",
     security(("hmac" = [])),
     description = "Sandbox mode only (404 in live). \
         Records a transfer of `amount` to the order's deposit address; the order then advances by itself \

@@ -7,6 +7,8 @@ use swapd_core::address::Network;
 use swapd_core::market::tokens::{self, TokenDef};
 use swapd_types::market::{Token, TokenList, TokenLogo};
 use swapd_types::{ErrorCode, Success};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::{RefOr, Schema};
 
 use super::input::{invalid, only_parameters, required};
 use crate::{ApiError, AppState, SignedQuery};
@@ -15,12 +17,26 @@ const MAX_SEARCH_RESULTS: usize = 100;
 const DEFAULT_SEARCH_RESULTS: usize = 20;
 const MAX_QUERY_TEXT: usize = 64;
 
+/// The schema of a `chain` parameter: every spelling [`tokens::parse_chain`] reads.
+pub(crate) struct ChainParam;
+
+impl utoipa::PartialSchema for ChainParam {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(tokens::chain_spellings()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ChainParam {}
+
 /// Popular tokens.
 #[utoipa::path(get, path = "/api/v3/tokens/popular", tag = "business",
     security(("hmac" = [])),
     description = "Optional `chain`: a network code (`BASE`), an EVM chain id \
         (`8453`), a CAIP-2 id (`eip155:8453`) or `solana`.",
-    params(("chain" = Option<String>, Query, description = "Only this chain")),
+    params(("chain" = inline(Option<ChainParam>), Query, description = "Only this chain")),
     responses((status = 200, description = "Tokens", body = inline(Success<TokenList>))))]
 pub(crate) async fn tokens_popular(
     query: SignedQuery,
@@ -35,9 +51,10 @@ pub(crate) async fn tokens_popular(
     description = "Case-insensitive match of `q` in symbols and names: exact \
         symbols first, then symbol prefixes, then the rest.",
     params(
-        ("q" = String, Query, description = "1 to 64 characters"),
-        ("chain" = Option<String>, Query, description = "Only this chain"),
-        ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
+        ("q" = String, Query, min_length = 1, max_length = 64, pattern = "\\S",
+            description = "1 to 64 characters, not only white space"),
+        ("chain" = inline(Option<ChainParam>), Query, description = "Only this chain"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
     ),
     responses((status = 200, description = "Tokens", body = inline(Success<TokenList>))))]
 pub(crate) async fn tokens_search(
@@ -52,7 +69,7 @@ pub(crate) async fn tokens_search(
     security(("hmac" = [])),
     description = "EVM addresses match in any letter case; Solana mints exactly.",
     params(
-        ("chain" = String, Query, description = "Chain of the token"),
+        ("chain" = inline(ChainParam), Query, description = "Chain of the token"),
         ("address" = String, Query, description = "Contract address or mint"),
     ),
     responses(
@@ -80,7 +97,7 @@ pub(crate) async fn tokens_by_address(
     description = "No logos are shipped: the image is generated \
         deterministically from the chain and address (`generated: true`), for listed and unlisted tokens alike.",
     params(
-        ("chain" = String, Query, description = "Chain of the token"),
+        ("chain" = inline(ChainParam), Query, description = "Chain of the token"),
         ("address" = String, Query, description = "Contract address or mint"),
     ),
     responses(

@@ -30,7 +30,7 @@ use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
 
 /// Lists the key's subscriptions.
-#[utoipa::path(get, path = "/api/v3/webhooks", tag = "business",
+#[utoipa::path(get, path = "/api/v3/webhooks", operation_id = "list_webhooks", tag = "business",
     security(("hmac" = [])),
     description = "The key's subscriptions, oldest first (no secrets).",
     responses((status = 200, description = "Subscriptions", body = inline(Success<WebhookList>))))]
@@ -53,7 +53,7 @@ pub(crate) async fn list(
 }
 
 /// Creates a subscription.
-#[utoipa::path(post, path = "/api/v3/webhooks", tag = "business",
+#[utoipa::path(post, path = "/api/v3/webhooks", operation_id = "create_webhook", tag = "business",
     security(("hmac" = [])),
     description = "The signing secret is in this \
         answer only. Live mode accepts only `https` URLs on port 443 whose every address is public; \
@@ -108,7 +108,7 @@ pub(crate) async fn create(
 }
 
 /// Updates a subscription.
-#[utoipa::path(patch, path = "/api/v3/webhooks/{webhookId}", tag = "business",
+#[utoipa::path(patch, path = "/api/v3/webhooks/{webhookId}", operation_id = "update_webhook", tag = "business",
     security(("hmac" = [])),
     description = "Changes `url`, `description`, \
         `events` and `status` (`active`, `disabled`); fields left out stay. Enabling a subscription \
@@ -160,7 +160,7 @@ pub(crate) async fn update(
 }
 
 /// Rotates a subscription's signing secret.
-#[utoipa::path(post, path = "/api/v3/webhooks/{webhookId}/rotate-secret", tag = "business",
+#[utoipa::path(post, path = "/api/v3/webhooks/{webhookId}/rotate-secret", operation_id = "rotate_webhook_secret", tag = "business",
     security(("hmac" = [])),
     description = "Returns the new secret once. \
         The current one keeps signing beside it for `previousSecretExpiresIn` seconds (default 86400, \
@@ -244,7 +244,7 @@ async fn change<T: serde::Serialize>(
 }
 
 /// Replays past events to a subscription.
-#[utoipa::path(post, path = "/api/v3/webhooks/{webhookId}/replay", tag = "business",
+#[utoipa::path(post, path = "/api/v3/webhooks/{webhookId}/replay", operation_id = "replay_webhook_events", tag = "business",
     security(("hmac" = [])),
     description = "Queues the key's event \
         `eventId`, or its events of the subscribed types created in `[since, until)` (Unix seconds; \
@@ -373,7 +373,7 @@ pub(crate) async fn replay(
 }
 
 /// Sends one signed test delivery.
-#[utoipa::path(post, path = "/api/v3/callbacks/test", tag = "business",
+#[utoipa::path(post, path = "/api/v3/callbacks/test", operation_id = "test_callback", tag = "business",
     security(("hmac" = [])),
     description = "Sends one test event \
         (`\"test\": true`, `type` from `eventType`, default `order.updated`) to the subscription's URL, \
@@ -451,14 +451,14 @@ pub(crate) async fn test_callback(
 }
 
 /// The delivery log of a subscription.
-#[utoipa::path(get, path = "/api/v3/webhooks/{webhookId}/deliveries", tag = "business",
+#[utoipa::path(get, path = "/api/v3/webhooks/{webhookId}/deliveries", operation_id = "list_webhook_deliveries", tag = "business",
     security(("hmac" = [])),
     description = "The newest deliveries (`limit` 1 to 100, default 20) \
         with every attempt: status code, latency, swapd's reason for a failure, and when the next \
         attempt is due.",
     params(
         ("webhookId" = String, Path, description = "`whk_…`"),
-        ("limit" = Option<u32>, Query, description = "1 to 100, default 20"),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
     ),
     responses(
         (status = 200, description = "The log", body = inline(Success<DeliveryLog>)),

@@ -294,11 +294,12 @@ impl X402Routes {
         let (path, method, mut operation) = single_operation(paths);
         let path = match path.strip_prefix(BUSINESS_PREFIX) {
             Some(rest) => {
-                crate::openapi::charge_operation(&mut operation, access);
+                crate::openapi::charge_operation(&mut operation, &method, access);
                 format!("{X402_PREFIX}{rest}")
             }
             None => path,
         };
+        crate::route_doc::document_common_errors(&mut operation, &method);
         self.paths
             .add_path_operation(&path, vec![http_method(&method)], operation);
         self.schemas.extend(schemas);

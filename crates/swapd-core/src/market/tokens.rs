@@ -322,6 +322,20 @@ pub static TOKENS: &[TokenDef] = &[
 /// The chains the token endpoints serve.
 pub const TOKEN_CHAINS: [Network; 6] = [Ethereum, Base, Arbitrum, BnbChain, Polygon, Solana];
 
+/// Every spelling of a token chain that [`parse_chain`] reads (besides letter case and
+/// `solana:<reference>`): for the API documents.
+pub fn chain_spellings() -> Vec<String> {
+    let mut spellings = Vec::new();
+    for chain in TOKEN_CHAINS {
+        spellings.push(chain.code().to_owned());
+        if let Some(id) = chain.evm_chain_id() {
+            spellings.extend([id.to_string(), format!("eip155:{id}")]);
+        }
+    }
+    spellings.push("solana".into());
+    spellings
+}
+
 /// Reads a `chain` parameter: a network code (`BASE`), an EVM chain id (`8453`), a CAIP-2 id
 /// (`eip155:8453`) or `solana`.
 pub fn parse_chain(text: &str) -> Option<Network> {
@@ -394,6 +408,13 @@ pub fn by_address(chain: Network, address: &str) -> Option<&'static TokenDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_documented_chain_spelling_is_read() {
+        for spelling in chain_spellings() {
+            assert!(parse_chain(&spelling).is_some(), "{spelling}");
+        }
+    }
     use crate::market::currencies::currency;
 
     #[test]

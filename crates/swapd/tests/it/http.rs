@@ -290,6 +290,13 @@ async fn openapi_documents_are_served_and_match_the_committed_files() {
         let doc: Value = serde_json::from_str(&served).unwrap();
         assert_eq!(doc["openapi"], "3.1.0");
         assert!(doc["paths"][path].is_object(), "{path} documents itself");
+        let mut operation_ids = std::collections::HashSet::new();
+        for item in doc["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                let id = operation["operationId"].as_str().unwrap();
+                assert!(operation_ids.insert(id), "operationId {id} twice in {file}");
+            }
+        }
     }
     server.stop().await;
 }
