@@ -1,9 +1,16 @@
-"""Schemathesis hooks for swapd's Business API (/api/v3): a request that carries our key in
+"""Schemathesis hooks for swapd's two API surfaces.
+
+Signing. For the Business API (/api/v3), a request that carries our key in
 X-API-KEY (schemathesis sets it from the `hmac` security scheme, see schemathesis.toml) is signed
 as docs/authentication.md says (HMAC-SHA256 over method, path, canonical query, timestamp, nonce
 and the exact body bytes). A request without the key, or with a key schemathesis made up to test
 authentication, goes out unsigned, as a client without the secret would send it. The key and
-secret come from SWAPD_API_KEY and SWAPD_API_SECRET."""
+secret come from SWAPD_API_KEY and SWAPD_API_SECRET.
+
+Refusals of well-formed requests. A request the schema allows may still be refused with 400 for
+a rule no JSON Schema can state; `refused_only_for_rules_beyond_the_schema` accepts such a 400
+only with one of the codes below (schemathesis.toml lets positive_data_acceptance pass 400 for
+this check to judge)."""
 
 import hashlib
 import hmac
@@ -64,3 +71,43 @@ class SignedRequest(requests.auth.AuthBase):
 @schemathesis.hook
 def before_call(context, case, kwargs):
     kwargs["auth"] = SignedRequest()
+
+
+# Rules between fields or on the world outside the request, each with the 400 it is refused with:
+RULES_BEYOND_THE_SCHEMA = {
+    # an address must be valid on the network of the currency or chain the request names
+    "address_invalid": None,
+    # whether a deposit or payout needs a memo depends on the currency
+    "tag_required": None,
+    # an amount has at most its currency's precision in fraction digits
+    "amount_invalid": None,
+    # a webhook URL's host must resolve (to a public address in live mode)
+    "webhook_url_unresolvable": None,
+    "webhook_url_host_not_allowed": None,
+    # a replay window's `until` after its `since`; a refund tag only with a refund address; a
+    # provider filter names a provider this deployment runs
+    "validation_failed": {"until", "refundTag", "provider", "routeConstraints"},
+    # x402 credentials are base64 JSON, which no security scheme describes: schemathesis fills
+    # PAYMENT-SIGNATURE and SIGN-IN-WITH-X with arbitrary text
+    "invalid_payment_payload": None,
+    "invalid_siwx_payload": None,
+}
+
+
+@schemathesis.check
+def refused_only_for_rules_beyond_the_schema(ctx, response, case):
+    """A well-formed request refused with 400 names a rule the schema cannot state."""
+    if case.meta is None or not case.meta.generation.mode.is_positive or response.status_code != 400:
+        return None
+    try:
+        error = response.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        raise AssertionError("a 400 answer without the error envelope")
+    code = error.get("code")
+    if code not in RULES_BEYOND_THE_SCHEMA:
+        raise AssertionError(f"a schema-valid request was refused with 400 `{code}`: {error.get('message')}")
+    fields = RULES_BEYOND_THE_SCHEMA[code]
+    named = {detail.get("field") for detail in error.get("details") or []}
+    if fields is not None and not named & fields:
+        raise AssertionError(f"a schema-valid request was refused with 400 `{code}`: {error.get('message')}")
+    return None

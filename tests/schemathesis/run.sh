@@ -3,7 +3,9 @@
 # sandbox swapd started here on a fresh data directory. Requests to /api/v3 are signed by
 # hooks.py with a key created for the run. Usage: tests/schemathesis/run.sh PATH/TO/swapd
 # Exits non-zero on any failure; the junit reports land in $SCHEMATHESIS_REPORTS (default: a
-# temporary directory, printed at the end).
+# temporary directory, printed at the end). SCHEMATHESIS_MAX_EXAMPLES (default 50) and
+# SCHEMATHESIS_SEED (default 1, so that CI runs the same cases every time) tune the run; a
+# different seed or more examples explore further.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 swapd=${1:?usage: run.sh PATH/TO/swapd}
@@ -36,12 +38,14 @@ export SWAPD_API_KEY=$(python3 -c 'import json, sys; print(json.load(sys.stdin)[
 export SWAPD_API_SECRET=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["apiSecret"])' <<<"$key")
 export SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$here"
 
+root=$(cd "$here/../.." && pwd)
+cd "$data" # schemathesis keeps its cache in the working directory
 status=0
 for document in v3 x402; do
     echo "==> schemathesis: openapi/$document.json"
     "$venv/bin/schemathesis" --config-file "$here/schemathesis.toml" run \
-        "$here/../../openapi/$document.json" --url "http://127.0.0.1:$port" \
-        --phases coverage,fuzzing,stateful --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" \
+        "$root/openapi/$document.json" --url "http://127.0.0.1:$port" \
+        --phases examples,coverage,fuzzing,stateful --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-50}" --seed "${SCHEMATHESIS_SEED:-1}" \
         --report junit --report-dir "$reports/$document" --no-color || status=1
 done
 if [ "$status" != 0 ]; then

@@ -4,7 +4,9 @@ use std::fmt;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header::CONTENT_TYPE;
+use serde::Serialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 use serde_json::error::Category;
 use swapd_types::{ErrorCode, FieldProblem};
 
@@ -23,7 +25,7 @@ pub struct ApiJson<T>(pub T);
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
     S: Send + Sync,
-    T: DeserializeOwned,
+    T: DeserializeOwned + Serialize,
 {
     type Rejection = ApiError;
 
@@ -62,7 +64,7 @@ pub(crate) fn too_large() -> ApiError {
 
 /// Parses a JSON body strictly (see [`ApiJson`]); used directly by extractors that already hold
 /// the raw bytes.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub fn parse_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.len() > MAX_BODY_BYTES {
         return Err(too_large());
     }
@@ -77,23 +79,56 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         .deserialize(&mut deserializer)
         .and_then(|()| deserializer.end())
         .map_err(json_error)?;
-    serde_json::from_slice(bytes).or_else(|error| {
-        // JSON has one number type: `50.0` is the integer 50 to JSON Schema (and to the
-        // OpenAPI documents), as written by clients whose numbers are floats. serde refuses it
-        // for an integer field, so such a document is read again with whole numbers made
-        // integers; a document without one fails with the first error.
-        let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(json_error)?;
-        if !integers_from_whole_floats(&mut value) {
-            return Err(json_error(error));
+    let read: T = match serde_json::from_slice(bytes) {
+        Ok(read) => read,
+        Err(error) => {
+            // JSON has one number type: `50.0` is the integer 50 to JSON Schema (and to the
+            // OpenAPI documents), as written by clients whose numbers are floats. serde refuses
+            // it for an integer field, so such a document is read again with whole numbers made
+            // integers; a document without one fails with the first error.
+            let mut value: Value = serde_json::from_slice(bytes).map_err(json_error)?;
+            if !integers_from_whole_floats(&mut value) {
+                return Err(json_error(error));
+            }
+            serde_json::from_value(value).map_err(json_error)?
         }
-        serde_json::from_value(value).map_err(json_error)
-    })
+    };
+    let body: Value = serde_json::from_slice(bytes).map_err(json_error)?;
+    let shape = serde_json::to_value(&read).map_err(|e| ApiError::internal(&e))?;
+    if !objects_where_objects(&shape, &body) {
+        return Err(ApiError::new(
+            ErrorCode::ValidationFailed,
+            "the request body does not match the schema: an array where an object is expected",
+        )
+        .with_details(vec![FieldProblem {
+            field: "body".into(),
+            problem: "an array where an object is expected".into(),
+        }]));
+    }
+    Ok(read)
+}
+
+/// serde reads a struct from a JSON array of its fields in order as well as from an object
+/// (`[null, null]` is a patch that changes nothing); the API's bodies have objects there. True
+/// when the body has an object wherever what was read from it writes one.
+fn objects_where_objects(read: &Value, body: &Value) -> bool {
+    match (read, body) {
+        (Value::Object(read), Value::Object(body)) => read.iter().all(|(name, read)| {
+            body.get(name)
+                .is_none_or(|body| objects_where_objects(read, body))
+        }),
+        (Value::Object(_), _) => false,
+        (Value::Array(read), Value::Array(body)) => read
+            .iter()
+            .zip(body)
+            .all(|(read, body)| objects_where_objects(read, body)),
+        _ => true,
+    }
 }
 
 /// Rewrites every float with no fraction that fits an `i64` or `u64` as that integer; true if
 /// there was one.
-fn integers_from_whole_floats(value: &mut serde_json::Value) -> bool {
-    use serde_json::Value;
+fn integers_from_whole_floats(value: &mut Value) -> bool {
     match value {
         Value::Number(number) => {
             let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
@@ -229,7 +264,7 @@ mod tests {
     use super::*;
     use serde::Deserialize;
 
-    #[derive(Debug, Deserialize, PartialEq)]
+    #[derive(Debug, Deserialize, Serialize, PartialEq)]
     #[serde(deny_unknown_fields)]
     struct Body {
         name: String,
@@ -272,8 +307,35 @@ mod tests {
     }
 
     #[test]
+    fn a_struct_is_read_only_from_an_object() {
+        #[derive(Debug, Deserialize, Serialize)]
+        #[serde(deny_unknown_fields)]
+        struct Inner {
+            a: Option<u32>,
+        }
+        #[derive(Debug, Deserialize, Serialize)]
+        #[serde(deny_unknown_fields)]
+        struct Outer {
+            inner: Option<Inner>,
+            list: Option<Vec<Inner>>,
+            free: Option<Value>,
+        }
+        let code = |body: &str| parse_json::<Outer>(body.as_bytes()).unwrap_err().code();
+        assert_eq!(code("[null, null, null]"), ErrorCode::ValidationFailed);
+        assert_eq!(code(r#"{"inner": [1]}"#), ErrorCode::ValidationFailed);
+        assert_eq!(
+            code(r#"{"list": [{"a": 1}, [2]]}"#),
+            ErrorCode::ValidationFailed
+        );
+        let read: Outer =
+            parse_json(br#"{"inner": {"a": 1}, "list": [{}], "free": [[1], {"x": []}]}"#).unwrap();
+        assert_eq!(read.inner.unwrap().a, Some(1));
+        assert!(parse_json::<Outer>(br#"{"inner": null}"#).is_ok());
+    }
+
+    #[test]
     fn whole_floats_are_integers_and_fractions_are_not() {
-        #[derive(Debug, Deserialize)]
+        #[derive(Debug, Deserialize, Serialize)]
         #[serde(deny_unknown_fields)]
         struct Counts {
             bps: u32,

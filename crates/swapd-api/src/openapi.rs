@@ -73,37 +73,79 @@ impl Modify for BusinessRoutes {
     }
 }
 
-/// Bodies that come in two forms, one set of fields or the other (the handlers refuse a mix
-/// with 400 `validation_failed`): each schema is its fields and a `oneOf` of the forms, where a
-/// form's required fields are non-null and the other form's fields may only be left out or
+/// Bodies that come in several forms (the handlers refuse a mix with 400 `validation_failed`):
+/// each schema is its fields and a `oneOf` of the forms, where a form's required fields are
+/// non-null and the fields of the other forms that it does not name may only be left out or
 /// `null`.
 struct InputForms;
 
-/// A form: its required fields with their JSON type, and its optional fields.
-type Form = (
-    &'static [(&'static str, &'static str)],
-    &'static [&'static str],
-);
+/// A form: its required fields and its optional ones, each with its schema.
+struct Form {
+    required: Vec<(&'static str, serde_json::Value)>,
+    optional: Vec<(&'static str, serde_json::Value)>,
+}
 
-const INPUT_FORMS: &[(&str, Form, Form)] = &[
-    (
-        "OrderInput",
-        (&[("createToken", "string")], &[]),
+fn input_forms() -> Vec<(&'static str, Vec<Form>)> {
+    use serde_json::json;
+    let string = || json!({"type": "string"});
+    let amount = || json!({"type": "string", "pattern": swapd_types::schema::amount_pattern()});
+    let kind = |kind: &str| json!({"type": "string", "enum": [kind]});
+    let any = |kind: &str| json!({"type": [kind, "null"]});
+    let optional_range =
+        |min: i64, max: i64| json!({"type": ["integer", "null"], "minimum": min, "maximum": max});
+    vec![
         (
-            &[
-                ("fromCcy", "string"),
-                ("toCcy", "string"),
-                ("amount", "string"),
+            "OrderInput",
+            vec![
+                Form {
+                    required: vec![("createToken", string())],
+                    optional: vec![],
+                },
+                Form {
+                    required: vec![
+                        ("fromCcy", string()),
+                        ("toCcy", string()),
+                        ("amount", amount()),
+                    ],
+                    optional: vec![("direction", any("string")), ("type", any("string"))],
+                },
             ],
-            &["direction", "type"],
         ),
-    ),
-    (
-        "ReplayInput",
-        (&[("eventId", "string")], &[]),
-        (&[("since", "integer")], &["until", "limit"]),
-    ),
-];
+        (
+            "ReplayInput",
+            vec![
+                Form {
+                    required: vec![("eventId", string())],
+                    optional: vec![],
+                },
+                Form {
+                    required: vec![("since", json!({"type": "integer", "minimum": 0}))],
+                    optional: vec![("until", any("integer")), ("limit", any("integer"))],
+                },
+            ],
+        ),
+        (
+            "JobInput",
+            vec![
+                Form {
+                    required: vec![("kind", kind("pair_depth"))],
+                    optional: vec![("steps", optional_range(2, 12))],
+                },
+                Form {
+                    required: vec![("kind", kind("route_scan")), ("amount", amount())],
+                    optional: vec![],
+                },
+                Form {
+                    required: vec![("kind", kind("rate_history"))],
+                    optional: vec![
+                        ("windowSecs", optional_range(60, 30 * 86_400)),
+                        ("buckets", optional_range(1, 96)),
+                    ],
+                },
+            ],
+        ),
+    ]
+}
 
 impl Modify for InputForms {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -112,24 +154,37 @@ impl Modify for InputForms {
             .components
             .get_or_insert_with(Default::default)
             .schemas;
-        let form = |(required, _): Form, (others, others_optional): Form| {
-            let mut properties: Map<String, Value> = required
-                .iter()
-                .map(|(field, kind)| ((*field).to_owned(), json!({"type": kind})))
-                .collect();
-            for field in others.iter().map(|(field, _)| field).chain(others_optional) {
-                properties.insert((*field).to_owned(), json!({"type": "null"}));
-            }
-            let names: Vec<_> = required.iter().map(|(field, _)| field).collect();
-            json!({"type": "object", "required": names, "properties": properties})
-        };
-        for &(name, first, second) in INPUT_FORMS {
+        for (name, forms) in input_forms() {
             let Some(fields) = schemas.remove(name) else {
                 continue;
             };
-            let both = json!({
-                "allOf": [fields, {"oneOf": [form(first, second), form(second, first)]}]
-            });
+            let named = |form: &Form| -> Vec<&'static str> {
+                form.required
+                    .iter()
+                    .chain(&form.optional)
+                    .map(|(field, _)| *field)
+                    .collect()
+            };
+            let one_of: Vec<Value> = forms
+                .iter()
+                .map(|form| {
+                    let own = named(form);
+                    let mut properties: Map<String, Value> = form
+                        .required
+                        .iter()
+                        .chain(&form.optional)
+                        .map(|(field, schema)| ((*field).to_owned(), schema.clone()))
+                        .collect();
+                    for other in forms.iter().flat_map(named) {
+                        if !own.contains(&other) {
+                            properties.insert(other.to_owned(), json!({"type": "null"}));
+                        }
+                    }
+                    let required: Vec<_> = form.required.iter().map(|(field, _)| field).collect();
+                    json!({"type": "object", "required": required, "properties": properties})
+                })
+                .collect();
+            let both = json!({"allOf": [fields, {"oneOf": one_of}]});
             let schema = serde_json::from_value(both).expect("a valid schema");
             schemas.insert(name.to_owned(), schema);
         }

@@ -9,8 +9,8 @@ use std::fmt;
 use alloy_primitives::U256;
 
 /// The most fraction digits any asset uses (ETH and most ERC-20 tokens: 18).
-pub const MAX_DECIMALS: u8 = 18;
-const MAX_WHOLE_DIGITS: usize = 30;
+pub use swapd_types::schema::MAX_DECIMALS;
+use swapd_types::schema::MAX_WHOLE_DIGITS;
 
 /// `units / 10^decimals`, exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -71,18 +71,28 @@ impl JobRequest {
     }
 }
 
-/// Why a job request is refused: the field and the problem.
+/// Why a job request is refused: the field and the problem, and whether the request is
+/// malformed or names a pair swapd does not trade (as an order for it would be refused).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {problem}")]
 pub struct InvalidJob {
     pub field: &'static str,
     pub problem: String,
+    pub pair_unsupported: bool,
 }
 
 fn invalid(field: &'static str, problem: impl Into<String>) -> InvalidJob {
     InvalidJob {
         field,
         problem: problem.into(),
+        pair_unsupported: false,
+    }
+}
+
+fn unsupported(field: &'static str, problem: impl Into<String>) -> InvalidJob {
+    InvalidJob {
+        pair_unsupported: true,
+        ..invalid(field, problem)
     }
 }
 
@@ -101,7 +111,7 @@ pub fn validate(input: &swapd_types::market_intel::JobInput) -> Result<JobReques
     let from = known(&input.from_ccy, "fromCcy")?;
     let to = known(&input.to_ccy, "toCcy")?;
     if from.code == to.code {
-        return Err(invalid("toCcy", "must differ from fromCcy"));
+        return Err(unsupported("toCcy", "must differ from fromCcy"));
     }
     let unused = |present: bool, field: &'static str| {
         if present {
@@ -178,7 +188,7 @@ pub fn validate(input: &swapd_types::market_intel::JobInput) -> Result<JobReques
 
 fn known(code: &str, field: &'static str) -> Result<&'static CurrencyDef, InvalidJob> {
     currency(code).ok_or_else(|| {
-        invalid(
+        unsupported(
             field,
             format!(
                 "unknown currency `{}`; GET /currencies lists the codes",

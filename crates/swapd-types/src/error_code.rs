@@ -101,6 +101,8 @@ error_codes! {
     ExecutionAlreadyReported => "execution_already_reported", 409;
     PaymentAlreadyUsed => "payment_already_used", 409;
     PaymentInProgress => "payment_in_progress", 409;
+    WebhookLimitReached => "webhook_limit_reached", 409;
+    WebhookDisabled => "webhook_disabled", 409;
     QuoteExpired => "quote_expired", 410;
     CreateTokenExpired => "create_token_expired", 410;
     PlanExpired => "plan_expired", 410;

@@ -13,6 +13,7 @@ pub mod orders;
 mod permission;
 pub mod readiness;
 pub mod sandbox;
+pub mod schema;
 pub mod signing;
 mod strings;
 pub mod webhooks;

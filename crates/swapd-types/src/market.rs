@@ -138,10 +138,12 @@ pub struct RouteConstraints {
 /// `POST /quotes` body.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.05"}))]
 pub struct QuoteInput {
     pub from_ccy: String,
     pub to_ccy: String,
     /// Decimal string; what is sent (`direction=from`) or received (`direction=to`).
+    #[schema(schema_with = crate::schema::amount)]
     pub amount: String,
     #[serde(default)]
     pub direction: Option<Direction>,

@@ -9,6 +9,10 @@ use crate::market::{Direction, RateType};
 /// `POST /orders`: a createToken from `POST /routes/resolve`, or a full order input.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "fromCcy": "BTC", "toCcy": "ETH", "amount": "0.05", "type": "fixed",
+    "toAddress": "0x52908400098527886E0F7030069857D2E4169EE7"
+}))]
 pub struct OrderInput {
     /// Locks the terms of a resolved route; then `fromCcy`, `toCcy`, `amount`, `direction` and
     /// `type` must be left out.
@@ -19,6 +23,7 @@ pub struct OrderInput {
     #[serde(default)]
     pub to_ccy: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = crate::schema::optional_amount)]
     pub amount: Option<String>,
     #[serde(default)]
     pub direction: Option<Direction>,
@@ -38,7 +43,7 @@ pub struct OrderInput {
     pub affiliate_code: Option<String>,
     /// Status e-mails go here from creation on.
     #[serde(default)]
-    #[schema(schema_with = optional_email_schema)]
+    #[schema(schema_with = crate::schema::optional_email)]
     pub email: Option<String>,
 }
 
@@ -188,24 +193,8 @@ pub struct DepositQr {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmailInput {
-    #[schema(schema_with = email_schema)]
+    #[schema(schema_with = crate::schema::email)]
     pub email: String,
-}
-
-/// [`is_email_address`] as the OpenAPI documents state it (with `maxLength` 254).
-pub const EMAIL_PATTERN: &str = "^[!-?A-~]{1,64}@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$";
-
-fn email_schema() -> utoipa::openapi::schema::ObjectBuilder {
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .max_length(Some(254))
-        .pattern(Some(EMAIL_PATTERN))
-}
-
-fn optional_email_schema() -> utoipa::openapi::schema::ObjectBuilder {
-    use utoipa::openapi::schema::{SchemaType, Type};
-    email_schema().schema_type(SchemaType::from_iter([Type::String, Type::Null]))
 }
 
 /// An e-mail address as swapd takes it: at most 254

@@ -6,11 +6,14 @@ use utoipa::ToSchema;
 /// A simulated deposit.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"amount": "0.05", "confirmations": 1}))]
 pub struct DepositInput {
     /// In the order's `fromCcy`, at most its precision.
+    #[schema(schema_with = crate::schema::amount)]
     pub amount: String,
     /// Confirmations it already has (default 0); one more accrues per sandbox block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000)]
     pub confirmations: Option<u32>,
 }
 

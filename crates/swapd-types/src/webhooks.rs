@@ -93,9 +93,13 @@ pub struct EventData<O = crate::orders::OrderView> {
 /// `POST /webhooks`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "url": "http://localhost:8787/swapd", "events": ["order.created", "order.completed"],
+    "description": "order updates"
+}))]
 pub struct WebhookInput {
     /// Where deliveries go. Live: `https` on port 443 to a public address.
-    #[schema(format = "uri")]
+    #[schema(format = "uri", max_length = 2048)]
     pub url: String,
     /// Event types to receive (`order.created`, … `order.failed`), at least one.
     #[schema(value_type = Vec<EventType>, min_items = 1)]
@@ -110,7 +114,7 @@ pub struct WebhookInput {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(format = "uri")]
+    #[schema(format = "uri", max_length = 2048)]
     pub url: Option<String>,
     #[serde(
         default,

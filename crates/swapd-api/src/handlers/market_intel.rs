@@ -29,6 +29,7 @@ use crate::{ApiError, ApiJson, AppState};
     responses(
         (status = 202, description = "The queued job", body = inline(Success<JobView>)),
         (status = 400, description = "`validation_failed`: an unknown kind (the message lists the valid ones), a bad field", body = swapd_types::ErrorEnvelope),
+        (status = 422, description = "`pair_unsupported`: an unknown currency, or the same one twice", body = swapd_types::ErrorEnvelope),
         (status = 402, description = "`payment_required`, `payment_invalid`, `payment_failed`", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn create_job(
@@ -38,8 +39,7 @@ pub(crate) async fn create_job(
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<Response, ApiError> {
     let owner = caller.scope();
-    let request = market_intel::validate(&input)
-        .map_err(|problem| invalid(problem.field, &problem.problem))?;
+    let request = market_intel::validate(&input).map_err(refused_job)?;
     let job = Job::queue(ids::new_id("job_"), owner, request, state.clock.now_ms());
     let body = serde_json::to_vec(&Success::new(job.view())).map_err(|e| ApiError::internal(&e))?;
     let response = StoredResponse {
@@ -81,4 +81,13 @@ pub(crate) async fn get_job(
     }
     let job = state.store.job(&id, &owner).await?.ok_or_else(not_found)?;
     Ok(Json(Success::new(job.view())))
+}
+
+/// A refused job request as the API answers it.
+pub(crate) fn refused_job(problem: market_intel::InvalidJob) -> ApiError {
+    if problem.pair_unsupported {
+        ApiError::new(ErrorCode::PairUnsupported, problem.to_string())
+    } else {
+        invalid(problem.field, &problem.problem)
+    }
 }

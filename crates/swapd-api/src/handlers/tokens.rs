@@ -51,7 +51,7 @@ pub(crate) async fn tokens_popular(
     description = "Case-insensitive match of `q` in symbols and names: exact \
         symbols first, then symbol prefixes, then the rest.",
     params(
-        ("q" = String, Query, min_length = 1, max_length = 64, pattern = "\\S",
+        ("q" = String, Query, example = "usdc", min_length = 1, max_length = 64, pattern = "\\S",
             description = "1 to 64 characters, not only white space"),
         ("chain" = inline(Option<ChainParam>), Query, description = "Only this chain"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "1 to 100, default 20"),
@@ -69,8 +69,9 @@ pub(crate) async fn tokens_search(
     security(("hmac" = [])),
     description = "EVM addresses match in any letter case; Solana mints exactly.",
     params(
-        ("chain" = inline(ChainParam), Query, description = "Chain of the token"),
-        ("address" = String, Query, description = "Contract address or mint"),
+        ("chain" = inline(ChainParam), Query, example = "ETH", description = "Chain of the token"),
+        ("address" = String, Query, example = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+            description = "Contract address or mint"),
     ),
     responses(
         (status = 200, description = "The token", body = inline(Success<Token>)),
@@ -97,8 +98,9 @@ pub(crate) async fn tokens_by_address(
     description = "No logos are shipped: the image is generated \
         deterministically from the chain and address (`generated: true`), for listed and unlisted tokens alike.",
     params(
-        ("chain" = inline(ChainParam), Query, description = "Chain of the token"),
-        ("address" = String, Query, description = "Contract address or mint"),
+        ("chain" = inline(ChainParam), Query, example = "ETH", description = "Chain of the token"),
+        ("address" = String, Query, example = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+            description = "Contract address or mint"),
     ),
     responses(
         (status = 200, description = "The logo", body = inline(Success<TokenLogo>)),

@@ -64,6 +64,7 @@ pub(crate) async fn list(
         (status = 400, description = "`validation_failed`, `webhook_url_invalid`, `webhook_url_scheme_not_allowed`, \
             `webhook_url_port_not_allowed`, `webhook_url_credentials_not_allowed`, `webhook_url_host_not_allowed`, \
             `webhook_url_unresolvable`", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`webhook_limit_reached`: the key has 20 subscriptions", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -99,9 +100,12 @@ pub(crate) async fn create(
         .insert_subscription(&subscription, claim.finish(&response))
         .await?
     {
-        return Err(invalid(
-            "url",
-            "this key has 20 subscriptions, the most it may have; delete or reuse one",
+        return Err(ApiError::new(
+            ErrorCode::WebhookLimitReached,
+            format!(
+                "this key has {} subscriptions, the most it may have; disable and reuse one",
+                webhooks::MAX_SUBSCRIPTIONS_PER_OWNER
+            ),
         ));
     }
     Ok(committed(json_response(StatusCode::CREATED, body)))
@@ -256,6 +260,7 @@ async fn change<T: serde::Serialize>(
         (status = 202, description = "What was queued", body = inline(Success<ReplayQueued>)),
         (status = 400, description = "`validation_failed`", body = swapd_types::ErrorEnvelope),
         (status = 404, description = "`webhook_not_found`, `event_not_found`", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`webhook_disabled`: enable the subscription first", body = swapd_types::ErrorEnvelope),
         (status = 429, description = "`rate_limit_exceeded`: at most `webhooks.replays_per_minute` (10) replays a minute per subscription; `Retry-After` says when", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn replay(
@@ -295,8 +300,8 @@ pub(crate) async fn replay(
     };
     let subscription = load(&state, &owner, &id).await?;
     if subscription.status != SubscriptionStatus::Active {
-        return Err(invalid(
-            "webhookId",
+        return Err(ApiError::new(
+            ErrorCode::WebhookDisabled,
             "the subscription is disabled; enable it (PATCH status: active) to replay",
         ));
     }

@@ -192,7 +192,10 @@ impl<'a> Context<'a> {
 
     /// A paid call: see the module's order of steps.
     async fn paid(&self, request: Request, next: Next) -> Response {
-        if let Err(refused) = self.consume_limit(request.uri().path()).await {
+        // Only a request that pays is a paid attempt (docs/x402.md): asking the price is free.
+        if request.headers().contains_key(PAYMENT_SIGNATURE)
+            && let Err(refused) = self.consume_limit(request.uri().path()).await
+        {
             return refused;
         }
         if let Some(disabled) = self.disabled() {

@@ -22,7 +22,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use crate::handlers::{
-    catalog, input, market_intel, onchain, orders, quotes, routes as route_handlers, tokens,
+    catalog, market_intel, onchain, orders, quotes, routes as route_handlers, tokens,
 };
 use crate::route_doc::{http_method, single_operation};
 use crate::{ApiError, AppState, parse_json};
@@ -225,7 +225,9 @@ fn declare() -> X402Routes {
         )
 }
 
-fn parses_as<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<(), ApiError> {
+fn parses_as<T: serde::de::DeserializeOwned + serde::Serialize>(
+    bytes: &[u8],
+) -> Result<(), ApiError> {
     parse_json::<T>(bytes).map(drop)
 }
 
@@ -233,7 +235,7 @@ fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
     let input = parse_json::<swapd_types::market_intel::JobInput>(bytes)?;
     swapd_core::market_intel::validate(&input)
         .map(drop)
-        .map_err(|problem| input::invalid(problem.field, &problem.problem))
+        .map_err(market_intel::refused_job)
 }
 
 pub use crate::handlers::input::QueryCheck;

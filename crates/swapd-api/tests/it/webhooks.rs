@@ -852,6 +852,14 @@ async fn subscriptions_are_managed_by_their_owner_only() {
     assert_eq!(updated["description"], "prod");
     assert_eq!(updated["events"], json!(["order.failed"]));
     assert_eq!(updated["status"], "disabled");
+    post_json(
+        &server,
+        &key,
+        &format!("/api/v3/webhooks/{id}/replay"),
+        &json!({"since": 0}),
+    )
+    .await
+    .expect(409, "webhook_disabled");
     let resp = patch_json(
         &server,
         &key,
@@ -1017,6 +1025,32 @@ impl Sinkhole {
         });
         Sinkhole { port, connections }
     }
+}
+
+#[tokio::test]
+async fn a_key_at_its_subscription_cap_gets_a_conflict_and_nothing_is_created() {
+    let server = server().await;
+    let key = key(&server).await;
+    for i in 0..20 {
+        subscribe(
+            &server,
+            &key,
+            &format!("http://127.0.0.1:9/{i}"),
+            &["order.created"],
+        )
+        .await;
+    }
+    let refused = post_json(
+        &server,
+        &key,
+        "/api/v3/webhooks",
+        &json!({"url": "http://127.0.0.1:9/21", "events": ["order.created"]}),
+    )
+    .await;
+    refused.expect(409, "webhook_limit_reached");
+    let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
+    assert_eq!(data(&list, 200)["count"], 20);
+    server.stop().await;
 }
 
 #[tokio::test]

@@ -652,7 +652,8 @@ async fn ten_concurrent_requests_with_one_payment_settle_and_execute_once() {
 #[tokio::test]
 async fn limits_are_counted_before_anything_is_verified() {
     let server = TestServer::start().await;
-    // Case 60 paid attempts per hour per client and route, malformed ones included.
+    // 60 paid attempts (requests with PAYMENT-SIGNATURE) per hour per client and route,
+    // malformed ones included.
     for i in 0..60 {
         let resp = send(
             &server,
@@ -673,9 +674,22 @@ async fn limits_are_counted_before_anything_is_verified() {
             Some("x402-paid-attempts-hour")
         );
     }
-    let limited = send(&server, "GET", "/api/x402/currencies", None, &[]).await;
+    let limited = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[("PAYMENT-SIGNATURE", "junk".into())],
+    )
+    .await;
     limited.expect(429, "paid_attempts_exceeded");
     assert!(limited.header("retry-after").is_some());
+    // Asking the price is not a paid attempt: the challenge still comes, uncounted.
+    for _ in 0..3 {
+        let challenge = send(&server, "GET", "/api/x402/currencies", None, &[]).await;
+        challenge.expect(402, "payment_required");
+        assert_eq!(challenge.header("x-ratelimit-resource"), None);
+    }
     // Another route has its own count.
     assert_eq!(
         send(&server, "GET", "/api/x402/tokens/popular", None, &[])

@@ -15,7 +15,7 @@ use axum::http::Method;
 use axum::{Extension, Json};
 use ipnet::IpNet;
 use reqwest::header::HeaderMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use swapd_api::business::BusinessRoutes;
 use swapd_api::business::guards::{Guards, Sharing};
@@ -38,7 +38,7 @@ pub struct Counters {
     pub costly: AtomicUsize,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct EchoBody {
     amount: String,
