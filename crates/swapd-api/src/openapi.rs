@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 
 use axum::http::Method;
 
-use crate::route_doc::{document_errors, has_body, idempotency_key_parameter};
+use crate::route_doc::{document_errors, document_idempotency_key, has_body};
 use crate::x402::Access;
 
 #[derive(OpenApi)]
@@ -309,15 +309,7 @@ pub(crate) fn charge_operation(operation: &mut Operation, method: &Method, acces
         codes.push(WalletReadsExceeded);
     }
     if has_body(method) {
-        codes.extend([
-            IdempotencyKeyInvalid,
-            IdempotencyKeyInUse,
-            IdempotencyKeyReused,
-        ]);
-        operation
-            .parameters
-            .get_or_insert_with(Vec::new)
-            .push(idempotency_key_parameter(false));
+        document_idempotency_key(operation, false);
     }
     document_errors(operation, &codes);
     if let Some(RefOr::T(response)) = operation.responses.responses.get_mut("402") {

@@ -3,9 +3,7 @@
 
 use axum::http::Method;
 use swapd_types::ErrorCode;
-use utoipa::openapi::path::{
-    HttpMethod, Operation, Parameter, ParameterBuilder, ParameterIn, Paths,
-};
+use utoipa::openapi::path::{HttpMethod, Operation, ParameterBuilder, ParameterIn, Paths};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Required, ResponseBuilder};
 
@@ -95,14 +93,25 @@ pub(crate) fn has_body(method: &Method) -> bool {
     matches!(*method, Method::POST | Method::PATCH)
 }
 
-/// The `Idempotency-Key` header of a mutation, as docs/authentication.md defines it.
-pub(crate) fn idempotency_key_parameter(required: bool) -> Parameter {
+/// A mutation's `Idempotency-Key` header, as docs/authentication.md defines it, and its
+/// refusals.
+pub(crate) fn document_idempotency_key(operation: &mut Operation, required: bool) {
+    use ErrorCode::*;
     let what = if required {
+        document_errors(operation, &[IdempotencyKeyMissing]);
         "Required on every POST and PATCH"
     } else {
         "Optional"
     };
-    ParameterBuilder::new()
+    document_errors(
+        operation,
+        &[
+            IdempotencyKeyInvalid,
+            IdempotencyKeyInUse,
+            IdempotencyKeyReused,
+        ],
+    );
+    let parameter = ParameterBuilder::new()
         .name("Idempotency-Key")
         .parameter_in(ParameterIn::Header)
         .required(if required {
@@ -119,7 +128,11 @@ pub(crate) fn idempotency_key_parameter(required: bool) -> Parameter {
                 .schema_type(Type::String)
                 .pattern(Some(IDEMPOTENCY_KEY_PATTERN)),
         ))
-        .build()
+        .build();
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(parameter);
 }
 
 const IDEMPOTENCY_KEY_PATTERN: &str = "^[A-Za-z0-9._:-]{8,255}$";

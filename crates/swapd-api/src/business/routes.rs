@@ -22,7 +22,7 @@ use crate::handlers::{
     catalog, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
 };
 use crate::route_doc::{
-    document_common_errors, document_errors, has_body, idempotency_key_parameter, single_operation,
+    document_common_errors, document_errors, document_idempotency_key, has_body, single_operation,
 };
 
 /// What a key needs to call a route: a route cannot be declared without saying.
@@ -244,19 +244,7 @@ fn describe(operation: &mut Operation, method: &Method, required: Required) {
         document_errors(operation, &[BodyNotAllowed]);
     }
     let needs = if has_body(method) {
-        document_errors(
-            operation,
-            &[
-                IdempotencyKeyMissing,
-                IdempotencyKeyInvalid,
-                IdempotencyKeyInUse,
-                IdempotencyKeyReused,
-            ],
-        );
-        operation
-            .parameters
-            .get_or_insert_with(Vec::new)
-            .push(idempotency_key_parameter(true));
+        document_idempotency_key(operation, true);
         "; needs `Idempotency-Key`"
     } else {
         ""

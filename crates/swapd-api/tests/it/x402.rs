@@ -654,15 +654,12 @@ async fn limits_are_counted_before_anything_is_verified() {
     let server = TestServer::start().await;
     // 60 paid attempts (requests with PAYMENT-SIGNATURE) per hour per client and route,
     // malformed ones included.
+    let junk_payment = || async {
+        let payment = [("PAYMENT-SIGNATURE", "junk".to_owned())];
+        send(&server, "GET", "/api/x402/currencies", None, &payment).await
+    };
     for i in 0..60 {
-        let resp = send(
-            &server,
-            "GET",
-            "/api/x402/currencies",
-            None,
-            &[("PAYMENT-SIGNATURE", "junk".into())],
-        )
-        .await;
+        let resp = junk_payment().await;
         assert_eq!(resp.status, 400, "attempt {i}");
         assert_eq!(resp.header("x-ratelimit-limit"), Some("60"));
         assert_eq!(
@@ -674,14 +671,7 @@ async fn limits_are_counted_before_anything_is_verified() {
             Some("x402-paid-attempts-hour")
         );
     }
-    let limited = send(
-        &server,
-        "GET",
-        "/api/x402/currencies",
-        None,
-        &[("PAYMENT-SIGNATURE", "junk".into())],
-    )
-    .await;
+    let limited = junk_payment().await;
     limited.expect(429, "paid_attempts_exceeded");
     assert!(limited.header("retry-after").is_some());
     // Asking the price is not a paid attempt: the challenge still comes, uncounted.
