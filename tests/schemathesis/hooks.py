@@ -38,7 +38,7 @@ def canonical_query(raw: str) -> str:
     return "&".join(f"{name}={value}" for name, value in sorted(pairs))
 
 
-IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{8,255}$")
+IDEMPOTENCY_KEY = re.compile(r'^([A-Za-z0-9._:-]{8,255}|"[A-Za-z0-9._:-]{8,255}")$')
 
 
 class SignedRequest(requests.auth.AuthBase):

@@ -79,6 +79,7 @@ pub fn parse_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, Ap
         .deserialize(&mut deserializer)
         .and_then(|()| deserializer.end())
         .map_err(json_error)?;
+    let body: Value = serde_json::from_slice(bytes).map_err(json_error)?;
     let read: T = match serde_json::from_slice(bytes) {
         Ok(read) => read,
         Err(error) => {
@@ -86,14 +87,13 @@ pub fn parse_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, Ap
             // OpenAPI documents), as written by clients whose numbers are floats. serde refuses
             // it for an integer field, so such a document is read again with whole numbers made
             // integers; a document without one fails with the first error.
-            let mut value: Value = serde_json::from_slice(bytes).map_err(json_error)?;
-            if !integers_from_whole_floats(&mut value) {
+            let mut whole = body.clone();
+            if !integers_from_whole_floats(&mut whole) {
                 return Err(json_error(error));
             }
-            serde_json::from_value(value).map_err(json_error)?
+            serde_json::from_value(whole).map_err(json_error)?
         }
     };
-    let body: Value = serde_json::from_slice(bytes).map_err(json_error)?;
     let shape = serde_json::to_value(&read).map_err(|e| ApiError::internal(&e))?;
     if !objects_where_objects(&shape, &body) {
         return Err(ApiError::new(
@@ -126,23 +126,20 @@ fn objects_where_objects(read: &Value, body: &Value) -> bool {
     }
 }
 
-/// Rewrites every float with no fraction that fits an `i64` or `u64` as that integer; true if
-/// there was one.
+/// Rewrites every float with no fraction and less than 2^53 in size (so that it is exactly the
+/// number written) as that integer; true if there was one.
 fn integers_from_whole_floats(value: &mut Value) -> bool {
     match value {
         Value::Number(number) => {
             let Some(float) = number.as_f64().filter(|_| number.is_f64()) else {
                 return false;
             };
-            let whole = float.fract() == 0.0;
-            let integer = if whole && float >= 0.0 && float < u64::MAX as f64 {
-                Some(serde_json::Number::from(float as u64))
-            } else if whole && float >= i64::MIN as f64 && float < 0.0 {
-                Some(serde_json::Number::from(float as i64))
-            } else {
-                None
-            };
-            integer.map(|integer| *number = integer).is_some()
+            const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+            if float.fract() != 0.0 || float.abs() >= EXACT {
+                return false;
+            }
+            *number = serde_json::Number::from(float as i64);
+            true
         }
         Value::Array(items) => items.iter_mut().fold(false, |found, item| {
             integers_from_whole_floats(item) | found

@@ -1,5 +1,7 @@
 //! Reading a handler's OpenAPI annotation (`utoipa_axum::routes!` of one handler): the route
-//! tables of both surfaces take a route's path and method from it.
+//! tables of both surfaces take a route's path and method from it. And adding to it what the
+//! layers in front of every handler may answer, so each operation lists every status a client
+//! can meet.
 
 use axum::http::Method;
 use swapd_types::ErrorCode;
@@ -126,7 +128,7 @@ pub(crate) fn document_idempotency_key(operation: &mut Operation, required: bool
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
-                .pattern(Some(IDEMPOTENCY_KEY_PATTERN)),
+                .pattern(Some(swapd_core::idempotency::KEY_PATTERN)),
         ))
         .build();
     operation
@@ -134,8 +136,6 @@ pub(crate) fn document_idempotency_key(operation: &mut Operation, required: bool
         .get_or_insert_with(Vec::new)
         .push(parameter);
 }
-
-const IDEMPOTENCY_KEY_PATTERN: &str = "^[A-Za-z0-9._:-]{8,255}$";
 
 /// The prefix of each path parameter's identifiers, so the documents state the form an id
 /// takes (`swapd_types::ids`).

@@ -18,6 +18,9 @@ pub enum KeyError {
     Invalid,
 }
 
+/// What [`parse_key`] takes, as the OpenAPI documents state it.
+pub const KEY_PATTERN: &str = r#"^([A-Za-z0-9._:-]{8,255}|"[A-Za-z0-9._:-]{8,255}")$"#;
+
 /// Parses the `Idempotency-Key` header values: exactly one value, an optional pair of double
 /// quotes (RFC 8941 string), then `^[A-Za-z0-9._:-]{8,255}$`.
 pub fn parse_key<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<String, KeyError> {

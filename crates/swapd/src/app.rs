@@ -209,6 +209,7 @@ impl Api {
         let listener = TcpListener::bind(listen).await.with_context(|| {
             format!("cannot listen on {listen}; is another swapd running? choose another address with --listen")
         })?;
+        let marker = RunMarker::place(config)?;
         // Without a configured public URL (or with the one derived from `--listen`, maybe
         // `127.0.0.1:0`), the origin is the address actually bound.
         let derived = config.public_url.is_empty()
@@ -226,7 +227,6 @@ impl Api {
             Backend::Sqlite => Sharing::Local,
             Backend::Postgres => Sharing::Database,
         };
-        let marker = RunMarker::place(config)?;
         // Claims this node holds now were taken by a process that died mid-request.
         let released = runtime
             .store
@@ -494,25 +494,51 @@ fn mailer(config: &Config) -> anyhow::Result<Arc<dyn swapd_core::notify::Mailer>
 struct RunMarker {
     path: std::path::PathBuf,
     found_unclean: bool,
+    /// Holds the exclusive lock on the marker while this process serves.
+    _locked: std::fs::File,
 }
 
 impl RunMarker {
     const FILE: &'static str = "api.running";
 
+    /// Takes the data dir for this API process: one process at a time, since its nonce set and
+    /// rate limits live in its memory and its node id (`node.id`) names its idempotency claims.
     fn place(config: &Config) -> anyhow::Result<RunMarker> {
         let path = config.data_path(Self::FILE);
         let found_unclean = path.exists();
+        std::fs::create_dir_all(config.data_dir())
+            .with_context(|| format!("cannot create {}", config.data_dir().display()))?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                "another `swapd serve` is using the data directory {}: stop it, or give this one \
+                 its own --data-dir (several API processes share a PostgreSQL database, each with \
+                 its own data directory)",
+                config.data_dir().display()
+            ),
+            Err(std::fs::TryLockError::Error(error)) => {
+                return Err(error).with_context(|| format!("cannot lock {}", path.display()));
+            }
+        }
         if found_unclean {
             tracing::warn!(
                 "the previous run did not stop cleanly; requests signed before now are refused"
             );
         }
-        std::fs::create_dir_all(config.data_dir())
-            .and_then(|()| std::fs::write(&path, std::process::id().to_string()))
+        use std::io::Write;
+        file.set_len(0)
+            .and_then(|()| file.write_all(std::process::id().to_string().as_bytes()))
             .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(RunMarker {
             path,
             found_unclean,
+            _locked: file,
         })
     }
 

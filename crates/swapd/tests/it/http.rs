@@ -266,6 +266,42 @@ async fn metrics_count_requests_by_route_and_status_with_a_latency_histogram() {
 }
 
 #[tokio::test]
+async fn one_api_process_per_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.path().to_path_buf(),
+        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        ..Config::default()
+    };
+    let build = || async { App::build(Runtime::open(config.clone()).await?, Roles::ALL).await };
+    let first = build().await.unwrap();
+    let base = format!("http://{}", first.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    let serving = tokio::spawn(first.run_until_stopped(shutdown.clone()));
+
+    let refused = format!(
+        "{:#}",
+        build().await.err().expect("a second API is refused")
+    );
+    assert!(
+        refused.contains("another `swapd serve` is using the data directory"),
+        "{refused}"
+    );
+    // The store still opens beside it (`swapd keys create` does that), and the first serves on.
+    Runtime::open(config.clone()).await.unwrap();
+    let ready = reqwest::get(format!("{base}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+
+    shutdown.cancel();
+    serving.await.unwrap().unwrap();
+    assert!(
+        build().await.is_ok(),
+        "the data dir is free once the first stopped"
+    );
+}
+
+#[tokio::test]
 async fn openapi_documents_are_served_and_match_the_committed_files() {
     let server = Server::start().await;
     let client = reqwest::Client::new();
