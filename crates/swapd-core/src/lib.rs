@@ -5,6 +5,7 @@ pub mod address;
 pub mod amount;
 pub mod api_keys;
 pub mod clock;
+pub mod desk;
 pub mod health;
 pub mod idempotency;
 pub mod ids;

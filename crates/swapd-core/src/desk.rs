@@ -1,0 +1,263 @@
+//! An offchain exchange desk as the order engine sees it: where an exchange it opened stands,
+//! and why a call to it failed. Desk adapters map their wire formats onto these types with pure
+//! functions; the engine turns a state into swapd's order statuses and events. (The port that
+//! carries them, docs/providers.md, is being built: issue 18.)
+
+use std::time::Duration;
+
+use crate::amount::{Amount, Rounding};
+
+/// Where an exchange stands at its desk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeskStatus {
+    /// Opened; no deposit seen yet.
+    AwaitingDeposit,
+    /// A deposit is seen and gathering confirmations.
+    Confirming,
+    /// The deposit is confirmed and being exchanged.
+    Exchanging,
+    /// The payout is being sent.
+    Sending,
+    /// Paid out (the payout transaction is known).
+    Finished,
+    /// The desk is sending the deposit back.
+    Refunding,
+    /// The deposit went back (the refund transaction is known when the desk says it).
+    Refunded,
+    /// No deposit arrived in time.
+    Expired,
+    /// The desk holds the exchange until the customer chooses: exchange anyway or refund
+    /// (FixedFloat's `EMERGENCY`).
+    NeedsChoice(Vec<EmergencyCase>),
+    /// The desk holds the exchange for its own checks (ChangeNOW's `verifying`: the customer is
+    /// asked for KYC through the desk's support).
+    OnHold,
+    /// The desk gave up; its support is involved.
+    Failed,
+}
+
+impl DeskStatus {
+    /// Nothing further will happen at the desk.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            DeskStatus::Finished | DeskStatus::Refunded | DeskStatus::Expired | DeskStatus::Failed
+        )
+    }
+}
+
+/// Why a desk asks the customer to choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmergencyCase {
+    /// The deposit arrived after the order expired.
+    Late,
+    /// Less than the order expects.
+    Less,
+    /// More than the order expects.
+    More,
+    /// Outside the desk's limits.
+    OutOfLimits,
+    /// A second deposit to the same address.
+    Repeated,
+}
+
+/// A deposit the desk has seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeskDeposit {
+    pub tx_id: String,
+    pub amount: Option<Amount>,
+    pub confirmations: u32,
+    /// Confirmations the desk waits for, when it says.
+    pub required_confirmations: Option<u32>,
+}
+
+/// An exchange as its desk reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeskExchange {
+    /// The desk's id for it.
+    pub id: String,
+    pub status: DeskStatus,
+    pub deposit_address: String,
+    /// The memo the deposit must carry, on networks that use one.
+    pub deposit_tag: Option<String>,
+    /// What the user is to send, and what the desk expects to pay out.
+    pub expected_from: Option<Amount>,
+    pub expected_to: Option<Amount>,
+    pub deposit: Option<DeskDeposit>,
+    pub payout_tx: Option<String>,
+    /// What was paid out, when known.
+    pub payout_amount: Option<Amount>,
+    pub refund_tx: Option<String>,
+    pub refund_amount: Option<Amount>,
+    /// Until when (Unix seconds) a deposit is expected, when the desk says.
+    pub deposit_deadline: Option<i64>,
+}
+
+/// A desk's price for an exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeskQuote {
+    pub from_amount: Amount,
+    pub to_amount: Amount,
+    /// The desk's handle on a fixed rate, passed back when the exchange is opened.
+    pub rate_lock: Option<String>,
+    /// The payout network fee the desk deducts, in the output currency, when it says.
+    pub network_fee: Option<Amount>,
+}
+
+/// What a desk accepts as input for a pair, in the input currency.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeskLimits {
+    pub min: Amount,
+    /// `None`: no maximum.
+    pub max: Option<Amount>,
+}
+
+/// An exchange just opened: where the user deposits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedExchange {
+    /// The desk's id for it.
+    pub id: String,
+    pub deposit_address: String,
+    pub deposit_tag: Option<String>,
+    /// Anything else the desk needs to act on the exchange later (FixedFloat's order token).
+    /// A secret: stored sealed.
+    pub access_token: Option<String>,
+}
+
+/// Why a call to a desk failed, in terms a caller can act on. Raw upstream text stays in the
+/// adapter's logs; `detail` is swapd's own wording.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeskError {
+    /// The desk refused our credentials: an operator must fix the configuration.
+    #[error("the desk refused swapd's credentials")]
+    Unauthorized,
+    /// Too many requests: wait `retry_after` when the desk says.
+    #[error("the desk is rate limiting swapd")]
+    RateLimited { retry_after: Option<Duration> },
+    /// The desk is down, timed out, or answered something unusable; retry later.
+    #[error("the desk is unavailable: {detail}")]
+    Unavailable { detail: String },
+    /// The desk does not trade this pair (or this kind of rate) now.
+    #[error("the desk does not trade this pair now")]
+    PairUnsupported,
+    /// The amount is outside the desk's limits (in the input currency, when it says).
+    #[error("the amount is outside the desk's limits")]
+    OutOfRange {
+        min: Option<Amount>,
+        max: Option<Amount>,
+    },
+    /// The desk refused an address (payout or refund).
+    #[error("the desk refused the address")]
+    AddressRefused,
+    /// The desk knows no such exchange.
+    #[error("the desk knows no such exchange")]
+    NotFound,
+    /// The request was refused for a reason swapd does not model.
+    #[error("the desk refused the request: {detail}")]
+    Refused { detail: String },
+}
+
+impl DeskError {
+    /// Worth retrying the same call later.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            DeskError::RateLimited { .. } | DeskError::Unavailable { .. }
+        )
+    }
+}
+
+/// A decimal as written in a JSON number or string (`0.1`, `4312.55`, `1e-7`, `2.5E+3`), as an
+/// [`Amount`] of `precision` fraction digits, rounded down: never through a float. `None` for
+/// anything that is not a non-negative decimal or needs more than 18 fraction digits before
+/// rounding.
+pub fn decimal(text: &str, precision: u8) -> Option<Amount> {
+    let text = text.trim();
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (whole, fraction) = match mantissa.split_once('.') {
+        Some((_, "")) => return None,
+        Some(parts) => parts,
+        None => (mantissa, ""),
+    };
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits_only(whole) || !digits_only(fraction) {
+        return None;
+    }
+    // Move the point `exponent` places: all digits, and where the point goes among them.
+    let digits = format!("{whole}{fraction}");
+    let point = i64::try_from(whole.len()).ok()? + i64::from(exponent);
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).ok()?))
+    } else {
+        let point = usize::try_from(point).ok()?;
+        if point >= digits.len() {
+            format!("{digits}{}", "0".repeat(point - digits.len()))
+        } else {
+            format!("{}.{}", &digits[..point], &digits[point..])
+        }
+    };
+    let plain = trim_zeros(&plain);
+    Amount::parse(&plain, crate::amount::MAX_DECIMALS)
+        .ok()
+        .map(|amount| amount.rescale(precision, Rounding::Down))
+}
+
+/// `007.500` → `7.5`, `0.000` → `0`: the digits [`Amount::parse`] reads.
+fn trim_zeros(plain: &str) -> String {
+    let (whole, fraction) = plain.split_once('.').unwrap_or((plain, ""));
+    let whole = whole.trim_start_matches('0');
+    let fraction = fraction.trim_end_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    if fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{fraction}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(text: &str, precision: u8) -> Option<String> {
+        decimal(text, precision).map(|amount| amount.to_string())
+    }
+
+    #[test]
+    fn decimals_are_read_exactly_from_their_text() {
+        assert_eq!(shown("0.1", 8).as_deref(), Some("0.1"));
+        assert_eq!(shown("4312.55", 6).as_deref(), Some("4312.55"));
+        assert_eq!(shown("0.50000000", 8).as_deref(), Some("0.5"));
+        assert_eq!(shown("1e-7", 8).as_deref(), Some("0.0000001"));
+        assert_eq!(shown("2.5E+3", 2).as_deref(), Some("2500"));
+        assert_eq!(shown("12", 0).as_deref(), Some("12"));
+        // 0.1 + 0.2 as a float is 0.30000000000000004; the text is what counts.
+        assert_eq!(shown("0.30000000000000004", 8).as_deref(), Some("0.3"));
+        // More digits than the currency has: rounded down, never up.
+        assert_eq!(shown("1.999999999", 8).as_deref(), Some("1.99999999"));
+        assert_eq!(shown("0", 8).as_deref(), Some("0"));
+    }
+
+    #[test]
+    fn anything_else_is_not_a_decimal() {
+        for text in [
+            "",
+            "-1",
+            "1.",
+            ".5",
+            "abc",
+            "1e",
+            "1e9999999999",
+            "0x10",
+            "1,5",
+            "NaN",
+        ] {
+            assert_eq!(shown(text, 8), None, "{text}");
+        }
+        // Beyond 18 fraction digits the value is not taken, rather than rounded twice.
+        assert_eq!(shown("1e-19", 18), None);
+    }
+}

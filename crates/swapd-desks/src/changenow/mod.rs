@@ -1,0 +1,331 @@
+//! ChangeNOW API v2 (`x-changenow-api-key`, research: providers.md §1): its currencies,
+//! exchanges, statuses and errors mapped onto swapd's desk model. Pure: no network here.
+
+pub mod wire;
+
+use std::time::Duration;
+
+use swapd_core::address::Network;
+use swapd_core::amount::Amount;
+use swapd_core::desk::{
+    DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus, OpenedExchange,
+    decimal,
+};
+use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
+use swapd_core::market::{Direction, RateType};
+
+use crate::{Catalog, Unknown, parse_json};
+
+/// ChangeNOW's network codes for swapd's networks (lowercase, as its currencies list them).
+const NETWORKS: &[(&str, Network)] = &[
+    ("btc", Network::Bitcoin),
+    ("ltc", Network::Litecoin),
+    ("eth", Network::Ethereum),
+    ("bsc", Network::BnbChain),
+    ("matic", Network::Polygon),
+    ("base", Network::Base),
+    ("arbitrum", Network::Arbitrum),
+    ("sol", Network::Solana),
+    ("trx", Network::Tron),
+    ("xrp", Network::Xrp),
+];
+
+/// ChangeNOW's code for a swapd network.
+pub fn network_code(network: Network) -> &'static str {
+    NETWORKS
+        .iter()
+        .find(|(_, known)| *known == network)
+        .map(|(code, _)| *code)
+        .expect("every swapd network has a ChangeNOW code")
+}
+
+/// The swapd currency a ChangeNOW currency is: same network, and the same token contract (or
+/// both native). `None` for what swapd does not list: never guessed from a ticker.
+pub fn currency(wire: &wire::Currency) -> Option<&'static CurrencyDef> {
+    if wire.is_fiat {
+        return None;
+    }
+    let network = NETWORKS
+        .iter()
+        .find(|(code, _)| code.eq_ignore_ascii_case(&wire.network))
+        .map(|(_, network)| *network)?;
+    let contract = wire.token_contract.as_deref().filter(|c| !c.is_empty());
+    CURRENCIES.iter().find(|def| {
+        def.network == network
+            && match (def.contract, contract) {
+                (None, None) => true,
+                (Some(ours), Some(theirs)) if def.network.evm_chain_id().is_some() => {
+                    ours.eq_ignore_ascii_case(theirs)
+                }
+                (Some(ours), Some(theirs)) => ours == theirs,
+                _ => false,
+            }
+    })
+}
+
+/// The currencies list as swapd's catalog: what swapd knows, and how many it left out.
+pub fn catalog(body: &[u8]) -> Result<Catalog, DeskError> {
+    let listed: Vec<wire::Currency> = parse_json(body)?;
+    let mut catalog = Catalog::default();
+    for item in &listed {
+        match currency(item) {
+            Some(def) => catalog.add(
+                def,
+                &item.ticker,
+                item.sell,
+                item.buy,
+                item.supports_fixed_rate,
+            ),
+            None => catalog.unknown += 1,
+        }
+    }
+    Ok(catalog)
+}
+
+/// A side of a pair as ChangeNOW names it: its ticker (from the catalog) and network code.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'a> {
+    pub ticker: &'a str,
+    pub currency: &'static CurrencyDef,
+}
+
+impl Side<'_> {
+    fn network(&self) -> &'static str {
+        network_code(self.currency.network)
+    }
+}
+
+/// `flow`: `fixed-rate` locks the rate (with `useRateId=true`, the estimate's `rateId`).
+fn flow(rate: RateType) -> &'static str {
+    match rate {
+        RateType::Fixed => "fixed-rate",
+        RateType::Float => "standard",
+    }
+}
+
+/// The query of `GET /v2/exchange/range`.
+pub fn range_query(from: Side<'_>, to: Side<'_>, rate: RateType) -> Vec<(&'static str, String)> {
+    vec![
+        ("fromCurrency", from.ticker.to_owned()),
+        ("toCurrency", to.ticker.to_owned()),
+        ("fromNetwork", from.network().to_owned()),
+        ("toNetwork", to.network().to_owned()),
+        ("flow", flow(rate).to_owned()),
+    ]
+}
+
+/// The query of `GET /v2/exchange/estimated-amount`: `amount` of the side `direction` names
+/// (`type=direct` or `reverse`); a fixed rate asks for the `rateId` that locks it.
+pub fn estimate_query(
+    from: Side<'_>,
+    to: Side<'_>,
+    rate: RateType,
+    direction: Direction,
+    amount: Amount,
+) -> Vec<(&'static str, String)> {
+    let mut query = range_query(from, to, rate);
+    let (side, kind) = match direction {
+        Direction::From => ("fromAmount", "direct"),
+        Direction::To => ("toAmount", "reverse"),
+    };
+    query.extend([(side, amount.to_string()), ("type", kind.to_owned())]);
+    if rate == RateType::Fixed {
+        query.push(("useRateId", "true".to_owned()));
+    }
+    query
+}
+
+/// What `POST /v2/exchange` opens: the pair, the amount of the side `direction` names, where
+/// the payout and a refund go, and the fixed rate's `rateId`.
+#[derive(Debug, Clone)]
+pub struct CreateRequest<'a> {
+    pub from: Side<'a>,
+    pub to: Side<'a>,
+    pub rate: RateType,
+    pub direction: Direction,
+    pub amount: Amount,
+    pub payout_address: &'a str,
+    pub payout_tag: Option<&'a str>,
+    pub refund_address: Option<&'a str>,
+    pub refund_tag: Option<&'a str>,
+    pub rate_id: Option<&'a str>,
+}
+
+/// The body of `POST /v2/exchange`.
+pub fn create_body(request: &CreateRequest<'_>) -> String {
+    let (from_amount, to_amount, kind) = match request.direction {
+        Direction::From => (request.amount.to_string(), String::new(), "direct"),
+        Direction::To => (String::new(), request.amount.to_string(), "reverse"),
+    };
+    serde_json::json!({
+        "fromCurrency": request.from.ticker,
+        "fromNetwork": request.from.network(),
+        "toCurrency": request.to.ticker,
+        "toNetwork": request.to.network(),
+        "fromAmount": from_amount,
+        "toAmount": to_amount,
+        "address": request.payout_address,
+        "extraId": request.payout_tag.unwrap_or_default(),
+        "refundAddress": request.refund_address.unwrap_or_default(),
+        "refundExtraId": request.refund_tag.unwrap_or_default(),
+        "flow": flow(request.rate),
+        "type": kind,
+        "rateId": request.rate_id.unwrap_or_default(),
+    })
+    .to_string()
+}
+
+/// A pair's limits (`GET /v2/exchange/range`), in `from`. A maximum of `null` or 0 is none.
+pub fn limits(body: &[u8], from: &CurrencyDef) -> Result<DeskLimits, DeskError> {
+    let wire: wire::Range = parse_json(body)?;
+    let min = number(&wire.min_amount, from.precision)?;
+    let max = match &wire.max_amount {
+        None => None,
+        Some(max) => Some(number(max, from.precision)?).filter(|max| !max.is_zero()),
+    };
+    Ok(DeskLimits { min, max })
+}
+
+/// A price (`GET /v2/exchange/estimated-amount`); fixed-rate estimates carry the `rateId` that
+/// locks them.
+pub fn quote(body: &[u8], from: &CurrencyDef, to: &CurrencyDef) -> Result<DeskQuote, DeskError> {
+    let wire: wire::Estimate = parse_json(body)?;
+    let required = |number: &Option<wire::Number>, precision: u8, field: &str| match number {
+        Some(value) => self::number(value, precision),
+        None => Err(DeskError::from(Unknown(format!(
+            "estimate without `{field}`"
+        )))),
+    };
+    Ok(DeskQuote {
+        from_amount: required(&wire.from_amount, from.precision, "fromAmount")?,
+        to_amount: required(&wire.to_amount, to.precision, "toAmount")?,
+        rate_lock: present(wire.rate_id),
+        network_fee: match &wire.withdrawal_fee {
+            Some(fee) => Some(number(fee, to.precision)?),
+            None => None,
+        },
+    })
+}
+
+/// The answer of `POST /v2/exchange`.
+pub fn opened(body: &[u8]) -> Result<OpenedExchange, DeskError> {
+    let wire: wire::Created = parse_json(body)?;
+    Ok(OpenedExchange {
+        id: wire.id,
+        deposit_address: wire.payin_address,
+        deposit_tag: present(wire.payin_extra_id),
+        access_token: None,
+    })
+}
+
+/// Where an exchange stands, from its `status`.
+pub fn status(status: &str) -> Result<DeskStatus, Unknown> {
+    Ok(match status {
+        "new" | "waiting" => DeskStatus::AwaitingDeposit,
+        "confirming" => DeskStatus::Confirming,
+        "exchanging" => DeskStatus::Exchanging,
+        "sending" => DeskStatus::Sending,
+        "finished" => DeskStatus::Finished,
+        "failed" => DeskStatus::Failed,
+        "refunded" => DeskStatus::Refunded,
+        "verifying" => DeskStatus::OnHold,
+        "expired" => DeskStatus::Expired,
+        other => return Err(Unknown(format!("exchange status `{other}`"))),
+    })
+}
+
+/// An exchange (`GET /v2/exchange/by-id`) between `from` and `to`.
+pub fn exchange(
+    body: &[u8],
+    from: &CurrencyDef,
+    to: &CurrencyDef,
+) -> Result<DeskExchange, DeskError> {
+    let wire: wire::Exchange = parse_json(body)?;
+    let status = status(&wire.status).map_err(DeskError::from)?;
+    let amount = |value: &Option<wire::Number>, precision: u8| {
+        value.as_ref().map(|v| number(v, precision)).transpose()
+    };
+    let deposit = match wire.payin_hash.clone().filter(|h| !h.is_empty()) {
+        None => None,
+        Some(tx_id) => Some(DeskDeposit {
+            tx_id,
+            amount: amount(&wire.amount_from, from.precision)?,
+            // ChangeNOW does not count confirmations; past `confirming` they are enough.
+            confirmations: u32::from(!matches!(
+                status,
+                DeskStatus::AwaitingDeposit | DeskStatus::Confirming
+            )),
+            required_confirmations: None,
+        }),
+    };
+    Ok(DeskExchange {
+        status,
+        deposit_address: wire.payin_address,
+        deposit_tag: present(wire.payin_extra_id),
+        expected_from: amount(&wire.expected_amount_from, from.precision)?,
+        expected_to: amount(&wire.expected_amount_to, to.precision)?,
+        deposit,
+        payout_tx: present(wire.payout_hash),
+        payout_amount: amount(&wire.amount_to, to.precision)?,
+        refund_tx: present(wire.refund_hash),
+        refund_amount: amount(&wire.refund_amount, from.precision)?,
+        deposit_deadline: None,
+        id: wire.id,
+    })
+}
+
+/// A refused or failed call: its HTTP status, body and `Retry-After` (seconds), as swapd's
+/// error. ChangeNOW's own message is not passed on.
+pub fn error(status: u16, body: &[u8], retry_after: Option<Duration>) -> DeskError {
+    match status {
+        401 | 403 => return DeskError::Unauthorized,
+        404 => return DeskError::NotFound,
+        429 => return DeskError::RateLimited { retry_after },
+        500..=599 => {
+            return DeskError::Unavailable {
+                detail: format!("ChangeNOW answered {status}"),
+            };
+        }
+        _ => {}
+    }
+    let Ok(refusal) = serde_json::from_slice::<wire::ErrorBody>(body) else {
+        return DeskError::Unavailable {
+            detail: format!("ChangeNOW answered {status} without an error code"),
+        };
+    };
+    match refusal.error.as_str() {
+        "not_valid_address" => DeskError::AddressRefused,
+        // ChangeNOW also says `pair_is_inactive` for an amount below the real minimum; the
+        // caller checks the range before telling the user the pair is off (providers.md §1.7).
+        "pair_is_inactive" | "fixed_rate_not_enabled" => DeskError::PairUnsupported,
+        "deposit_too_small" | "less_min_amount" | "max_amount_exceeded" => DeskError::OutOfRange {
+            min: None,
+            max: None,
+        },
+        code => DeskError::Refused {
+            detail: format!("ChangeNOW refused the request (`{}`)", printable(code)),
+        },
+    }
+}
+
+/// A JSON number as an amount, or `Unavailable` when it is not a decimal.
+fn number(value: &wire::Number, precision: u8) -> Result<Amount, DeskError> {
+    decimal(value.get(), precision)
+        .ok_or_else(|| Unknown(format!("amount `{}`", printable(value.get()))).into())
+}
+
+/// An optional string that may be empty for "none".
+fn present(text: Option<String>) -> Option<String> {
+    text.filter(|t| !t.is_empty())
+}
+
+/// An upstream code as it may appear in our messages: short, plain ASCII.
+fn printable(code: &str) -> String {
+    code.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        .take(48)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
