@@ -1,9 +1,10 @@
-//! swapd's live offchain exchange desks. Each desk's module holds its wire format (`wire`) and
-//! the pure functions that map it onto `swapd_core::desk`; the HTTP transport they share, and
-//! the desk port the order engine drives, come next (issue 18).
+//! swapd's live offchain exchange desks. Each desk's module holds its wire format (`wire`), the
+//! pure functions that map it onto `swapd_core::desk`, and its client over the HTTP transport
+//! they share. The desk port the order engine drives comes next (issue 18).
 
 pub mod changenow;
 pub mod fixedfloat;
+mod transport;
 
 use serde::de::DeserializeOwned;
 use swapd_core::desk::DeskError;

@@ -1,7 +1,11 @@
 //! ChangeNOW API v2 (`x-changenow-api-key`, research: providers.md §1): its currencies,
-//! exchanges, statuses and errors mapped onto swapd's desk model. Pure: no network here.
+//! exchanges, statuses and errors mapped onto swapd's desk model by pure functions; [`ChangeNow`]
+//! sends them.
 
+mod client;
 pub mod wire;
+
+pub use client::{BASE_URL, ChangeNow};
 
 use std::time::Duration;
 

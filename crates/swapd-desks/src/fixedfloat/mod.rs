@@ -1,9 +1,12 @@
 //! FixedFloat API v2 (research: providers.md §2): every method is `POST /api/v2/{method}` with a
 //! JSON body signed by `X-API-SIGN` = lowercase hex HMAC-SHA256 of the exact body bytes under the
 //! API secret, answered `{code, msg, data}`. Here: the request bodies and their signature, and
-//! the answers mapped onto swapd's desk model. Pure: no network here.
+//! the answers mapped onto swapd's desk model by pure functions; [`FixedFloat`] sends them.
 
+mod client;
 pub mod wire;
+
+pub use client::{BASE_URL, FixedFloat, OrderRef};
 
 use std::time::Duration;
 

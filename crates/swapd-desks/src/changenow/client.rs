@@ -1,0 +1,109 @@
+//! ChangeNOW over HTTP: each call sent by the shared transport and its answer read by this
+//! module's pure functions.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use swapd_core::amount::Amount;
+use swapd_core::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange};
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::{Direction, RateType};
+
+use super::{CreateRequest, Side};
+use crate::Catalog;
+use crate::transport::{Answer, Call, Transport};
+
+/// ChangeNOW's public API root.
+pub const BASE_URL: &str = "https://api.changenow.io/v2/";
+
+pub struct ChangeNow {
+    transport: Transport,
+}
+
+impl ChangeNow {
+    /// A client of the API at `base_url` with the partner key `api_key`.
+    pub fn new(base_url: &str, api_key: &str, timeout: Duration) -> Result<Self, String> {
+        let mut key =
+            HeaderValue::from_str(api_key).map_err(|_| "the API key is not a header value")?;
+        key.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-changenow-api-key", key);
+        Ok(Self {
+            transport: Transport::new("ChangeNOW", base_url, timeout, headers)?,
+        })
+    }
+
+    /// The active currencies, as swapd's catalog.
+    pub async fn currencies(&self) -> Result<Catalog, DeskError> {
+        let query = [("active", "true".to_owned()), ("flow", String::new())];
+        let answer = self.transport.get("exchange/currencies", &query).await?;
+        read(answer, super::catalog)
+    }
+
+    pub async fn limits(
+        &self,
+        from: Side<'_>,
+        to: Side<'_>,
+        rate: RateType,
+    ) -> Result<DeskLimits, DeskError> {
+        let query = super::range_query(from, to, rate);
+        let answer = self.transport.get("exchange/range", &query).await?;
+        read(answer, |body| super::limits(body, from.currency))
+    }
+
+    pub async fn quote(
+        &self,
+        from: Side<'_>,
+        to: Side<'_>,
+        rate: RateType,
+        direction: Direction,
+        amount: Amount,
+    ) -> Result<DeskQuote, DeskError> {
+        let query = super::estimate_query(from, to, rate, direction, amount);
+        let answer = self
+            .transport
+            .get("exchange/estimated-amount", &query)
+            .await?;
+        read(answer, |body| {
+            super::quote(body, from.currency, to.currency)
+        })
+    }
+
+    /// Opens an exchange; sent once (a timeout leaves it unknown whether it was opened).
+    pub async fn open(&self, request: &CreateRequest<'_>) -> Result<OpenedExchange, DeskError> {
+        let body = super::create_body(request);
+        let answer = self
+            .transport
+            .post(Call::Write, "exchange", &body, &[])
+            .await?;
+        read(answer, super::opened)
+    }
+
+    /// Where the exchange `id` from `from` to `to` stands.
+    pub async fn exchange(
+        &self,
+        id: &str,
+        from: &CurrencyDef,
+        to: &CurrencyDef,
+    ) -> Result<DeskExchange, DeskError> {
+        let query = [("id", id.to_owned())];
+        let answer = self.transport.get("exchange/by-id", &query).await?;
+        read(answer, |body| super::exchange(body, from, to))
+    }
+}
+
+/// A 2xx answer read by `map`; anything else as ChangeNOW's error.
+fn read<T>(
+    answer: Answer,
+    map: impl FnOnce(&[u8]) -> Result<T, DeskError>,
+) -> Result<T, DeskError> {
+    if answer.is_success() {
+        map(&answer.body)
+    } else {
+        Err(super::error(
+            answer.status,
+            &answer.body,
+            answer.retry_after,
+        ))
+    }
+}

@@ -1,0 +1,183 @@
+//! The HTTP transport the desks share: one base URL, a timeout on every call, `Retry-After`
+//! read, and a bounded retry with backoff for calls that change nothing at the desk. A call that
+//! opens or changes something is sent once: the caller reconciles instead.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use swapd_core::desk::DeskError;
+
+/// Attempts of a read before its last failure is returned.
+const READ_ATTEMPTS: u32 = 3;
+/// The first wait between attempts; it doubles, and a desk's `Retry-After` up to
+/// [`MAX_WAIT`] replaces it.
+const FIRST_WAIT: Duration = Duration::from_millis(200);
+const MAX_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether a call may be sent again after a transient failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// Reads nothing but state: retried (rate limits, 5xx, timeouts).
+    Read,
+    /// Opens or changes something at the desk: sent once.
+    Write,
+}
+
+/// A desk's answer: its status, body and `Retry-After`.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub retry_after: Option<Duration>,
+}
+
+impl Answer {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+pub struct Transport {
+    desk: &'static str,
+    base: reqwest::Url,
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+impl Transport {
+    /// `base_url` is the desk's API root (`https://api.changenow.io/v2/`); `headers` go on
+    /// every request (the API key).
+    pub fn new(
+        desk: &'static str,
+        base_url: &str,
+        timeout: Duration,
+        headers: HeaderMap,
+    ) -> Result<Self, String> {
+        let mut base = reqwest::Url::parse(base_url).map_err(|e| format!("{base_url}: {e}"))?;
+        if !base.path().ends_with('/') {
+            let path = format!("{}/", base.path());
+            base.set_path(&path);
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .default_headers(headers)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            desk,
+            base,
+            http,
+            timeout,
+        })
+    }
+
+    /// `GET path?query`.
+    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Answer, DeskError> {
+        self.send(Call::Read, || self.http.get(self.url(path)).query(query))
+            .await
+    }
+
+    /// `POST path` with a JSON body sent exactly as given, and extra headers (a signature).
+    pub async fn post(
+        &self,
+        call: Call,
+        path: &str,
+        body: &str,
+        headers: &[(HeaderName, HeaderValue)],
+    ) -> Result<Answer, DeskError> {
+        self.send(call, || {
+            let mut request = self
+                .http
+                .post(self.url(path))
+                .header(
+                    reqwest::header::CONTENT_TYPE,
+                    "application/json; charset=UTF-8",
+                )
+                .body(body.to_owned());
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            request
+        })
+        .await
+    }
+
+    fn url(&self, path: &str) -> reqwest::Url {
+        self.base.join(path).expect("relative paths join")
+    }
+
+    /// Sends, and for reads sends again after a rate limit, a 5xx or a lost exchange, waiting
+    /// between attempts. Other answers (2xx, 4xx) are the caller's to read.
+    async fn send(
+        &self,
+        call: Call,
+        request: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Answer, DeskError> {
+        let attempts = match call {
+            Call::Read => READ_ATTEMPTS,
+            Call::Write => 1,
+        };
+        let mut wait = FIRST_WAIT;
+        let mut attempt = 1;
+        loop {
+            let outcome = self.once(request()).await;
+            let retry_after = match &outcome {
+                Ok(answer) if answer.status == 429 || answer.status >= 500 => answer.retry_after,
+                Err(_) => None,
+                Ok(_) => return outcome,
+            };
+            if attempt == attempts {
+                return outcome;
+            }
+            let pause = retry_after.unwrap_or(wait).min(MAX_WAIT);
+            tracing::debug!(
+                desk = self.desk,
+                attempt,
+                ?pause,
+                "desk call failed; retrying"
+            );
+            tokio::time::sleep(pause).await;
+            wait = wait.saturating_mul(2);
+            attempt += 1;
+        }
+    }
+
+    async fn once(&self, request: reqwest::RequestBuilder) -> Result<Answer, DeskError> {
+        let failed = |error: reqwest::Error| self.unavailable(&error);
+        let response = request.timeout(self.timeout).send().await.map_err(failed)?;
+        let status = response.status().as_u16();
+        let retry_after = retry_after(response.headers());
+        let body = response.bytes().await.map_err(failed)?.to_vec();
+        Ok(Answer {
+            status,
+            body,
+            retry_after,
+        })
+    }
+
+    /// What went wrong, said plainly: timed out, no connection, or the exchange failed.
+    fn unavailable(&self, error: &reqwest::Error) -> DeskError {
+        let desk = self.desk;
+        let detail = if error.is_timeout() {
+            format!("{desk} timed out after {} ms", self.timeout.as_millis())
+        } else if error.is_connect() {
+            format!("cannot connect to {desk}")
+        } else {
+            format!("the exchange with {desk} failed")
+        };
+        tracing::warn!(desk, error = %error, "desk call failed");
+        DeskError::Unavailable { detail }
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not used by the desks).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
