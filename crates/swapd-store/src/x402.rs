@@ -225,44 +225,34 @@ macro_rules! impl_x402 {
                 .map_err(map_sqlx_error)
             }
 
-            async fn issue_siwx_nonce(&self, nonce: &str, expires_at_ms: i64) -> Result<(), StoreError> {
-                sqlx::query("INSERT INTO siwx_nonces (nonce, expires_at) VALUES ($1, $2)")
-                    .bind(nonce)
-                    .bind(expires_at_ms)
-                    .execute(&self.pool)
-                    .await
-                    .map(drop)
-                    .map_err(map_sqlx_error)
-            }
-
-            async fn check_siwx_nonce(
-                &self,
-                nonce: &str,
-                now_ms: i64,
-                consume: bool,
-            ) -> Result<bool, StoreError> {
-                if consume {
-                    let used = sqlx::query(
-                        "UPDATE siwx_nonces SET used_at = $2 \
-                         WHERE nonce = $1 AND used_at IS NULL AND expires_at > $2",
-                    )
-                    .bind(nonce)
-                    .bind(now_ms)
-                    .execute(&self.pool)
-                    .await
-                    .map_err(map_sqlx_error)?;
-                    return Ok(used.rows_affected() == 1);
-                }
-                let live: Option<i64> = sqlx::query_scalar(
-                    "SELECT expires_at FROM siwx_nonces \
-                     WHERE nonce = $1 AND used_at IS NULL AND expires_at > $2",
+            async fn siwx_nonce_used(&self, nonce: &str) -> Result<bool, StoreError> {
+                let used: Option<i64> = sqlx::query_scalar(
+                    "SELECT expires_at FROM siwx_nonces WHERE nonce = $1 AND used_at IS NOT NULL",
                 )
                 .bind(nonce)
-                .bind(now_ms)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(map_sqlx_error)?;
-                Ok(live.is_some())
+                Ok(used.is_some())
+            }
+
+            async fn use_siwx_nonce(
+                &self,
+                nonce: &str,
+                expires_at_ms: i64,
+                now_ms: i64,
+            ) -> Result<bool, StoreError> {
+                let recorded = sqlx::query(
+                    "INSERT INTO siwx_nonces (nonce, expires_at, used_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (nonce) DO NOTHING",
+                )
+                .bind(nonce)
+                .bind(expires_at_ms)
+                .bind(now_ms)
+                .execute(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                Ok(recorded.rows_affected() == 1)
             }
 
             async fn consume_window(

@@ -467,6 +467,9 @@ impl Runtime {
                 x402.network.clone(),
                 swapd_x402::siwx::SOLANA_MAINNET.to_owned(),
             ],
+            challenges: swapd_core::challenges::Challenges::new(
+                self.master_key.derive("siwx challenge nonces"),
+            ),
             wallet_routes_enabled: config.mode == swapd_core::Mode::Sandbox
                 || !x402.access_token_secret.is_empty(),
         })

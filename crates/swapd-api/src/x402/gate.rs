@@ -546,12 +546,28 @@ impl<'a> Context<'a> {
             Ok(wallet) => wallet,
             Err(problem) => return Err(self.siwx_refused(&problem.to_string()).await),
         };
-        match self
+        // The nonce must be one of our challenges, unexpired, and unused; a mutation uses it
+        // up (the only write a proof causes).
+        let Some(expires_at_ms) = self
             .state
-            .store
-            .check_siwx_nonce(&payload.nonce, now_ms, consume)
-            .await
-        {
+            .x402
+            .challenges
+            .valid_until(&payload.nonce, now_ms)
+        else {
+            return Err(self.siwx_refused(&siwx::SiwxError::Nonce.to_string()).await);
+        };
+        let store = &self.state.store;
+        let fresh = if consume {
+            store
+                .use_siwx_nonce(&payload.nonce, expires_at_ms, now_ms)
+                .await
+        } else {
+            store
+                .siwx_nonce_used(&payload.nonce)
+                .await
+                .map(|used| !used)
+        };
+        match fresh {
             Ok(true) => Ok(Some(wallet)),
             Ok(false) => Err(self.siwx_refused(&siwx::SiwxError::Nonce.to_string()).await),
             Err(error) => Err(ApiError::from(error).into_response()),
@@ -589,17 +605,13 @@ impl<'a> Context<'a> {
     }
 
     /// The encoded `PAYMENT-REQUIRED` of this route: our requirements when it is paid, and a
-    /// fresh SIWX challenge (its nonce recorded) when it is wallet-bound.
+    /// fresh SIWX challenge when it is wallet-bound (its nonce carries its own expiry under our
+    /// MAC: nothing is written).
     async fn payment_required(&self, error: &str) -> Result<String, Response> {
         let x402 = &self.state.x402;
         let challenge = if self.route.access.wallet_bound() {
-            let nonce = hex::encode(rand::random::<[u8; 16]>());
             let now_ms = self.state.clock.now_ms();
-            self.state
-                .store
-                .issue_siwx_nonce(&nonce, now_ms + CHALLENGE_TTL_MS)
-                .await
-                .map_err(|e| ApiError::from(e).into_response())?;
+            let nonce = x402.challenges.issue(now_ms + CHALLENGE_TTL_MS);
             let audience = Audience {
                 origin: &x402.origin,
                 chains: &x402.siwx_chains,

@@ -35,6 +35,8 @@ pub struct X402 {
     pub origin: String,
     /// The chains SIWX proofs may come from (CAIP-2).
     pub siwx_chains: Vec<String>,
+    /// Issues and checks the SIWX challenges' nonces without writing them down.
+    pub challenges: swapd_core::challenges::Challenges,
     /// Whether order and onchain routes are enabled: live mode needs an operator-set secret
     /// for their execution access tokens.
     pub wallet_routes_enabled: bool,

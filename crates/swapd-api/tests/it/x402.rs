@@ -453,6 +453,72 @@ async fn a_solana_wallet_signs_in_and_owns_what_it_creates() {
 }
 
 #[tokio::test]
+async fn challenges_are_stateless_and_only_a_mutation_records_its_nonce() {
+    let server = TestServer::start().await;
+    let wallet = PrivateKeySigner::random();
+    let path = "/api/x402/orders/ord_0123456789abcdef0123456789abcdef";
+    let store = server.state.store.clone();
+    let proof = |nonce: &str, c: &swapd_x402::wire::PaymentRequired| {
+        let mut payload = siwx_payload(
+            c,
+            "eip155:8453",
+            "eip191",
+            wallet.address().to_checksum(None),
+        );
+        payload.nonce = nonce.to_owned();
+        sign_evm(&mut payload, &wallet);
+        wire::encode_header(&payload)
+    };
+    let c = required(&send(&server, "GET", path, None, &[]).await);
+    let nonce = c.extensions["sign-in-with-x"]["info"]["nonce"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(nonce.len(), 64);
+    // Nothing was recorded for the challenge, yet its nonce proves: the read reaches the
+    // handler (no such order: 404), and reading does not use the nonce up.
+    assert!(!store.siwx_nonce_used(&nonce).await.unwrap());
+    for _ in 0..2 {
+        let read = send(
+            &server,
+            "GET",
+            path,
+            None,
+            &[("SIGN-IN-WITH-X", proof(&nonce, &c))],
+        )
+        .await;
+        read.expect(404, "order_not_found");
+    }
+    assert!(!store.siwx_nonce_used(&nonce).await.unwrap());
+    // A nonce whose expiry was stretched is not ours any more.
+    let mut stretched = nonce.clone().into_bytes();
+    stretched[9] = if stretched[9] == b'f' { b'e' } else { b'f' };
+    let stretched = String::from_utf8(stretched).unwrap();
+    let refused = send(
+        &server,
+        "GET",
+        path,
+        None,
+        &[("SIGN-IN-WITH-X", proof(&stretched, &c))],
+    )
+    .await;
+    refused.expect(401, "siwx_invalid");
+    assert!(refused.message().contains("invalid_siwx_nonce"));
+    // Once a proof used it (a mutation does), every later proof with it is refused.
+    assert!(store.use_siwx_nonce(&nonce, i64::MAX, 0).await.unwrap());
+    let reused = send(
+        &server,
+        "GET",
+        path,
+        None,
+        &[("SIGN-IN-WITH-X", proof(&nonce, &c))],
+    )
+    .await;
+    reused.expect(401, "siwx_invalid");
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn siwx_proofs_are_refused_with_the_matching_code() {
     let server = TestServer::start().await;
     let wallet = PrivateKeySigner::random();

@@ -80,16 +80,16 @@ pub trait X402Store: Send + Sync + 'static {
     /// not be asked before settling), so the same payment may be presented again.
     async fn forget_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError>;
 
-    /// Records a Sign-In-With-X nonce swapd issued, valid until `expires_at_ms`.
-    async fn issue_siwx_nonce(&self, nonce: &str, expires_at_ms: i64) -> Result<(), StoreError>;
+    /// Whether a proof has used the Sign-In-With-X challenge nonce `nonce`.
+    async fn siwx_nonce_used(&self, nonce: &str) -> Result<bool, StoreError>;
 
-    /// Whether `nonce` was issued by swapd, is unexpired at `now_ms` and unused; with
-    /// `consume`, marks it used in the same step (only one caller ever gets `true`).
-    async fn check_siwx_nonce(
+    /// Records `nonce` as used by a proof at `now_ms`, kept until `expires_at_ms` (after which
+    /// the nonce is refused anyway): `true` for the one caller that recorded it.
+    async fn use_siwx_nonce(
         &self,
         nonce: &str,
+        expires_at_ms: i64,
         now_ms: i64,
-        consume: bool,
     ) -> Result<bool, StoreError>;
 
     /// Counts one request against the fixed window of `window_ms` that holds `now_ms` for
