@@ -188,6 +188,38 @@ fn ceil_div(value: i64, unit: i64) -> i64 {
     value.div_euclid(unit) + i64::from(value.rem_euclid(unit) != 0)
 }
 
+/// A fixed window's count for one key: the window it belongs to (its start, Unix ms) and the
+/// requests counted in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WindowCount {
+    pub start_ms: i64,
+    pub used: u32,
+}
+
+/// Counts one request against the fixed window of `window_ms` that holds `now_ms`, admitting
+/// it while fewer than `limit` were counted there; a refused request counts nothing. The same
+/// decision for the in-memory windows of one node and the shared ones of several.
+pub fn count_in_window(
+    stored: Option<WindowCount>,
+    window_ms: i64,
+    limit: u32,
+    now_ms: i64,
+) -> (crate::store::WindowDecision, WindowCount) {
+    let start_ms = now_ms - now_ms.rem_euclid(window_ms.max(1));
+    let used = stored
+        .filter(|count| count.start_ms == start_ms)
+        .map_or(0, |count| count.used);
+    let allowed = used < limit;
+    let used = if allowed { used + 1 } else { used };
+    let decision = crate::store::WindowDecision {
+        allowed,
+        limit,
+        used,
+        resets_at_ms: start_ms + window_ms,
+    };
+    (decision, WindowCount { start_ms, used })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +233,26 @@ mod tests {
             per_hour,
             weight_per_hour,
         }
+    }
+
+    #[test]
+    fn a_window_admits_its_limit_counts_no_refusal_and_starts_over_when_it_ends() {
+        let hour = 3_600_000;
+        let mut stored = None;
+        for used in 1..=3 {
+            let (decision, counted) = count_in_window(stored, hour, 3, NOW);
+            assert!(decision.allowed);
+            assert_eq!((decision.used, decision.remaining()), (used, 3 - used));
+            stored = Some(counted);
+        }
+        let (refused, unchanged) = count_in_window(stored, hour, 3, NOW);
+        assert!(!refused.allowed);
+        assert_eq!(unchanged, stored.unwrap(), "a refusal counts nothing");
+        let start = NOW - NOW.rem_euclid(hour);
+        assert_eq!(refused.resets_at_ms, start + hour);
+        let (next, counted) = count_in_window(stored, hour, 3, start + hour);
+        assert!(next.allowed);
+        assert_eq!(counted.used, 1, "the next window starts from zero");
     }
 
     #[test]

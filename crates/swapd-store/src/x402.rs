@@ -2,6 +2,7 @@
 
 use swapd_core::StoreError;
 use swapd_core::purchases::{self, Presented, Purchase, PurchasePlan, PurchaseState, PurchaseStep};
+use swapd_core::rate_limit::{WindowCount, count_in_window};
 use swapd_core::store::{WindowDecision, X402Settlement};
 
 use crate::map_sqlx_error;
@@ -262,14 +263,13 @@ macro_rules! impl_x402 {
                 limit: u32,
                 now_ms: i64,
             ) -> Result<WindowDecision, StoreError> {
-                let start = now_ms - now_ms.rem_euclid(window_ms.max(1));
                 let mut tx = self.write_tx().await?;
                 sqlx::query(
                     "INSERT INTO x402_windows (window_key, window_start, used) VALUES ($1, $2, 0) \
                      ON CONFLICT (window_key) DO NOTHING",
                 )
                 .bind(key)
-                .bind(start)
+                .bind(now_ms)
                 .execute(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
@@ -281,27 +281,24 @@ macro_rules! impl_x402 {
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                let used = if stored_start == start { used } else { 0 };
-                let used = u32::try_from(used).unwrap_or(u32::MAX);
-                let allowed = used < limit;
-                if allowed {
+                let stored = WindowCount {
+                    start_ms: stored_start,
+                    used: u32::try_from(used).unwrap_or(u32::MAX),
+                };
+                let (decision, counted) = count_in_window(Some(stored), window_ms, limit, now_ms);
+                if decision.allowed {
                     sqlx::query(
                         "UPDATE x402_windows SET window_start = $2, used = $3 WHERE window_key = $1",
                     )
                     .bind(key)
-                    .bind(start)
-                    .bind(i64::from(used + 1))
+                    .bind(counted.start_ms)
+                    .bind(i64::from(counted.used))
                     .execute(&mut *tx)
                     .await
                     .map_err(map_sqlx_error)?;
                 }
                 tx.commit().await.map_err(map_sqlx_error)?;
-                Ok(WindowDecision {
-                    allowed,
-                    limit,
-                    used: if allowed { used + 1 } else { used },
-                    resets_at_ms: start + window_ms,
-                })
+                Ok(decision)
             }
         }
     };

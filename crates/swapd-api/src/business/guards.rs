@@ -12,16 +12,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use swapd_core::api_keys::ApiKey;
-use swapd_core::rate_limit::{self, Quota, RateDecision, RateState};
+use swapd_core::rate_limit::{self, Quota, RateDecision, RateState, WindowCount};
 use swapd_core::secrets::MasterKey;
 use swapd_core::signing::NONCE_TTL_SECS;
-use swapd_core::store::NonceRecord;
+use swapd_core::store::{NonceRecord, WindowDecision};
 use swapd_core::{Clock, Store, StoreError};
 use tokio_util::sync::CancellationToken;
 
 /// A revoked key or changed policy takes effect on every node within this time.
 pub const KEY_CACHE_TTL_MS: i64 = 5_000;
 const KEY_CACHE_MAX: usize = 10_000;
+/// Past this many local windows, those that ended are dropped.
+const MAX_LOCAL_WINDOWS: usize = 100_000;
 /// How often the single-node nonce set is written to the database.
 pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 const NONCE_PRUNE_EVERY_MS: i64 = 10_000;
@@ -73,6 +75,8 @@ pub struct Guards {
     nonces: Mutex<LocalNonces>,
     nonce_limits: NonceLimits,
     rates: Mutex<HashMap<String, RateState>>,
+    /// Fixed windows by key, with when each ends.
+    windows: Mutex<HashMap<String, (WindowCount, i64)>>,
 }
 
 #[derive(Default)]
@@ -147,6 +151,7 @@ impl Guards {
             nonces: Mutex::new(nonces),
             nonce_limits: NonceLimits::default(),
             rates: Mutex::new(HashMap::new()),
+            windows: Mutex::new(HashMap::new()),
         })
     }
 
@@ -326,6 +331,35 @@ impl Guards {
                 let state = rates.get(&key.id).copied().unwrap_or_default();
                 let decision = rate_limit::decide(state, limits, cost, now);
                 rates.insert(key.id.clone(), decision.state);
+                Ok(decision)
+            }
+        }
+    }
+
+    /// Counts one request against the fixed window of `window_ms` for `key` (x402 paid attempts
+    /// and wallet reads, webhook replays): in memory on one node, in the shared database on
+    /// several. A refused request counts nothing.
+    pub async fn consume_window(
+        &self,
+        key: &str,
+        window_ms: i64,
+        limit: u32,
+    ) -> Result<WindowDecision, StoreError> {
+        let now = self.clock.now_ms();
+        match self.sharing {
+            Sharing::Database => self.store.consume_window(key, window_ms, limit, now).await,
+            Sharing::Local => {
+                let mut windows = self.windows.lock().expect("window state");
+                if windows.len() >= MAX_LOCAL_WINDOWS {
+                    // Windows that ended count nothing any more.
+                    windows.retain(|_, (_, ends_at_ms)| *ends_at_ms > now);
+                }
+                let stored = windows.get(key).map(|(count, _)| *count);
+                let (decision, counted) =
+                    rate_limit::count_in_window(stored, window_ms, limit, now);
+                if decision.allowed {
+                    windows.insert(key.to_owned(), (counted, decision.resets_at_ms));
+                }
                 Ok(decision)
             }
         }

@@ -306,12 +306,11 @@ pub(crate) async fn replay(
         ));
     }
     let window = state
-        .store
+        .guards
         .consume_window(
             &format!("replay|{}", subscription.id),
             60_000,
             state.replays_per_minute,
-            now_ms,
         )
         .await?;
     if !window.allowed {

@@ -122,17 +122,17 @@ impl<'a> Context<'a> {
                 ErrorCode::WalletReadsExceeded,
             )
         };
-        let now_ms = self.state.clock.now_ms();
         let decision = self
             .state
-            .store
-            .consume_window(&key, window_ms, limit, now_ms)
+            .guards
+            .consume_window(&key, window_ms, limit)
             .await
             .map_err(|e| ApiError::from(e).into_response())?;
         let _ = self.limit.set(decision);
         if decision.allowed {
             return Ok(());
         }
+        let now_ms = self.state.clock.now_ms();
         let retry_after = ((decision.resets_at_ms - now_ms).max(0) + 999) / 1000;
         Err(ApiError::new(
             code,

@@ -842,3 +842,59 @@ async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
     clock.advance_ms(swapd_core::signing::NONCE_TTL_SECS * 1000 + 1_000);
     assert_eq!(claim("n-4").await.unwrap(), NonceOutcome::Fresh);
 }
+
+/// One node counts its windows (x402 paid attempts and wallet reads, webhook replays) in
+/// memory, so a refused or unauthenticated request writes nothing; several nodes count them in
+/// the shared database. Both decide alike.
+#[tokio::test]
+async fn windows_are_counted_in_memory_on_one_node_and_in_the_database_on_several() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = swapd_store::open(
+        &format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        &swapd_store::StoreOptions::default(),
+    )
+    .await
+    .unwrap();
+    store.migrate().await.unwrap();
+    let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
+    let guards = |sharing| {
+        Guards::new(
+            store.clone(),
+            clock.clone(),
+            swapd_core::secrets::MasterKey::generate(),
+            sharing,
+            false,
+        )
+    };
+    let local = guards(Sharing::Local).await.unwrap();
+    let shared = guards(Sharing::Database).await.unwrap();
+    for guards in [&local, &shared] {
+        let first = guards.consume_window("paid|c|r", 60_000, 2).await.unwrap();
+        let second = guards.consume_window("paid|c|r", 60_000, 2).await.unwrap();
+        let third = guards.consume_window("paid|c|r", 60_000, 2).await.unwrap();
+        assert_eq!(
+            (first.allowed, second.allowed, third.allowed),
+            (true, true, false)
+        );
+    }
+    // The local node wrote nothing: the database's window for the key holds only the shared
+    // node's two requests.
+    let stored = store
+        .consume_window(
+            "paid|c|r",
+            60_000,
+            3,
+            swapd_core::Clock::now_ms(clock.as_ref()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.used, 3);
+    clock.advance_ms(60_000);
+    assert!(
+        local
+            .consume_window("paid|c|r", 60_000, 2)
+            .await
+            .unwrap()
+            .allowed
+    );
+}
