@@ -9,7 +9,7 @@ use swapd_core::desk::{DeskError, DeskStatus};
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::{Direction, RateType};
 use swapd_desks::changenow::{ChangeNow, CreateRequest, Side};
-use swapd_desks::fixedfloat::{self, Choice, FixedFloat, OrderRef};
+use swapd_desks::fixedfloat::{self, Choice, CreateOrder, FixedFloat, OrderRef};
 use wiremock::matchers::{body_string, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
@@ -294,16 +294,18 @@ async fn fixedfloat_signs_every_call_and_runs_an_order_into_an_emergency_refund(
     assert_eq!(quote.to_amount.to_string(), "18847.102");
     assert_eq!(limits.min.to_string(), "0.00045");
 
-    let body = fixedfloat::create_body(
-        RateType::Float,
-        "BTC",
-        "USDTTRC",
-        Direction::From,
-        amount,
-        "TAzsQ9Gx8eqFNFSKbeXrbi45CuVPHzA8wr",
-        None,
-    );
-    let opened = desk.open(&body).await.unwrap();
+    let opened = desk
+        .open(&CreateOrder {
+            rate: RateType::Float,
+            from_code: "BTC",
+            to_code: "USDTTRC",
+            direction: Direction::From,
+            amount,
+            to_address: "TAzsQ9Gx8eqFNFSKbeXrbi45CuVPHzA8wr",
+            tag: None,
+        })
+        .await
+        .unwrap();
     let token = opened.access_token.unwrap();
     let order = OrderRef {
         id: &opened.id,
@@ -342,32 +344,26 @@ async fn a_wrong_secret_is_refused_by_the_desk() {
 #[tokio::test]
 async fn a_refusal_in_the_envelope_keeps_fixedfloats_words_out() {
     let server = MockServer::start().await;
+    let order = CreateOrder {
+        rate: RateType::Fixed,
+        from_code: "BTC",
+        to_code: "USDTTRC",
+        direction: Direction::From,
+        amount: Amount::parse("0.5", 8).unwrap(),
+        to_address: "not-an-address",
+        tag: None,
+    };
     Mock::given(method("POST"))
         .and(path("/api/v2/create"))
-        .and(body_string(fixedfloat::create_body(
-            RateType::Fixed,
-            "BTC",
-            "USDTTRC",
-            Direction::From,
-            Amount::parse("0.5", 8).unwrap(),
-            "not-an-address",
-            None,
-        )))
+        .and(body_string(fixedfloat::create_body(&order)))
         .respond_with(json(fixture("fixedfloat", "error.json")))
         .expect(1)
         .mount(&server)
         .await;
-    let desk = fixedfloat(&server, "ff-secret");
-    let body = fixedfloat::create_body(
-        RateType::Fixed,
-        "BTC",
-        "USDTTRC",
-        Direction::From,
-        Amount::parse("0.5", 8).unwrap(),
-        "not-an-address",
-        None,
-    );
-    let refused = desk.open(&body).await.unwrap_err();
+    let refused = fixedfloat(&server, "ff-secret")
+        .open(&order)
+        .await
+        .unwrap_err();
     assert!(matches!(refused, DeskError::Refused { .. }), "{refused:?}");
     assert!(!refused.to_string().contains("Invalid address"));
 }

@@ -9,7 +9,7 @@ use swapd_core::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExc
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::{Direction, RateType};
 
-use super::Choice;
+use super::{Choice, CreateOrder};
 use crate::Catalog;
 use crate::transport::{Answer, Call, Transport};
 
@@ -76,8 +76,9 @@ impl FixedFloat {
 
     /// Opens an order; sent once (FixedFloat has no idempotency key, so a timeout leaves it
     /// unknown whether it was opened).
-    pub async fn open(&self, body: &str) -> Result<OpenedExchange, DeskError> {
-        let answer = self.call(Call::Write, "create", body).await?;
+    pub async fn open(&self, order: &CreateOrder<'_>) -> Result<OpenedExchange, DeskError> {
+        let body = super::create_body(order);
+        let answer = self.call(Call::Write, "create", &body).await?;
         read(answer, super::opened)
     }
 

@@ -91,24 +91,29 @@ pub fn price_body(
     })
 }
 
-/// `create` request body: the payout goes to `to_address` (with `tag` on memo networks).
-pub fn create_body(
-    rate: RateType,
-    from_code: &str,
-    to_code: &str,
-    direction: Direction,
-    amount: Amount,
-    to_address: &str,
-    tag: Option<&str>,
-) -> String {
+/// What `create` opens: FixedFloat's codes of the pair (the catalog's `desk_code`), the amount
+/// of the side `direction` names, and where the payout goes (with its memo on memo networks).
+#[derive(Debug, Clone, Copy)]
+pub struct CreateOrder<'a> {
+    pub rate: RateType,
+    pub from_code: &'a str,
+    pub to_code: &'a str,
+    pub direction: Direction,
+    pub amount: Amount,
+    pub to_address: &'a str,
+    pub tag: Option<&'a str>,
+}
+
+/// `create` request body.
+pub fn create_body(order: &CreateOrder<'_>) -> String {
     body(&CreateBody {
-        kind: rate_name(rate),
-        from_ccy: from_code,
-        to_ccy: to_code,
-        direction: direction_name(direction),
-        amount: number(amount),
-        to_address,
-        tag,
+        kind: rate_name(order.rate),
+        from_ccy: order.from_code,
+        to_ccy: order.to_code,
+        direction: direction_name(order.direction),
+        amount: number(order.amount),
+        to_address: order.to_address,
+        tag: order.tag,
     })
 }
 

@@ -38,15 +38,15 @@ fn request_bodies_are_compact_in_a_fixed_order_with_exact_amounts() {
     );
     let tiny = Amount::parse("0.00000001", 8).unwrap();
     assert_eq!(
-        create_body(
-            RateType::Fixed,
-            "BTC",
-            "XRP",
-            Direction::To,
-            tiny,
-            "rPEPPER7kfTD9w2To4CQk6UCfuHM9c6GDY",
-            Some("12345")
-        ),
+        create_body(&CreateOrder {
+            rate: RateType::Fixed,
+            from_code: "BTC",
+            to_code: "XRP",
+            direction: Direction::To,
+            amount: tiny,
+            to_address: "rPEPPER7kfTD9w2To4CQk6UCfuHM9c6GDY",
+            tag: Some("12345"),
+        }),
         r#"{"type":"fixed","fromCcy":"BTC","toCcy":"XRP","direction":"to","amount":0.00000001,"toAddress":"rPEPPER7kfTD9w2To4CQk6UCfuHM9c6GDY","tag":"12345"}"#
     );
     assert_eq!(
