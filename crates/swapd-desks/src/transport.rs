@@ -32,8 +32,17 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn is_success(&self) -> bool {
-        (200..300).contains(&self.status)
+    /// A 2xx answer read by `map`; anything else turned into the desk's error by `refused`.
+    pub fn read<T>(
+        self,
+        map: impl FnOnce(&[u8]) -> Result<T, DeskError>,
+        refused: impl FnOnce(&Answer) -> DeskError,
+    ) -> Result<T, DeskError> {
+        if (200..300).contains(&self.status) {
+            map(&self.body)
+        } else {
+            Err(refused(&self))
+        }
     }
 }
 

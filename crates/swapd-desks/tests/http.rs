@@ -24,6 +24,14 @@ fn def(code: &str) -> &'static CurrencyDef {
     currency(code).unwrap()
 }
 
+/// A ChangeNOW pair side: its ticker and swapd's currency.
+fn side(ticker: &'static str, code: &str) -> Side<'static> {
+    Side {
+        ticker,
+        currency: def(code),
+    }
+}
+
 fn json(body: Vec<u8>) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "application/json")
 }
@@ -79,14 +87,7 @@ async fn changenow_quotes_fixed_rates_and_opens_exchanges_once() {
         .mount(&server)
         .await;
     let desk = changenow(&server).await;
-    let btc = Side {
-        ticker: "btc",
-        currency: def("BTC"),
-    };
-    let eth = Side {
-        ticker: "eth",
-        currency: def("ETH"),
-    };
+    let (btc, eth) = (side("btc", "BTC"), side("eth", "ETH"));
     let amount = Amount::parse("0.1", 8).unwrap();
     let quote = desk
         .quote(btc, eth, RateType::Fixed, Direction::From, amount)
@@ -164,14 +165,7 @@ async fn reads_give_up_after_three_attempts_with_the_last_failure() {
         .mount(&server)
         .await;
     let desk = changenow(&server).await;
-    let btc = Side {
-        ticker: "btc",
-        currency: def("BTC"),
-    };
-    let eth = Side {
-        ticker: "eth",
-        currency: def("ETH"),
-    };
+    let (btc, eth) = (side("btc", "BTC"), side("eth", "ETH"));
     let limited = desk.limits(btc, eth, RateType::Float).await;
     assert_eq!(
         limited.err(),

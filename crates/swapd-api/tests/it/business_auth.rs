@@ -801,13 +801,7 @@ async fn methods_a_path_lacks_answer_405_with_allow_on_both_surfaces() {
 async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
     use swapd_api::business::guards::{NonceLimits, NonceOutcome};
     let dir = tempfile::tempdir().unwrap();
-    let store = swapd_store::open(
-        &format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        &swapd_store::StoreOptions::default(),
-    )
-    .await
-    .unwrap();
-    store.migrate().await.unwrap();
+    let store = sqlite_store(&dir).await;
     let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
     let guards = Guards::new(
         store,
@@ -849,13 +843,7 @@ async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
 #[tokio::test]
 async fn windows_are_counted_in_memory_on_one_node_and_in_the_database_on_several() {
     let dir = tempfile::tempdir().unwrap();
-    let store = swapd_store::open(
-        &format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        &swapd_store::StoreOptions::default(),
-    )
-    .await
-    .unwrap();
-    store.migrate().await.unwrap();
+    let store = sqlite_store(&dir).await;
     let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
     let guards = |sharing| {
         Guards::new(
@@ -897,4 +885,16 @@ async fn windows_are_counted_in_memory_on_one_node_and_in_the_database_on_severa
             .unwrap()
             .allowed
     );
+}
+
+/// A migrated SQLite store in `dir`.
+async fn sqlite_store(dir: &tempfile::TempDir) -> Arc<dyn swapd_core::Store> {
+    let store = swapd_store::open(
+        &format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        &swapd_store::StoreOptions::default(),
+    )
+    .await
+    .unwrap();
+    store.migrate().await.unwrap();
+    store
 }

@@ -470,6 +470,11 @@ async fn challenges_are_stateless_and_only_a_mutation_records_its_nonce() {
         wire::encode_header(&payload)
     };
     let c = required(&send(&server, "GET", path, None, &[]).await);
+    let read_with = |nonce: String| {
+        let header = proof(&nonce, &c);
+        let server = &server;
+        async move { send(server, "GET", path, None, &[("SIGN-IN-WITH-X", header)]).await }
+    };
     let nonce = c.extensions["sign-in-with-x"]["info"]["nonce"]
         .as_str()
         .unwrap()
@@ -479,41 +484,21 @@ async fn challenges_are_stateless_and_only_a_mutation_records_its_nonce() {
     // handler (no such order: 404), and reading does not use the nonce up.
     assert!(!store.siwx_nonce_used(&nonce).await.unwrap());
     for _ in 0..2 {
-        let read = send(
-            &server,
-            "GET",
-            path,
-            None,
-            &[("SIGN-IN-WITH-X", proof(&nonce, &c))],
-        )
-        .await;
-        read.expect(404, "order_not_found");
+        read_with(nonce.clone())
+            .await
+            .expect(404, "order_not_found");
     }
     assert!(!store.siwx_nonce_used(&nonce).await.unwrap());
     // A nonce whose expiry was stretched is not ours any more.
     let mut stretched = nonce.clone().into_bytes();
     stretched[9] = if stretched[9] == b'f' { b'e' } else { b'f' };
     let stretched = String::from_utf8(stretched).unwrap();
-    let refused = send(
-        &server,
-        "GET",
-        path,
-        None,
-        &[("SIGN-IN-WITH-X", proof(&stretched, &c))],
-    )
-    .await;
+    let refused = read_with(stretched).await;
     refused.expect(401, "siwx_invalid");
     assert!(refused.message().contains("invalid_siwx_nonce"));
     // Once a proof used it (a mutation does), every later proof with it is refused.
     assert!(store.use_siwx_nonce(&nonce, i64::MAX, 0).await.unwrap());
-    let reused = send(
-        &server,
-        "GET",
-        path,
-        None,
-        &[("SIGN-IN-WITH-X", proof(&nonce, &c))],
-    )
-    .await;
+    let reused = read_with(nonce.clone()).await;
     reused.expect(401, "siwx_invalid");
     server.stop().await;
 }

@@ -124,9 +124,7 @@ fn read<T>(
     answer: Answer,
     map: impl FnOnce(&[u8]) -> Result<T, DeskError>,
 ) -> Result<T, DeskError> {
-    if answer.is_success() {
-        map(&answer.body)
-    } else {
-        Err(super::error(answer.status, answer.retry_after))
-    }
+    answer.read(map, |refused| {
+        super::error(refused.status, refused.retry_after)
+    })
 }
