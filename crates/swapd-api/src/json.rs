@@ -1,4 +1,3 @@
-use std::collections::HashSet;
 use std::fmt;
 
 use axum::body::Bytes;
@@ -75,11 +74,10 @@ pub fn parse_json<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, Ap
         ));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    UniqueKeys
+    let body = UniqueKeys
         .deserialize(&mut deserializer)
-        .and_then(|()| deserializer.end())
+        .and_then(|body| deserializer.end().map(|()| body))
         .map_err(json_error)?;
-    let body: Value = serde_json::from_slice(bytes).map_err(json_error)?;
     let read: T = match serde_json::from_slice(bytes) {
         Ok(read) => read,
         Err(error) => {
@@ -198,61 +196,66 @@ fn too_deep(bytes: &[u8]) -> bool {
     false
 }
 
-/// Walks a JSON document (at most [`MAX_DEPTH`] deep, see [`too_deep`]) and fails on the first
-/// object that repeats a key. serde's derived structs catch duplicate *fields*, but not
-/// duplicates inside maps or free-form values; this catches both.
+/// Reads a JSON document (at most [`MAX_DEPTH`] deep, see [`too_deep`]) as a [`Value`], failing
+/// on the first object that repeats a key. serde's derived structs catch duplicate *fields*, but
+/// not duplicates inside maps or free-form values; this catches both. The value then serves the
+/// checks that compare what was read with what was sent.
 struct UniqueKeys;
 
 impl<'de> DeserializeSeed<'de> for UniqueKeys {
-    type Value = ();
+    type Value = Value;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for UniqueKeys {
-    type Value = ();
+    type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::from(value))
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(UniqueKeys)?.is_some() {}
-        Ok(())
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut keys = HashSet::new();
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(UniqueKeys)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut fields = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if !keys.insert(key.clone()) {
+            if fields.contains_key(&key) {
                 return Err(serde::de::Error::custom(format_args!(
                     "duplicate key `{key}`"
                 )));
             }
-            map.next_value_seed(UniqueKeys)?;
+            let value = map.next_value_seed(UniqueKeys)?;
+            fields.insert(key, value);
         }
-        Ok(())
+        Ok(Value::Object(fields))
     }
 }
 

@@ -82,13 +82,7 @@ pub fn price_body(
     direction: Direction,
     amount: Amount,
 ) -> String {
-    body(&PriceBody {
-        kind: rate_name(rate),
-        from_ccy: from_code,
-        to_ccy: to_code,
-        direction: direction_name(direction),
-        amount: number(amount),
-    })
+    body(&PriceBody::new(rate, from_code, to_code, direction, amount))
 }
 
 /// What `create` opens: FixedFloat's codes of the pair (the catalog's `desk_code`), the amount
@@ -107,11 +101,13 @@ pub struct CreateOrder<'a> {
 /// `create` request body.
 pub fn create_body(order: &CreateOrder<'_>) -> String {
     body(&CreateBody {
-        kind: rate_name(order.rate),
-        from_ccy: order.from_code,
-        to_ccy: order.to_code,
-        direction: direction_name(order.direction),
-        amount: number(order.amount),
+        price: PriceBody::new(
+            order.rate,
+            order.from_code,
+            order.to_code,
+            order.direction,
+            order.amount,
+        ),
         to_address: order.to_address,
         tag: order.tag,
     })
@@ -386,15 +382,30 @@ struct PriceBody<'a> {
     amount: Box<RawValue>,
 }
 
+impl<'a> PriceBody<'a> {
+    fn new(
+        rate: RateType,
+        from_ccy: &'a str,
+        to_ccy: &'a str,
+        direction: Direction,
+        amount: Amount,
+    ) -> Self {
+        Self {
+            kind: rate_name(rate),
+            from_ccy,
+            to_ccy,
+            direction: direction_name(direction),
+            amount: number(amount),
+        }
+    }
+}
+
+/// `price`'s fields, then where the payout goes.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct CreateBody<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    from_ccy: &'a str,
-    to_ccy: &'a str,
-    direction: &'a str,
-    amount: Box<RawValue>,
+    #[serde(flatten)]
+    price: PriceBody<'a>,
     to_address: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     tag: Option<&'a str>,

@@ -22,12 +22,7 @@ impl Server {
     /// A server whose configuration `configure` adjusts.
     async fn start_with(configure: impl FnOnce(&mut Config)) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = Config {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            data_dir: dir.path().to_path_buf(),
-            database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-            ..Config::default()
-        };
+        let mut config = crate::local_config(dir.path());
         configure(&mut config);
         let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
             .await
@@ -268,12 +263,7 @@ async fn metrics_count_requests_by_route_and_status_with_a_latency_histogram() {
 #[tokio::test]
 async fn one_api_process_per_data_dir() {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir.path().to_path_buf(),
-        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        ..Config::default()
-    };
+    let config = crate::local_config(dir.path());
     let build = || async { App::build(Runtime::open(config.clone()).await?, Roles::ALL).await };
     let first = build().await.unwrap();
     let base = format!("http://{}", first.local_addr().unwrap());
@@ -340,11 +330,7 @@ async fn openapi_documents_are_served_and_match_the_committed_files() {
 #[tokio::test]
 async fn the_worker_sweeps_expired_nonces() {
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        data_dir: dir.path().to_path_buf(),
-        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        ..Config::default()
-    };
+    let config = crate::local_config(dir.path());
     let runtime = Runtime::open(config).await.unwrap();
     let store = runtime.store.clone();
     let now = runtime.clock.now_ms();
@@ -617,11 +603,7 @@ async fn the_x402_asset_is_configurable() {
 
     // For a network whose USDC swapd does not know, it says what to set.
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config {
-        data_dir: dir.path().to_path_buf(),
-        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        ..Config::default()
-    };
+    let mut config = crate::local_config(dir.path());
     config.x402.network = "eip155:10".into();
     let problem = match Runtime::open(config).await {
         Ok(runtime) => runtime

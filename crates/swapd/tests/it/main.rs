@@ -9,3 +9,13 @@ mod npm_x402;
 mod postgres;
 mod sdk_x402;
 mod webhook_durability;
+
+/// A sandbox configuration in `dir`: its SQLite file there, listening on a free local port.
+fn local_config(dir: &std::path::Path) -> swapd::config::Config {
+    swapd::config::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        data_dir: dir.to_path_buf(),
+        database_url: format!("sqlite://{}", dir.join("swapd.db").display()),
+        ..swapd::config::Config::default()
+    }
+}

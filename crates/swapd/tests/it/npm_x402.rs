@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use swapd::app::{App, Roles, Runtime};
-use swapd::config::Config;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,12 +22,7 @@ async fn the_reference_npm_clients_pay_and_sign_in() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir.path().to_path_buf(),
-        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        ..Config::default()
-    };
+    let config = crate::local_config(dir.path());
     let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
         .await
         .unwrap();

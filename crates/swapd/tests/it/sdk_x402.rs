@@ -3,7 +3,6 @@
 
 use serde_json::json;
 use swapd::app::{App, Roles, Runtime};
-use swapd::config::Config;
 use swapd_client::x402::{PrivateKeySigner, SolanaKey, Wallet, X402Client};
 use tokio_util::sync::CancellationToken;
 
@@ -11,14 +10,9 @@ use tokio_util::sync::CancellationToken;
 async fn the_sdk_pays_signs_in_and_reads_back_what_its_wallets_own() {
     let dir = tempfile::tempdir().unwrap();
     let app = App::build(
-        Runtime::open(Config {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            data_dir: dir.path().to_path_buf(),
-            database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-            ..Config::default()
-        })
-        .await
-        .unwrap(),
+        Runtime::open(crate::local_config(dir.path()))
+            .await
+            .unwrap(),
         Roles::ALL,
     )
     .await

@@ -12,7 +12,6 @@ use strum::VariantArray;
 
 use axum::http::{HeaderMap, StatusCode};
 use swapd::app::Runtime;
-use swapd::config::Config;
 use swapd_core::Store;
 use swapd_core::idempotency::{Begin, StoredResponse};
 use swapd_core::orders::{EventType, OrderEvent};
@@ -134,13 +133,9 @@ async fn write_orders(store: &dyn Store, round: usize, now_ms: i64) -> Vec<Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_is_delivered_although_the_worker_is_killed_again_and_again() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = Runtime::open(Config {
-        data_dir: dir.path().to_path_buf(),
-        database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
+    let runtime = Runtime::open(crate::local_config(dir.path()))
+        .await
+        .unwrap();
     let store = runtime.store.clone();
     let now_ms = runtime.clock.now_ms();
 
