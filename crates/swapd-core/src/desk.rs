@@ -1,11 +1,108 @@
-//! An offchain exchange desk as the order engine sees it: where an exchange it opened stands,
-//! and why a call to it failed. Desk adapters map their wire formats onto these types with pure
-//! functions; the engine turns a state into swapd's order statuses and events. (The port that
-//! carries them, docs/providers.md, is being built: issue 18.)
+//! The offchain desk port: a desk opens an exchange for an order, reports where it stands, and
+//! acts on the customer's choices. The order engine follows a desk through [`Desk`] alone, so
+//! the sandbox desks and the live ones (ChangeNOW, FixedFloat) run the same code path
+//! (docs/providers.md). Adapters map their wire formats onto these types with pure functions;
+//! `crate::follow` turns what a desk reports into swapd's order statuses and events.
 
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use crate::amount::{Amount, Rounding};
+use crate::market::RateType;
+use crate::market::currencies::CurrencyDef;
+use crate::orders::{Choice, EmergencyReason};
+use crate::provider::Provider;
+
+/// An offchain exchange desk: a [`Provider`] (currencies, limits, quotes) that also opens
+/// exchanges and follows them to their end.
+#[async_trait]
+pub trait Desk: Provider {
+    /// What the desk can do for an exchange beyond following it.
+    fn actions(&self) -> DeskActions;
+
+    /// Opens the exchange for `request`. The desk's exchange is the order's: the user deposits
+    /// to the address it answers, and the desk pays out.
+    async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError>;
+
+    /// Where the exchange stands now.
+    async fn exchange(&self, exchange: &ExchangeRef<'_>) -> Result<DeskExchange, DeskError>;
+
+    /// Passes the customer's answer to an emergency ([`DeskStatus::NeedsChoice`]) on; a refund
+    /// goes to `refund_to`. Repeating the answer already given changes nothing.
+    async fn choose(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        choice: Choice,
+        refund_to: Option<&Destination>,
+    ) -> Result<(), DeskError> {
+        let _ = (exchange, choice, refund_to);
+        Err(DeskError::ActionUnsupported)
+    }
+
+    /// Sends a deposit that was not exchanged back to `refund_to`.
+    async fn refund(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        refund_to: &Destination,
+    ) -> Result<(), DeskError> {
+        let _ = (exchange, refund_to);
+        Err(DeskError::ActionUnsupported)
+    }
+}
+
+/// The actions a desk takes through its API; an action it lacks is refused before anything
+/// changes (409 `desk_action_unsupported`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DeskActions {
+    /// Answers an emergency with EXCHANGE or REFUND.
+    pub choose: bool,
+    /// Refunds a deposit outside an emergency.
+    pub refund: bool,
+}
+
+/// An address with its memo, where a network uses one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    pub address: String,
+    pub tag: Option<String>,
+}
+
+/// An exchange to open: the user deposits `from_amount` of `from` to the address the desk
+/// answers; the desk pays `to` out to `payout`.
+#[derive(Debug, Clone)]
+pub struct ExchangeRequest {
+    /// swapd's reference (the order id). The same reference always names the same exchange, so
+    /// a create retried after a crash never opens a second one.
+    pub reference: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub rate_type: RateType,
+    pub from_amount: Amount,
+    pub to_amount: Amount,
+    /// The desk's handle on the quoted fixed rate, when it has one.
+    pub rate_lock: Option<String>,
+    pub payout: Destination,
+    pub refund: Option<Destination>,
+    /// Until when (Unix milliseconds) the user may deposit.
+    pub deposit_deadline_ms: i64,
+    pub now_ms: i64,
+}
+
+/// The sealing context of the desk access token stored with order `reference`: a token sealed
+/// for one order opens for no other.
+pub fn token_context(reference: &str) -> String {
+    format!("desk access token {reference}")
+}
+
+/// An exchange the engine follows: the desk's id, swapd's reference and the desk's access token.
+#[derive(Debug, Clone, Copy)]
+pub struct ExchangeRef<'a> {
+    pub id: &'a str,
+    pub reference: &'a str,
+    pub access_token: Option<&'a str>,
+    pub now_ms: i64,
+}
 
 /// Where an exchange stands at its desk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +134,14 @@ pub enum DeskStatus {
 }
 
 impl DeskStatus {
+    /// The desk holds a deposit it has not exchanged: one a refund can send back.
+    pub fn holds_deposit(&self) -> bool {
+        matches!(
+            self,
+            DeskStatus::Confirming | DeskStatus::OnHold | DeskStatus::NeedsChoice(_)
+        )
+    }
+
     /// Nothing further will happen at the desk.
     pub fn is_final(&self) -> bool {
         matches!(
@@ -61,14 +166,32 @@ pub enum EmergencyCase {
     Repeated,
 }
 
+impl EmergencyCase {
+    /// The reason swapd shows for it.
+    pub fn reason(self) -> EmergencyReason {
+        match self {
+            EmergencyCase::Late => EmergencyReason::Expired,
+            EmergencyCase::Less => EmergencyReason::Less,
+            // A second deposit is more than the order asked for.
+            EmergencyCase::More | EmergencyCase::Repeated => EmergencyReason::More,
+            EmergencyCase::OutOfLimits => EmergencyReason::Limit,
+        }
+    }
+}
+
 /// A deposit the desk has seen.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeskDeposit {
     pub tx_id: String,
     pub amount: Option<Amount>,
     pub confirmations: u32,
     /// Confirmations the desk waits for, when it says.
     pub required_confirmations: Option<u32>,
+    /// When the desk saw it (Unix milliseconds), when it says.
+    pub seen_at_ms: Option<i64>,
+    /// For a deposit after the first: the transfer that sent it back, or why it could not be.
+    pub refund_tx: Option<String>,
+    pub refund_error: Option<String>,
 }
 
 /// An exchange as its desk reports it.
@@ -83,7 +206,8 @@ pub struct DeskExchange {
     /// What the user is to send, and what the desk expects to pay out.
     pub expected_from: Option<Amount>,
     pub expected_to: Option<Amount>,
-    pub deposit: Option<DeskDeposit>,
+    /// Deposits seen, first first: the first is the order's, later ones go back.
+    pub deposits: Vec<DeskDeposit>,
     pub payout_tx: Option<String>,
     /// What was paid out, when known.
     pub payout_amount: Option<Amount>,
@@ -91,6 +215,8 @@ pub struct DeskExchange {
     pub refund_amount: Option<Amount>,
     /// Until when (Unix seconds) a deposit is expected, when the desk says.
     pub deposit_deadline: Option<i64>,
+    /// Why it failed, in swapd's words, when it did.
+    pub failure_reason: Option<String>,
 }
 
 /// A desk's price for an exchange.
@@ -155,6 +281,9 @@ pub enum DeskError {
     /// The request was refused for a reason swapd does not model.
     #[error("the desk refused the request: {detail}")]
     Refused { detail: String },
+    /// The desk has no API for this action (see [`DeskActions`]).
+    #[error("the desk cannot do this through its API")]
+    ActionUnsupported,
 }
 
 impl DeskError {

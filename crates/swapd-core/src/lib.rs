@@ -7,6 +7,7 @@ pub mod api_keys;
 pub mod challenges;
 pub mod clock;
 pub mod desk;
+pub mod follow;
 pub mod health;
 pub mod idempotency;
 pub mod ids;

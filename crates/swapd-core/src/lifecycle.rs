@@ -13,7 +13,7 @@ use crate::orders::{
     Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderEvent,
     OrderLifetimes, OrderStatus, judge_deposit,
 };
-use crate::provider::Exchange;
+use crate::desk::OpenedExchange;
 
 /// What opening an order takes: the accepted terms, the exchange the provider opened for them,
 /// and what the user asked for.
@@ -31,7 +31,8 @@ pub struct OpenOrder {
     pub min: String,
     pub max: String,
     pub provider: String,
-    pub exchange: Exchange,
+    /// The desk's exchange, its access token (if any) already sealed for storage.
+    pub exchange: OpenedExchange,
     pub to_address: String,
     pub to_tag: Option<String>,
     pub refund_address: Option<String>,
@@ -61,7 +62,8 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         from_code: input.from.code.into(),
         to_code: input.to.code.into(),
         provider: input.provider,
-        provider_ref: input.exchange.provider_ref,
+        provider_ref: input.exchange.id,
+        desk_token: input.exchange.access_token,
         rate: pricing::rate(input.from_amount, input.to_amount).to_string(),
         from_amount: input.from_amount.to_string(),
         to_amount: input.to_amount.to_string(),
@@ -680,6 +682,7 @@ mod tests {
             to_code: "USDTTRC".into(),
             provider: "atlas".into(),
             provider_ref: "atlas-ord_prop".into(),
+            desk_token: None,
             rate: "96000".into(),
             from_amount: "1".into(),
             to_amount: "96000".into(),
@@ -723,10 +726,11 @@ mod tests {
             min: "0.1".into(),
             max: "2".into(),
             provider: "atlas".into(),
-            exchange: Exchange {
-                provider_ref: "atlas-ord_open".into(),
+            exchange: OpenedExchange {
+                id: "atlas-ord_open".into(),
                 deposit_address: "bc1qdeposit".into(),
                 deposit_tag: None,
+                access_token: None,
             },
             to_address: "TPayout".into(),
             to_tag: None,

@@ -64,6 +64,8 @@ impl OrderStatus {
                 | (Exchanging, Withdrawing | Failed)
                 | (Withdrawing, Completed | Failed)
                 | (Refunding, Refunded | Failed)
+                // A desk that gives up on an exchange, whatever it was doing.
+                | (AwaitingDeposit | Confirming | Expired | Emergency, Failed)
         )
     }
 
@@ -193,12 +195,18 @@ pub fn judge_deposit(rules: &DepositRules, received: Amount, late: bool) -> Depo
         return DepositVerdict::Proceed;
     }
     reasons.sort();
-    let allowed = if reasons.contains(&EmergencyReason::Limit) {
+    let allowed = allowed_choices(&reasons);
+    DepositVerdict::Emergency { reasons, allowed }
+}
+
+/// What a customer may choose in an emergency for these reasons: a deposit outside the limits
+/// can only go back.
+pub fn allowed_choices(reasons: &[EmergencyReason]) -> Vec<Choice> {
+    if reasons.contains(&EmergencyReason::Limit) {
         vec![Choice::Refund]
     } else {
         vec![Choice::Exchange, Choice::Refund]
-    };
-    DepositVerdict::Emergency { reasons, allowed }
+    }
 }
 
 /// A deposit the chain has seen for an order.
@@ -242,7 +250,12 @@ pub struct Order {
     pub from_code: String,
     pub to_code: String,
     pub provider: String,
+    /// The desk's id for the exchange.
     pub provider_ref: String,
+    /// What the desk needs to act on the exchange later (FixedFloat's order token), sealed
+    /// with the master key.
+    #[serde(default)]
+    pub desk_token: Option<String>,
     /// The locked rate (fixed) or the rate quoted at creation (float).
     pub rate: String,
     /// What the user is asked to send.

@@ -3,6 +3,8 @@
 //! transport. The aggregator in `swapd-providers` calls every provider concurrently, each under
 //! its own deadline.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::amount::Amount;
@@ -169,32 +171,6 @@ impl ProviderError {
     }
 }
 
-/// An offchain exchange to open: the user deposits `from_amount` of `from` to the address the
-/// provider returns; the provider pays `to` out to `payout_address`.
-#[derive(Debug, Clone)]
-pub struct ExchangeRequest {
-    /// swapd's reference (the order id). The same reference always names the same exchange, so
-    /// a create retried after a crash never opens a second one.
-    pub reference: String,
-    pub from: &'static CurrencyDef,
-    pub to: &'static CurrencyDef,
-    pub rate_type: RateType,
-    pub from_amount: Amount,
-    pub to_amount: Amount,
-    pub payout_address: String,
-    pub payout_tag: Option<String>,
-}
-
-/// An opened exchange: where the user deposits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exchange {
-    /// The provider's id for it.
-    pub provider_ref: String,
-    pub deposit_address: String,
-    /// Destination tag or memo the deposit must carry, on networks that use one.
-    pub deposit_tag: Option<String>,
-}
-
 /// An onchain route to turn into the steps a wallet performs.
 #[derive(Debug, Clone)]
 pub struct PlanRequest {
@@ -233,13 +209,10 @@ pub trait Provider: Send + Sync + 'static {
     /// execute.
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError>;
 
-    /// Opens an offchain exchange. Onchain providers open none.
-    async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
-        let _ = request;
-        Err(ProviderError::PairUnsupported(format!(
-            "{} makes wallet-signed onchain routes and opens no offchain exchanges",
-            self.info().id
-        )))
+    /// The provider as an offchain desk, when it is one: the order engine follows its
+    /// exchanges through it.
+    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn crate::desk::Desk>> {
+        None
     }
 
     /// Builds the steps a wallet performs to execute an onchain route. Offchain providers build

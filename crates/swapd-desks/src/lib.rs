@@ -1,6 +1,6 @@
 //! swapd's live offchain exchange desks. Each desk's module holds its wire format (`wire`), the
 //! pure functions that map it onto `swapd_core::desk`, and its client over the HTTP transport
-//! they share. The desk port the order engine drives comes next (issue 18).
+//! they share. Putting them behind the desk port (`swapd_core::desk::Desk`) comes next.
 
 pub mod changenow;
 pub mod fixedfloat;

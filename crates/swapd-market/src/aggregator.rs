@@ -192,7 +192,7 @@ mod tests {
 
     fn market(faults: &Faults) -> Aggregator {
         Aggregator::new(
-            sandbox::providers(PriceFeed::new(1), faults, sandbox::DEFAULT_BLOCK_MS),
+            sandbox::providers(PriceFeed::new(1), faults, sandbox::DEFAULT_BLOCK_MS, None),
             MarketOptions {
                 deadline: Duration::from_millis(200),
                 ..MarketOptions::default()

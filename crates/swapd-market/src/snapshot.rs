@@ -55,6 +55,7 @@ mod tests {
             PriceFeed::new(0),
             &Faults::default(),
             sandbox::DEFAULT_BLOCK_MS,
+            None,
         ) {
             let provider: Arc<dyn swapd_core::provider::Provider> = provider;
             offers.extend(provider.catalog(1_800_000_000_000).await.unwrap());

@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -1079,6 +1079,48 @@ pub async fn sandbox_transfers_happen_once_per_key(store: &Arc<dyn Store>) {
     assert_eq!(store.sandbox_transfer(&retry).await.unwrap(), first);
     let all = store.sandbox_transfers().await.unwrap();
     assert_eq!(all.iter().filter(|t| t.key == "payout:ord_x").count(), 1);
+}
+
+pub async fn sandbox_exchanges_open_once_and_update_by_compare_and_set(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let book = sample_order("ord_book", "desk", 1_700_000_000_000);
+    assert_eq!(store.sandbox_exchange("atlas-ord_book").await.unwrap(), None);
+    assert_eq!(
+        store
+            .sandbox_open_exchange("atlas-ord_book", &book)
+            .await
+            .unwrap(),
+        book
+    );
+    // A repeated open answers the first book, whatever it is given.
+    let other = sample_order("ord_book", "desk", 1_700_000_000_999);
+    assert_eq!(
+        store
+            .sandbox_open_exchange("atlas-ord_book", &other)
+            .await
+            .unwrap(),
+        book
+    );
+    let mut moved = book.clone();
+    moved.version += 1;
+    moved.to_amount = "1.5".into();
+    assert!(
+        store
+            .sandbox_update_exchange("atlas-ord_book", &moved)
+            .await
+            .unwrap()
+    );
+    // The same step again starts from a version that is gone.
+    assert!(
+        !store
+            .sandbox_update_exchange("atlas-ord_book", &moved)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.sandbox_exchange("atlas-ord_book").await.unwrap(),
+        Some(moved)
+    );
 }
 
 pub async fn sandbox_deposits_commit_with_their_idempotency_record(store: &Arc<dyn Store>) {

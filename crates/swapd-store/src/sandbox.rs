@@ -3,6 +3,9 @@
 use swapd_core::StoreError;
 use swapd_core::store::{IdempotentFinish, SandboxDeposit, SandboxTransfer};
 
+use swapd_core::orders::Order;
+
+use crate::codec::{decode_json, encode_json};
 use crate::idempotency::finish_idempotent_in;
 use crate::map_sqlx_error;
 
@@ -116,6 +119,45 @@ macro_rules! impl_sandbox {
                     .await
                     .map_err(map_sqlx_error)?;
                 Ok(rows.into_iter().map(transfer_from_row).collect())
+            }
+
+            async fn sandbox_open_exchange(&self, id: &str, book: &Order) -> Result<Order, StoreError> {
+                sqlx::query(
+                    "INSERT INTO sandbox_exchanges (id, version, body) VALUES ($1, $2, $3)                      ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(id)
+                .bind(book.version)
+                .bind(encode_json(book)?)
+                .execute(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                self.sandbox_exchange(id)
+                    .await?
+                    .ok_or_else(|| StoreError::Database(format!("sandbox exchange {id} vanished")))
+            }
+
+            async fn sandbox_exchange(&self, id: &str) -> Result<Option<Order>, StoreError> {
+                let body: Option<String> =
+                    sqlx::query_scalar("SELECT body FROM sandbox_exchanges WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(map_sqlx_error)?;
+                body.map(|body| decode_json(&body)).transpose()
+            }
+
+            async fn sandbox_update_exchange(&self, id: &str, book: &Order) -> Result<bool, StoreError> {
+                let updated = sqlx::query(
+                    "UPDATE sandbox_exchanges SET version = $2, body = $3 WHERE id = $1 AND version = $4",
+                )
+                .bind(id)
+                .bind(book.version)
+                .bind(encode_json(book)?)
+                .bind(book.version - 1)
+                .execute(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                Ok(updated.rows_affected() == 1)
             }
         }
     };

@@ -180,6 +180,7 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Orde
         to_code: "USDTTRC".into(),
         provider: "atlas".into(),
         provider_ref: format!("atlas-{id}"),
+        desk_token: None,
         rate: "96025".into(),
         from_amount: "0.1".into(),
         to_amount: "9602.5".into(),

@@ -103,6 +103,7 @@ error_codes! {
     PaymentInProgress => "payment_in_progress", 409;
     WebhookLimitReached => "webhook_limit_reached", 409;
     WebhookDisabled => "webhook_disabled", 409;
+    DeskActionUnsupported => "desk_action_unsupported", 409;
     QuoteExpired => "quote_expired", 410;
     CreateTokenExpired => "create_token_expired", 410;
     PlanExpired => "plan_expired", 410;

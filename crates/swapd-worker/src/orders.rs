@@ -1,31 +1,36 @@
-//! The order lifecycle engine: looks at every due order, asks `swapd_core::lifecycle` what
-//! happens next, and carries it out. Saves are compare-and-set with their outbox event, so two
-//! engines racing on one order cannot both move it; effects (payouts, refunds) carry the
-//! order's deterministic key, so repeating one after a crash sends nothing twice.
+//! The order engine: follows every due order's exchange at its desk through the desk port
+//! (`swapd_core::desk::Desk`), passes on what the customer decided, and brings the order in
+//! step with what the desk reports (`swapd_core::follow`). It never knows whether the desk is a
+//! sandbox one or a live one. Saves are compare-and-set with their outbox events, so two
+//! engines racing on one order cannot both move it; what a desk does twice (a choice passed on
+//! again after a crash) it answers as the first time.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use swapd_core::amount::{Amount, Rounding};
-use swapd_core::lifecycle::{self, Chain, LifecycleRules, Next};
+use swapd_core::desk::{Desk, DeskError, DeskExchange, ExchangeRef, token_context};
+use swapd_core::follow::{self, DeskAction};
+use swapd_core::lifecycle::LifecycleRules;
 use swapd_core::market::Market;
-use swapd_core::market::currencies::{CurrencyDef, currency};
-use swapd_core::market::{Direction, RateType};
-use swapd_core::orders::{EventType, Order};
-use swapd_core::provider::QuoteRequest;
+use swapd_core::market::currencies::currency;
+use swapd_core::orders::Order;
+use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store};
 
-/// At most this many steps per order per pass (a full lifecycle takes fewer).
-const MAX_STEPS: usize = 32;
+/// At most this many looks at an order's desk per pass (a desk that keeps moving is followed
+/// one change per look; a full lifecycle takes fewer).
+const MAX_LOOKS: usize = 32;
 /// Orders looked at per pass.
 const BATCH: u32 = 100;
+/// A desk that could not be asked is asked again after this many poll intervals.
+const RETRY_POLLS: i64 = 3;
 
 pub struct OrderEngine {
     store: Arc<dyn Store>,
-    chain: Arc<dyn Chain>,
     market: Arc<dyn Market>,
     clock: Arc<dyn Clock>,
+    master_key: MasterKey,
     rules: LifecycleRules,
-    pause_after_payout: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -33,44 +38,39 @@ enum StepError {
     #[error("{0}")]
     Store(#[from] swapd_core::StoreError),
     #[error("{0}")]
-    Chain(#[from] swapd_core::lifecycle::ChainError),
+    Desk(#[from] DeskError),
     #[error("order {0} names an unknown currency")]
     UnknownCurrency(String),
-    #[error("{0}")]
-    Pricing(String),
+    #[error("provider {0} is not a desk of this deployment")]
+    UnknownDesk(String),
+    #[error("the order's desk token cannot be opened: {0}")]
+    Token(String),
 }
 
 impl OrderEngine {
     pub fn new(
         store: Arc<dyn Store>,
-        chain: Arc<dyn Chain>,
         market: Arc<dyn Market>,
         clock: Arc<dyn Clock>,
+        master_key: MasterKey,
         rules: LifecycleRules,
     ) -> Self {
         Self {
             store,
-            chain,
             market,
             clock,
+            master_key,
             rules,
-            pause_after_payout: false,
         }
-    }
-
-    /// Sandbox fault: after the next payout is sent, stop dead before saving it (until the
-    /// process is killed), to stage a crash at the worst moment.
-    pub fn pause_after_payout(mut self, pause: bool) -> Self {
-        self.pause_after_payout = pause;
-        self
     }
 
     pub fn rules(&self) -> &LifecycleRules {
         &self.rules
     }
 
-    /// One pass over the due orders. Returns how many were looked at. Failures are logged and
-    /// the order is looked at again on a later pass.
+    /// One pass over the due orders. Returns how many were looked at. An order whose desk
+    /// cannot be asked now is looked at again a few poll intervals later; it never fails for
+    /// that.
     pub async fn run_due(&self) -> usize {
         let due = match self.store.due_orders(self.clock.now_ms(), BATCH).await {
             Ok(due) => due,
@@ -82,219 +82,117 @@ impl OrderEngine {
         let count = due.len();
         for order in due {
             let id = order.id.clone();
-            if let Err(error) = self.drive(order).await {
-                tracing::warn!(order = %id, %error, "order step failed; retrying next pass");
+            if let Err(error) = self.drive(&order).await {
+                tracing::warn!(order = %id, provider = %order.provider, %error, "cannot follow the order's desk now; retrying later");
+                let later = follow::retry_later(
+                    &order,
+                    self.clock.now_ms(),
+                    RETRY_POLLS * self.rules.poll_interval_ms,
+                );
+                if let Err(error) = self.store.update_order(&later, &[], None).await {
+                    tracing::warn!(order = %id, %error, "cannot reschedule the order");
+                }
             }
         }
         count
     }
 
-    async fn drive(&self, mut order: Order) -> Result<(), StepError> {
-        let from = known(&order.from_code)?;
-        let to = known(&order.to_code)?;
-        for _ in 0..MAX_STEPS {
+    async fn drive(&self, order: &Order) -> Result<(), StepError> {
+        let from = currency(&order.from_code)
+            .ok_or_else(|| StepError::UnknownCurrency(order.from_code.clone()))?;
+        let desk = self
+            .market
+            .desk(&order.provider)
+            .ok_or_else(|| StepError::UnknownDesk(order.provider.clone()))?;
+        let token = self.desk_token(order)?;
+        let mut order = order.clone();
+        let mut passed_on = false;
+        // The desk's previous report in this pass: the engine looks again while the desk
+        // moves, so a sandbox desk (which moves one change per look) or a live desk that is
+        // mid-way is followed without waiting for the next poll.
+        let mut previous: Option<DeskExchange> = None;
+        for _ in 0..MAX_LOOKS {
             let now = self.clock.now_ms();
-            let deposits = self
-                .chain
-                .deposits(
-                    from.network,
-                    &order.deposit_address,
-                    order.deposit_tag.as_deref(),
-                    now,
-                )
-                .await?;
-            let next = lifecycle::next(
-                &order,
-                &deposits,
-                from.network,
-                from.precision,
-                &self.rules,
-                now,
-            );
-            let (updated, event) = match next {
-                Next::Idle => return Ok(()),
-                Next::Save(updated, event) => (*updated, event),
-                Next::Exchange { received } => {
-                    match self.price(&order, from, to, received, now).await {
-                        Ok(payout) => (
-                            lifecycle::after_exchange(&order, payout, now),
-                            Some(EventType::WithdrawStarted),
-                        ),
-                        Err(error) => {
-                            // The market did not answer: look again after the poll interval.
-                            tracing::warn!(order = %order.id, %error, "cannot price an exchange yet");
-                            let mut later = order.clone();
-                            later.version += 1;
-                            later.next_check_at_ms = Some(now + self.rules.poll_interval_ms);
-                            (later, None)
-                        }
-                    }
-                }
-                Next::Payout { key, amount } => {
-                    let sent = self
-                        .chain
-                        .transfer(
-                            &key,
-                            to.code,
-                            &order.to_address,
-                            order.to_tag.as_deref(),
-                            &amount,
-                            now,
-                        )
-                        .await;
-                    if self.pause_after_payout && sent.is_ok() {
-                        tracing::warn!(
-                            order = %order.id,
-                            "sandbox fault: paused after a payout, before saving it"
-                        );
-                        std::future::pending::<()>().await;
-                    }
-                    match settled(sent)? {
-                        Ok(tx) => (
-                            lifecycle::after_payout(&order, tx, now),
-                            Some(EventType::Completed),
-                        ),
-                        Err(reason) => (
-                            lifecycle::after_failure(&order, reason, now),
-                            Some(EventType::Failed),
-                        ),
-                    }
-                }
-                Next::Refund { key, amount } => {
-                    let address = order
-                        .refund_address
-                        .clone()
-                        .expect("refunds start only with a refund address");
-                    let sent = self
-                        .chain
-                        .transfer(
-                            &key,
-                            from.code,
-                            &address,
-                            order.refund_tag.as_deref(),
-                            &amount,
-                            now,
-                        )
-                        .await;
-                    match settled(sent)? {
-                        Ok(tx) => (
-                            lifecycle::after_refund(&order, tx, now),
-                            Some(EventType::Updated),
-                        ),
-                        Err(reason) => (
-                            lifecycle::after_failure(&order, reason, now),
-                            Some(EventType::Failed),
-                        ),
-                    }
-                }
-                Next::RefundExtra {
-                    key,
-                    deposit_tx,
-                    amount,
-                } => {
-                    let address = order
-                        .refund_address
-                        .clone()
-                        .expect("extra deposits go back only with a refund address");
-                    let sent = self
-                        .chain
-                        .transfer(
-                            &key,
-                            from.code,
-                            &address,
-                            order.refund_tag.as_deref(),
-                            &amount,
-                            now,
-                        )
-                        .await;
-                    let updated = match settled(sent)? {
-                        Ok(tx) => lifecycle::after_extra_refund(&order, &deposit_tx, tx, now),
-                        Err(reason) => {
-                            lifecycle::after_extra_refund_failure(&order, &deposit_tx, reason, now)
-                        }
-                    };
-                    (updated, Some(EventType::Updated))
-                }
+            let exchange = ExchangeRef {
+                id: &order.provider_ref,
+                reference: &order.id,
+                access_token: token.as_deref(),
+                now_ms: now,
             };
-            let Some(saved) = self.save(&order, updated, event).await? else {
-                // Another engine moved the order first; it carries on from there.
+            let seen = self.ask(desk.exchange(&exchange)).await?;
+            if let Some(action) = follow::pending_action(&order, &seen.status) {
+                if passed_on {
+                    // The desk took the decision and still shows it pending: look later.
+                    tracing::warn!(order = %order.id, ?action, "the desk has not acted on the customer's decision yet");
+                } else {
+                    self.pass_on(desk.as_ref(), &exchange, action).await?;
+                    passed_on = true;
+                    continue;
+                }
+            }
+            let mut moved = false;
+            if let Some(followed) = follow::follow(&order, &seen, from, &self.rules, now) {
+                moved = !followed.events.is_empty();
+                if !self
+                    .store
+                    .update_order(&followed.order, &followed.events, None)
+                    .await?
+                {
+                    // Another engine moved the order first; it carries on from there.
+                    return Ok(());
+                }
+                order = followed.order;
+            }
+            let desk_moved = previous.as_ref().is_some_and(|p| *p != seen);
+            if !moved && !desk_moved {
                 return Ok(());
-            };
-            order = saved;
+            }
+            previous = Some(seen);
         }
         Ok(())
     }
 
-    /// Saves `updated` with its event (if any) when `current` is still the stored version.
-    async fn save(
+    async fn pass_on(
         &self,
-        current: &Order,
-        mut updated: Order,
-        event: Option<EventType>,
-    ) -> Result<Option<Order>, StepError> {
-        let events: Vec<_> = event
-            .map(|event| updated.record_event(event, Some(current.status)))
-            .into_iter()
-            .collect();
-        if self.store.update_order(&updated, &events, None).await? {
-            Ok(Some(updated))
-        } else {
-            Ok(None)
+        desk: &dyn Desk,
+        exchange: &ExchangeRef<'_>,
+        action: DeskAction,
+    ) -> Result<(), StepError> {
+        match &action {
+            DeskAction::Choose(choice, refund_to) => {
+                self.ask(desk.choose(exchange, *choice, refund_to.as_ref()))
+                    .await
+            }
+            DeskAction::Refund(refund_to) => self.ask(desk.refund(exchange, refund_to)).await,
         }
     }
 
-    /// What the received amount pays out: a fixed order within tolerance keeps its locked
-    /// terms, in proportion to what arrived; anything else (float orders, and exchanges chosen
-    /// in an emergency) takes the provider's current float rate.
-    async fn price(
+    /// A desk call under the market's deadline.
+    async fn ask<T>(
         &self,
-        order: &Order,
-        from: &'static CurrencyDef,
-        to: &'static CurrencyDef,
-        received: Amount,
-        now_ms: i64,
-    ) -> Result<Amount, StepError> {
-        let parse = |text: &str, precision| {
-            Amount::parse(text, precision).map_err(|e| StepError::Pricing(e.to_string()))
-        };
-        if order.rate_type == RateType::Fixed && order.emergency.is_none() {
-            let expected_in = parse(&order.from_amount, from.precision)?;
-            let expected_out = parse(&order.to_amount, to.precision)?;
-            return Ok(expected_out.mul_div(received.units(), expected_in.units(), Rounding::Down));
+        call: impl Future<Output = Result<T, DeskError>>,
+    ) -> Result<T, StepError> {
+        let deadline: Duration = self.market.deadline();
+        match tokio::time::timeout(deadline, call).await {
+            Ok(answer) => Ok(answer?),
+            Err(_) => Err(DeskError::Unavailable {
+                detail: format!("no answer within {} ms", deadline.as_millis()),
+            }
+            .into()),
         }
-        let provider = self.market.provider(&order.provider).ok_or_else(|| {
-            StepError::Pricing(format!("provider {} is not configured", order.provider))
-        })?;
-        let request = QuoteRequest {
-            from,
-            to,
-            amount: received,
-            direction: Direction::From,
-            rate_type: RateType::Float,
-            wallet: None,
-            recipient: None,
-            now_ms,
-        };
-        let quote = tokio::time::timeout(self.market.deadline(), provider.quote(&request))
-            .await
-            .map_err(|_| StepError::Pricing(format!("{} did not answer in time", order.provider)))?
-            .map_err(|e| StepError::Pricing(e.to_string()))?;
-        Ok(quote.to_amount)
     }
-}
 
-/// A transfer's outcome: sent (`Ok(Ok(tx))`), refused for good (`Ok(Err(reason))`), or not
-/// known yet (`Err`: retried on the next pass).
-fn settled(
-    sent: Result<String, swapd_core::lifecycle::ChainError>,
-) -> Result<Result<String, String>, StepError> {
-    match sent {
-        Ok(tx) => Ok(Ok(tx)),
-        Err(swapd_core::lifecycle::ChainError::Rejected(reason)) => Ok(Err(reason)),
-        Err(unavailable) => Err(unavailable.into()),
+    fn desk_token(&self, order: &Order) -> Result<Option<String>, StepError> {
+        order
+            .desk_token
+            .as_deref()
+            .map(|sealed| {
+                let plain = self
+                    .master_key
+                    .open(sealed, &token_context(&order.id))
+                    .map_err(|e| StepError::Token(e.to_string()))?;
+                String::from_utf8(plain).map_err(|e| StepError::Token(e.to_string()))
+            })
+            .transpose()
     }
-}
-
-fn known(code: &str) -> Result<&'static CurrencyDef, StepError> {
-    currency(code).ok_or_else(|| StepError::UnknownCurrency(code.to_owned()))
 }

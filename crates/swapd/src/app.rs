@@ -287,8 +287,19 @@ impl Runtime {
             );
         }
         let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
+        let world = sandbox::SandboxWorld {
+            store: self.store.clone(),
+            block_ms: config.providers.sandbox_block_ms,
+            tolerance_bps: swapd_core::orders::DEFAULT_TOLERANCE_BPS,
+            pause_after_payout: config.orders.sandbox_pause_after_payout,
+        };
         let market = swapd_market::Aggregator::new(
-            sandbox::providers(feed, &faults, config.providers.sandbox_block_ms),
+            sandbox::providers(
+                feed,
+                &faults,
+                config.providers.sandbox_block_ms,
+                Some(&world),
+            ),
             swapd_market::MarketOptions {
                 deadline: Duration::from_millis(config.providers.deadline_ms),
                 ..Default::default()
@@ -305,10 +316,6 @@ impl Runtime {
         webhooks: swapd_delivery::Sender,
     ) -> anyhow::Result<WorkerParts> {
         let (config, store, clock) = (&self.config, &self.store, &self.clock);
-        let chain = Arc::new(swapd_providers::sandbox::SandboxChain::new(
-            store.clone(),
-            config.providers.sandbox_block_ms,
-        ));
         let rules = swapd_core::lifecycle::LifecycleRules {
             poll_interval_ms: config.orders.poll_interval_ms,
             emergency_window_ms: config.orders.emergency_window_secs * 1000,
@@ -317,12 +324,11 @@ impl Runtime {
         Ok(WorkerParts {
             engine: swapd_worker::OrderEngine::new(
                 store.clone(),
-                chain,
                 market.clone(),
                 clock.clone(),
+                self.master_key.clone(),
                 rules,
-            )
-            .pause_after_payout(config.orders.sandbox_pause_after_payout),
+            ),
             notifier: swapd_worker::Notifier::new(store.clone(), mailer(config)?, clock.clone()),
             tracker: swapd_worker::ExecutionTracker::new(
                 store.clone(),

@@ -12,8 +12,9 @@ use swapd_core::lifecycle::{self, ChoiceError, OpenOrder};
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::routes::{self, RedeemError};
-use swapd_core::orders::{Choice, EventType, Order};
-use swapd_core::provider::{ExchangeRequest, QuoteRequest};
+use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
+use swapd_core::orders::{Choice, EventType, Order, OrderStatus};
+use swapd_core::provider::QuoteRequest;
 use swapd_types::orders::{OrderInput, OrderView};
 use swapd_types::{ErrorCode, Success};
 
@@ -104,34 +105,40 @@ pub(crate) async fn create_order(
     }
 
     let order_id = ids::new_id("ord_");
-    let provider = state
+    let desk = state
         .market
-        .provider(&terms.provider)
+        .desk(&terms.provider)
         .ok_or_else(|| ApiError::new(ErrorCode::ProviderError, "the route's provider is gone"))?;
-    let exchange = tokio::time::timeout(
-        state.market.deadline(),
-        provider.create_exchange(&ExchangeRequest {
-            reference: order_id.clone(),
-            from,
-            to,
-            rate_type: terms.rate_type,
-            from_amount: terms.from_amount,
-            to_amount: terms.to_amount,
-            payout_address: input.to_address.clone(),
-            payout_tag: input.tag.clone(),
+    let deposit_deadline_ms = now_ms + state.order_lifetimes.for_rate(terms.rate_type);
+    let request = ExchangeRequest {
+        reference: order_id.clone(),
+        from,
+        to,
+        rate_type: terms.rate_type,
+        from_amount: terms.from_amount,
+        to_amount: terms.to_amount,
+        rate_lock: None,
+        payout: Destination {
+            address: input.to_address.clone(),
+            tag: input.tag.clone(),
+        },
+        refund: input.refund_address.clone().map(|address| Destination {
+            address,
+            tag: input.refund_tag.clone(),
         }),
-    )
-    .await
-    .map_err(|_| {
-        ApiError::new(
-            ErrorCode::ProviderError,
-            format!(
-                "{} did not answer in time; retry with the same Idempotency-Key",
-                terms.provider
-            ),
-        )
-    })?
-    .map_err(|e| ApiError::new(ErrorCode::ProviderError, format!("{}: {e}", terms.provider)))?;
+        deposit_deadline_ms,
+        now_ms,
+    };
+    let mut exchange = tokio::time::timeout(state.market.deadline(), desk.open(&request))
+        .await
+        .map_err(|_| DeskError::Unavailable {
+            detail: "no answer in time".into(),
+        })
+        .and_then(|opened| opened)
+        .map_err(|error| open_error(&terms.provider, &error))?;
+    exchange.access_token = exchange
+        .access_token
+        .map(|token| state.master_key.seal(token.as_bytes(), &token_context(&order_id)));
 
     let (order, events) = lifecycle::open(OpenOrder {
         id: order_id,
@@ -377,6 +384,80 @@ fn refund_destination(
     }
 }
 
+/// Why a desk did not open an exchange, in swapd's codes: never the desk's own words.
+fn open_error(provider: &str, error: &DeskError) -> ApiError {
+    tracing::warn!(provider, %error, "the desk did not open an exchange");
+    match error {
+        DeskError::PairUnsupported => ApiError::new(
+            ErrorCode::PairUnsupported,
+            format!("{provider} does not trade this pair now"),
+        ),
+        DeskError::OutOfRange { min, max } => {
+            let bound = |b: &Option<Amount>| b.map_or_else(|| "-".to_owned(), |a| a.to_string());
+            ApiError::new(
+                ErrorCode::AmountOutOfRange,
+                format!(
+                    "{provider} takes between {} and {} of the input now",
+                    bound(min),
+                    bound(max)
+                ),
+            )
+        }
+        DeskError::AddressRefused => ApiError::new(
+            ErrorCode::AddressInvalid,
+            format!("{provider} refused the payout or refund address"),
+        ),
+        // Briefly out of reach: nothing was created, and the same request may work soon.
+        DeskError::Unavailable { .. } => unavailable(provider),
+        DeskError::RateLimited { retry_after } => match retry_after {
+            Some(wait) => unavailable(provider).with_header(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(wait.as_secs().max(1)),
+            ),
+            None => unavailable(provider),
+        },
+        _ => ApiError::new(
+            ErrorCode::ProviderError,
+            format!("{provider} refused to open the exchange"),
+        ),
+    }
+}
+
+fn unavailable(provider: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::ServiceUnavailable,
+        format!(
+            "{provider} is not answering now; nothing was created; retry with the same Idempotency-Key"
+        ),
+    )
+}
+
+/// Refuses a decision the order's desk cannot carry out through its API, before anything
+/// changes.
+fn check_desk_action(state: &AppState, order: &Order, choose: bool) -> Result<(), ApiError> {
+    let actions = state
+        .market
+        .desk(&order.provider)
+        .map(|desk| desk.actions())
+        .unwrap_or_default();
+    let (can, what) = if choose {
+        (actions.choose, "answers to an emergency")
+    } else {
+        (actions.refund, "refunds outside an emergency")
+    };
+    if can {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::DeskActionUnsupported,
+            format!(
+                "{} takes no {what} through its API; contact its support with the order's deposit transaction",
+                order.provider
+            ),
+        ))
+    }
+}
+
 fn choice_error(error: ChoiceError) -> ApiError {
     let code = match error {
         ChoiceError::NotInEmergency(_) | ChoiceError::AlreadyChosen(_) => {
@@ -443,7 +524,7 @@ async fn apply_change(
         (status = 200, description = "The order after the choice", body = inline(Success<OrderView>)),
         (status = 400, description = "`validation_failed` (REFUND without any refund address), `address_invalid`", body = swapd_types::ErrorEnvelope),
         (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
-        (status = 409, description = "`choice_not_allowed`, `order_state_conflict`", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`choice_not_allowed`, `order_state_conflict`, `desk_action_unsupported` (the order's desk takes no answer through its API)", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn emergency(
     State(state): State<AppState>,
@@ -464,7 +545,11 @@ pub(crate) async fn emergency(
             input.refund_address.clone(),
             input.refund_tag.clone(),
         )?;
-        lifecycle::choose(order, choice, refund, now_ms).map_err(choice_error)
+        let changed = lifecycle::choose(order, choice, refund, now_ms).map_err(choice_error)?;
+        if changed.is_some() {
+            check_desk_action(&state, order, true)?;
+        }
+        Ok(changed)
     })
     .await
 }
@@ -481,7 +566,7 @@ pub(crate) async fn emergency(
         (status = 200, description = "The order, refunding", body = inline(Success<OrderView>)),
         (status = 400, description = "`validation_failed`, `address_invalid`", body = swapd_types::ErrorEnvelope),
         (status = 404, description = "`order_not_found`", body = swapd_types::ErrorEnvelope),
-        (status = 409, description = "`order_not_refundable`", body = swapd_types::ErrorEnvelope),
+        (status = 409, description = "`order_not_refundable`, `desk_action_unsupported` (the order's desk takes no refund through its API)", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn refund(
     State(state): State<AppState>,
@@ -498,9 +583,9 @@ pub(crate) async fn refund(
             input.refund_address.clone(),
             input.refund_tag.clone(),
         )?;
-        lifecycle::request_refund(order, refund, now_ms)
-            .map(Some)
-            .map_err(choice_error)
+        let changed = lifecycle::request_refund(order, refund, now_ms).map_err(choice_error)?;
+        check_desk_action(&state, order, order.status == OrderStatus::Emergency)?;
+        Ok(Some(changed))
     })
     .await
 }

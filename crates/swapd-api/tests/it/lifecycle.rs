@@ -135,6 +135,62 @@ async fn a_fixed_order_runs_from_deposit_to_payout() {
     assert_eq!(event_types(&server, &id).await.len(), 8);
 }
 
+/// The engine follows the order's desk through the desk port: while the desk cannot be asked,
+/// the order waits where it is (never failed for it, no event); once the desk answers again it
+/// carries on from what the desk did meanwhile, with every event once.
+#[tokio::test]
+async fn an_order_whose_desk_is_down_for_a_while_loses_nothing() {
+    use swapd_providers::sandbox::Fault;
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    let desk = text(&created["provider"]).to_owned();
+    deposit(&server, &key, &id, "0.05").await;
+    server
+        .faults
+        .set(&desk, Fault::Fail("desk down for the test".into()));
+    for _ in 0..5 {
+        step(&server, 10).await;
+        let waiting = order(&server, &key, &id).await;
+        assert_eq!(waiting["status"], "awaiting_deposit", "{waiting}");
+    }
+    assert_eq!(event_types(&server, &id).await.len(), 2);
+
+    server.faults.clear(&desk);
+    step(&server, 10).await;
+    let done = order(&server, &key, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["to"]["amount"], created["to"]["amount"]);
+    use EventType::*;
+    assert_eq!(
+        event_types(&server, &id).await,
+        [
+            Created,
+            AwaitingDeposit,
+            Updated,
+            ExchangeStarted,
+            WithdrawStarted,
+            Completed
+        ]
+    );
+    let payouts = server
+        .state
+        .store
+        .sandbox_transfers()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.key == format!("payout:{id}"))
+        .count();
+    assert_eq!(payouts, 1);
+}
+
 #[tokio::test]
 async fn float_and_reverse_orders_pay_what_arrived() {
     let server = TestServer::start().await;

@@ -19,6 +19,11 @@ pub trait Market: Send + Sync + 'static {
     /// The provider with this id.
     fn provider(&self, id: &str) -> Option<Arc<dyn Provider>>;
 
+    /// The offchain desk with this id.
+    fn desk(&self, id: &str) -> Option<Arc<dyn crate::desk::Desk>> {
+        self.provider(id)?.as_desk()
+    }
+
     /// How long one provider may take to answer.
     fn deadline(&self) -> Duration;
 

@@ -1,8 +1,10 @@
-//! The sandbox chain: simulated transfers into deposit addresses and out of the sandbox desks.
+//! The sandbox world's records: the simulated chain's transfers into deposit addresses and out
+//! of the sandbox desks, and the desks' own books of the exchanges they run.
 
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
+use crate::orders::Order;
 
 /// A simulated transfer into a deposit address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,4 +55,15 @@ pub trait SandboxChainStore: Send + Sync + 'static {
 
     /// Every transfer out, oldest first (tests count payouts with it).
     async fn sandbox_transfers(&self) -> Result<Vec<SandboxTransfer>, StoreError>;
+
+    /// Records a sandbox desk's exchange `id` unless it exists, and returns the stored one: a
+    /// repeated open answers the first.
+    async fn sandbox_open_exchange(&self, id: &str, book: &Order) -> Result<Order, StoreError>;
+
+    /// A sandbox desk's exchange.
+    async fn sandbox_exchange(&self, id: &str) -> Result<Option<Order>, StoreError>;
+
+    /// Stores `book` as exchange `id` when the stored one is still at `book.version - 1`.
+    /// `false`: it moved meanwhile, nothing was written.
+    async fn sandbox_update_exchange(&self, id: &str, book: &Order) -> Result<bool, StoreError>;
 }

@@ -249,18 +249,20 @@ pub fn exchange(
     let amount = |value: &Option<wire::Number>, precision: u8| {
         value.as_ref().map(|v| number(v, precision)).transpose()
     };
-    let deposit = match wire.payin_hash.clone().filter(|h| !h.is_empty()) {
-        None => None,
-        Some(tx_id) => Some(DeskDeposit {
+    let deposits = match wire.payin_hash.clone().filter(|h| !h.is_empty()) {
+        None => Vec::new(),
+        Some(tx_id) => vec![DeskDeposit {
             tx_id,
             amount: amount(&wire.amount_from, from.precision)?,
-            // ChangeNOW does not count confirmations; past `confirming` they are enough.
+            // ChangeNOW does not count confirmations: one stands for "enough", reached once
+            // it is past `confirming`.
             confirmations: u32::from(!matches!(
                 status,
                 DeskStatus::AwaitingDeposit | DeskStatus::Confirming
             )),
-            required_confirmations: None,
-        }),
+            required_confirmations: Some(1),
+            ..DeskDeposit::default()
+        }],
     };
     Ok(DeskExchange {
         status,
@@ -268,12 +270,13 @@ pub fn exchange(
         deposit_tag: present(wire.payin_extra_id),
         expected_from: amount(&wire.expected_amount_from, from.precision)?,
         expected_to: amount(&wire.expected_amount_to, to.precision)?,
-        deposit,
+        deposits,
         payout_tx: present(wire.payout_hash),
         payout_amount: amount(&wire.amount_to, to.precision)?,
         refund_tx: present(wire.refund_hash),
         refund_amount: amount(&wire.refund_amount, from.precision)?,
         deposit_deadline: None,
+        failure_reason: None,
         id: wire.id,
     })
 }

@@ -77,7 +77,7 @@ fn an_exchange_reads_exactly_with_its_deposit_and_payout() {
     assert_eq!(exchange.expected_to.unwrap().to_string(), "4312.55");
     // Six fraction digits, USDT's precision: kept as written.
     assert_eq!(exchange.payout_amount.unwrap().to_string(), "4312.549871");
-    let deposit = exchange.deposit.unwrap();
+    let deposit = exchange.deposits[0].clone();
     assert_eq!(
         deposit.tx_id,
         "9b0fc92260312ce44e74ef369f5c66bbb85848f2eddd5a7a1cde251e54ccfdd5"
@@ -102,7 +102,7 @@ fn a_waiting_exchange_has_no_deposit_and_a_refunded_one_its_refund() {
         .replace("\"amountFrom\": 0.1", "\"amountFrom\": null");
     let read = exchange(waiting.as_bytes(), def("BTC"), def("USDTETH")).unwrap();
     assert_eq!(read.status, DeskStatus::AwaitingDeposit);
-    assert_eq!(read.deposit, None);
+    assert!(read.deposits.is_empty());
 
     let refunded = body
         .replace("\"finished\"", "\"refunded\"")

@@ -251,9 +251,9 @@ pub fn exchange(
     let optional = |value: &Option<wire::Scalar>, precision: u8| {
         value.as_deref().map(|v| amount(v, precision)).transpose()
     };
-    let deposit = match order.from.tx.id.clone().filter(|id| !id.is_empty()) {
-        None => None,
-        Some(tx_id) => Some(DeskDeposit {
+    let deposits = match order.from.tx.id.clone().filter(|id| !id.is_empty()) {
+        None => Vec::new(),
+        Some(tx_id) => vec![DeskDeposit {
             tx_id,
             amount: optional(&order.from.tx.amount, from.precision)?,
             confirmations: order
@@ -264,7 +264,8 @@ pub fn exchange(
                 .and_then(count)
                 .unwrap_or(0),
             required_confirmations: order.from.req_confirmations.as_deref().and_then(count),
-        }),
+            ..DeskDeposit::default()
+        }],
     };
     Ok(DeskExchange {
         status,
@@ -272,7 +273,7 @@ pub fn exchange(
         deposit_tag: order.from.tag.as_deref().and_then(text),
         expected_from: optional(&order.from.amount, from.precision)?,
         expected_to: optional(&order.to.amount, to.precision)?,
-        deposit,
+        deposits,
         payout_tx: order.to.tx.id.clone().filter(|id| !id.is_empty()),
         payout_amount: optional(&order.to.tx.amount, to.precision)?,
         refund_tx: order.back.tx.id.clone().filter(|id| !id.is_empty()),
@@ -282,6 +283,7 @@ pub fn exchange(
             .expiration
             .as_deref()
             .and_then(|seconds| seconds.get().trim_matches('"').parse().ok()),
+        failure_reason: None,
         id: order.id,
     })
 }

@@ -138,7 +138,7 @@ fn a_new_order_gives_its_deposit_address_and_token() {
     );
     let new = order("order-new.json");
     assert_eq!(new.status, DeskStatus::AwaitingDeposit);
-    assert_eq!(new.deposit, None);
+    assert!(new.deposits.is_empty());
     assert_eq!(new.expected_from.unwrap().to_string(), "0.5");
     assert_eq!(new.expected_to.unwrap().to_string(), "18847.102");
     assert_eq!(new.deposit_deadline, Some(1_701_330_256));
@@ -160,14 +160,14 @@ fn opened_without_token() -> Result<OpenedExchange, DeskError> {
 fn the_captured_lifecycle_maps_state_by_state() {
     let pending = order("order-pending.json");
     assert_eq!(pending.status, DeskStatus::Confirming);
-    let deposit = pending.deposit.unwrap();
+    let deposit = pending.deposits[0].clone();
     assert_eq!(deposit.amount.unwrap().to_string(), "0.5");
     assert_eq!(deposit.confirmations, 0, "\"0\" is a string on the wire");
     assert_eq!(deposit.required_confirmations, Some(1));
 
     let exchanging = order("order-exchange.json");
     assert_eq!(exchanging.status, DeskStatus::Exchanging);
-    assert_eq!(exchanging.deposit.unwrap().confirmations, 3);
+    assert_eq!(exchanging.deposits[0].clone().confirmations, 3);
 
     let withdrawing = order("order-withdraw.json");
     assert_eq!(withdrawing.status, DeskStatus::Sending);
@@ -191,7 +191,7 @@ fn an_emergency_asks_for_a_choice_and_a_refund_runs_to_its_end() {
         DeskStatus::NeedsChoice(vec![EmergencyCase::Less, EmergencyCase::OutOfLimits])
     );
     assert_eq!(
-        emergency.deposit.unwrap().amount.unwrap().to_string(),
+        emergency.deposits[0].clone().amount.unwrap().to_string(),
         "0.0003"
     );
     assert_eq!(order("order-refunding.json").status, DeskStatus::Refunding);

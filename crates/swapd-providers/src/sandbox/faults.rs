@@ -6,10 +6,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
+use swapd_core::desk::{
+    Desk, DeskActions, DeskError, DeskExchange, Destination, ExchangeRef, ExchangeRequest,
+    OpenedExchange,
+};
 use swapd_core::onchain::Tracked;
+use swapd_core::orders::Choice;
 use swapd_core::provider::{
-    CurrencyOffer, Exchange, ExchangeRequest, PlanRequest, Provider, ProviderError, ProviderInfo,
-    ProviderQuote, QuoteRequest, TrackRequest,
+    CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest, TrackRequest,
 };
 use swapd_types::onchain::PlanStep;
 
@@ -54,12 +59,13 @@ impl Faults {
     }
 }
 
-struct Faulty {
-    inner: Arc<dyn Provider>,
+/// A provider (or a desk) behind the fault set.
+struct Faulty<P: ?Sized> {
+    inner: Arc<P>,
     faults: Faults,
 }
 
-impl Faulty {
+impl<P: Provider + ?Sized> Faulty<P> {
     async fn check(&self) -> Result<(), ProviderError> {
         match self.faults.get(self.inner.info().id) {
             None => Ok(()),
@@ -67,10 +73,16 @@ impl Faulty {
             Some(Fault::Stall) => std::future::pending().await,
         }
     }
+
+    async fn check_desk(&self) -> Result<(), DeskError> {
+        self.check()
+            .await
+            .map_err(|e| DeskError::Unavailable { detail: e.to_string() })
+    }
 }
 
 #[async_trait]
-impl Provider for Faulty {
+impl<P: Provider + ?Sized> Provider for Faulty<P> {
     fn info(&self) -> ProviderInfo {
         self.inner.info()
     }
@@ -85,9 +97,12 @@ impl Provider for Faulty {
         self.inner.quote(request).await
     }
 
-    async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
-        self.check().await?;
-        self.inner.create_exchange(request).await
+    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
+        let desk = self.inner.clone().as_desk()?;
+        Some(Arc::new(Faulty {
+            inner: desk,
+            faults: self.faults.clone(),
+        }))
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
@@ -98,5 +113,41 @@ impl Provider for Faulty {
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
         self.check().await?;
         self.inner.track_execution(request).await
+    }
+}
+
+#[async_trait]
+impl Desk for Faulty<dyn Desk> {
+    fn actions(&self) -> DeskActions {
+        self.inner.actions()
+    }
+
+    async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError> {
+        self.check_desk().await?;
+        self.inner.open(request).await
+    }
+
+    async fn exchange(&self, exchange: &ExchangeRef<'_>) -> Result<DeskExchange, DeskError> {
+        self.check_desk().await?;
+        self.inner.exchange(exchange).await
+    }
+
+    async fn choose(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        choice: Choice,
+        refund_to: Option<&Destination>,
+    ) -> Result<(), DeskError> {
+        self.check_desk().await?;
+        self.inner.choose(exchange, choice, refund_to).await
+    }
+
+    async fn refund(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        refund_to: &Destination,
+    ) -> Result<(), DeskError> {
+        self.check_desk().await?;
+        self.inner.refund(exchange, refund_to).await
     }
 }

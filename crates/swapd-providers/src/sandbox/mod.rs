@@ -4,6 +4,7 @@
 
 mod addresses;
 mod chain;
+mod desk;
 mod faults;
 mod offchain;
 mod onchain;
@@ -17,6 +18,7 @@ use swapd_core::market::pricing;
 use swapd_core::provider::{Provider, ProviderError};
 
 pub use chain::{BURN_ADDRESSES, SandboxChain};
+pub use desk::{SandboxDesk, SandboxWorld};
 pub use faults::{Fault, Faults};
 pub use offchain::OffchainDesk;
 pub use onchain::{Bridge, DEFAULT_BLOCK_MS, Dex};
@@ -24,11 +26,23 @@ pub use onchain::{Bridge, DEFAULT_BLOCK_MS, Dex};
 use crate::price_feed::PriceFeed;
 
 /// The sandbox providers: two offchain desks, an EVM DEX, a Solana DEX and a bridge, each
-/// behind `faults`. Onchain executions advance one stage per `block_ms`.
-pub fn providers(feed: PriceFeed, faults: &Faults, block_ms: i64) -> Vec<Arc<dyn Provider>> {
+/// behind `faults`. Onchain executions advance one stage per `block_ms`. The desks run their
+/// exchanges in `world`; without one they only quote (for tests of the market alone).
+pub fn providers(
+    feed: PriceFeed,
+    faults: &Faults,
+    block_ms: i64,
+    world: Option<&SandboxWorld>,
+) -> Vec<Arc<dyn Provider>> {
+    let desk = |quoter: OffchainDesk| -> Arc<dyn Provider> {
+        match world {
+            Some(world) => Arc::new(SandboxDesk::new(quoter, world)),
+            None => Arc::new(quoter),
+        }
+    };
     let providers: Vec<Arc<dyn Provider>> = vec![
-        Arc::new(OffchainDesk::atlas(feed.clone())),
-        Arc::new(OffchainDesk::borealis(feed.clone())),
+        desk(OffchainDesk::atlas(feed.clone())),
+        desk(OffchainDesk::borealis(feed.clone())),
         Arc::new(Dex::meridian(feed.clone()).with_block_ms(block_ms)),
         Arc::new(Dex::sunfish(feed.clone()).with_block_ms(block_ms)),
         Arc::new(Bridge::arcbridge(feed).with_block_ms(block_ms)),

@@ -9,8 +9,8 @@ use swapd_core::market::pricing::Conversion;
 use swapd_core::market::routes::less_bps;
 use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::provider::{
-    CurrencyOffer, Exchange, ExchangeRequest, Fee, FeeKind, Provider, ProviderError, ProviderInfo,
-    ProviderQuote, QuoteRequest,
+    CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest,
 };
 
 use super::{limits, network_fee, usd_price};
@@ -75,6 +75,37 @@ impl OffchainDesk {
         }
     }
 
+    pub(crate) fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// The desk's input limits for `from` at `now_ms`, with the pair checked first.
+    pub(crate) fn limits_for(
+        &self,
+        from: &CurrencyDef,
+        to: &CurrencyDef,
+        now_ms: i64,
+    ) -> Result<(Amount, Amount), ProviderError> {
+        self.check_pair(from, to)?;
+        let price = usd_price(&self.feed, from, now_ms)?;
+        Ok(limits(self.min_usd, self.max_usd, price, from))
+    }
+
+    fn check_pair(&self, from: &CurrencyDef, to: &CurrencyDef) -> Result<(), ProviderError> {
+        if from.code == to.code {
+            return Err(ProviderError::PairUnsupported(
+                "fromCcy and toCcy are the same currency".into(),
+            ));
+        }
+        match [from, to].into_iter().find(|c| !self.covers(c)) {
+            Some(currency) => Err(ProviderError::PairUnsupported(format!(
+                "{} does not trade {}",
+                self.id, currency.code
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn covers(&self, currency: &CurrencyDef) -> bool {
         match self.coverage {
             Some(list) => list.contains(&currency.code),
@@ -121,19 +152,7 @@ impl Provider for OffchainDesk {
 
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         let (from, to) = (request.from, request.to);
-        if from.code == to.code {
-            return Err(ProviderError::PairUnsupported(
-                "fromCcy and toCcy are the same currency".into(),
-            ));
-        }
-        for currency in [from, to] {
-            if !self.covers(currency) {
-                return Err(ProviderError::PairUnsupported(format!(
-                    "{} does not trade {}",
-                    self.id, currency.code
-                )));
-            }
-        }
+        self.check_pair(from, to)?;
         let from_price = usd_price(&self.feed, from, request.now_ms)?;
         let spread_bps = match request.rate_type {
             RateType::Fixed => self.fixed_spread_bps,
@@ -186,26 +205,6 @@ impl Provider for OffchainDesk {
             estimated_duration_secs: self.duration_secs,
             valid_for_secs: 120,
             gasless: false,
-        })
-    }
-
-    /// Deposit addresses are derived from the reference, so opening the same exchange twice
-    /// answers the same address.
-    async fn create_exchange(&self, request: &ExchangeRequest) -> Result<Exchange, ProviderError> {
-        for currency in [request.from, request.to] {
-            if !self.covers(currency) {
-                return Err(ProviderError::PairUnsupported(format!(
-                    "{} does not trade {}",
-                    self.id, currency.code
-                )));
-            }
-        }
-        let (deposit_address, deposit_tag) =
-            super::addresses::deposit_address(self.id, request.from.network, &request.reference);
-        Ok(Exchange {
-            provider_ref: format!("{}-{}", self.id, request.reference),
-            deposit_address,
-            deposit_tag,
         })
     }
 }

@@ -1,0 +1,594 @@
+//! Following a desk, as pure decisions: what the order engine asks a desk on the customer's
+//! behalf ([`pending_action`]), and how what the desk reports becomes the order's statuses,
+//! fields and outbox events ([`follow`]). The desk runs the exchange; swapd keeps its own
+//! normalized order in step with it, one status at a time, so a partner sees every status the
+//! order passed through even when the engine looked only at the end (docs/orders.md).
+
+use crate::desk::{DeskExchange, DeskStatus, Destination};
+use crate::lifecycle::{LifecycleRules, required_confirmations};
+use crate::market::currencies::CurrencyDef;
+use crate::orders::{
+    Choice, Deposit, Emergency, EmergencyReason, EventType, Order, OrderEvent, OrderStatus,
+    allowed_choices,
+};
+
+/// What the customer decided that the desk has not acted on yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeskAction {
+    /// Answer the desk's emergency; a refund goes to the destination.
+    Choose(Choice, Option<Destination>),
+    /// Send the deposit back outside an emergency.
+    Refund(Destination),
+}
+
+/// The customer's decision the desk still waits for: a choice made while the desk holds the
+/// exchange in an emergency, or a refund requested while it holds an unexchanged deposit.
+pub fn pending_action(order: &Order, desk: &DeskStatus) -> Option<DeskAction> {
+    let refund_to = || {
+        order.refund_address.clone().map(|address| Destination {
+            address,
+            tag: order.refund_tag.clone(),
+        })
+    };
+    match desk {
+        DeskStatus::NeedsChoice(_) => {
+            let choice = order.emergency.as_ref()?.choice?;
+            let decided = matches!(
+                (choice, order.status),
+                (Choice::Exchange, OrderStatus::Exchanging)
+                    | (Choice::Refund, OrderStatus::Refunding)
+            );
+            decided.then(|| {
+                DeskAction::Choose(choice, refund_to().filter(|_| choice == Choice::Refund))
+            })
+        }
+        status if status.holds_deposit() && order.status == OrderStatus::Refunding => {
+            refund_to().map(DeskAction::Refund)
+        }
+        _ => None,
+    }
+}
+
+/// The order in step with its desk, and the events that took it there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Followed {
+    pub order: Order,
+    /// One per status the order passed through (and one `order.updated` for news within a
+    /// status), numbered after the order's previous events.
+    pub events: Vec<OrderEvent>,
+}
+
+/// `order` brought in step with `seen`, the desk's report at `now_ms`; `from` is the input
+/// currency. `None`: nothing changed, not even when the engine looks next.
+pub fn follow(
+    order: &Order,
+    seen: &DeskExchange,
+    from: &CurrencyDef,
+    rules: &LifecycleRules,
+    now_ms: i64,
+) -> Option<Followed> {
+    let mut next = order.clone();
+    let new_deposits = merge_deposits(&mut next, seen, from, now_ms);
+    let new_outcome = merge_outcome(&mut next, seen);
+    let mut events = Vec::new();
+    let hops = path(order.status, status_for(&seen.status, order.status));
+    // News within a status is an `order.updated` of its own, unless a status change reports
+    // it: a payout amount arrives with `withdraw_started`, a refund with the refund.
+    let reported_by_hops = if new_deposits {
+        hops.iter().any(|s| s.entry_event() == EventType::Updated)
+    } else {
+        !hops.is_empty()
+    };
+    if (new_deposits || new_outcome) && !reported_by_hops {
+        next.updated_at_ms = now_ms;
+        events.push(next.record_event(EventType::Updated, Some(order.status)));
+    }
+    for status in hops {
+        let previous = next.status;
+        next.status = status;
+        next.updated_at_ms = now_ms;
+        enter(&mut next, status, seen, rules, now_ms);
+        events.push(next.record_event(status.entry_event(), Some(previous)));
+    }
+    if let Some(event) = refund_after_window(&mut next, now_ms) {
+        events.push(event);
+    }
+    next.next_check_at_ms = next_check(&next, rules, now_ms);
+    if events.is_empty() && next.next_check_at_ms == order.next_check_at_ms {
+        return None;
+    }
+    next.version = order.version + 1;
+    Some(Followed {
+        order: next,
+        events,
+    })
+}
+
+/// `order` looked at again after `delay_ms`, because its desk could not be asked now.
+pub fn retry_later(order: &Order, now_ms: i64, delay_ms: i64) -> Order {
+    let mut later = order.clone();
+    later.version += 1;
+    later.next_check_at_ms = Some(now_ms + delay_ms);
+    later
+}
+
+/// The status of an order in `current` whose desk reports `status`.
+fn status_for(status: &DeskStatus, current: OrderStatus) -> OrderStatus {
+    match status {
+        DeskStatus::AwaitingDeposit => OrderStatus::AwaitingDeposit,
+        DeskStatus::Confirming => OrderStatus::Confirming,
+        DeskStatus::Exchanging => OrderStatus::Exchanging,
+        DeskStatus::Sending => OrderStatus::Withdrawing,
+        DeskStatus::Finished => OrderStatus::Completed,
+        DeskStatus::Refunding => OrderStatus::Refunding,
+        DeskStatus::Refunded => OrderStatus::Refunded,
+        DeskStatus::Expired => OrderStatus::Expired,
+        DeskStatus::NeedsChoice(_) => OrderStatus::Emergency,
+        // Held for the desk's own checks: the order stays where it is meanwhile.
+        DeskStatus::OnHold => current,
+        DeskStatus::Failed => OrderStatus::Failed,
+    }
+}
+
+/// The statuses from `from` to `to` along [`OrderStatus::can_become`]'s edges, fewest first;
+/// empty when `to` is `from` or cannot be reached (a desk report that would take the order
+/// back is not followed: the order waits for the desk to catch up).
+fn path(from: OrderStatus, to: OrderStatus) -> Vec<OrderStatus> {
+    use strum::VariantArray;
+    let mut came_from: Vec<(OrderStatus, OrderStatus)> = Vec::new();
+    let mut frontier = vec![from];
+    while !frontier.is_empty() {
+        let mut further = Vec::new();
+        for &status in &frontier {
+            for &step in OrderStatus::VARIANTS {
+                let seen = step == from || came_from.iter().any(|(s, _)| *s == step);
+                if !seen && status.can_become(step) {
+                    came_from.push((step, status));
+                    further.push(step);
+                }
+            }
+        }
+        if further.contains(&to) {
+            let mut hops = vec![to];
+            while let Some(&(_, previous)) = came_from.iter().find(|(s, _)| *s == hops[0]) {
+                if previous == from {
+                    break;
+                }
+                hops.insert(0, previous);
+            }
+            return hops;
+        }
+        frontier = further;
+    }
+    Vec::new()
+}
+
+/// What entering `status` sets on the order beyond the desk's figures.
+fn enter(
+    order: &mut Order,
+    status: OrderStatus,
+    seen: &DeskExchange,
+    rules: &LifecycleRules,
+    now_ms: i64,
+) {
+    match status {
+        OrderStatus::Emergency => {
+            let DeskStatus::NeedsChoice(cases) = &seen.status else {
+                // Only on the way through to a later status: the customer chose at the desk.
+                return;
+            };
+            let mut reasons: Vec<EmergencyReason> = cases.iter().map(|c| c.reason()).collect();
+            reasons.sort();
+            reasons.dedup();
+            order.emergency = Some(Emergency {
+                allowed: allowed_choices(&reasons),
+                reasons,
+                choice: None,
+                deadline_ms: now_ms + rules.emergency_window_ms,
+            });
+        }
+        OrderStatus::Refunding if order.refund_amount.is_none() => {
+            order.refund_amount = order.deposits.first().map(|d| d.amount.clone());
+        }
+        OrderStatus::Failed if order.failure_reason.is_none() => {
+            order.failure_reason = Some(
+                seen.failure_reason
+                    .clone()
+                    .unwrap_or_else(|| "the desk could not complete the exchange".into()),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// swapd's own rule for an emergency nobody answers: once its window ends (at once when only a
+/// refund is possible), a deposit with a refund address goes back.
+fn refund_after_window(order: &mut Order, now_ms: i64) -> Option<OrderEvent> {
+    let emergency = order.emergency.as_mut()?;
+    let due = now_ms >= emergency.deadline_ms || emergency.allowed == [Choice::Refund];
+    if order.status != OrderStatus::Emergency
+        || emergency.choice.is_some()
+        || !due
+        || order.refund_address.is_none()
+    {
+        return None;
+    }
+    emergency.choice = Some(Choice::Refund);
+    order.status = OrderStatus::Refunding;
+    order.updated_at_ms = now_ms;
+    if order.refund_amount.is_none() {
+        order.refund_amount = order.deposits.first().map(|d| d.amount.clone());
+    }
+    Some(order.record_event(EventType::Updated, Some(OrderStatus::Emergency)))
+}
+
+/// New deposits, confirmations and returns of later deposits. `true` when anything changed.
+fn merge_deposits(order: &mut Order, seen: &DeskExchange, from: &CurrencyDef, now_ms: i64) -> bool {
+    let mut changed = false;
+    for reported in &seen.deposits {
+        let required = reported
+            .required_confirmations
+            .unwrap_or_else(|| required_confirmations(from.network));
+        let amount = reported.amount.map(|a| a.to_string());
+        match order.deposits.iter_mut().find(|d| d.tx_id == reported.tx_id) {
+            Some(known) => {
+                let before = known.clone();
+                known.confirmations = reported.confirmations.max(known.confirmations);
+                known.required_confirmations = required;
+                if let Some(amount) = amount {
+                    known.amount = amount;
+                }
+                if reported.refund_tx.is_some() {
+                    known.refund_tx.clone_from(&reported.refund_tx);
+                }
+                if reported.refund_error.is_some() {
+                    known.refund_error.clone_from(&reported.refund_error);
+                }
+                changed |= *known != before;
+            }
+            None => {
+                order.deposits.push(Deposit {
+                    tx_id: reported.tx_id.clone(),
+                    // A desk that does not say how much arrived: what the order asked for.
+                    amount: amount.unwrap_or_else(|| order.from_amount.clone()),
+                    confirmations: reported.confirmations,
+                    required_confirmations: required,
+                    seen_at_ms: reported.seen_at_ms.unwrap_or(now_ms),
+                    refund_tx: reported.refund_tx.clone(),
+                    refund_error: reported.refund_error.clone(),
+                });
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// The payout and refund the desk reports. `true` when anything changed.
+fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
+    let mut changed = false;
+    let mut take = |field: &mut Option<String>, value: Option<String>| {
+        if value.is_some() && *field != value {
+            *field = value;
+            changed = true;
+        }
+    };
+    take(&mut order.payout_amount, seen.payout_amount.map(|a| a.to_string()));
+    take(&mut order.payout_tx, seen.payout_tx.clone());
+    take(&mut order.refund_amount, seen.refund_amount.map(|a| a.to_string()));
+    take(&mut order.refund_tx, seen.refund_tx.clone());
+    changed
+}
+
+/// When the engine asks the desk next: while something may still happen, every poll interval
+/// (at expiry and at the end of an emergency window at the latest); an expired order is
+/// watched for a late deposit; a finished one only while a later deposit waits to go back.
+fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64> {
+    let poll = now_ms + rules.poll_interval_ms;
+    // A moment still ahead brings the next look forward; one already past does not.
+    let by = |at_ms: i64| if at_ms > now_ms { poll.min(at_ms) } else { poll };
+    match order.status {
+        OrderStatus::Completed | OrderStatus::Refunded | OrderStatus::Failed => {
+            let returning = order.refund_address.is_some()
+                && order
+                    .deposits
+                    .iter()
+                    .skip(1)
+                    .any(|d| d.refund_tx.is_none() && d.refund_error.is_none());
+            returning.then_some(poll)
+        }
+        OrderStatus::Expired => {
+            (now_ms < order.expires_at_ms + rules.late_watch_ms).then_some(poll)
+        }
+        OrderStatus::AwaitingDeposit => Some(by(order.expires_at_ms)),
+        OrderStatus::Emergency => Some(match &order.emergency {
+            Some(e) if e.choice.is_none() => by(e.deadline_ms),
+            _ => poll,
+        }),
+        _ => Some(poll),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::amount::Amount;
+    use crate::desk::{DeskDeposit, EmergencyCase};
+    use crate::market::currencies::currency;
+    use crate::market::{Direction, RateType};
+
+    const T0: i64 = 1_800_000_000_000;
+
+    fn btc() -> &'static CurrencyDef {
+        currency("BTC").unwrap()
+    }
+
+    fn order(refund: bool) -> Order {
+        let mut order = Order {
+            id: "ord_follow".into(),
+            owner: "key:follow".into(),
+            status: OrderStatus::AwaitingDeposit,
+            version: 2,
+            rate_type: RateType::Fixed,
+            direction: Direction::From,
+            from_code: "BTC".into(),
+            to_code: "USDTTRC".into(),
+            provider: "changenow".into(),
+            provider_ref: "cn-1".into(),
+            desk_token: None,
+            rate: "96000".into(),
+            from_amount: "0.5".into(),
+            to_amount: "48000".into(),
+            min: "0.01".into(),
+            max: "2".into(),
+            deposit_address: "bc1qdeposit".into(),
+            deposit_tag: None,
+            to_address: "TPayout".into(),
+            to_tag: None,
+            refund_address: refund.then(|| "bc1qrefund".into()),
+            refund_tag: None,
+            deposits: vec![],
+            payout_tx: None,
+            payout_amount: None,
+            refund_tx: None,
+            refund_amount: None,
+            emergency: None,
+            affiliate_code: None,
+            email: None,
+            create_token_hash: None,
+            created_at_ms: T0,
+            updated_at_ms: T0,
+            expires_at_ms: T0 + 1_800_000,
+            next_check_at_ms: Some(T0),
+            event_sequence: 2,
+            failure_reason: None,
+        };
+        order.version = 2;
+        order
+    }
+
+    fn seen(status: DeskStatus) -> DeskExchange {
+        DeskExchange {
+            id: "cn-1".into(),
+            status,
+            deposit_address: "bc1qdeposit".into(),
+            deposit_tag: None,
+            expected_from: None,
+            expected_to: None,
+            deposits: vec![],
+            payout_tx: None,
+            payout_amount: None,
+            refund_tx: None,
+            refund_amount: None,
+            deposit_deadline: None,
+            failure_reason: None,
+        }
+    }
+
+    fn deposit(confirmations: u32) -> DeskDeposit {
+        DeskDeposit {
+            tx_id: "tx_in".into(),
+            amount: Some(Amount::parse("0.5", 8).unwrap()),
+            confirmations,
+            required_confirmations: Some(2),
+            ..DeskDeposit::default()
+        }
+    }
+
+    fn rules() -> LifecycleRules {
+        LifecycleRules {
+            poll_interval_ms: 5_000,
+            emergency_window_ms: 60_000,
+            ..LifecycleRules::default()
+        }
+    }
+
+    fn types(followed: &Followed) -> Vec<EventType> {
+        followed.events.iter().map(|e| e.event_type).collect()
+    }
+
+    #[test]
+    fn a_desk_seen_late_is_followed_through_every_status_in_one_save() {
+        let mut finished = seen(DeskStatus::Finished);
+        finished.deposits = vec![deposit(3)];
+        finished.payout_tx = Some("tx_out".into());
+        finished.payout_amount = Some(Amount::parse("47990", 6).unwrap());
+        let followed = follow(&order(false), &finished, btc(), &rules(), T0 + 1).unwrap();
+        use EventType::*;
+        assert_eq!(
+            types(&followed),
+            [Updated, ExchangeStarted, WithdrawStarted, Completed]
+        );
+        let sequences: Vec<i64> = followed.events.iter().map(|e| e.sequence).collect();
+        assert_eq!(sequences, [3, 4, 5, 6]);
+        // Each event shows the status it entered, and the one before.
+        assert_eq!(followed.events[0].data["status"], "confirming");
+        assert_eq!(followed.events[0].data["previousStatus"], "awaiting_deposit");
+        assert_eq!(followed.events[3].data["previousStatus"], "withdrawing");
+        let done = &followed.order;
+        assert_eq!(done.status, OrderStatus::Completed);
+        assert_eq!(done.version, 3, "one save, one version");
+        assert_eq!(done.payout_tx.as_deref(), Some("tx_out"));
+        assert_eq!(done.payout_amount.as_deref(), Some("47990"));
+        assert_eq!(done.deposits[0].confirmations, 3);
+        assert_eq!(done.next_check_at_ms, None, "a finished order is not looked at again");
+    }
+
+    #[test]
+    fn news_within_a_status_is_one_update_and_nothing_new_is_nothing() {
+        let mut confirming = order(false);
+        confirming.status = OrderStatus::Confirming;
+        let mut report = seen(DeskStatus::Confirming);
+        report.deposits = vec![deposit(0)];
+        let first = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
+        assert_eq!(types(&first), [EventType::Updated]);
+        assert_eq!(first.order.deposits[0].required_confirmations, 2);
+        // The same report again changes nothing but when to look next.
+        let again = follow(&first.order, &report, btc(), &rules(), T0 + 1_000).unwrap();
+        assert!(again.events.is_empty());
+        assert_eq!(again.order.next_check_at_ms, Some(T0 + 6_000));
+        assert_eq!(
+            follow(&again.order, &report, btc(), &rules(), T0 + 1_000),
+            None
+        );
+    }
+
+    #[test]
+    fn reports_that_would_take_the_order_back_or_hold_it_change_no_status() {
+        let mut exchanging = order(false);
+        exchanging.status = OrderStatus::Exchanging;
+        for status in [
+            DeskStatus::NeedsChoice(vec![EmergencyCase::Less]),
+            DeskStatus::AwaitingDeposit,
+            DeskStatus::OnHold,
+        ] {
+            let followed = follow(&exchanging, &seen(status.clone()), btc(), &rules(), T0);
+            assert!(
+                followed.is_none_or(|f| f.order.status == OrderStatus::Exchanging
+                    && f.events.is_empty()),
+                "{status:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_emergency_shows_its_reasons_and_is_refunded_when_its_window_ends() {
+        let mut confirming = order(true);
+        confirming.status = OrderStatus::Confirming;
+        let mut report = seen(DeskStatus::NeedsChoice(vec![
+            EmergencyCase::Less,
+            EmergencyCase::Late,
+        ]));
+        report.deposits = vec![deposit(2)];
+        let held = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
+        assert_eq!(types(&held), [EventType::Updated, EventType::Emergency]);
+        let emergency = held.order.emergency.clone().unwrap();
+        assert_eq!(
+            emergency.reasons,
+            [EmergencyReason::Expired, EmergencyReason::Less]
+        );
+        assert_eq!(emergency.allowed, [Choice::Exchange, Choice::Refund]);
+        assert_eq!(emergency.deadline_ms, T0 + 60_000);
+        assert_eq!(held.order.next_check_at_ms, Some(T0 + 5_000));
+        // Nobody answers: at the end of the window swapd chooses the refund.
+        let late = follow(&held.order, &report, btc(), &rules(), T0 + 60_000).unwrap();
+        assert_eq!(types(&late), [EventType::Updated]);
+        assert_eq!(late.order.status, OrderStatus::Refunding);
+        assert_eq!(late.order.refund_amount.as_deref(), Some("0.5"));
+        assert_eq!(
+            pending_action(&late.order, &report.status),
+            Some(DeskAction::Choose(
+                Choice::Refund,
+                Some(Destination {
+                    address: "bc1qrefund".into(),
+                    tag: None
+                })
+            ))
+        );
+    }
+
+    #[test]
+    fn a_deposit_outside_the_limits_goes_back_at_once_when_it_can() {
+        let mut confirming = order(true);
+        confirming.status = OrderStatus::Confirming;
+        let report = seen(DeskStatus::NeedsChoice(vec![EmergencyCase::OutOfLimits]));
+        let followed = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
+        assert_eq!(types(&followed), [EventType::Emergency, EventType::Updated]);
+        assert_eq!(followed.order.status, OrderStatus::Refunding);
+        // Without a refund address it waits for one.
+        let followed = follow(
+            &Order {
+                refund_address: None,
+                ..confirming
+            },
+            &report,
+            btc(),
+            &rules(),
+            T0,
+        )
+        .unwrap();
+        assert_eq!(followed.order.status, OrderStatus::Emergency);
+        assert_eq!(followed.order.emergency.unwrap().allowed, [Choice::Refund]);
+    }
+
+    #[test]
+    fn decisions_are_passed_on_only_while_the_desk_waits_for_them() {
+        let mut exchanging = order(true);
+        exchanging.status = OrderStatus::Exchanging;
+        exchanging.emergency = Some(Emergency {
+            reasons: vec![EmergencyReason::Less],
+            allowed: vec![Choice::Exchange, Choice::Refund],
+            choice: Some(Choice::Exchange),
+            deadline_ms: T0,
+        });
+        let waiting = DeskStatus::NeedsChoice(vec![EmergencyCase::Less]);
+        assert_eq!(
+            pending_action(&exchanging, &waiting),
+            Some(DeskAction::Choose(Choice::Exchange, None))
+        );
+        assert_eq!(pending_action(&exchanging, &DeskStatus::Exchanging), None);
+
+        let mut refunding = order(true);
+        refunding.status = OrderStatus::Refunding;
+        let to = Destination {
+            address: "bc1qrefund".into(),
+            tag: None,
+        };
+        for holding in [DeskStatus::Confirming, DeskStatus::OnHold] {
+            assert_eq!(
+                pending_action(&refunding, &holding),
+                Some(DeskAction::Refund(to.clone()))
+            );
+        }
+        assert_eq!(pending_action(&refunding, &DeskStatus::Refunding), None);
+        assert_eq!(pending_action(&order(true), &DeskStatus::Confirming), None);
+    }
+
+    #[test]
+    fn a_desk_that_gives_up_fails_the_order_with_a_reason() {
+        let mut confirming = order(false);
+        confirming.status = OrderStatus::Confirming;
+        let followed = follow(&confirming, &seen(DeskStatus::Failed), btc(), &rules(), T0).unwrap();
+        assert_eq!(types(&followed), [EventType::Failed]);
+        assert_eq!(
+            followed.order.failure_reason.as_deref(),
+            Some("the desk could not complete the exchange")
+        );
+        assert_eq!(followed.order.next_check_at_ms, None);
+    }
+
+    #[test]
+    fn paths_follow_the_legal_transitions() {
+        use OrderStatus::*;
+        assert_eq!(
+            path(AwaitingDeposit, Completed),
+            [Confirming, Exchanging, Withdrawing, Completed]
+        );
+        assert_eq!(path(AwaitingDeposit, Refunded), [Confirming, Refunding, Refunded]);
+        assert_eq!(path(Expired, Completed), [Emergency, Exchanging, Withdrawing, Completed]);
+        assert_eq!(path(Confirming, Failed), [Failed]);
+        assert!(path(Completed, Refunding).is_empty());
+        assert!(path(Exchanging, Emergency).is_empty());
+        assert!(path(Withdrawing, Withdrawing).is_empty());
+    }
+}

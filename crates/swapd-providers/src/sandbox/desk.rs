@@ -1,0 +1,498 @@
+//! The sandbox desks as an upstream runs them: each keeps its own book of the exchanges it
+//! opened (in the database, so a restart loses nothing), watches the sandbox chain for their
+//! deposits, judges them, prices the exchange, pays out and refunds under deterministic keys,
+//! and answers the desk port as ChangeNOW or FixedFloat would. The order engine follows them
+//! through [`Desk`] exactly as it follows a live desk. A book advances when it is looked at,
+//! one change per look, as a real desk moves while nobody asks.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use swapd_core::Store;
+use swapd_core::amount::{Amount, Rounding};
+use swapd_core::desk::{
+    Desk, DeskActions, DeskDeposit, DeskError, DeskExchange, DeskStatus, Destination,
+    EmergencyCase, ExchangeRef, ExchangeRequest, OpenedExchange,
+};
+use swapd_core::lifecycle::{self, Chain, ChainError, LifecycleRules, Next, OpenOrder};
+use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::{Direction, RateType};
+use swapd_core::orders::{Choice, EmergencyReason, Order, OrderLifetimes, OrderStatus};
+use swapd_core::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
+
+use super::chain::SandboxChain;
+use super::offchain::OffchainDesk;
+
+/// At most this many lifecycle decisions per look (one change, and the steps that only
+/// reschedule before it).
+const MAX_DECISIONS: usize = 8;
+
+/// What the sandbox desks run on: the database holding their books and the sandbox chain, and
+/// the deposit rules they apply.
+#[derive(Clone)]
+pub struct SandboxWorld {
+    pub store: Arc<dyn Store>,
+    /// Every network makes a block this often.
+    pub block_ms: i64,
+    /// A fixed-rate deposit within this many basis points of the agreed amount is exchanged
+    /// on the agreed terms.
+    pub tolerance_bps: u32,
+    /// Fault: after the next payout is sent, stop dead before recording it (until the process
+    /// is killed), to stage a crash at the worst moment.
+    pub pause_after_payout: bool,
+}
+
+/// An offchain sandbox desk: [`OffchainDesk`]'s prices, and exchanges run on the sandbox chain.
+pub struct SandboxDesk {
+    quoter: OffchainDesk,
+    store: Arc<dyn Store>,
+    chain: SandboxChain,
+    rules: LifecycleRules,
+    pause_after_payout: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error("{0}")]
+    Desk(#[from] DeskError),
+    #[error("the book changed meanwhile")]
+    Moved,
+}
+
+impl SandboxDesk {
+    pub fn new(quoter: OffchainDesk, world: &SandboxWorld) -> Self {
+        Self {
+            quoter,
+            store: world.store.clone(),
+            chain: SandboxChain::new(world.store.clone(), world.block_ms),
+            rules: LifecycleRules {
+                tolerance_bps: world.tolerance_bps,
+                // The desk waits for the customer's answer as long as it takes: swapd decides
+                // when an unanswered emergency is refunded (swapd_core::follow).
+                emergency_window_ms: i64::MAX / 4,
+                ..LifecycleRules::default()
+            },
+            pause_after_payout: world.pause_after_payout,
+        }
+    }
+
+    async fn book(&self, exchange: &ExchangeRef<'_>) -> Result<Order, DeskError> {
+        self.store
+            .sandbox_exchange(exchange.id)
+            .await
+            .map_err(unavailable)?
+            .ok_or(DeskError::NotFound)
+    }
+
+    /// Stores the next version of the book; `Moved` when another look stored one first.
+    async fn save(&self, id: &str, book: &Order) -> Result<(), StepError> {
+        if self
+            .store
+            .sandbox_update_exchange(id, book)
+            .await
+            .map_err(unavailable)?
+        {
+            Ok(())
+        } else {
+            Err(StepError::Moved)
+        }
+    }
+
+    /// One change of the book, if one is due: a deposit seen or confirmed, a decision on it,
+    /// the exchange priced, a payout or refund sent.
+    async fn advance(&self, id: &str, mut book: Order, now_ms: i64) -> Result<Order, StepError> {
+        let (from, to) = (known(&book.from_code)?, known(&book.to_code)?);
+        for _ in 0..MAX_DECISIONS {
+            let deposits = self
+                .chain
+                .deposits(
+                    from.network,
+                    &book.deposit_address,
+                    book.deposit_tag.as_deref(),
+                    now_ms,
+                )
+                .await
+                .map_err(chain_unavailable)?;
+            let next = lifecycle::next(
+                &book,
+                &deposits,
+                from.network,
+                from.precision,
+                &self.rules,
+                now_ms,
+            );
+            let updated = match next {
+                Next::Idle => return Ok(book),
+                // Only when the desk looks next: irrelevant to a desk that moves when asked.
+                Next::Save(updated, None) => {
+                    book.next_check_at_ms = updated.next_check_at_ms;
+                    continue;
+                }
+                Next::Save(updated, Some(_)) => *updated,
+                Next::Exchange { received } => {
+                    let payout = self.price(&book, from, to, received, now_ms).await?;
+                    lifecycle::after_exchange(&book, payout, now_ms)
+                }
+                Next::Payout { key, amount } => {
+                    let sent = self
+                        .chain
+                        .transfer(
+                            &key,
+                            to.code,
+                            &book.to_address,
+                            book.to_tag.as_deref(),
+                            &amount,
+                            now_ms,
+                        )
+                        .await;
+                    if self.pause_after_payout && sent.is_ok() {
+                        tracing::warn!(
+                            exchange = id,
+                            "sandbox fault: paused after a payout, before recording it"
+                        );
+                        std::future::pending::<()>().await;
+                    }
+                    match settled(sent)? {
+                        Ok(tx) => lifecycle::after_payout(&book, tx, now_ms),
+                        Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
+                    }
+                }
+                Next::Refund { key, amount } => match self.send_back(&book, from, &key, &amount, now_ms).await? {
+                    Ok(tx) => lifecycle::after_refund(&book, tx, now_ms),
+                    Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
+                },
+                Next::RefundExtra {
+                    key,
+                    deposit_tx,
+                    amount,
+                } => match self.send_back(&book, from, &key, &amount, now_ms).await? {
+                    Ok(tx) => lifecycle::after_extra_refund(&book, &deposit_tx, tx, now_ms),
+                    Err(reason) => {
+                        lifecycle::after_extra_refund_failure(&book, &deposit_tx, reason, now_ms)
+                    }
+                },
+            };
+            // The book is stored at the version it was read at plus one.
+            let mut updated = updated;
+            updated.version = book.version + 1;
+            self.save(id, &updated).await?;
+            return Ok(updated);
+        }
+        Ok(book)
+    }
+
+    /// Sends `amount` of the input back to the book's refund address under `key`.
+    async fn send_back(
+        &self,
+        book: &Order,
+        from: &CurrencyDef,
+        key: &str,
+        amount: &str,
+        now_ms: i64,
+    ) -> Result<Result<String, String>, StepError> {
+        let Some(address) = book.refund_address.as_deref() else {
+            return Ok(Err("no refund address".into()));
+        };
+        let sent = self
+            .chain
+            .transfer(
+                key,
+                from.code,
+                address,
+                book.refund_tag.as_deref(),
+                amount,
+                now_ms,
+            )
+            .await;
+        settled(sent)
+    }
+
+    /// What the received amount pays out: a fixed exchange within tolerance keeps its agreed
+    /// terms, in proportion to what arrived; anything else (float exchanges, and exchanges
+    /// chosen in an emergency) takes the desk's current float rate.
+    async fn price(
+        &self,
+        book: &Order,
+        from: &'static CurrencyDef,
+        to: &'static CurrencyDef,
+        received: Amount,
+        now_ms: i64,
+    ) -> Result<Amount, StepError> {
+        let parse = |text: &str, precision| {
+            Amount::parse(text, precision).map_err(|_| {
+                DeskError::Unavailable {
+                    detail: format!("the book of {} holds an unreadable amount", book.id),
+                }
+            })
+        };
+        if book.rate_type == RateType::Fixed && book.emergency.is_none() {
+            let expected_in = parse(&book.from_amount, from.precision)?;
+            let expected_out = parse(&book.to_amount, to.precision)?;
+            return Ok(expected_out.mul_div(received.units(), expected_in.units(), Rounding::Down));
+        }
+        let request = QuoteRequest::without_wallet(
+            from,
+            to,
+            received,
+            Direction::From,
+            RateType::Float,
+            now_ms,
+        );
+        let quote = self.quoter.quote(&request).await.map_err(|e| DeskError::Unavailable {
+            detail: format!("cannot price the exchange now: {e}"),
+        })?;
+        Ok(quote.to_amount)
+    }
+
+    /// Applies a change the customer asked for to the book, re-reading it when a look moved it
+    /// meanwhile.
+    async fn change(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        decide: impl Fn(&Order) -> Result<Option<Order>, DeskError>,
+    ) -> Result<(), DeskError> {
+        for _ in 0..3 {
+            let book = self.book(exchange).await?;
+            let Some(mut updated) = decide(&book)? else {
+                return Ok(());
+            };
+            updated.version = book.version + 1;
+            match self.save(exchange.id, &updated).await {
+                Ok(()) => return Ok(()),
+                Err(StepError::Moved) => continue,
+                Err(StepError::Desk(error)) => return Err(error),
+            }
+        }
+        Err(DeskError::Unavailable {
+            detail: "the exchange keeps changing".into(),
+        })
+    }
+}
+
+#[async_trait]
+impl Provider for SandboxDesk {
+    fn info(&self) -> ProviderInfo {
+        self.quoter.info()
+    }
+
+    async fn catalog(&self, now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError> {
+        self.quoter.catalog(now_ms).await
+    }
+
+    async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
+        self.quoter.quote(request).await
+    }
+
+    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl Desk for SandboxDesk {
+    fn actions(&self) -> DeskActions {
+        DeskActions {
+            choose: true,
+            refund: true,
+        }
+    }
+
+    /// Deposit addresses derive from the reference, and a book is opened once per exchange id:
+    /// opening the same exchange twice answers the first.
+    async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError> {
+        let (from, to) = (request.from, request.to);
+        let (min, max) = self
+            .quoter
+            .limits_for(from, to, request.now_ms)
+            .map_err(|_| DeskError::PairUnsupported)?;
+        let id = format!("{}-{}", self.quoter.id(), request.reference);
+        let (deposit_address, deposit_tag) =
+            super::addresses::deposit_address(self.quoter.id(), from.network, &request.reference);
+        let lifetime = (request.deposit_deadline_ms - request.now_ms).max(0);
+        let (book, _) = lifecycle::open(OpenOrder {
+            id: request.reference.clone(),
+            owner: format!("desk:{}", self.quoter.id()),
+            from,
+            to,
+            rate_type: request.rate_type,
+            direction: Direction::From,
+            from_amount: request.from_amount,
+            to_amount: request.to_amount,
+            min: min.to_string(),
+            max: max.to_string(),
+            provider: self.quoter.id().into(),
+            exchange: OpenedExchange {
+                id: id.clone(),
+                deposit_address,
+                deposit_tag,
+                access_token: None,
+            },
+            to_address: request.payout.address.clone(),
+            to_tag: request.payout.tag.clone(),
+            refund_address: request.refund.as_ref().map(|r| r.address.clone()),
+            refund_tag: request.refund.as_ref().and_then(|r| r.tag.clone()),
+            email: None,
+            affiliate_code: None,
+            create_token_hash: None,
+            lifetimes: OrderLifetimes {
+                fixed_ms: lifetime,
+                float_ms: lifetime,
+            },
+            now_ms: request.now_ms,
+        });
+        let book = self
+            .store
+            .sandbox_open_exchange(&id, &book)
+            .await
+            .map_err(unavailable)?;
+        Ok(OpenedExchange {
+            id,
+            deposit_address: book.deposit_address,
+            deposit_tag: book.deposit_tag,
+            access_token: None,
+        })
+    }
+
+    async fn exchange(&self, exchange: &ExchangeRef<'_>) -> Result<DeskExchange, DeskError> {
+        let book = self.book(exchange).await?;
+        let book = match self.advance(exchange.id, book, exchange.now_ms).await {
+            Ok(book) => book,
+            // Another look moved it first: report where that one left it.
+            Err(StepError::Moved) => self.book(exchange).await?,
+            Err(StepError::Desk(error)) => return Err(error),
+        };
+        reported(exchange.id, &book)
+    }
+
+    async fn choose(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        choice: Choice,
+        refund_to: Option<&Destination>,
+    ) -> Result<(), DeskError> {
+        let refund = refund_to.map(|d| (d.address.clone(), d.tag.clone()));
+        self.change(exchange, |book| {
+            lifecycle::choose(book, choice, refund.clone(), exchange.now_ms)
+                .map(|changed| changed.map(|(book, _)| book))
+                .map_err(|e| DeskError::Refused {
+                    detail: e.to_string(),
+                })
+        })
+        .await
+    }
+
+    async fn refund(
+        &self,
+        exchange: &ExchangeRef<'_>,
+        refund_to: &Destination,
+    ) -> Result<(), DeskError> {
+        let refund = (refund_to.address.clone(), refund_to.tag.clone());
+        self.change(exchange, |book| {
+            if matches!(book.status, OrderStatus::Refunding | OrderStatus::Refunded) {
+                return Ok(None);
+            }
+            lifecycle::request_refund(book, Some(refund.clone()), exchange.now_ms)
+                .map(|(book, _)| Some(book))
+                .map_err(|e| DeskError::Refused {
+                    detail: e.to_string(),
+                })
+        })
+        .await
+    }
+}
+
+/// The book as the desk reports it.
+fn reported(id: &str, book: &Order) -> Result<DeskExchange, DeskError> {
+    let (from, to) = (known(&book.from_code)?, known(&book.to_code)?);
+    let amount = |text: &str, precision| Amount::parse(text, precision).ok();
+    let status = match book.status {
+        OrderStatus::New | OrderStatus::AwaitingDeposit => DeskStatus::AwaitingDeposit,
+        OrderStatus::Confirming => DeskStatus::Confirming,
+        OrderStatus::Exchanging => DeskStatus::Exchanging,
+        OrderStatus::Withdrawing => DeskStatus::Sending,
+        OrderStatus::Completed => DeskStatus::Finished,
+        OrderStatus::Expired => DeskStatus::Expired,
+        OrderStatus::Emergency => DeskStatus::NeedsChoice(
+            book.emergency
+                .iter()
+                .flat_map(|e| &e.reasons)
+                .map(|reason| case(*reason))
+                .collect(),
+        ),
+        OrderStatus::Refunding => DeskStatus::Refunding,
+        OrderStatus::Refunded => DeskStatus::Refunded,
+        OrderStatus::Failed => DeskStatus::Failed,
+    };
+    Ok(DeskExchange {
+        id: id.to_owned(),
+        status,
+        deposit_address: book.deposit_address.clone(),
+        deposit_tag: book.deposit_tag.clone(),
+        expected_from: amount(&book.from_amount, from.precision),
+        expected_to: amount(&book.to_amount, to.precision),
+        deposits: book
+            .deposits
+            .iter()
+            .map(|d| DeskDeposit {
+                tx_id: d.tx_id.clone(),
+                amount: amount(&d.amount, from.precision),
+                confirmations: d.confirmations,
+                required_confirmations: Some(d.required_confirmations),
+                seen_at_ms: Some(d.seen_at_ms),
+                refund_tx: d.refund_tx.clone(),
+                refund_error: d.refund_error.clone(),
+            })
+            .collect(),
+        payout_tx: book.payout_tx.clone(),
+        payout_amount: book
+            .payout_amount
+            .as_deref()
+            .and_then(|a| amount(a, to.precision)),
+        refund_tx: book.refund_tx.clone(),
+        refund_amount: book
+            .refund_amount
+            .as_deref()
+            .and_then(|a| amount(a, from.precision)),
+        deposit_deadline: Some(book.expires_at_ms / 1000),
+        failure_reason: book.failure_reason.clone(),
+    })
+}
+
+fn case(reason: EmergencyReason) -> EmergencyCase {
+    match reason {
+        EmergencyReason::Expired => EmergencyCase::Late,
+        EmergencyReason::Less => EmergencyCase::Less,
+        EmergencyReason::More => EmergencyCase::More,
+        EmergencyReason::Limit => EmergencyCase::OutOfLimits,
+    }
+}
+
+/// A transfer's outcome: sent (`Ok(Ok(tx))`), refused for good (`Ok(Err(reason))`), or not
+/// known yet (`Err`: the desk tries again at the next look).
+fn settled(sent: Result<String, ChainError>) -> Result<Result<String, String>, StepError> {
+    match sent {
+        Ok(tx) => Ok(Ok(tx)),
+        Err(ChainError::Rejected(reason)) => Ok(Err(reason)),
+        Err(unavailable) => Err(chain_unavailable(unavailable).into()),
+    }
+}
+
+fn known(code: &str) -> Result<&'static CurrencyDef, DeskError> {
+    currency(code).ok_or_else(|| DeskError::Unavailable {
+        detail: format!("the book names an unknown currency {code}"),
+    })
+}
+
+fn unavailable(error: swapd_core::StoreError) -> DeskError {
+    DeskError::Unavailable {
+        detail: format!("the sandbox desk's book: {error}"),
+    }
+}
+
+fn chain_unavailable(error: ChainError) -> DeskError {
+    DeskError::Unavailable {
+        detail: error.to_string(),
+    }
+}
