@@ -40,8 +40,8 @@ pub async fn currencies(api: &impl SwapApi, out: &Out) -> anyhow::Result<()> {
             c.code,
             c.name,
             c.network,
-            c.min,
-            c.max,
+            c.min.as_deref().unwrap_or("per pair"),
+            c.max.as_deref().unwrap_or("per pair"),
             if c.send { "yes" } else { "no" },
             if c.receive { "yes" } else { "no" }
         );
@@ -138,7 +138,7 @@ pub async fn quote(api: &impl SwapApi, out: &Out, pair: PairArgs) -> anyhow::Res
         "network fee {}  limits {} – {}  expires {}",
         quote.network_fee,
         quote.min,
-        quote.max,
+        quote.max.as_deref().unwrap_or("no maximum"),
         relative(quote.expires_at)
     );
     Ok(())

@@ -29,6 +29,20 @@ pub struct Readiness {
     pub database: &'static str,
     /// `"sandbox"` or `"live"`.
     pub mode: &'static str,
+    /// Each provider's state. A provider that is down does not make the node unready: its
+    /// routes are unavailable until it answers again.
+    pub providers: Vec<ProviderReadiness>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderReadiness {
+    pub id: &'static str,
+    /// `up`; `degraded` (its last calls failed, it is still asked); `down` (it kept failing
+    /// and is skipped for a while).
+    pub state: &'static str,
+    /// Its last failure, when it is not up.
+    pub last_failure: Option<String>,
 }
 
 /// Liveness: the process is up. Never touches the database.
@@ -63,6 +77,16 @@ pub(crate) async fn readyz(
             status: "ready",
             database: state.store.backend(),
             mode: state.mode.as_str(),
+            providers: state
+                .market
+                .health(state.clock.now_ms())
+                .into_iter()
+                .map(|health| ProviderReadiness {
+                    id: health.id,
+                    state: health.state.into(),
+                    last_failure: health.last_failure,
+                })
+                .collect(),
         }))),
         Ok(Err(error)) => {
             tracing::warn!(%error, "readiness check failed");

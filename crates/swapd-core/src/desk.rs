@@ -95,11 +95,14 @@ pub fn token_context(reference: &str) -> String {
     format!("desk access token {reference}")
 }
 
-/// An exchange the engine follows: the desk's id, swapd's reference and the desk's access token.
+/// An exchange the engine follows: the desk's id, swapd's reference, the pair (amounts are read
+/// at its precisions) and the desk's access token.
 #[derive(Debug, Clone, Copy)]
 pub struct ExchangeRef<'a> {
     pub id: &'a str,
     pub reference: &'a str,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
     pub access_token: Option<&'a str>,
     pub now_ms: i64,
 }

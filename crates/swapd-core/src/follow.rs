@@ -72,14 +72,9 @@ pub fn follow(
     let new_outcome = merge_outcome(&mut next, seen);
     let mut events = Vec::new();
     let hops = path(order.status, status_for(&seen.status, order.status));
-    // News within a status is an `order.updated` of its own, unless a status change reports
-    // it: a payout amount arrives with `withdraw_started`, a refund with the refund.
-    let reported_by_hops = if new_deposits {
-        hops.iter().any(|s| s.entry_event() == EventType::Updated)
-    } else {
-        !hops.is_empty()
-    };
-    if (new_deposits || new_outcome) && !reported_by_hops {
+    // News within a status (a deposit, a confirmation, a transaction id) is an
+    // `order.updated` of its own; with a change of status, that change's events report it.
+    if (new_deposits || new_outcome) && hops.is_empty() {
         next.updated_at_ms = now_ms;
         events.push(next.record_event(EventType::Updated, Some(order.status)));
     }
@@ -230,7 +225,11 @@ fn merge_deposits(order: &mut Order, seen: &DeskExchange, from: &CurrencyDef, no
             .required_confirmations
             .unwrap_or_else(|| required_confirmations(from.network));
         let amount = reported.amount.map(|a| a.to_string());
-        match order.deposits.iter_mut().find(|d| d.tx_id == reported.tx_id) {
+        match order
+            .deposits
+            .iter_mut()
+            .find(|d| d.tx_id == reported.tx_id)
+        {
             Some(known) => {
                 let before = known.clone();
                 known.confirmations = reported.confirmations.max(known.confirmations);
@@ -273,9 +272,15 @@ fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
             changed = true;
         }
     };
-    take(&mut order.payout_amount, seen.payout_amount.map(|a| a.to_string()));
+    take(
+        &mut order.payout_amount,
+        seen.payout_amount.map(|a| a.to_string()),
+    );
     take(&mut order.payout_tx, seen.payout_tx.clone());
-    take(&mut order.refund_amount, seen.refund_amount.map(|a| a.to_string()));
+    take(
+        &mut order.refund_amount,
+        seen.refund_amount.map(|a| a.to_string()),
+    );
     take(&mut order.refund_tx, seen.refund_tx.clone());
     changed
 }
@@ -286,7 +291,13 @@ fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
 fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64> {
     let poll = now_ms + rules.poll_interval_ms;
     // A moment still ahead brings the next look forward; one already past does not.
-    let by = |at_ms: i64| if at_ms > now_ms { poll.min(at_ms) } else { poll };
+    let by = |at_ms: i64| {
+        if at_ms > now_ms {
+            poll.min(at_ms)
+        } else {
+            poll
+        }
+    };
     match order.status {
         OrderStatus::Completed | OrderStatus::Refunded | OrderStatus::Failed => {
             let returning = order.refund_address.is_some()
@@ -314,57 +325,17 @@ mod tests {
     use super::*;
     use crate::amount::Amount;
     use crate::desk::{DeskDeposit, EmergencyCase};
+    use crate::market::RateType;
     use crate::market::currencies::currency;
-    use crate::market::{Direction, RateType};
 
-    const T0: i64 = 1_800_000_000_000;
+    use crate::lifecycle::tests::{T0, new_order};
 
     fn btc() -> &'static CurrencyDef {
         currency("BTC").unwrap()
     }
 
     fn order(refund: bool) -> Order {
-        let mut order = Order {
-            id: "ord_follow".into(),
-            owner: "key:follow".into(),
-            status: OrderStatus::AwaitingDeposit,
-            version: 2,
-            rate_type: RateType::Fixed,
-            direction: Direction::From,
-            from_code: "BTC".into(),
-            to_code: "USDTTRC".into(),
-            provider: "changenow".into(),
-            provider_ref: "cn-1".into(),
-            desk_token: None,
-            rate: "96000".into(),
-            from_amount: "0.5".into(),
-            to_amount: "48000".into(),
-            min: "0.01".into(),
-            max: "2".into(),
-            deposit_address: "bc1qdeposit".into(),
-            deposit_tag: None,
-            to_address: "TPayout".into(),
-            to_tag: None,
-            refund_address: refund.then(|| "bc1qrefund".into()),
-            refund_tag: None,
-            deposits: vec![],
-            payout_tx: None,
-            payout_amount: None,
-            refund_tx: None,
-            refund_amount: None,
-            emergency: None,
-            affiliate_code: None,
-            email: None,
-            create_token_hash: None,
-            created_at_ms: T0,
-            updated_at_ms: T0,
-            expires_at_ms: T0 + 1_800_000,
-            next_check_at_ms: Some(T0),
-            event_sequence: 2,
-            failure_reason: None,
-        };
-        order.version = 2;
-        order
+        new_order(RateType::Fixed, refund)
     }
 
     fn seen(status: DeskStatus) -> DeskExchange {
@@ -423,7 +394,10 @@ mod tests {
         assert_eq!(sequences, [3, 4, 5, 6]);
         // Each event shows the status it entered, and the one before.
         assert_eq!(followed.events[0].data["status"], "confirming");
-        assert_eq!(followed.events[0].data["previousStatus"], "awaiting_deposit");
+        assert_eq!(
+            followed.events[0].data["previousStatus"],
+            "awaiting_deposit"
+        );
         assert_eq!(followed.events[3].data["previousStatus"], "withdrawing");
         let done = &followed.order;
         assert_eq!(done.status, OrderStatus::Completed);
@@ -431,7 +405,10 @@ mod tests {
         assert_eq!(done.payout_tx.as_deref(), Some("tx_out"));
         assert_eq!(done.payout_amount.as_deref(), Some("47990"));
         assert_eq!(done.deposits[0].confirmations, 3);
-        assert_eq!(done.next_check_at_ms, None, "a finished order is not looked at again");
+        assert_eq!(
+            done.next_check_at_ms, None,
+            "a finished order is not looked at again"
+        );
     }
 
     #[test]
@@ -464,8 +441,9 @@ mod tests {
         ] {
             let followed = follow(&exchanging, &seen(status.clone()), btc(), &rules(), T0);
             assert!(
-                followed.is_none_or(|f| f.order.status == OrderStatus::Exchanging
-                    && f.events.is_empty()),
+                followed.is_none_or(
+                    |f| f.order.status == OrderStatus::Exchanging && f.events.is_empty()
+                ),
                 "{status:?}"
             );
         }
@@ -481,7 +459,11 @@ mod tests {
         ]));
         report.deposits = vec![deposit(2)];
         let held = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
-        assert_eq!(types(&held), [EventType::Updated, EventType::Emergency]);
+        assert_eq!(
+            types(&held),
+            [EventType::Emergency],
+            "the deposit comes with it"
+        );
         let emergency = held.order.emergency.clone().unwrap();
         assert_eq!(
             emergency.reasons,
@@ -584,8 +566,14 @@ mod tests {
             path(AwaitingDeposit, Completed),
             [Confirming, Exchanging, Withdrawing, Completed]
         );
-        assert_eq!(path(AwaitingDeposit, Refunded), [Confirming, Refunding, Refunded]);
-        assert_eq!(path(Expired, Completed), [Emergency, Exchanging, Withdrawing, Completed]);
+        assert_eq!(
+            path(AwaitingDeposit, Refunded),
+            [Confirming, Refunding, Refunded]
+        );
+        assert_eq!(
+            path(Expired, Completed),
+            [Emergency, Exchanging, Withdrawing, Completed]
+        );
         assert_eq!(path(Confirming, Failed), [Failed]);
         assert!(path(Completed, Refunding).is_empty());
         assert!(path(Exchanging, Emergency).is_empty());

@@ -7,13 +7,13 @@
 
 use crate::address::Network;
 use crate::amount::Amount;
+use crate::desk::OpenedExchange;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, RateType, pricing};
 use crate::orders::{
     Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderEvent,
     OrderLifetimes, OrderStatus, judge_deposit,
 };
-use crate::desk::OpenedExchange;
 
 /// What opening an order takes: the accepted terms, the exchange the provider opened for them,
 /// and what the user asked for.
@@ -29,7 +29,8 @@ pub struct OpenOrder {
     pub to_amount: Amount,
     /// The accepted input range, in the input currency.
     pub min: String,
-    pub max: String,
+    /// `None`: no maximum.
+    pub max: Option<String>,
     pub provider: String,
     /// The desk's exchange, its access token (if any) already sealed for storage.
     pub exchange: OpenedExchange,
@@ -412,7 +413,7 @@ fn decide_on_deposit(
         rate_type: order.rate_type,
         expected: parse(&order.from_amount),
         min: parse(&order.min),
-        max: parse(&order.max),
+        max: order.max.as_deref().map(parse),
         tolerance_bps: rules.tolerance_bps,
     };
     match judge_deposit(&deposit_rules, received, late) {
@@ -659,7 +660,7 @@ fn reschedule(order: &Order, at_ms: i64) -> Next {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
@@ -667,10 +668,10 @@ mod tests {
     use super::*;
     use crate::market::{Direction, RateType};
 
-    const T0: i64 = 1_800_000_000_000;
+    pub(crate) const T0: i64 = 1_800_000_000_000;
     const BLOCK: i64 = 1_000;
 
-    fn new_order(rate_type: RateType, refund: bool) -> Order {
+    pub(crate) fn new_order(rate_type: RateType, refund: bool) -> Order {
         Order {
             id: "ord_prop".into(),
             owner: "key:prop".into(),
@@ -687,7 +688,7 @@ mod tests {
             from_amount: "1".into(),
             to_amount: "96000".into(),
             min: "0.1".into(),
-            max: "2".into(),
+            max: Some("2".into()),
             deposit_address: "bc1qdeposit".into(),
             deposit_tag: None,
             to_address: "TPayout".into(),
@@ -724,7 +725,7 @@ mod tests {
             from_amount: Amount::parse("1", 8).unwrap(),
             to_amount: Amount::parse("96000", 6).unwrap(),
             min: "0.1".into(),
-            max: "2".into(),
+            max: Some("2".into()),
             provider: "atlas".into(),
             exchange: OpenedExchange {
                 id: "atlas-ord_open".into(),

@@ -255,6 +255,15 @@ pub enum JobOutcome {
     Failed(JobError),
 }
 
+/// Where a depth ladder ends when no provider has a maximum: 100 times the minimum.
+pub fn open_ended_top(min: Amount) -> Amount {
+    min.mul_div(
+        alloy_primitives::U256::from(100u8),
+        alloy_primitives::U256::from(1u8),
+        crate::amount::Rounding::Down,
+    )
+}
+
 /// `steps` amounts from `min` to `max` (both included), spaced geometrically, so a curve
 /// spanning four orders of magnitude is sampled evenly. The spacing is chosen in floating point;
 /// each amount is then an exact decimal at `precision` within `[min, max]`.

@@ -150,7 +150,8 @@ pub struct DepositRules {
     pub expected: Amount,
     /// The provider's input limits.
     pub min: Amount,
-    pub max: Amount,
+    /// `None`: no maximum.
+    pub max: Option<Amount>,
     /// How far a fixed order's deposit may differ from `expected`, in basis points.
     pub tolerance_bps: u32,
 }
@@ -164,7 +165,7 @@ pub fn judge_deposit(rules: &DepositRules, received: Amount, late: bool) -> Depo
     let mut reasons = Vec::new();
     if received < rules.min {
         reasons.extend([EmergencyReason::Limit, EmergencyReason::Less]);
-    } else if received > rules.max {
+    } else if rules.max.is_some_and(|max| received > max) {
         reasons.extend([EmergencyReason::Limit, EmergencyReason::More]);
     } else if rules.rate_type == RateType::Fixed {
         let band = |bps: u32, rounding| {
@@ -264,7 +265,8 @@ pub struct Order {
     pub to_amount: String,
     /// Input limits of the provider, in `from_code`.
     pub min: String,
-    pub max: String,
+    /// `None`: the provider has no maximum.
+    pub max: Option<String>,
     pub deposit_address: String,
     pub deposit_tag: Option<String>,
     pub to_address: String,
@@ -444,7 +446,7 @@ mod tests {
             rate_type,
             expected: a("1"),
             min: a("0.01"),
-            max: a("10"),
+            max: Some(a("10")),
             tolerance_bps: DEFAULT_TOLERANCE_BPS,
         }
     }

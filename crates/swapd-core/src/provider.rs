@@ -28,9 +28,10 @@ pub struct CurrencyOffer {
     pub send: bool,
     /// The provider pays out in it.
     pub receive: bool,
-    /// Smallest and largest amount the provider accepts as input, in this currency.
-    pub min: Amount,
-    pub max: Amount,
+    /// Smallest and largest amount the provider accepts as input, in this currency; `None`
+    /// when it states no limits per currency, only per pair (live desks).
+    pub min: Option<Amount>,
+    pub max: Option<Amount>,
 }
 
 /// The wallet that will sign an onchain route: its namespace, and its address when known.
@@ -125,14 +126,17 @@ pub struct ProviderQuote {
     /// Network fee of the payout, in the output currency (zero when none).
     pub network_fee: Amount,
     pub fees: Vec<Fee>,
-    /// Input limits in the input currency.
+    /// Input limits in the input currency; `max` is `None` when the provider has none.
     pub min: Amount,
-    pub max: Amount,
+    pub max: Option<Amount>,
     pub estimated_duration_secs: u32,
     /// How long the quote's terms hold.
     pub valid_for_secs: u32,
     /// An onchain route whose signer can use a gasless permit signature.
     pub gasless: bool,
+    /// The desk's handle on this fixed rate (ChangeNOW's `rateId`), passed back when the
+    /// exchange is opened. Never shown to clients.
+    pub rate_lock: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -140,11 +144,12 @@ pub enum ProviderError {
     /// The provider does not trade this pair (or this kind of rate).
     #[error("{0}")]
     PairUnsupported(String),
-    /// The amount is outside the provider's limits (in the input currency).
-    #[error("amount must be between {min} and {max} {code}")]
+    /// The amount is outside the provider's limits (in the input currency; `max` is `None`
+    /// when there is no maximum).
+    #[error("{}", range_text(min, max.as_ref(), code))]
     OutOfRange {
         min: Amount,
-        max: Amount,
+        max: Option<Amount>,
         code: &'static str,
     },
     /// The route needs a recipient in the destination's namespace.
@@ -156,6 +161,13 @@ pub enum ProviderError {
     /// The provider is down, refused, or answered something unusable.
     #[error("{0}")]
     Unavailable(String),
+}
+
+fn range_text(min: &Amount, max: Option<&Amount>, code: &str) -> String {
+    match max {
+        Some(max) => format!("amount must be between {min} and {max} {code}"),
+        None => format!("amount must be at least {min} {code}"),
+    }
 }
 
 impl ProviderError {

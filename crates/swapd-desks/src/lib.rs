@@ -4,6 +4,7 @@
 
 pub mod changenow;
 pub mod fixedfloat;
+mod quoting;
 mod transport;
 
 use serde::de::DeserializeOwned;

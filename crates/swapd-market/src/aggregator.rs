@@ -1,7 +1,8 @@
 //! The aggregator: asks every provider at once, each under its own deadline, so a slow or
 //! failing provider costs at most its deadline and shows up as an unusable route instead of a
-//! failed request; and keeps the currency catalog, refreshed from the providers, falling back
-//! to their last good answers and finally to the shipped snapshot.
+//! failed request; skips a provider that keeps failing for a while (its circuit breaker,
+//! `swapd_core::market::breaker`); and keeps the currency catalog, refreshed from the
+//! providers, falling back to their last good answers and finally to the shipped snapshot.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,9 +10,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use swapd_core::market::Market;
+use swapd_core::market::breaker::Breaker;
 use swapd_core::market::catalog::{self, CatalogSource, CatalogView};
 use swapd_core::market::routes::Candidate;
+use swapd_core::market::{Market, ProviderHealth};
 use swapd_core::provider::{CurrencyOffer, Provider, ProviderError, ProviderInfo, QuoteRequest};
 use tokio::sync::Mutex;
 
@@ -41,6 +43,7 @@ pub struct Aggregator {
     providers: Vec<Arc<dyn Provider>>,
     options: MarketOptions,
     catalog: Mutex<CatalogState>,
+    breakers: std::sync::Mutex<HashMap<&'static str, Breaker>>,
 }
 
 #[derive(Default)]
@@ -58,7 +61,41 @@ impl Aggregator {
             providers,
             options,
             catalog: Mutex::new(CatalogState::default()),
+            breakers: std::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Asks `provider` through its breaker: not at all while it is skipped, and the outcome
+    /// recorded. Refusals (pair unsupported, out of range) are answers of a working provider.
+    async fn ask<T>(
+        &self,
+        provider: &dyn Provider,
+        now_ms: i64,
+        call: impl Future<Output = Result<T, ProviderError>>,
+    ) -> Result<T, ProviderError> {
+        let id = provider.info().id;
+        let allowed = self.breakers().entry(id).or_default().allows(now_ms);
+        if !allowed {
+            return Err(ProviderError::Unavailable(format!(
+                "{id} keeps failing and is skipped for a while"
+            )));
+        }
+        let deadline = self.options.deadline;
+        let outcome = match tokio::time::timeout(deadline, call).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(timed_out(deadline)),
+        };
+        let mut breakers = self.breakers();
+        let breaker = breakers.entry(id).or_default();
+        match &outcome {
+            Err(ProviderError::Unavailable(reason)) => breaker.failed(reason.clone(), now_ms),
+            _ => breaker.succeeded(),
+        }
+        outcome
+    }
+
+    fn breakers(&self) -> std::sync::MutexGuard<'_, HashMap<&'static str, Breaker>> {
+        self.breakers.lock().expect("breakers lock")
     }
 }
 
@@ -81,14 +118,12 @@ impl Market for Aggregator {
         request: &QuoteRequest,
         selected: &(dyn for<'p> Fn(&'p ProviderInfo) -> bool + Sync),
     ) -> Vec<Candidate> {
-        let deadline = self.options.deadline;
         let calls = self.providers.iter().filter(|p| selected(&p.info())).map(
             |provider| async move {
                 let info = provider.info();
-                let outcome = match tokio::time::timeout(deadline, provider.quote(request)).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Err(timed_out(deadline)),
-                };
+                let outcome = self
+                    .ask(provider.as_ref(), request.now_ms, provider.quote(request))
+                    .await;
                 if let Err(ProviderError::Unavailable(reason)) = &outcome {
                     tracing::warn!(provider = info.id, %reason, "provider unavailable for a quote");
                 }
@@ -112,16 +147,46 @@ impl Market for Aggregator {
         self.refresh(&mut state, now_ms).await;
         state.view.clone().expect("refresh always sets a view")
     }
+
+    fn allows(&self, id: &str, now_ms: i64) -> bool {
+        self.breakers().get(id).is_none_or(|b| b.allows(now_ms))
+    }
+
+    fn record(&self, id: &str, failure: Option<String>, now_ms: i64) {
+        let Some(info) = self.providers.iter().map(|p| p.info()).find(|i| i.id == id) else {
+            return;
+        };
+        let mut breakers = self.breakers();
+        let breaker = breakers.entry(info.id).or_default();
+        match failure {
+            Some(reason) => breaker.failed(reason, now_ms),
+            None => breaker.succeeded(),
+        }
+    }
+
+    fn health(&self, now_ms: i64) -> Vec<ProviderHealth> {
+        let breakers = self.breakers();
+        self.providers
+            .iter()
+            .map(|provider| {
+                let id = provider.info().id;
+                let breaker = breakers.get(id).cloned().unwrap_or_default();
+                ProviderHealth {
+                    id,
+                    state: breaker.state(now_ms),
+                    last_failure: breaker.last_failure().map(str::to_owned),
+                }
+            })
+            .collect()
+    }
 }
 
 impl Aggregator {
     async fn refresh(&self, state: &mut CatalogState, now_ms: i64) {
-        let deadline = self.options.deadline;
         let answers = join_all(self.providers.iter().map(|provider| async move {
-            let answer = match tokio::time::timeout(deadline, provider.catalog(now_ms)).await {
-                Ok(answer) => answer,
-                Err(_) => Err(timed_out(deadline)),
-            };
+            let answer = self
+                .ask(provider.as_ref(), now_ms, provider.catalog(now_ms))
+                .await;
             (provider.info().id, answer)
         }))
         .await;
@@ -256,5 +321,60 @@ mod tests {
         assert!(degraded.degraded);
         assert!(degraded.reason.unwrap().contains("atlas"));
         assert_eq!(degraded.currencies.len(), live.currencies.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_provider_that_keeps_failing_is_skipped_for_a_while_and_readiness_says_so() {
+        use swapd_core::market::breaker::{FAILURES_TO_OPEN, OPEN_FOR_MS, ProviderState};
+        let faults = Faults::default();
+        faults.set("meridian", Fault::Stall);
+        let market = market(&faults);
+        let state = |now| {
+            market
+                .health(now)
+                .into_iter()
+                .find(|h| h.id == "meridian")
+                .unwrap()
+        };
+        assert_eq!(state(T).state, ProviderState::Up);
+        for _ in 0..FAILURES_TO_OPEN {
+            market.quote_all(&request(), &|_| true).await;
+        }
+        let down = state(T);
+        assert_eq!(down.state, ProviderState::Down);
+        assert!(down.last_failure.unwrap().contains("200 ms"));
+        assert_eq!(
+            market
+                .health(T)
+                .iter()
+                .find(|h| h.id == "atlas")
+                .unwrap()
+                .state,
+            ProviderState::Up
+        );
+        // Skipped: the request no longer waits for it.
+        let started = tokio::time::Instant::now();
+        let candidates = market.quote_all(&request(), &|_| true).await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        let skipped = candidates
+            .iter()
+            .find(|c| c.provider.id == "meridian")
+            .unwrap();
+        assert!(
+            matches!(&skipped.outcome, Err(ProviderError::Unavailable(m)) if m.contains("skipped"))
+        );
+        // It recovered meanwhile: after the pause one request tries it, and it is back.
+        faults.clear("meridian");
+        let later = QuoteRequest {
+            now_ms: T + OPEN_FOR_MS,
+            ..request()
+        };
+        let candidates = market.quote_all(&later, &|_| true).await;
+        let back = candidates
+            .iter()
+            .find(|c| c.provider.id == "meridian")
+            .unwrap();
+        assert!(back.outcome.is_ok(), "{:?}", back.outcome);
+        assert_eq!(state(T + OPEN_FOR_MS).state, ProviderState::Up);
     }
 }

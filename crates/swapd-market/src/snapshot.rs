@@ -14,8 +14,8 @@ struct Entry {
     code: String,
     send: bool,
     receive: bool,
-    min: String,
-    max: String,
+    min: Option<String>,
+    max: Option<String>,
 }
 
 /// The shipped catalog.
@@ -30,8 +30,8 @@ pub fn catalog() -> Vec<CatalogEntry> {
                 currency: def,
                 send: entry.send,
                 receive: entry.receive,
-                min: amount(&entry.min),
-                max: amount(&entry.max),
+                min: entry.min.as_deref().map(amount),
+                max: entry.max.as_deref().map(amount),
             }
         })
         .collect()
@@ -66,8 +66,8 @@ mod tests {
                 code: e.currency.code.into(),
                 send: e.send,
                 receive: e.receive,
-                min: e.min.to_string(),
-                max: e.max.to_string(),
+                min: e.min.map(|a| a.to_string()),
+                max: e.max.map(|a| a.to_string()),
             })
             .collect();
         let generated = serde_json::to_string_pretty(&entries).unwrap() + "\n";

@@ -539,7 +539,7 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         min_output: "9602.5".into(),
         rate: "96025".into(),
         min: "0.0001".into(),
-        max: "1".into(),
+        max: Some("1".into()),
         fees: vec![swapd_core::market::routes::RouteFee {
             kind: "network".into(),
             amount: "1".into(),
@@ -550,6 +550,7 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         wallet_namespace: None,
         recipient: None,
         gasless: false,
+        rate_lock: Some("rate-lock-1".into()),
         created_at_ms: expires_at_ms - 120_000,
         expires_at_ms,
     }
@@ -1084,7 +1085,10 @@ pub async fn sandbox_transfers_happen_once_per_key(store: &Arc<dyn Store>) {
 pub async fn sandbox_exchanges_open_once_and_update_by_compare_and_set(store: &Arc<dyn Store>) {
     let store = store.as_ref();
     let book = sample_order("ord_book", "desk", 1_700_000_000_000);
-    assert_eq!(store.sandbox_exchange("atlas-ord_book").await.unwrap(), None);
+    assert_eq!(
+        store.sandbox_exchange("atlas-ord_book").await.unwrap(),
+        None
+    );
     assert_eq!(
         store
             .sandbox_open_exchange("atlas-ord_book", &book)

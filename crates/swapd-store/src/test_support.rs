@@ -185,7 +185,7 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Orde
         from_amount: "0.1".into(),
         to_amount: "9602.5".into(),
         min: "0.0001".into(),
-        max: "1".into(),
+        max: Some("1".into()),
         deposit_address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
         deposit_tag: None,
         to_address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into(),

@@ -63,10 +63,11 @@ pub struct Currency {
     pub send: bool,
     /// Can be received (paid out) from swapd.
     pub receive: bool,
-    /// Smallest input accepted by any provider, in this currency.
-    pub min: String,
-    /// Largest input accepted by any provider, in this currency.
-    pub max: String,
+    /// Smallest input accepted by any provider, in this currency; `null` when some provider's
+    /// limits depend on the pair (a quote for the pair tells them).
+    pub min: Option<String>,
+    /// Largest input accepted by any provider, in this currency; `null` as for `min`.
+    pub max: Option<String>,
 }
 
 /// `GET /currencies`.
@@ -173,9 +174,9 @@ pub struct Quote {
     pub rate: String,
     /// Payout network fee, in `toCcy`, already deducted from `toAmount`.
     pub network_fee: String,
-    /// Input limits, in `fromCcy`.
+    /// Input limits, in `fromCcy`; `max` is `null` when the provider has no maximum.
     pub min: String,
-    pub max: String,
+    pub max: Option<String>,
     pub provider: String,
     pub expires_at: i64,
 }

@@ -88,9 +88,10 @@ pub enum JobResult {
 pub struct PairDepth {
     pub from_ccy: String,
     pub to_ccy: String,
-    /// Smallest and largest input any provider accepts, in `fromCcy`.
+    /// Smallest and largest input any provider accepts, in `fromCcy`; `max` is `null` when
+    /// some provider has none (the ladder then ends at 100 times `min`).
     pub min: String,
-    pub max: String,
+    pub max: Option<String>,
     pub ladder: Vec<DepthPoint>,
 }
 

@@ -157,7 +157,8 @@ impl JobRunner {
         steps: u32,
     ) -> Result<JobResult, JobError> {
         let (min, max) = self.pair_limits(from, to).await?;
-        let amounts = market_intel::ladder(min, max, steps, from.precision);
+        let top = max.unwrap_or_else(|| market_intel::open_ended_top(min));
+        let amounts = market_intel::ladder(min, top, steps, from.precision);
         let mut ladder = Vec::with_capacity(amounts.len());
         let mut reference: [Option<Amount>; 2] = [None, None];
         for amount in amounts {
@@ -205,29 +206,36 @@ impl JobRunner {
             from_ccy: from.code.into(),
             to_ccy: to.code.into(),
             min: min.to_string(),
-            max: max.to_string(),
+            max: max.map(|a| a.to_string()),
             ladder,
         }))
     }
 
     /// The smallest and largest input any provider takes for this pair: from their quotes of
-    /// one probe amount (each quote names its limits) and their out-of-range refusals.
+    /// one probe amount (each quote names its limits) and their out-of-range refusals. No
+    /// largest (`None`) when some provider has no maximum.
     async fn pair_limits(
         &self,
         from: &'static CurrencyDef,
         to: &'static CurrencyDef,
-    ) -> Result<(Amount, Amount), JobError> {
+    ) -> Result<(Amount, Option<Amount>), JobError> {
         let catalog = self.market.catalog(self.clock.now_ms()).await;
+        // The smallest input known, or one whole unit when limits depend on the pair: either
+        // way the answers (or out-of-range refusals) carry each provider's limits.
         let probe = catalog
             .listed(from.code)
-            .map(|entry| entry.min)
+            .map(|entry| {
+                entry.min.unwrap_or_else(|| {
+                    Amount::parse("1", from.precision).expect("one unit fits every precision")
+                })
+            })
             .ok_or_else(|| {
                 error(
                     "pair_unsupported",
                     &format!("no provider takes {} now", from.code),
                 )
             })?;
-        let mut limits: Option<(Amount, Amount)> = None;
+        let mut limits: Option<(Amount, Option<Amount>)> = None;
         for rate_type in [RateType::Fixed, RateType::Float] {
             for candidate in self
                 .quote(from, to, probe, Direction::From, rate_type)
@@ -238,8 +246,9 @@ impl JobRunner {
                     Err(ProviderError::OutOfRange { min, max, .. }) => (min, max),
                     Err(_) => continue,
                 };
-                limits =
-                    Some(limits.map_or((min, max), |(low, high)| (low.min(min), high.max(max))));
+                limits = Some(limits.map_or((min, max), |(low, high)| {
+                    (low.min(min), high.zip(max).map(|(a, b)| a.max(b)))
+                }));
             }
         }
         limits.ok_or_else(|| {

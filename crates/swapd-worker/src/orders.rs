@@ -98,8 +98,9 @@ impl OrderEngine {
     }
 
     async fn drive(&self, order: &Order) -> Result<(), StepError> {
-        let from = currency(&order.from_code)
-            .ok_or_else(|| StepError::UnknownCurrency(order.from_code.clone()))?;
+        let known =
+            |code: &str| currency(code).ok_or_else(|| StepError::UnknownCurrency(code.to_owned()));
+        let (from, to) = (known(&order.from_code)?, known(&order.to_code)?);
         let desk = self
             .market
             .desk(&order.provider)
@@ -116,10 +117,12 @@ impl OrderEngine {
             let exchange = ExchangeRef {
                 id: &order.provider_ref,
                 reference: &order.id,
+                from,
+                to,
                 access_token: token.as_deref(),
                 now_ms: now,
             };
-            let seen = self.ask(desk.exchange(&exchange)).await?;
+            let seen = self.ask(&order.provider, desk.exchange(&exchange)).await?;
             if let Some(action) = follow::pending_action(&order, &seen.status) {
                 if passed_on {
                     // The desk took the decision and still shows it pending: look later.
@@ -160,26 +163,46 @@ impl OrderEngine {
     ) -> Result<(), StepError> {
         match &action {
             DeskAction::Choose(choice, refund_to) => {
-                self.ask(desk.choose(exchange, *choice, refund_to.as_ref()))
+                self.ask(
+                    desk.info().id,
+                    desk.choose(exchange, *choice, refund_to.as_ref()),
+                )
+                .await
+            }
+            DeskAction::Refund(refund_to) => {
+                self.ask(desk.info().id, desk.refund(exchange, refund_to))
                     .await
             }
-            DeskAction::Refund(refund_to) => self.ask(desk.refund(exchange, refund_to)).await,
         }
     }
 
-    /// A desk call under the market's deadline.
+    /// A call to `provider`'s desk under the market's deadline, through its circuit breaker:
+    /// not made while the desk is skipped for failing, and its outcome counted.
     async fn ask<T>(
         &self,
+        provider: &str,
         call: impl Future<Output = Result<T, DeskError>>,
     ) -> Result<T, StepError> {
+        let now = self.clock.now_ms();
+        if !self.market.allows(provider, now) {
+            return Err(DeskError::Unavailable {
+                detail: "skipped for failing; asked again after a pause".into(),
+            }
+            .into());
+        }
         let deadline: Duration = self.market.deadline();
-        match tokio::time::timeout(deadline, call).await {
-            Ok(answer) => Ok(answer?),
+        let answer = match tokio::time::timeout(deadline, call).await {
+            Ok(answer) => answer,
             Err(_) => Err(DeskError::Unavailable {
                 detail: format!("no answer within {} ms", deadline.as_millis()),
-            }
-            .into()),
-        }
+            }),
+        };
+        let failure = match &answer {
+            Err(error) if error.is_transient() => Some(error.to_string()),
+            _ => None,
+        };
+        self.market.record(provider, failure, now);
+        Ok(answer?)
     }
 
     fn desk_token(&self, order: &Order) -> Result<Option<String>, StepError> {

@@ -20,6 +20,65 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::master_key;
 
+/// Asks every provider for its catalog once (one cheap authenticated call each) and says in the
+/// log which answered. A provider that did not stops nothing: its routes are unavailable, and
+/// readiness shows it, until it answers.
+async fn check_providers(market: &dyn Market, now_ms: i64) {
+    market.catalog(now_ms).await;
+    for health in market.health(now_ms) {
+        match health.state {
+            swapd_core::market::breaker::ProviderState::Up => {
+                tracing::info!(provider = health.id, "provider answered at start");
+            }
+            _ => tracing::warn!(
+                provider = health.id,
+                reason = health.last_failure.as_deref().unwrap_or_default(),
+                "provider did not answer at start; its routes are unavailable until it does"
+            ),
+        }
+    }
+}
+
+/// The live desks `providers.live` names, each with its own settings.
+fn live_desks(
+    config: &crate::config::ProvidersConfig,
+) -> anyhow::Result<Vec<Arc<dyn swapd_core::provider::Provider>>> {
+    use swapd_desks::{changenow, fixedfloat};
+    let timeout = |ms: u64| Duration::from_millis(ms);
+    config
+        .live
+        .iter()
+        .map(
+            |name| -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
+                match name.as_str() {
+                    changenow::ID => {
+                        let desk = &config.changenow;
+                        let client = changenow::ChangeNow::new(
+                            &desk.base_url,
+                            &desk.api_key,
+                            timeout(desk.timeout_ms),
+                        )
+                        .map_err(|e| anyhow::anyhow!("providers.changenow: {e}"))?;
+                        Ok(Arc::new(changenow::ChangeNowDesk::new(client)))
+                    }
+                    fixedfloat::ID => {
+                        let desk = &config.fixedfloat;
+                        let client = fixedfloat::FixedFloat::new(
+                            &desk.base_url,
+                            &desk.api_key,
+                            &desk.api_secret,
+                            timeout(desk.timeout_ms),
+                        )
+                        .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
+                        Ok(Arc::new(fixedfloat::FixedFloatDesk::new(client)))
+                    }
+                    other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
+                }
+            },
+        )
+        .collect()
+}
+
 /// Which halves of the service this process runs. Several processes may share one PostgreSQL
 /// database, each with its own roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +190,8 @@ struct Api {
 
 impl App {
     pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<App> {
-        let (market, _faults) = runtime.market();
+        let (market, _faults) = runtime.market()?;
+        check_providers(market.as_ref(), runtime.clock.now_ms()).await;
         let health = swapd_core::health::WorkerHealth::default();
         let worker = if roles.worker {
             let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
@@ -272,40 +332,46 @@ pub struct WorkerParts {
 /// tests build theirs with the same functions (driving the worker parts themselves).
 impl Runtime {
     /// The providers of the configured mode behind the market, and the switch of the sandbox
-    /// providers' faults. Live adapters do not exist yet, and `Config::validate` refuses live
-    /// mode until they do.
-    pub fn market(&self) -> (Arc<dyn Market>, Faults) {
+    /// providers' faults: the sandbox world, or the live desks `providers.live` names.
+    pub fn market(&self) -> anyhow::Result<(Arc<dyn Market>, Faults)> {
         let config = &self.config;
         let faults = Faults::default();
-        for id in &config.providers.sandbox_stalled {
-            faults.set(id, Fault::Stall);
-        }
-        for id in &config.providers.sandbox_failing {
-            faults.set(
-                id,
-                Fault::Fail("failing by configuration (providers.sandbox_failing)".into()),
-            );
-        }
-        let feed = swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
-        let world = sandbox::SandboxWorld {
-            store: self.store.clone(),
-            block_ms: config.providers.sandbox_block_ms,
-            tolerance_bps: swapd_core::orders::DEFAULT_TOLERANCE_BPS,
-            pause_after_payout: config.orders.sandbox_pause_after_payout,
+        let providers = match config.mode {
+            swapd_core::Mode::Sandbox => {
+                for id in &config.providers.sandbox_stalled {
+                    faults.set(id, Fault::Stall);
+                }
+                for id in &config.providers.sandbox_failing {
+                    faults.set(
+                        id,
+                        Fault::Fail("failing by configuration (providers.sandbox_failing)".into()),
+                    );
+                }
+                let feed =
+                    swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
+                let world = sandbox::SandboxWorld {
+                    store: self.store.clone(),
+                    block_ms: config.providers.sandbox_block_ms,
+                    tolerance_bps: swapd_core::orders::DEFAULT_TOLERANCE_BPS,
+                    pause_after_payout: config.orders.sandbox_pause_after_payout,
+                };
+                sandbox::providers(
+                    feed,
+                    &faults,
+                    config.providers.sandbox_block_ms,
+                    Some(&world),
+                )
+            }
+            swapd_core::Mode::Live => live_desks(&config.providers)?,
         };
         let market = swapd_market::Aggregator::new(
-            sandbox::providers(
-                feed,
-                &faults,
-                config.providers.sandbox_block_ms,
-                Some(&world),
-            ),
+            providers,
             swapd_market::MarketOptions {
                 deadline: Duration::from_millis(config.providers.deadline_ms),
                 ..Default::default()
             },
         );
-        (Arc::new(market), faults)
+        Ok((Arc::new(market), faults))
     }
 
     /// The order engine, notifier, execution tracker, webhook dispatcher (sending through

@@ -91,8 +91,8 @@ pub struct OrdersConfig {
     pub fixed_lifetime_secs: i64,
     /// How long a new float-rate order waits for its deposit, in seconds.
     pub float_lifetime_secs: i64,
-    /// Sandbox fault: the worker stops dead right after its next payout, before saving it, so
-    /// a crash at the worst moment can be staged (kill it, restart it, see one payout).
+    /// Sandbox fault: a sandbox desk stops dead right after its next payout, before recording
+    /// it, so a crash at the worst moment can be staged (kill it, restart it, see one payout).
     pub sandbox_pause_after_payout: bool,
 }
 
@@ -185,6 +185,36 @@ pub struct ProvidersConfig {
     pub sandbox_failing: Vec<String>,
     /// Time between two blocks of the sandbox chain (one confirmation each), in milliseconds.
     pub sandbox_block_ms: i64,
+    /// ChangeNOW API v2 (docs/providers.md).
+    pub changenow: DeskConfig,
+    /// FixedFloat API v2 (docs/providers.md).
+    pub fixedfloat: DeskConfig,
+}
+
+/// Where a live desk's API is and how swapd signs in to it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeskConfig {
+    /// The API's base URL: the desk's public API by default; a proxy, or a recorded-response
+    /// server in tests.
+    pub base_url: String,
+    /// The partner API key. Required when the desk is in `providers.live`.
+    pub api_key: String,
+    /// The key's secret (FixedFloat signs every request with it; ChangeNOW has none).
+    pub api_secret: String,
+    /// How long one call may take, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl DeskConfig {
+    fn with_base_url(base_url: &str) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: String::new(),
+            api_secret: String::new(),
+            timeout_ms: 10_000,
+        }
+    }
 }
 
 impl Default for Config {
@@ -235,6 +265,8 @@ impl Default for Config {
                 sandbox_stalled: Vec::new(),
                 sandbox_failing: Vec::new(),
                 sandbox_block_ms: 2_000,
+                changenow: DeskConfig::with_base_url(swapd_desks::changenow::BASE_URL),
+                fixedfloat: DeskConfig::with_base_url(swapd_desks::fixedfloat::BASE_URL),
             },
             orders: OrdersConfig {
                 poll_interval_ms: 1_000,
@@ -282,7 +314,8 @@ const ENV_KEYS: [&str; 16] = [
 ];
 
 /// Live provider adapters compiled into this build.
-pub const LIVE_PROVIDER_ADAPTERS: &[&str] = &[];
+pub const LIVE_PROVIDER_ADAPTERS: &[&str] =
+    &[swapd_desks::changenow::ID, swapd_desks::fixedfloat::ID];
 
 /// Command-line values that override every other layer.
 #[derive(Debug, Default, Clone)]
@@ -411,6 +444,16 @@ impl Config {
                 "x402.price_usd",
                 "must be a positive decimal string such as `0.05`".into(),
             ));
+        }
+        for (key, desk) in [
+            ("providers.changenow", &self.providers.changenow),
+            ("providers.fixedfloat", &self.providers.fixedfloat),
+        ] {
+            check_http_url(&desk.base_url)
+                .map_err(|problem| setting(key, format!("base_url: {problem}")))?;
+            if desk.timeout_ms == 0 {
+                return Err(setting(key, "timeout_ms must be at least 1".into()));
+            }
         }
         for name in &self.providers.live {
             if !LIVE_PROVIDER_ADAPTERS.contains(&name.as_str()) {
@@ -645,6 +688,27 @@ impl Config {
                 "SWAPD_PROVIDERS__LIVE",
             ));
         }
+        let enabled = |id: &str| self.providers.live.iter().any(|name| name == id);
+        if enabled(swapd_desks::changenow::ID) && self.providers.changenow.api_key.is_empty() {
+            missing.push((
+                "providers.changenow.api_key",
+                "SWAPD_PROVIDERS__CHANGENOW__API_KEY",
+            ));
+        }
+        if enabled(swapd_desks::fixedfloat::ID) {
+            if self.providers.fixedfloat.api_key.is_empty() {
+                missing.push((
+                    "providers.fixedfloat.api_key",
+                    "SWAPD_PROVIDERS__FIXEDFLOAT__API_KEY",
+                ));
+            }
+            if self.providers.fixedfloat.api_secret.is_empty() {
+                missing.push((
+                    "providers.fixedfloat.api_secret",
+                    "SWAPD_PROVIDERS__FIXEDFLOAT__API_SECRET",
+                ));
+            }
+        }
         if missing.is_empty() {
             Ok(())
         } else {
@@ -655,7 +719,14 @@ impl Config {
     /// The effective configuration as TOML, with secrets and database passwords redacted.
     pub fn redacted_toml(&self) -> String {
         let mut shown = self.clone();
-        for secret in [&mut shown.master_key, &mut shown.x402.access_token_secret] {
+        for secret in [
+            &mut shown.master_key,
+            &mut shown.x402.access_token_secret,
+            &mut shown.providers.changenow.api_key,
+            &mut shown.providers.changenow.api_secret,
+            &mut shown.providers.fixedfloat.api_key,
+            &mut shown.providers.fixedfloat.api_secret,
+        ] {
             if !secret.is_empty() {
                 *secret = REDACTED.into();
             }
@@ -704,11 +775,7 @@ fn describe_figment_error(error: figment::Error) -> ConfigError {
 }
 
 fn adapters_list() -> String {
-    if LIVE_PROVIDER_ADAPTERS.is_empty() {
-        "none yet".into()
-    } else {
-        LIVE_PROVIDER_ADAPTERS.join(", ")
-    }
+    LIVE_PROVIDER_ADAPTERS.join(", ")
 }
 
 fn check_http_url(text: &str) -> Result<url::Url, String> {
@@ -921,6 +988,71 @@ mod tests {
         );
     }
 
+    /// The other live requirements, met.
+    const LIVE: [(&str, &str); 7] = [
+        ("SWAPD_MODE", "live"),
+        (
+            "SWAPD_MASTER_KEY",
+            "abababababababababababababababababababababababababababababababab",
+        ),
+        ("SWAPD_DATABASE_URL", "postgres://u@h/db"),
+        ("SWAPD_X402__FACILITATOR", "http"),
+        ("SWAPD_X402__FACILITATOR_URL", "https://facilitator.example"),
+        (
+            "SWAPD_X402__PAY_TO",
+            "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+        ),
+        ("SWAPD_MAIL__SMTP_URL", "smtp://mail.example"),
+    ];
+
+    #[test]
+    fn each_live_desk_needs_its_credentials_and_takes_them_from_the_environment() {
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut env: Vec<(&str, &str)> = LIVE.to_vec();
+            env.extend_from_slice(extra);
+            load(&env, None)
+        };
+        let err = with(&[("SWAPD_PROVIDERS__LIVE", "[changenow, fixedfloat]")])
+            .unwrap_err()
+            .to_string();
+        for key in [
+            "SWAPD_PROVIDERS__CHANGENOW__API_KEY",
+            "SWAPD_PROVIDERS__FIXEDFLOAT__API_KEY",
+            "SWAPD_PROVIDERS__FIXEDFLOAT__API_SECRET",
+        ] {
+            assert!(err.contains(key), "`{err}` should name `{key}`");
+        }
+        let config = with(&[
+            ("SWAPD_PROVIDERS__LIVE", "[changenow]"),
+            ("SWAPD_PROVIDERS__CHANGENOW__API_KEY", "cn-key"),
+            (
+                "SWAPD_PROVIDERS__CHANGENOW__BASE_URL",
+                "http://127.0.0.1:9/v2/",
+            ),
+            ("SWAPD_PROVIDERS__CHANGENOW__TIMEOUT_MS", "2500"),
+        ])
+        .unwrap();
+        assert_eq!(config.providers.live, ["changenow"]);
+        assert_eq!(config.providers.changenow.api_key, "cn-key");
+        assert_eq!(
+            config.providers.changenow.base_url,
+            "http://127.0.0.1:9/v2/"
+        );
+        assert_eq!(config.providers.changenow.timeout_ms, 2_500);
+        assert_eq!(
+            config.providers.fixedfloat.base_url,
+            swapd_desks::fixedfloat::BASE_URL
+        );
+        let err = with(&[("SWAPD_PROVIDERS__LIVE", "[bitstamp]")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("changenow, fixedfloat"), "{err}");
+        let err = with(&[("SWAPD_PROVIDERS__FIXEDFLOAT__BASE_URL", "ftp://x")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("providers.fixedfloat"), "{err}");
+    }
+
     #[test]
     fn show_redacts_secrets_and_passwords() {
         let config = load(
@@ -928,11 +1060,17 @@ mod tests {
                 ("SWAPD_MASTER_KEY", &"cd".repeat(32)),
                 ("SWAPD_DATABASE_URL", "postgres://app:hunter2@db/swapd"),
                 ("SWAPD_X402__ACCESS_TOKEN_SECRET", "tok-secret"),
+                ("SWAPD_PROVIDERS__CHANGENOW__API_KEY", "cn-key-secret"),
+                ("SWAPD_PROVIDERS__FIXEDFLOAT__API_KEY", "ff-key-secret"),
+                ("SWAPD_PROVIDERS__FIXEDFLOAT__API_SECRET", "ff-hmac-secret"),
             ],
             None,
         )
         .unwrap();
         let shown = config.redacted_toml();
+        for secret in ["cn-key-secret", "ff-key-secret", "ff-hmac-secret"] {
+            assert!(!shown.contains(secret), "{secret} shown");
+        }
         assert!(!shown.contains(&"cd".repeat(32)));
         assert!(!shown.contains("hunter2"));
         assert!(!shown.contains("tok-secret"));

@@ -49,8 +49,8 @@ fn currency_dto(entry: &CatalogEntry) -> Currency {
         tag_required: def.tag_required(),
         send: entry.send,
         receive: entry.receive,
-        min: entry.min.to_string(),
-        max: entry.max.to_string(),
+        min: entry.min.map(|a| a.to_string()),
+        max: entry.max.map(|a| a.to_string()),
     }
 }
 

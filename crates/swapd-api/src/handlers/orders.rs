@@ -6,13 +6,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use swapd_core::amount::Amount;
+use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::lifecycle::{self, ChoiceError, OpenOrder};
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::routes::{self, RedeemError};
-use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
 use swapd_core::orders::{Choice, EventType, Order, OrderStatus};
 use swapd_core::provider::QuoteRequest;
 use swapd_types::orders::{OrderInput, OrderView};
@@ -35,7 +35,9 @@ struct Terms {
     from_amount: Amount,
     to_amount: Amount,
     min: String,
-    max: String,
+    max: Option<String>,
+    /// The desk's handle on the fixed rate quoted.
+    rate_lock: Option<String>,
     create_token_hash: Option<String>,
 }
 
@@ -117,7 +119,7 @@ pub(crate) async fn create_order(
         rate_type: terms.rate_type,
         from_amount: terms.from_amount,
         to_amount: terms.to_amount,
-        rate_lock: None,
+        rate_lock: terms.rate_lock.clone(),
         payout: Destination {
             address: input.to_address.clone(),
             tag: input.tag.clone(),
@@ -136,9 +138,11 @@ pub(crate) async fn create_order(
         })
         .and_then(|opened| opened)
         .map_err(|error| open_error(&terms.provider, &error))?;
-    exchange.access_token = exchange
-        .access_token
-        .map(|token| state.master_key.seal(token.as_bytes(), &token_context(&order_id)));
+    exchange.access_token = exchange.access_token.map(|token| {
+        state
+            .master_key
+            .seal(token.as_bytes(), &token_context(&order_id))
+    });
 
     let (order, events) = lifecycle::open(OpenOrder {
         id: order_id,
@@ -236,6 +240,7 @@ async fn token_terms(
         to_amount: amount(&route.to_amount, to)?,
         min: route.min,
         max: route.max,
+        rate_lock: route.rate_lock,
         create_token_hash: Some(hash),
     })
 }
@@ -272,7 +277,8 @@ async fn quoted_terms(
         from_amount: quote.from_amount,
         to_amount: quote.to_amount,
         min: quote.min.to_string(),
-        max: quote.max.to_string(),
+        max: quote.max.map(|a| a.to_string()),
+        rate_lock: quote.rate_lock,
         create_token_hash: None,
     })
 }

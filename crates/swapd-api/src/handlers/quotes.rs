@@ -75,7 +75,7 @@ pub(crate) async fn quotes(
         rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
         network_fee: quote.network_fee.to_string(),
         min: quote.min.to_string(),
-        max: quote.max.to_string(),
+        max: quote.max.map(|a| a.to_string()),
         provider: provider.into(),
         expires_at: (now_ms + i64::from(quote.valid_for_secs) * 1000) / 1000,
     })))
@@ -136,7 +136,7 @@ pub(crate) async fn best_offchain_quote(
 
 /// The amounts a request of this type is accepted for: the lowest minimum and the highest
 /// maximum of the providers that quote the pair (with a quote, or with their range).
-fn accepted_range(candidates: &[Candidate]) -> Option<(Amount, Amount)> {
+fn accepted_range(candidates: &[Candidate]) -> Option<(Amount, Option<Amount>)> {
     candidates
         .iter()
         .filter_map(|c| match &c.outcome {
@@ -144,17 +144,19 @@ fn accepted_range(candidates: &[Candidate]) -> Option<(Amount, Amount)> {
             Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
             Err(_) => None,
         })
-        .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
+        .reduce(|(a, b), (c, d)| (a.min(c), b.zip(d).map(|(b, d)| b.max(d))))
 }
 
 /// Why no provider could quote: out of range (with the widest limits) over unsupported over
 /// unavailable.
 fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
     if let Some((min, max)) = accepted_range(candidates) {
-        return ApiError::new(
-            ErrorCode::AmountOutOfRange,
-            format!("amount must be between {min} and {max} {}", from.code),
-        );
+        let refusal = ProviderError::OutOfRange {
+            min,
+            max,
+            code: from.code,
+        };
+        return ApiError::new(ErrorCode::AmountOutOfRange, refusal.to_string());
     }
     let unavailable: Vec<String> = candidates
         .iter()

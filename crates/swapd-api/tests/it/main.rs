@@ -8,6 +8,7 @@ mod database_restart;
 mod idempotency;
 mod json_extractor;
 mod lifecycle;
+mod live_desks;
 mod market;
 mod market_intel;
 mod onchain;

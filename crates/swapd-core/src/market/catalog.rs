@@ -15,10 +15,11 @@ pub struct CatalogEntry {
     pub currency: &'static CurrencyDef,
     pub send: bool,
     pub receive: bool,
-    /// Smallest input any provider accepts, in this currency.
-    pub min: Amount,
-    /// Largest input any provider accepts, in this currency.
-    pub max: Amount,
+    /// Smallest input any provider accepts, in this currency; `None` when some provider's
+    /// limits depend on the pair (live desks): a quote tells.
+    pub min: Option<Amount>,
+    /// Largest input any provider accepts, in this currency; `None` as for `min`.
+    pub max: Option<Amount>,
 }
 
 /// Where a served catalog came from.
@@ -58,7 +59,7 @@ impl CatalogView {
 
 /// Merges offers into catalog entries, in registry order: a currency is listed when some
 /// provider trades it; `send`/`receive` when any does; limits span every provider accepting it
-/// as input.
+/// as input, and are unknown when one of them states none.
 pub fn assemble<'a>(offers: impl IntoIterator<Item = &'a CurrencyOffer>) -> Vec<CatalogEntry> {
     let mut merged: BTreeMap<usize, CatalogEntry> = BTreeMap::new();
     for offer in offers {
@@ -78,8 +79,8 @@ pub fn assemble<'a>(offers: impl IntoIterator<Item = &'a CurrencyOffer>) -> Vec<
         entry.receive |= offer.receive;
         if offer.send {
             if entry.send {
-                entry.min = entry.min.min(offer.min);
-                entry.max = entry.max.max(offer.max);
+                entry.min = entry.min.zip(offer.min).map(|(a, b)| a.min(b));
+                entry.max = entry.max.zip(offer.max).map(|(a, b)| a.max(b));
             } else {
                 entry.min = offer.min;
                 entry.max = offer.max;
@@ -101,8 +102,8 @@ mod tests {
             currency,
             send,
             receive,
-            min: Amount::parse(min, currency.precision).unwrap(),
-            max: Amount::parse(max, currency.precision).unwrap(),
+            min: Some(Amount::parse(min, currency.precision).unwrap()),
+            max: Some(Amount::parse(max, currency.precision).unwrap()),
         }
     }
 
@@ -117,11 +118,17 @@ mod tests {
         let catalog = assemble(&offers);
         assert_eq!(catalog.len(), 2);
         assert_eq!(catalog[0].currency.code, "BTC");
-        assert_eq!(catalog[0].min.to_string(), "0.0002");
-        assert_eq!(catalog[0].max.to_string(), "2");
+        assert_eq!(catalog[0].min.unwrap().to_string(), "0.0002");
+        assert_eq!(catalog[0].max.unwrap().to_string(), "2");
         assert!(catalog[0].send && catalog[0].receive);
         assert_eq!(catalog[1].currency.code, "XRP");
-        assert_eq!(catalog[1].min.to_string(), "10");
+        assert_eq!(catalog[1].min.unwrap().to_string(), "10");
         assert!(catalog[1].send && catalog[1].receive);
+
+        // A provider whose limits depend on the pair leaves the bounds unknown.
+        let mut per_pair = offer("BTC", true, true, "0", "0");
+        (per_pair.min, per_pair.max) = (None, None);
+        let catalog = assemble(&[offers[1].clone(), per_pair]);
+        assert_eq!((catalog[0].min, catalog[0].max), (None, None));
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::breaker::ProviderState;
 use super::catalog::CatalogView;
 use super::routes::Candidate;
 use crate::provider::{Provider, ProviderInfo, QuoteRequest};
@@ -37,4 +38,22 @@ pub trait Market: Send + Sync + 'static {
 
     /// The catalog at `now_ms`, refreshed from the providers when due.
     async fn catalog(&self, now_ms: i64) -> CatalogView;
+
+    /// How each provider is doing at `now_ms`, in provider order.
+    fn health(&self, now_ms: i64) -> Vec<ProviderHealth>;
+
+    /// Whether provider `id` may be called at `now_ms` (it is not skipped for failing).
+    fn allows(&self, id: &str, now_ms: i64) -> bool;
+
+    /// Counts a call made to provider `id` outside the market (the order engine's desk calls):
+    /// `failure` when it could not be reached or answered unusably.
+    fn record(&self, id: &str, failure: Option<String>, now_ms: i64);
+}
+
+/// A provider's state for readiness, with its last failure in swapd's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderHealth {
+    pub id: &'static str,
+    pub state: ProviderState,
+    pub last_failure: Option<String>,
 }

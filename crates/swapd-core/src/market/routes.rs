@@ -41,13 +41,17 @@ pub struct RouteQuote {
     pub rate: String,
     /// The provider's input limits, in `from_code`.
     pub min: String,
-    pub max: String,
+    /// `None`: no maximum.
+    pub max: Option<String>,
     pub fees: Vec<RouteFee>,
     pub estimated_duration_secs: u32,
     pub wallet_address: Option<String>,
     pub wallet_namespace: Option<String>,
     pub recipient: Option<String>,
     pub gasless: bool,
+    /// The desk's handle on the quoted fixed rate, for opening the exchange: never shown.
+    #[serde(default)]
+    pub rate_lock: Option<String>,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
 }
@@ -189,10 +193,11 @@ mod tests {
             network_fee: a("0"),
             fees: vec![],
             min: a("1"),
-            max: a("100"),
+            max: Some(a("100")),
             estimated_duration_secs: secs,
             valid_for_secs: 60,
             gasless: false,
+            rate_lock: None,
         }
     }
 

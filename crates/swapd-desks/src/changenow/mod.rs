@@ -3,9 +3,11 @@
 //! sends them.
 
 mod client;
+mod desk;
 pub mod wire;
 
 pub use client::{BASE_URL, ChangeNow};
+pub use desk::{ChangeNowDesk, ID};
 
 use std::time::Duration;
 

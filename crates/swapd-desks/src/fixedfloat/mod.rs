@@ -4,9 +4,11 @@
 //! the answers mapped onto swapd's desk model by pure functions; [`FixedFloat`] sends them.
 
 mod client;
+mod desk;
 pub mod wire;
 
 pub use client::{BASE_URL, FixedFloat, OrderRef};
+pub use desk::{FixedFloatDesk, ID};
 
 use std::time::Duration;
 

@@ -159,10 +159,12 @@ impl SandboxDesk {
                         Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
                     }
                 }
-                Next::Refund { key, amount } => match self.send_back(&book, from, &key, &amount, now_ms).await? {
-                    Ok(tx) => lifecycle::after_refund(&book, tx, now_ms),
-                    Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
-                },
+                Next::Refund { key, amount } => {
+                    match self.send_back(&book, from, &key, &amount, now_ms).await? {
+                        Ok(tx) => lifecycle::after_refund(&book, tx, now_ms),
+                        Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
+                    }
+                }
                 Next::RefundExtra {
                     key,
                     deposit_tx,
@@ -221,10 +223,8 @@ impl SandboxDesk {
         now_ms: i64,
     ) -> Result<Amount, StepError> {
         let parse = |text: &str, precision| {
-            Amount::parse(text, precision).map_err(|_| {
-                DeskError::Unavailable {
-                    detail: format!("the book of {} holds an unreadable amount", book.id),
-                }
+            Amount::parse(text, precision).map_err(|_| DeskError::Unavailable {
+                detail: format!("the book of {} holds an unreadable amount", book.id),
             })
         };
         if book.rate_type == RateType::Fixed && book.emergency.is_none() {
@@ -240,9 +240,13 @@ impl SandboxDesk {
             RateType::Float,
             now_ms,
         );
-        let quote = self.quoter.quote(&request).await.map_err(|e| DeskError::Unavailable {
-            detail: format!("cannot price the exchange now: {e}"),
-        })?;
+        let quote = self
+            .quoter
+            .quote(&request)
+            .await
+            .map_err(|e| DeskError::Unavailable {
+                detail: format!("cannot price the exchange now: {e}"),
+            })?;
         Ok(quote.to_amount)
     }
 
@@ -321,7 +325,7 @@ impl Desk for SandboxDesk {
             from_amount: request.from_amount,
             to_amount: request.to_amount,
             min: min.to_string(),
-            max: max.to_string(),
+            max: Some(max.to_string()),
             provider: self.quoter.id().into(),
             exchange: OpenedExchange {
                 id: id.clone(),

@@ -13,8 +13,8 @@ use swapd_core::desk::{
 use swapd_core::onchain::Tracked;
 use swapd_core::orders::Choice;
 use swapd_core::provider::{
-    CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
+    CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+    TrackRequest,
 };
 use swapd_types::onchain::PlanStep;
 
@@ -75,9 +75,9 @@ impl<P: Provider + ?Sized> Faulty<P> {
     }
 
     async fn check_desk(&self) -> Result<(), DeskError> {
-        self.check()
-            .await
-            .map_err(|e| DeskError::Unavailable { detail: e.to_string() })
+        self.check().await.map_err(|e| DeskError::Unavailable {
+            detail: e.to_string(),
+        })
     }
 }
 

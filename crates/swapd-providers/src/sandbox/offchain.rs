@@ -9,8 +9,7 @@ use swapd_core::market::pricing::Conversion;
 use swapd_core::market::routes::less_bps;
 use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest,
+    CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
 
 use super::{limits, network_fee, usd_price};
@@ -143,8 +142,8 @@ impl Provider for OffchainDesk {
                     currency,
                     send: true,
                     receive: true,
-                    min,
-                    max,
+                    min: Some(min),
+                    max: Some(max),
                 })
             })
             .collect()
@@ -170,7 +169,7 @@ impl Provider for OffchainDesk {
         let (min, max) = limits(self.min_usd, self.max_usd, from_price, from);
         let out_of_range = || ProviderError::OutOfRange {
             min,
-            max,
+            max: Some(max),
             code: from.code,
         };
         let (from_amount, to_amount) = match request.direction {
@@ -201,10 +200,11 @@ impl Provider for OffchainDesk {
                 currency: to.code,
             }],
             min,
-            max,
+            max: Some(max),
             estimated_duration_secs: self.duration_secs,
             valid_for_secs: 120,
             gasless: false,
+            rate_lock: None,
         })
     }
 }
@@ -300,7 +300,7 @@ mod tests {
                 min,
                 max,
                 code: "BTC",
-            }) => assert!(min < max),
+            }) => assert!(max.is_some_and(|max| min < max)),
             other => panic!("{other:?}"),
         }
         assert!(matches!(

@@ -89,7 +89,7 @@ fn quote_onchain(
     let (min, max) = limits(terms.min_usd, terms.max_usd, from_price, from);
     let out_of_range = || ProviderError::OutOfRange {
         min,
-        max,
+        max: Some(max),
         code: from.code,
     };
     let (from_amount, to_amount) = match request.direction {
@@ -125,10 +125,11 @@ fn quote_onchain(
         network_fee: Amount::zero(to.precision),
         fees,
         min,
-        max,
+        max: Some(max),
         estimated_duration_secs: terms.duration_secs,
         valid_for_secs: 60,
         gasless: terms.gasless,
+        rate_lock: None,
     })
 }
 
@@ -208,8 +209,8 @@ impl Provider for Dex {
                     currency,
                     send: true,
                     receive: true,
-                    min,
-                    max,
+                    min: Some(min),
+                    max: Some(max),
                 })
             })
             .collect()
@@ -309,8 +310,8 @@ impl Provider for Bridge {
                     currency,
                     send: true,
                     receive: true,
-                    min,
-                    max,
+                    min: Some(min),
+                    max: Some(max),
                 })
             })
             .collect()

@@ -171,6 +171,8 @@ pub struct Options {
     pub ip_limits: (u32, u32),
     /// `security.request_timeout_ms`.
     pub request_timeout_ms: u64,
+    /// Live mode with these desks (`providers.live` and their settings) instead of the sandbox.
+    pub live_desks: Option<swapd::config::ProvidersConfig>,
 }
 
 /// Where x402 test payments go.
@@ -195,6 +197,7 @@ impl Default for Options {
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
             request_timeout_ms: 60_000,
+            live_desks: None,
             ip_limits: (
                 swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
@@ -342,6 +345,12 @@ impl TestServer {
             config.security.ip_requests_per_second,
             config.security.ip_auth_failures_per_minute,
         ) = options.ip_limits;
+        if let Some(live) = options.live_desks {
+            config.mode = swapd_core::Mode::Live;
+            config.providers.live = live.live;
+            config.providers.changenow = live.changenow;
+            config.providers.fixedfloat = live.fixedfloat;
+        }
         config.node_id = swapd_core::ids::new_id("node_");
         config.x402.network = "eip155:8453".into();
         config.x402.price_usd = "0.05".into();
@@ -373,7 +382,7 @@ impl TestServer {
             .await
             .unwrap(),
         );
-        let (market, faults) = runtime.market();
+        let (market, faults) = runtime.market().unwrap();
         let webhooks = swapd_delivery::Sender::new(options.url_policy, WEBHOOK_TIMEOUT);
         let swapd::app::WorkerParts {
             engine,

@@ -1,0 +1,478 @@
+//! Live mode against a local fake desk that answers in ChangeNOW's wire format: the market
+//! quotes through it, `POST /orders` opens the exchange there (with the fixed rate's `rateId`),
+//! and the order engine follows the exchange the test moves through its statuses, through a
+//! spell where the desk does not answer, to `completed`, with every event and e-mail once.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use swapd_core::orders::EventType;
+use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead};
+use wiremock::matchers::{body_partial_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::support::{Options, Resp, TestKey, TestServer};
+
+const PAYIN: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
+const PAYOUT: &str = "0x57f1887a8BF19b14fC0dF6Fd9B2acc9Af147eA85";
+const REFUND: &str = "bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh";
+const PAYIN_HASH: &str = "9b0fc92260312ce44e74ef369f5c66bbb85848f2eddd5a7a1cde251e54ccfdd5";
+const PAYOUT_HASH: &str = "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060";
+const API_KEY: &str = "cn-test-key";
+
+/// The exchange at the fake desk, as the test moves it: its ChangeNOW status, or `None` while
+/// the desk answers 503.
+#[derive(Clone)]
+struct Exchange(Arc<Mutex<Option<&'static str>>>);
+
+impl Exchange {
+    fn set(&self, status: Option<&'static str>) {
+        *self.0.lock().unwrap() = status;
+    }
+}
+
+impl Respond for Exchange {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        let Some(status) = *self.0.lock().unwrap() else {
+            return ResponseTemplate::new(503);
+        };
+        let deposited = !matches!(status, "new" | "waiting");
+        let finished = status == "finished";
+        let when = |yes: bool, value: Value| if yes { value } else { Value::Null };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "cn-e2e-1",
+            "status": status,
+            "fromCurrency": "btc", "fromNetwork": "btc",
+            "toCurrency": "usdt", "toNetwork": "eth",
+            "expectedAmountFrom": 0.1,
+            "expectedAmountTo": 4312.55,
+            "amountFrom": when(deposited, json!(0.1)),
+            "amountTo": when(finished, json!(4312.549871)),
+            "payinAddress": PAYIN,
+            "payoutAddress": PAYOUT,
+            "payinExtraId": null,
+            "payinHash": when(deposited, json!(PAYIN_HASH)),
+            "payoutHash": when(finished, json!(PAYOUT_HASH)),
+            "refundHash": null,
+            "refundAmount": null
+        }))
+    }
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/../swapd-desks/fixtures/changenow/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// A fake ChangeNOW: its currencies, a range, fixed and float estimates, one exchange to open
+/// (only with the fixed estimate's `rateId` for a fixed rate) and the exchange the test moves.
+async fn fake_changenow(exchange: &Exchange) -> MockServer {
+    let server = MockServer::start().await;
+    let keyed = || header("x-changenow-api-key", API_KEY);
+    Mock::given(method("GET"))
+        .and(path("/v2/exchange/currencies"))
+        .and(keyed())
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(fixture("currencies.json"), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/exchange/range"))
+        .and(keyed())
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"fromCurrency": "btc", "toCurrency": "usdt", "minAmount": 0.0005, "maxAmount": null}),
+        ))
+        .mount(&server)
+        .await;
+    for (flow, rate_id) in [
+        ("fixed-rate", json!("rate-e2e-1")),
+        ("standard", Value::Null),
+    ] {
+        Mock::given(method("GET"))
+            .and(path("/v2/exchange/estimated-amount"))
+            .and(query_param("flow", flow))
+            .and(keyed())
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "fromAmount": 0.1, "toAmount": 4312.55, "rateId": rate_id,
+                "withdrawalFee": 1.5, "flow": flow, "type": "direct"
+            })))
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path("/v2/exchange"))
+        .and(keyed())
+        .and(body_partial_json(
+            json!({"address": PAYOUT, "refundAddress": REFUND}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "cn-e2e-1", "payinAddress": PAYIN, "payinExtraId": "",
+            "fromAmount": 0.1, "toAmount": 4312.55
+        })))
+        .expect(1)
+        .named("one exchange opened")
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/exchange/by-id"))
+        .and(query_param("id", "cn-e2e-1"))
+        .and(keyed())
+        .respond_with(exchange.clone())
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn live_server(desk: &MockServer) -> TestServer {
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["changenow".into()];
+    providers.changenow.base_url = format!("{}/v2/", desk.uri());
+    providers.changenow.api_key = API_KEY.into();
+    providers.changenow.timeout_ms = 2_000;
+    TestServer::start_with(Options {
+        live_desks: Some(providers),
+        ..Options::default()
+    })
+    .await
+}
+
+async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
+    let body = serde_json::to_vec(body).unwrap();
+    server
+        .send(&server.sign(key, "POST", path, "", &body))
+        .await
+}
+
+async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
+    let resp = server
+        .send(&server.sign(key, "GET", &format!("/api/v3/orders/{id}"), "", b""))
+        .await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.body["data"].clone()
+}
+
+/// One engine pass a little later (past any retry delay).
+async fn pass(server: &TestServer) {
+    server.clock.advance_ms(10_000);
+    server.engine.run_due().await;
+}
+
+/// The state readiness shows for `provider`.
+async fn readiness(server: &TestServer, provider: &str) -> Value {
+    let body: Value = reqwest::get(format!("{}/readyz", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let providers = body["data"]["providers"].as_array().unwrap().clone();
+    providers
+        .into_iter()
+        .find(|p| p["id"] == provider)
+        .unwrap_or_else(|| panic!("{body}"))
+}
+
+async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
+    let events = server.state.store.order_events(id).await.unwrap();
+    events.iter().map(|e| e.event_type).collect()
+}
+
+#[tokio::test]
+async fn fixed_and_float_orders_run_at_a_live_desk_through_an_outage_to_completed() {
+    for rate_type in ["fixed", "float"] {
+        let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+        let desk = fake_changenow(&exchange).await;
+        let server = live_server(&desk).await;
+        let key = server
+            .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
+            .await;
+
+        let created = post(
+            &server,
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": rate_type,
+                    "toAddress": PAYOUT, "refundAddress": REFUND, "email": "ops@example.com"}),
+        )
+        .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+        let created = created.body["data"].clone();
+        assert_eq!(created["provider"], "changenow");
+        assert_eq!(
+            created["from"]["depositAddress"], PAYIN,
+            "the desk's address"
+        );
+        let id = created["orderId"].as_str().unwrap().to_owned();
+        // The fixed rate was opened with the estimate's rateId, the float one without.
+        let opened: Vec<Value> = desk
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.url.path() == "/v2/exchange")
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        assert_eq!(opened.len(), 1);
+        match rate_type {
+            "fixed" => assert_eq!(opened[0]["rateId"], "rate-e2e-1", "{}", opened[0]),
+            _ => assert_eq!(opened[0]["rateId"], "", "{}", opened[0]),
+        }
+
+        pass(&server).await;
+        assert_eq!(
+            order(&server, &key, &id).await["status"],
+            "awaiting_deposit"
+        );
+
+        // The desk is down for a while: the order waits, nothing is written.
+        exchange.set(None);
+        for _ in 0..2 {
+            pass(&server).await;
+        }
+        assert_eq!(
+            order(&server, &key, &id).await["status"],
+            "awaiting_deposit"
+        );
+        assert_eq!(event_types(&server, &id).await.len(), 2);
+        let degraded = readiness(&server, "changenow").await;
+        assert_eq!(degraded["state"], "degraded", "{degraded}");
+        assert!(!degraded["lastFailure"].as_str().unwrap().contains(API_KEY));
+
+        exchange.set(Some("confirming"));
+        pass(&server).await;
+        let confirming = order(&server, &key, &id).await;
+        assert_eq!(confirming["status"], "confirming", "{confirming}");
+        assert_eq!(confirming["from"]["received"][0]["txId"], PAYIN_HASH);
+        assert_eq!(readiness(&server, "changenow").await["state"], "up");
+
+        // ChangeNOW takes no refunds or emergency answers through its API: refused, unchanged.
+        let refused = post(
+            &server,
+            &key,
+            &format!("/api/v3/orders/{id}/refund"),
+            &json!({}),
+        )
+        .await;
+        refused.expect(409, "desk_action_unsupported");
+        assert_eq!(order(&server, &key, &id).await["status"], "confirming");
+
+        // The desk finished between two looks: every status is still reported, once.
+        exchange.set(Some("finished"));
+        pass(&server).await;
+        let done = order(&server, &key, &id).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(done["to"]["txId"], PAYOUT_HASH);
+        assert_eq!(
+            done["to"]["amount"], "4312.549871",
+            "what the desk paid out"
+        );
+        use EventType::*;
+        assert_eq!(
+            event_types(&server, &id).await,
+            [
+                Created,
+                AwaitingDeposit,
+                Updated,
+                ExchangeStarted,
+                WithdrawStarted,
+                Completed
+            ]
+        );
+        pass(&server).await;
+        assert_eq!(
+            event_types(&server, &id).await.len(),
+            6,
+            "finished orders rest"
+        );
+
+        // Every status (from the creation on) is e-mailed, once.
+        server.notifier.run_pending().await;
+        server.notifier.run_pending().await;
+        let mails = std::fs::read_dir(&server.mail_dir).unwrap().count();
+        assert_eq!(mails, 6, "{rate_type}");
+    }
+}
+
+const FF_KEY: &str = "ff-test-key";
+const FF_SECRET: &str = "ff-test-secret";
+
+/// Answers only requests signed as FixedFloat checks them: `X-API-KEY` is the key and
+/// `X-API-SIGN` the HMAC-SHA256 of the exact body bytes under the secret.
+struct SignedForFixedFloat;
+
+impl wiremock::Match for SignedForFixedFloat {
+    fn matches(&self, request: &Request) -> bool {
+        let header = |name: &str| {
+            request
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let body = String::from_utf8_lossy(&request.body);
+        header("x-api-key") == FF_KEY
+            && header("x-api-sign") == swapd_desks::fixedfloat::signature(FF_SECRET, &body)
+    }
+}
+
+/// The FixedFloat order as the test moves it: the recorded answer of its current state.
+#[derive(Clone)]
+struct FixedFloatOrder(Arc<Mutex<&'static str>>);
+
+impl Respond for FixedFloatOrder {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        let state = *self.0.lock().unwrap();
+        ResponseTemplate::new(200).set_body_raw(
+            std::fs::read(format!(
+                "{}/../swapd-desks/fixtures/fixedfloat/order-{state}.json",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+            "application/json",
+        )
+    }
+}
+
+async fn fake_fixedfloat(order: &FixedFloatOrder) -> MockServer {
+    let server = MockServer::start().await;
+    let recorded = |name: &str| {
+        std::fs::read(format!(
+            "{}/../swapd-desks/fixtures/fixedfloat/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    for (method_name, file) in [
+        ("ccies", "ccies.json"),
+        ("price", "price.json"),
+        ("create", "order-new.json"),
+        ("emergency", "emergency-accepted.json"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("/api/v2/{method_name}")))
+            .and(SignedForFixedFloat)
+            .respond_with(
+                ResponseTemplate::new(200).set_body_raw(recorded(file), "application/json"),
+            )
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path("/api/v2/order"))
+        .and(SignedForFixedFloat)
+        .and(body_partial_json(
+            json!({"id": "ZG3Y2F", "token": "1LBH03tPYoU2RNBEXBNcl0B6cxrHM5VXloOyTjcd"}),
+        ))
+        .respond_with(order.clone())
+        .mount(&server)
+        .await;
+    // Anything unsigned, or signed with another secret, is refused as FixedFloat refuses it.
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_to_refunded() {
+    let order_state = FixedFloatOrder(Arc::new(Mutex::new("new")));
+    let desk = fake_fixedfloat(&order_state).await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["fixedfloat".into()];
+    providers.fixedfloat.base_url = format!("{}/api/v2/", desk.uri());
+    providers.fixedfloat.api_key = FF_KEY.into();
+    providers.fixedfloat.api_secret = FF_SECRET.into();
+    let server = TestServer::start_with(Options {
+        live_desks: Some(providers),
+        ..Options::default()
+    })
+    .await;
+    let key = server
+        .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
+        .await;
+    let created = post(
+        &server,
+        &key,
+        "/api/v3/orders",
+        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.5", "type": "float",
+                "toAddress": "TAzsQ9Gx8eqFNFSKbeXrbi45CuVPHzA8wr"}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
+    assert_eq!(created.body["data"]["provider"], "fixedfloat");
+    // The order's token is a secret: stored sealed, never shown.
+    assert!(!created.body.to_string().contains("1LBH03tPYoU2"));
+    let stored = server
+        .state
+        .store
+        .order(&id, &format!("key:{}", key.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!stored.desk_token.unwrap().contains("1LBH03tPYoU2"));
+
+    for (state, status) in [("new", "awaiting_deposit"), ("pending", "confirming")] {
+        *order_state.0.lock().unwrap() = state;
+        pass(&server).await;
+        assert_eq!(order(&server, &key, &id).await["status"], status, "{state}");
+    }
+    // Less than the minimum arrived: FixedFloat holds it; without a refund address the order
+    // waits for the customer.
+    *order_state.0.lock().unwrap() = "emergency";
+    pass(&server).await;
+    let held = order(&server, &key, &id).await;
+    assert_eq!(held["status"], "emergency", "{held}");
+    assert_eq!(held["emergency"]["allowedChoices"], json!(["REFUND"]));
+
+    let answered = post(
+        &server,
+        &key,
+        &format!("/api/v3/orders/{id}/emergency"),
+        &json!({"choice": "REFUND", "refundAddress": REFUND}),
+    )
+    .await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(answered.body["data"]["status"], "refunding");
+    pass(&server).await;
+    let choices: Vec<Value> = desk
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/api/v2/emergency")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(choices.len(), 1, "passed on once: {choices:?}");
+    assert_eq!(choices[0]["choice"], "REFUND");
+    assert_eq!(choices[0]["address"], REFUND);
+
+    for state in ["refunding", "refunded"] {
+        *order_state.0.lock().unwrap() = state;
+        pass(&server).await;
+    }
+    let refunded = order(&server, &key, &id).await;
+    assert_eq!(refunded["status"], "refunded", "{refunded}");
+    assert_eq!(
+        refunded["refund"]["txId"],
+        "a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1"
+    );
+    use EventType::*;
+    assert_eq!(
+        event_types(&server, &id).await,
+        [
+            Created,
+            AwaitingDeposit,
+            Updated,
+            Emergency,
+            Updated,
+            Updated
+        ]
+    );
+}
