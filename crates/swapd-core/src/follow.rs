@@ -285,17 +285,28 @@ fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
     changed
 }
 
-/// When the engine asks the desk next: while something may still happen, every poll interval
-/// (at expiry and at the end of an emergency window at the latest); an expired order is
-/// watched for a late deposit; a finished one only while a later deposit waits to go back.
+/// The longest wait between two looks at a desk whose exchange is quiet.
+pub const MAX_POLL_MS: i64 = 60_000;
+
+/// When the engine asks the desk next. Every poll interval while a deposit is expected or
+/// confirming (and at expiry at the latest); later, the longer the order has been quiet, the
+/// less often: a tenth of the quiet time, up to a minute (and at the end of an emergency window
+/// at the latest). An expired order is watched for a late deposit; a finished one only while a
+/// later deposit waits to go back.
 fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64> {
-    let poll = now_ms + rules.poll_interval_ms;
+    let fast = now_ms + rules.poll_interval_ms;
+    let quiet = (now_ms - order.updated_at_ms).max(0) / 10;
+    let slow = now_ms
+        + quiet.clamp(
+            rules.poll_interval_ms,
+            MAX_POLL_MS.max(rules.poll_interval_ms),
+        );
     // A moment still ahead brings the next look forward; one already past does not.
-    let by = |at_ms: i64| {
+    let by = |next: i64, at_ms: i64| {
         if at_ms > now_ms {
-            poll.min(at_ms)
+            next.min(at_ms)
         } else {
-            poll
+            next
         }
     };
     match order.status {
@@ -306,17 +317,18 @@ fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64>
                     .iter()
                     .skip(1)
                     .any(|d| d.refund_tx.is_none() && d.refund_error.is_none());
-            returning.then_some(poll)
+            returning.then_some(slow)
         }
         OrderStatus::Expired => {
-            (now_ms < order.expires_at_ms + rules.late_watch_ms).then_some(poll)
+            (now_ms < order.expires_at_ms + rules.late_watch_ms).then_some(slow)
         }
-        OrderStatus::AwaitingDeposit => Some(by(order.expires_at_ms)),
+        OrderStatus::New | OrderStatus::AwaitingDeposit => Some(by(fast, order.expires_at_ms)),
+        OrderStatus::Confirming => Some(fast),
         OrderStatus::Emergency => Some(match &order.emergency {
-            Some(e) if e.choice.is_none() => by(e.deadline_ms),
-            _ => poll,
+            Some(e) if e.choice.is_none() => by(slow, e.deadline_ms),
+            _ => slow,
         }),
-        _ => Some(poll),
+        OrderStatus::Exchanging | OrderStatus::Withdrawing | OrderStatus::Refunding => Some(slow),
     }
 }
 
@@ -557,6 +569,51 @@ mod tests {
             Some("the desk could not complete the exchange")
         );
         assert_eq!(followed.order.next_check_at_ms, None);
+    }
+
+    #[test]
+    fn a_desk_is_asked_often_while_a_deposit_is_expected_and_less_the_longer_it_is_quiet() {
+        let report = |status| {
+            let mut report = seen(status);
+            report.deposits = vec![deposit(3)];
+            report
+        };
+        let mut confirming = order(false);
+        confirming.status = OrderStatus::Confirming;
+        confirming.updated_at_ms = T0 - 3_600_000;
+        let fast = follow(
+            &confirming,
+            &report(DeskStatus::Confirming),
+            btc(),
+            &rules(),
+            T0,
+        )
+        .unwrap();
+        assert_eq!(fast.order.next_check_at_ms, Some(T0 + 5_000));
+        // Exchanging for ten minutes now: once a minute.
+        let mut exchanging = fast.order.clone();
+        exchanging.status = OrderStatus::Exchanging;
+        exchanging.updated_at_ms = T0;
+        let later = T0 + 600_000;
+        let quiet = follow(
+            &exchanging,
+            &report(DeskStatus::Exchanging),
+            btc(),
+            &rules(),
+            later,
+        )
+        .unwrap();
+        assert_eq!(quiet.order.next_check_at_ms, Some(later + MAX_POLL_MS));
+        // Just changed: soon again.
+        let moved = follow(
+            &exchanging,
+            &report(DeskStatus::Sending),
+            btc(),
+            &rules(),
+            later,
+        )
+        .unwrap();
+        assert_eq!(moved.order.next_check_at_ms, Some(later + 5_000));
     }
 
     #[test]

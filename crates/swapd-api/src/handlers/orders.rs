@@ -413,7 +413,7 @@ fn open_error(provider: &str, error: &DeskError) -> ApiError {
             ErrorCode::AddressInvalid,
             format!("{provider} refused the payout or refund address"),
         ),
-        // Briefly out of reach: nothing was created, and the same request may work soon.
+        // Briefly out of reach: no order was created, and the same request may work soon.
         DeskError::Unavailable { .. } => unavailable(provider),
         DeskError::RateLimited { retry_after } => match retry_after {
             Some(wait) => unavailable(provider).with_header(
@@ -433,7 +433,7 @@ fn unavailable(provider: &str) -> ApiError {
     ApiError::new(
         ErrorCode::ServiceUnavailable,
         format!(
-            "{provider} is not answering now; nothing was created; retry with the same Idempotency-Key"
+            "{provider} is not answering now; no order was created; retry with the same Idempotency-Key"
         ),
     )
 }
