@@ -37,8 +37,21 @@ impl Listings {
             .collect();
     }
 
+    /// The desk's currency list as `currencies` answers it, kept, as offers.
+    pub async fn offers(
+        &self,
+        desk: &str,
+        currencies: impl Future<Output = Result<Catalog, DeskError>>,
+    ) -> Result<Vec<CurrencyOffer>, ProviderError> {
+        let catalog = self
+            .refresh(desk, currencies)
+            .await
+            .map_err(|e| provider_error(desk, e, None))?;
+        Ok(offers(&catalog))
+    }
+
     /// The desk's currency list as `currencies` answers it, kept.
-    pub async fn refresh(
+    async fn refresh(
         &self,
         desk: &str,
         currencies: impl Future<Output = Result<Catalog, DeskError>>,
@@ -94,7 +107,7 @@ pub const QUOTE_VALID_SECS: u32 = 60;
 pub const FLOAT_BAND_BPS: u32 = 100;
 
 /// A desk's currencies as offers. Desks state limits per pair, not per currency: none here.
-pub fn offers(catalog: &Catalog) -> Vec<CurrencyOffer> {
+fn offers(catalog: &Catalog) -> Vec<CurrencyOffer> {
     catalog
         .currencies
         .iter()

@@ -1,13 +1,14 @@
 //! Live mode against a local fake desk that answers in ChangeNOW's wire format: the market
 //! quotes through it, `POST /orders` opens the exchange there (with the fixed rate's `rateId`),
 //! and the order engine follows the exchange the test moves through its statuses, through a
-//! spell where the desk does not answer, to `completed`, with every event and e-mail once.
+//! spell where the desk does not answer, to `completed`, with every event, webhook delivery and
+//! e-mail once.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use swapd_core::orders::EventType;
-use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead};
+use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead, WebhooksWrite};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -188,8 +189,31 @@ async fn fixed_and_float_orders_run_at_a_live_desk_through_an_outage_to_complete
         let desk = fake_changenow(&exchange).await;
         let server = live_server(&desk).await;
         let key = server
-            .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
+            .key(&[
+                PricesRead,
+                OrdersCreate,
+                OrdersRead,
+                OrdersUpdate,
+                WebhooksWrite,
+            ])
             .await;
+        let receiver = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(204))
+            .mount(&receiver)
+            .await;
+        let all: Vec<&str> = {
+            use strum::VariantArray;
+            EventType::VARIANTS.iter().map(|e| e.as_str()).collect()
+        };
+        let subscribed = post(
+            &server,
+            &key,
+            "/api/v3/webhooks",
+            &json!({"url": format!("{}/hooks", receiver.uri()), "events": all}),
+        )
+        .await;
+        assert_eq!(subscribed.status, 201, "{}", subscribed.body);
 
         let created = post(
             &server,
@@ -288,6 +312,33 @@ async fn fixed_and_float_orders_run_at_a_live_desk_through_an_outage_to_complete
             6,
             "finished orders rest"
         );
+
+        // Every event is delivered to the partner's webhook, once, in order.
+        while server.dispatcher.run_due().await > 0 {}
+        let mut delivered: Vec<Value> = receiver
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.body).unwrap())
+            .collect();
+        delivered.sort_by_key(|body| body["sequence"].as_i64());
+        let types: Vec<&str> = delivered
+            .iter()
+            .map(|body| body["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "order.created",
+                "order.awaiting_deposit",
+                "order.updated",
+                "order.exchange_started",
+                "order.withdraw_started",
+                "order.completed"
+            ]
+        );
+        assert_eq!(delivered[5]["data"]["order"]["to"]["txId"], PAYOUT_HASH);
 
         // Every status (from the creation on) is e-mailed, once.
         server.notifier.run_pending().await;

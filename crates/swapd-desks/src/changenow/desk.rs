@@ -68,12 +68,7 @@ impl Provider for ChangeNowDesk {
 
     /// ChangeNOW states limits per pair, not per currency: the offers carry none.
     async fn catalog(&self, _now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError> {
-        let catalog = self
-            .listings
-            .refresh(ID, self.client.currencies())
-            .await
-            .map_err(|e| quoting::provider_error(ID, e, None))?;
-        Ok(quoting::offers(&catalog))
+        self.listings.offers(ID, self.client.currencies()).await
     }
 
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
