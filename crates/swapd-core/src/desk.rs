@@ -51,6 +51,11 @@ pub trait Desk: Provider {
     }
 }
 
+/// The longest a call to a desk (open an exchange, read it, pass an answer on) may take in
+/// all. Longer than a quote's deadline: a desk's create must not be cut short (its answer would
+/// be lost); each live desk also bounds every HTTP call by its own `timeout_ms`.
+pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
+
 /// The actions a desk takes through its API; an action it lacks is refused before anything
 /// changes (409 `desk_action_unsupported`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

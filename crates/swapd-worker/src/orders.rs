@@ -6,7 +6,8 @@
 //! again after a crash) it answers as the first time.
 
 use std::sync::Arc;
-use std::time::Duration;
+
+use futures_util::StreamExt;
 
 use swapd_core::desk::{Desk, DeskError, DeskExchange, ExchangeRef, token_context};
 use swapd_core::follow::{self, DeskAction};
@@ -22,6 +23,8 @@ use swapd_core::{Clock, Store};
 const MAX_LOOKS: usize = 32;
 /// Orders looked at per pass.
 const BATCH: u32 = 100;
+/// Orders followed at once in a pass, so one slow desk does not hold up the others' orders.
+const CONCURRENT_ORDERS: usize = 8;
 /// A desk that could not be asked is asked again after this many poll intervals.
 const RETRY_POLLS: i64 = 3;
 
@@ -80,20 +83,22 @@ impl OrderEngine {
             }
         };
         let count = due.len();
-        for order in due {
-            let id = order.id.clone();
-            if let Err(error) = self.drive(&order).await {
-                tracing::warn!(order = %id, provider = %order.provider, %error, "cannot follow the order's desk now; retrying later");
+        futures_util::stream::iter(due)
+            .for_each_concurrent(CONCURRENT_ORDERS, |order| async move {
+                let Err(error) = self.drive(&order).await else {
+                    return;
+                };
+                tracing::warn!(order = %order.id, provider = %order.provider, %error, "cannot follow the order's desk now; retrying later");
                 let later = follow::retry_later(
                     &order,
                     self.clock.now_ms(),
                     RETRY_POLLS * self.rules.poll_interval_ms,
                 );
                 if let Err(error) = self.store.update_order(&later, &[], None).await {
-                    tracing::warn!(order = %id, %error, "cannot reschedule the order");
+                    tracing::warn!(order = %order.id, %error, "cannot reschedule the order");
                 }
-            }
-        }
+            })
+            .await;
         count
     }
 
@@ -176,7 +181,7 @@ impl OrderEngine {
         }
     }
 
-    /// A call to `provider`'s desk under the market's deadline, through its circuit breaker:
+    /// A call to `provider`'s desk under the desk call deadline, through its circuit breaker:
     /// not made while the desk is skipped for failing, and its outcome counted.
     async fn ask<T>(
         &self,
@@ -190,7 +195,7 @@ impl OrderEngine {
             }
             .into());
         }
-        let deadline: Duration = self.market.deadline();
+        let deadline = swapd_core::desk::CALL_DEADLINE;
         let answer = match tokio::time::timeout(deadline, call).await {
             Ok(answer) => answer,
             Err(_) => Err(DeskError::Unavailable {

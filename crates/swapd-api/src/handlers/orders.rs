@@ -131,7 +131,7 @@ pub(crate) async fn create_order(
         deposit_deadline_ms,
         now_ms,
     };
-    let mut exchange = tokio::time::timeout(state.market.deadline(), desk.open(&request))
+    let mut exchange = tokio::time::timeout(swapd_core::desk::CALL_DEADLINE, desk.open(&request))
         .await
         .map_err(|_| DeskError::Unavailable {
             detail: "no answer in time".into(),
