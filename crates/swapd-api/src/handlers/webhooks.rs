@@ -132,9 +132,6 @@ pub(crate) async fn update(
     ApiJson(patch): ApiJson<WebhookPatch>,
 ) -> Result<Response, ApiError> {
     let owner = caller.scope();
-    if let Some(url) = &patch.url {
-        check_url(&state, url).await?;
-    }
     let events = patch.events.as_deref().map(parse_events).transpose()?;
     let description = patch
         .description
@@ -149,6 +146,11 @@ pub(crate) async fn update(
                 .map_err(|_| invalid("status", "must be `active` or `disabled`"))
         })
         .transpose()?;
+    if let Some(url) = &patch.url {
+        // Another key's subscription is not found before its new URL is resolved.
+        load(&state, &owner, &id).await?;
+        check_url(&state, url).await?;
+    }
     let change_to = SubscriptionChange {
         url: patch.url.clone(),
         events,

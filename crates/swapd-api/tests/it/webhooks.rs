@@ -874,13 +874,19 @@ async fn subscriptions_are_managed_by_their_owner_only() {
         "left-out fields stay"
     );
 
-    // Other keys: 404 everywhere, byte-identical to an unknown id.
+    // Other keys: 404 everywhere, byte-identical to an unknown id; a new URL for another
+    // key's subscription is not even resolved.
     let missing = "whk_0123456789abcdef0123456789abcdef";
     for (method, path, body) in [
         (
             "PATCH",
             format!("/api/v3/webhooks/{id}"),
             json!({"status": "active"}),
+        ),
+        (
+            "PATCH",
+            format!("/api/v3/webhooks/{id}"),
+            json!({"url": "https://nowhere.invalid/hooks"}),
         ),
         (
             "POST",
