@@ -74,8 +74,7 @@ impl Aggregator {
         call: impl Future<Output = Result<T, ProviderError>>,
     ) -> Result<T, ProviderError> {
         let id = provider.info().id;
-        let allowed = self.breakers().entry(id).or_default().allows(now_ms);
-        if !allowed {
+        if !self.allows(id, now_ms) {
             return Err(ProviderError::Unavailable(format!(
                 "{id} keeps failing and is skipped for a while"
             )));
@@ -85,13 +84,22 @@ impl Aggregator {
             Ok(outcome) => outcome,
             Err(_) => Err(timed_out(deadline)),
         };
+        let failure = match &outcome {
+            Err(ProviderError::Unavailable(reason)) => Some(reason.clone()),
+            _ => None,
+        };
+        self.count(id, failure, now_ms);
+        outcome
+    }
+
+    /// Counts a call's outcome on `id`'s breaker.
+    fn count(&self, id: &'static str, failure: Option<String>, now_ms: i64) {
         let mut breakers = self.breakers();
         let breaker = breakers.entry(id).or_default();
-        match &outcome {
-            Err(ProviderError::Unavailable(reason)) => breaker.failed(reason.clone(), now_ms),
-            _ => breaker.succeeded(),
+        match failure {
+            Some(reason) => breaker.failed(reason, now_ms),
+            None => breaker.succeeded(),
         }
-        outcome
     }
 
     fn breakers(&self) -> std::sync::MutexGuard<'_, HashMap<&'static str, Breaker>> {
@@ -153,14 +161,8 @@ impl Market for Aggregator {
     }
 
     fn record(&self, id: &str, failure: Option<String>, now_ms: i64) {
-        let Some(info) = self.providers.iter().map(|p| p.info()).find(|i| i.id == id) else {
-            return;
-        };
-        let mut breakers = self.breakers();
-        let breaker = breakers.entry(info.id).or_default();
-        match failure {
-            Some(reason) => breaker.failed(reason, now_ms),
-            None => breaker.succeeded(),
+        if let Some(info) = self.providers.iter().map(|p| p.info()).find(|i| i.id == id) {
+            self.count(info.id, failure, now_ms);
         }
     }
 

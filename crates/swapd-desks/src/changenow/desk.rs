@@ -76,7 +76,7 @@ impl Provider for ChangeNowDesk {
             let (from, to) = self
                 .sides(request.from, request.to, request.rate_type)
                 .await?;
-            let (limits, quote) = tokio::try_join!(
+            tokio::try_join!(
                 self.client
                     .limits(side(&from), side(&to), request.rate_type),
                 self.client.quote(
@@ -86,8 +86,7 @@ impl Provider for ChangeNowDesk {
                     request.direction,
                     request.amount,
                 ),
-            )?;
-            Ok((limits, quote))
+            )
         };
         let (limits, quote) = answer
             .await
