@@ -22,6 +22,9 @@ pub enum Network {
     Xrp,
 }
 
+/// CAIP-2 id of Solana mainnet (its genesis hash, truncated).
+pub const SOLANA_MAINNET_CAIP2: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+
 /// How a network's addresses are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
@@ -115,6 +118,16 @@ impl Network {
             Network::Polygon => Some(137),
             Network::Base => Some(8453),
             Network::Arbitrum => Some(42161),
+            _ => None,
+        }
+    }
+
+    /// The CAIP-2 id of an EVM chain or Solana (`eip155:8453`,
+    /// `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp`); `None` for other networks.
+    pub fn caip2(self) -> Option<String> {
+        match (self.evm_chain_id(), self) {
+            (Some(id), _) => Some(format!("eip155:{id}")),
+            (None, Network::Solana) => Some(SOLANA_MAINNET_CAIP2.to_owned()),
             _ => None,
         }
     }

@@ -4,6 +4,7 @@
 pub mod address;
 pub mod amount;
 pub mod api_keys;
+pub mod chain;
 pub mod challenges;
 pub mod clock;
 pub mod desk;

@@ -4,6 +4,7 @@
 //! its own deadline.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -11,6 +12,13 @@ use crate::amount::Amount;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, ExecutionType, RateType};
 use crate::onchain::{ExecutionPlan, ExecutionReport, Tracked};
+
+/// The longest building a plan may take at a provider: longer than a quote's deadline, since a
+/// live provider builds the transaction for the wallet anew (and simulates it).
+pub const PLAN_DEADLINE: Duration = Duration::from_secs(10);
+/// The longest one look at an execution may take: the source chain, the provider's status and
+/// the destination chain, each bounded by its own timeout.
+pub const TRACK_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Who a provider is and what kind of routes it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +94,34 @@ impl QuoteRequest {
             .map(|w| w.namespace)
             .or(self.from.onchain_namespace())
     }
+
+    /// The check every wallet-signed route shares: the signer's namespace must be the source
+    /// chain's.
+    pub fn check_signer(&self, provider: &str) -> Result<(), ProviderError> {
+        let source = self.from.network.chain_namespace();
+        match &self.wallet {
+            Some(wallet) if wallet.namespace != source => {
+                Err(ProviderError::WalletUnsupported(format!(
+                    "{provider} routes from {} are signed by an {source} wallet, not {}",
+                    self.from.code, wallet.namespace
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A route whose signer's namespace is not the destination's needs a recipient there.
+    pub fn check_recipient(&self) -> Result<(), ProviderError> {
+        let destination = self.to.network.chain_namespace();
+        let signer = self.signer_namespace().unwrap_or(destination);
+        if signer != destination && self.recipient.is_none() {
+            return Err(ProviderError::RecipientRequired(format!(
+                "bridging from an {signer} wallet to {} needs a recipientAddress on {}",
+                self.to.code, self.to.network
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
@@ -145,7 +181,7 @@ pub enum ProviderError {
     #[error("{0}")]
     PairUnsupported(String),
     /// The amount is outside the provider's limits (in the input currency; `max` is `None`
-    /// when there is no maximum).
+    /// when there is no maximum; `min` is zero and `max` `None` when the provider did not say).
     #[error("{}", range_text(min, max.as_ref(), code))]
     OutOfRange {
         min: Amount,
@@ -166,6 +202,8 @@ pub enum ProviderError {
 fn range_text(min: &Amount, max: Option<&Amount>, code: &str) -> String {
     match max {
         Some(max) => format!("amount must be between {min} and {max} {code}"),
+        // A provider that refused the amount without saying its limits.
+        None if min.is_zero() => format!("the amount of {code} is outside the provider's limits"),
         None => format!("amount must be at least {min} {code}"),
     }
 }
@@ -195,6 +233,9 @@ pub struct PlanRequest {
     pub wallet_address: String,
     /// Where the output goes; the wallet when `None`.
     pub recipient: Option<String>,
+    /// The shortfall below the expected output the wallet accepts (`min_output` is the card's
+    /// expected output less it).
+    pub slippage_bps: u32,
     /// Whether the route is executed with signatures a relayer submits.
     pub gasless: bool,
     /// The plan's deadline (Unix seconds): transactions and permits stop being valid then.

@@ -1,11 +1,10 @@
 //! swapd's live offchain exchange desks. Each desk's module holds its wire format (`wire`), the
-//! pure functions that map it onto `swapd_core::desk`, and its client over the HTTP transport
-//! they share. Putting them behind the desk port (`swapd_core::desk::Desk`) comes next.
+//! pure functions that map it onto `swapd_core::desk`, and its client over the shared HTTP
+//! transport (`swapd-http`); each desk sits behind the desk port (`swapd_core::desk::Desk`).
 
 pub mod changenow;
 pub mod fixedfloat;
 mod quoting;
-mod transport;
 
 use serde::de::DeserializeOwned;
 use swapd_core::desk::DeskError;

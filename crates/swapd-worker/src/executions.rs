@@ -71,7 +71,7 @@ impl ExecutionTracker {
             let tracked = match self.market.provider(&plan.provider) {
                 None => Err(format!("provider {} is not configured", plan.provider)),
                 Some(provider) => tokio::time::timeout(
-                    self.market.deadline(),
+                    swapd_core::provider::TRACK_DEADLINE,
                     provider.track_execution(TrackRequest {
                         plan: &plan,
                         report: &report,

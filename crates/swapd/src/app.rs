@@ -40,19 +40,22 @@ async fn check_providers(market: &dyn Market, now_ms: i64) {
 }
 
 /// The live desks `providers.live` names, each with its own settings.
-fn live_desks(
-    config: &crate::config::ProvidersConfig,
+fn live_providers(
+    config: &crate::config::Config,
 ) -> anyhow::Result<Vec<Arc<dyn swapd_core::provider::Provider>>> {
     use swapd_desks::{changenow, fixedfloat};
+    use swapd_onchain::lifi;
     let timeout = |ms: u64| Duration::from_millis(ms);
-    config
+    let providers = &config.providers;
+    let chains = chains(config)?;
+    providers
         .live
         .iter()
         .map(
             |name| -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
                 match name.as_str() {
                     changenow::ID => {
-                        let desk = &config.changenow;
+                        let desk = &providers.changenow;
                         let client = changenow::ChangeNow::new(
                             &desk.base_url,
                             &desk.api_key,
@@ -62,7 +65,7 @@ fn live_desks(
                         Ok(Arc::new(changenow::ChangeNowDesk::new(client)))
                     }
                     fixedfloat::ID => {
-                        let desk = &config.fixedfloat;
+                        let desk = &providers.fixedfloat;
                         let client = fixedfloat::FixedFloat::new(
                             &desk.base_url,
                             &desk.api_key,
@@ -72,11 +75,49 @@ fn live_desks(
                         .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
                         Ok(Arc::new(fixedfloat::FixedFloatDesk::new(client)))
                     }
+                    lifi::ID => {
+                        let settings = &providers.lifi;
+                        let lifi = lifi::LiFi::new(
+                            &settings.base_url,
+                            &settings.api_key,
+                            &settings.integrator,
+                            timeout(settings.timeout_ms),
+                            chains.clone(),
+                        )
+                        .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
+                        Ok(Arc::new(lifi))
+                    }
                     other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
                 }
             },
         )
         .collect()
+}
+
+/// The chain readers of `[chains.<network>]`.
+fn chains(config: &crate::config::Config) -> anyhow::Result<swapd_onchain::Chains> {
+    let readers = config
+        .chains
+        .iter()
+        .map(
+            |(name, chain)| -> anyhow::Result<Arc<dyn swapd_core::chain::EvmChain>> {
+                let network = crate::config::chain_network(name)
+                    .map_err(|e| anyhow::anyhow!("chains.{name}: {e}"))?;
+                let confirmations = chain
+                    .confirmations
+                    .unwrap_or_else(|| crate::config::ChainConfig::default_confirmations(network));
+                let reader = swapd_onchain::evm_rpc::EvmRpc::new(
+                    network,
+                    &chain.rpc_url,
+                    confirmations,
+                    Duration::from_millis(chain.timeout_ms),
+                )
+                .map_err(|e| anyhow::anyhow!("chains.{name}: {e}"))?;
+                Ok(Arc::new(reader))
+            },
+        )
+        .collect::<anyhow::Result<_>>()?;
+    Ok(swapd_onchain::Chains::new(readers))
 }
 
 /// Which halves of the service this process runs. Several processes may share one PostgreSQL
@@ -362,7 +403,7 @@ impl Runtime {
                     Some(&world),
                 )
             }
-            swapd_core::Mode::Live => live_desks(&config.providers)?,
+            swapd_core::Mode::Live => live_providers(config)?,
         };
         let market = swapd_market::Aggregator::new(
             providers,

@@ -1,6 +1,7 @@
 //! Layered configuration: built-in defaults → `swapd.toml` (or `--config FILE`) → `SWAPD_*`
 //! environment → command-line flags. Validated once at start; every error names the setting.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -45,9 +46,43 @@ pub struct Config {
     pub security: SecurityConfig,
     pub x402: X402Config,
     pub providers: ProvidersConfig,
+    /// The chains swapd reads to follow onchain executions, by network code (`[chains.base]`).
+    pub chains: BTreeMap<String, ChainConfig>,
     pub orders: OrdersConfig,
     pub mail: MailConfig,
     pub webhooks: WebhooksConfig,
+}
+
+/// A chain's node (docs/configuration.md, "Chains").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainConfig {
+    /// The node's JSON-RPC URL (an API key in its path is redacted when shown).
+    pub rpc_url: String,
+    /// Blocks on top of a transaction's own before it counts as final; the network's default
+    /// (docs/configuration.md) when unset.
+    #[serde(default)]
+    pub confirmations: Option<u64>,
+    /// How long one call may take, in milliseconds.
+    #[serde(default = "ChainConfig::default_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+impl ChainConfig {
+    fn default_timeout_ms() -> u64 {
+        5_000
+    }
+
+    /// The confirmations `network` needs when the operator sets none.
+    pub fn default_confirmations(network: swapd_core::address::Network) -> u64 {
+        use swapd_core::address::Network;
+        match network {
+            Network::Ethereum => 12,
+            Network::BnbChain => 15,
+            Network::Polygon => 32,
+            _ => 3,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -189,6 +224,21 @@ pub struct ProvidersConfig {
     pub changenow: DeskConfig,
     /// FixedFloat API v2 (docs/providers.md).
     pub fixedfloat: DeskConfig,
+    /// LI.FI (docs/providers.md).
+    pub lifi: LiFiConfig,
+}
+
+/// Where LI.FI's API is and how swapd names itself to it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiFiConfig {
+    pub base_url: String,
+    /// Optional: raises LI.FI's rate limits (`x-lifi-api-key`).
+    pub api_key: String,
+    /// Tags swapd's requests (`integrator`).
+    pub integrator: String,
+    /// How long one call may take, in milliseconds.
+    pub timeout_ms: u64,
 }
 
 /// Where a live desk's API is and how swapd signs in to it.
@@ -267,7 +317,14 @@ impl Default for Config {
                 sandbox_block_ms: 2_000,
                 changenow: DeskConfig::with_base_url(swapd_desks::changenow::BASE_URL),
                 fixedfloat: DeskConfig::with_base_url(swapd_desks::fixedfloat::BASE_URL),
+                lifi: LiFiConfig {
+                    base_url: swapd_onchain::lifi::BASE_URL.into(),
+                    api_key: String::new(),
+                    integrator: "swapd".into(),
+                    timeout_ms: 10_000,
+                },
             },
+            chains: BTreeMap::new(),
             orders: OrdersConfig {
                 poll_interval_ms: 1_000,
                 emergency_window_secs: 24 * 60 * 60,
@@ -294,7 +351,7 @@ impl Default for Config {
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 16] = [
+const ENV_KEYS: [&str; 17] = [
     "mode",
     "listen",
     "data_dir",
@@ -308,14 +365,18 @@ const ENV_KEYS: [&str; 16] = [
     "security",
     "x402",
     "providers",
+    "chains",
     "orders",
     "mail",
     "webhooks",
 ];
 
 /// Live provider adapters compiled into this build.
-pub const LIVE_PROVIDER_ADAPTERS: &[&str] =
-    &[swapd_desks::changenow::ID, swapd_desks::fixedfloat::ID];
+pub const LIVE_PROVIDER_ADAPTERS: &[&str] = &[
+    swapd_desks::changenow::ID,
+    swapd_desks::fixedfloat::ID,
+    swapd_onchain::lifi::ID,
+];
 
 /// Command-line values that override every other layer.
 #[derive(Debug, Default, Clone)]
@@ -334,7 +395,7 @@ pub enum ConfigError {
     #[error("invalid configuration: {0}")]
     Invalid(String),
     #[error("invalid setting `{key}`: {problem}")]
-    Setting { key: &'static str, problem: String },
+    Setting { key: String, problem: String },
     #[error(
         "live mode cannot start: missing required settings: {}",
         .0.iter().map(|(key, env)| format!("`{key}` (env {env})")).collect::<Vec<_>>().join(", ")
@@ -391,7 +452,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        let setting = |key: &'static str, problem: String| ConfigError::Setting { key, problem };
+        let setting = |key: &str, problem: String| ConfigError::Setting {
+            key: key.to_owned(),
+            problem,
+        };
         Backend::from_url(&self.database_url)
             .map_err(|e| setting("database_url", e.to_string()))?;
         check_origin(&self.public_url).map_err(|p| setting("public_url", p))?;
@@ -453,6 +517,23 @@ impl Config {
                 .map_err(|problem| setting(key, format!("base_url: {problem}")))?;
             if desk.timeout_ms == 0 {
                 return Err(setting(key, "timeout_ms must be at least 1".into()));
+            }
+        }
+        check_http_url(&self.providers.lifi.base_url)
+            .map_err(|problem| setting("providers.lifi", format!("base_url: {problem}")))?;
+        if self.providers.lifi.timeout_ms == 0 {
+            return Err(setting(
+                "providers.lifi",
+                "timeout_ms must be at least 1".into(),
+            ));
+        }
+        for (name, chain) in &self.chains {
+            let key = format!("chains.{name}");
+            chain_network(name).map_err(|problem| setting(&key, problem))?;
+            check_http_url(&chain.rpc_url)
+                .map_err(|problem| setting(&key, format!("rpc_url: {problem}")))?;
+            if chain.timeout_ms == 0 {
+                return Err(setting(&key, "timeout_ms must be at least 1".into()));
             }
         }
         for name in &self.providers.live {
@@ -726,10 +807,14 @@ impl Config {
             &mut shown.providers.changenow.api_secret,
             &mut shown.providers.fixedfloat.api_key,
             &mut shown.providers.fixedfloat.api_secret,
+            &mut shown.providers.lifi.api_key,
         ] {
             if !secret.is_empty() {
                 *secret = REDACTED.into();
             }
+        }
+        for chain in shown.chains.values_mut() {
+            chain.rpc_url = redact_rpc_url(&chain.rpc_url);
         }
         shown.database_url = redact_url(&shown.database_url);
         shown.mail.smtp_url = redact_url(&shown.mail.smtp_url);
@@ -742,6 +827,36 @@ impl Config {
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+}
+
+/// The EVM network a `[chains.<name>]` table names (its catalog code, any letter case).
+pub fn chain_network(name: &str) -> Result<swapd_core::address::Network, String> {
+    let network: swapd_core::address::Network = name.parse()?;
+    if network.evm_chain_id().is_none() {
+        return Err(format!(
+            "swapd reads EVM chains only; `{name}` is not one (EVM networks: {})",
+            swapd_core::address::Network::ALL
+                .iter()
+                .filter(|n| n.evm_chain_id().is_some())
+                .map(|n| n.code().to_ascii_lowercase())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(network)
+}
+
+/// A node URL as shown: providers put API keys in the path (`/v2/<key>`), so only the scheme,
+/// host and port are kept.
+fn redact_rpc_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) if parsed.path() != "/" || parsed.query().is_some() => {
+            let mut origin = parsed.origin().ascii_serialization();
+            origin.push_str("/<redacted>");
+            origin
+        }
+        _ => redact_url(url),
     }
 }
 
@@ -1051,6 +1166,71 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("providers.fixedfloat"), "{err}");
+    }
+
+    #[test]
+    fn lifi_and_the_chains_it_follows_are_configured_by_file_or_environment() {
+        let config = load(
+            &[
+                ("SWAPD_PROVIDERS__LIFI__API_KEY", "lifi-key"),
+                (
+                    "SWAPD_CHAINS__BASE__RPC_URL",
+                    "https://base-mainnet.example/v2/node-key",
+                ),
+            ],
+            Some(
+                "[chains.eth]\nrpc_url = \"http://127.0.0.1:8545\"\nconfirmations = 20\n\n\
+                 [providers.lifi]\nintegrator = \"acme\"\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(config.providers.lifi.api_key, "lifi-key");
+        assert_eq!(config.providers.lifi.integrator, "acme");
+        assert_eq!(
+            config.providers.lifi.base_url,
+            swapd_onchain::lifi::BASE_URL
+        );
+        let base = &config.chains["base"];
+        assert_eq!(base.rpc_url, "https://base-mainnet.example/v2/node-key");
+        assert_eq!(base.confirmations, None);
+        assert_eq!(base.timeout_ms, 5_000);
+        assert_eq!(config.chains["eth"].confirmations, Some(20));
+        assert_eq!(
+            ChainConfig::default_confirmations(chain_network("ETH").unwrap()),
+            12
+        );
+
+        // Keys in a node's path and LI.FI's key are not shown.
+        let shown = config.redacted_toml();
+        assert!(
+            !shown.contains("node-key") && !shown.contains("lifi-key"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("https://base-mainnet.example/<redacted>"),
+            "{shown}"
+        );
+        assert!(shown.contains("http://127.0.0.1:8545"), "{shown}");
+
+        for (toml, problem) in [
+            (
+                "[chains.mars]\nrpc_url = \"http://x\"\n",
+                "unknown network `mars`",
+            ),
+            ("[chains.sol]\nrpc_url = \"http://x\"\n", "EVM chains only"),
+            ("[chains.base]\nrpc_url = \"ftp://x\"\n", "chains.base"),
+            (
+                "[chains.base]\nrpc_url = \"http://x\"\nblocks = 3\n",
+                "blocks",
+            ),
+        ] {
+            let err = load(&[], Some(toml)).unwrap_err().to_string();
+            assert!(err.contains(problem), "`{err}` should say `{problem}`");
+        }
+        let err = load(&[("SWAPD_PROVIDERS__LIVE", "[lifi, bitstamp]")], None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("changenow, fixedfloat, lifi"), "{err}");
     }
 
     #[test]

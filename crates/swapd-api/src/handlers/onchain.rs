@@ -187,7 +187,7 @@ async fn build_plan(
         .provider(&route.provider)
         .ok_or_else(|| ApiError::new(ErrorCode::ProviderError, "the route's provider is gone"))?;
     let steps = tokio::time::timeout(
-        state.market.deadline(),
+        swapd_core::provider::PLAN_DEADLINE,
         provider.build_plan(&PlanRequest {
             plan_id: plan_id.clone(),
             from,
@@ -198,6 +198,7 @@ async fn build_plan(
             recipient: route.recipient.clone(),
             gasless: route.gasless,
             deadline_secs: expires_at_ms / 1000,
+            slippage_bps,
         }),
     )
     .await

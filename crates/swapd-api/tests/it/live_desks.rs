@@ -12,7 +12,7 @@ use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::support::{Options, Resp, TestKey, TestServer};
+use crate::support::{Live, Options, Resp, TestKey, TestServer};
 
 const PAYIN: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 const PAYOUT: &str = "0x57f1887a8BF19b14fC0dF6Fd9B2acc9Af147eA85";
@@ -135,7 +135,10 @@ async fn live_server(desk: &MockServer) -> TestServer {
     providers.changenow.api_key = API_KEY.into();
     providers.changenow.timeout_ms = 2_000;
     TestServer::start_with(Options {
-        live_desks: Some(providers),
+        live: Some(Live {
+            providers,
+            chains: Default::default(),
+        }),
         ..Options::default()
     })
     .await
@@ -440,7 +443,10 @@ async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_t
     providers.fixedfloat.api_key = FF_KEY.into();
     providers.fixedfloat.api_secret = FF_SECRET.into();
     let server = TestServer::start_with(Options {
-        live_desks: Some(providers),
+        live: Some(Live {
+            providers,
+            chains: Default::default(),
+        }),
         ..Options::default()
     })
     .await;

@@ -11,7 +11,7 @@ use swapd_core::market::{Direction, RateType};
 
 use super::{CreateRequest, Side};
 use crate::Catalog;
-use crate::transport::{Answer, Call, Transport};
+use swapd_http::{Answer, Call, Transport};
 
 /// ChangeNOW's public API root.
 pub const BASE_URL: &str = "https://api.changenow.io/v2/";

@@ -11,7 +11,7 @@ use swapd_core::market::{Direction, RateType};
 
 use super::{Choice, CreateOrder};
 use crate::Catalog;
-use crate::transport::{Answer, Call, Transport};
+use swapd_http::{Answer, Call, Transport};
 
 /// FixedFloat's public API root.
 pub const BASE_URL: &str = "https://ff.io/api/v2/";
@@ -116,6 +116,7 @@ impl FixedFloat {
         self.transport
             .post(call, method, body, &[(SIGN, signature)])
             .await
+            .map_err(DeskError::from)
     }
 }
 

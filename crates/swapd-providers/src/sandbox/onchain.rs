@@ -46,21 +46,6 @@ fn gas_fee(network: Network) -> Fee {
     }
 }
 
-/// The checks every wallet-signed route shares: the signer's namespace must be the source
-/// chain's.
-fn check_wallet(request: &QuoteRequest, id: &str) -> Result<(), ProviderError> {
-    let source = request.from.network.chain_namespace();
-    match &request.wallet {
-        Some(wallet) if wallet.namespace != source => {
-            Err(ProviderError::WalletUnsupported(format!(
-                "{id} routes from {} are signed by an {source} wallet, not {}",
-                request.from.code, wallet.namespace
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
 struct Terms {
     spread_bps: u32,
     deducted_fee: Amount,
@@ -224,7 +209,7 @@ impl Provider for Dex {
                 self.id
             )));
         }
-        check_wallet(request, self.id)?;
+        request.check_signer(self.id)?;
         quote_onchain(
             &self.feed,
             request,
@@ -328,15 +313,8 @@ impl Provider for Bridge {
                 self.id
             )));
         }
-        check_wallet(request, self.id)?;
-        let destination = to.network.chain_namespace();
-        let signer = request.signer_namespace().unwrap_or(destination);
-        if signer != destination && request.recipient.is_none() {
-            return Err(ProviderError::RecipientRequired(format!(
-                "bridging from an {signer} wallet to {} needs a recipientAddress on {}",
-                to.code, to.network
-            )));
-        }
+        request.check_signer(self.id)?;
+        request.check_recipient()?;
         // The relayer's fee: half a dollar of the output asset, deducted from it.
         let relayer_fee = swapd_core::market::pricing::from_usd(
             Amount::parse("0.5", 1).expect("literal"),
@@ -352,7 +330,7 @@ impl Provider for Bridge {
                 deducted_fee: relayer_fee,
                 min_usd: "5",
                 max_usd: "250000",
-                duration_secs: if destination == "solana" || from.network == Network::Solana {
+                duration_secs: if to.network == Network::Solana || from.network == Network::Solana {
                     45
                 } else {
                     90

@@ -13,7 +13,7 @@ use alloy_sol_types::{SolCall, sol};
 use base64::Engine;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use swapd_core::address::Network;
+use swapd_core::address::{Network, SOLANA_MAINNET_CAIP2};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::onchain::{ExecutionReport, ExecutionStatus, Outcome, Tracked};
@@ -53,8 +53,6 @@ sol! {
 
 /// The chain id bridges use for Solana mainnet (Relay's convention).
 pub const SOLANA_CHAIN_ID: u64 = 792_703_809;
-/// CAIP-2 id of Solana mainnet.
-pub const SOLANA_CAIP2: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 /// How EVM routers name the chain's native asset.
 pub const NATIVE_TOKEN: Address = Address::new([0xee; 20]);
 /// Wrapped SOL: how Solana programs name native SOL.
@@ -86,10 +84,9 @@ pub fn solana_program(provider: &str) -> [u8; 32] {
 }
 
 fn caip2(network: Network) -> String {
-    match network.evm_chain_id() {
-        Some(id) => format!("eip155:{id}"),
-        None => SOLANA_CAIP2.to_owned(),
-    }
+    network
+        .caip2()
+        .expect("onchain routes run on EVM chains and Solana")
 }
 
 fn base_units(amount: Amount, currency: &CurrencyDef) -> U256 {
@@ -474,7 +471,7 @@ fn solana_step(description: String, transaction: Vec<u8>) -> PlanStep {
         kind: "transaction".into(),
         description,
         chain_id: None,
-        chain: SOLANA_CAIP2.into(),
+        chain: SOLANA_MAINNET_CAIP2.into(),
         transaction: Some(PlanTransaction::Solana {
             serialized_transaction: base64::engine::general_purpose::STANDARD.encode(transaction),
         }),
@@ -734,6 +731,7 @@ mod tests {
             min_output: Amount::parse(min, to.precision).unwrap(),
             wallet_address: "0x1111111111111111111111111111111111111111".into(),
             recipient: None,
+            slippage_bps: 50,
             gasless: false,
             deadline_secs: 1_800_000_300,
         }
@@ -890,7 +888,7 @@ mod tests {
             u64::from_le_bytes(data[16..24].try_into().unwrap()),
             300_000_000
         );
-        assert_eq!(steps[0].chain, SOLANA_CAIP2);
+        assert_eq!(steps[0].chain, SOLANA_MAINNET_CAIP2);
         assert_eq!(steps[0].chain_id, None);
     }
 

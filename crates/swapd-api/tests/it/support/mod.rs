@@ -171,8 +171,15 @@ pub struct Options {
     pub ip_limits: (u32, u32),
     /// `security.request_timeout_ms`.
     pub request_timeout_ms: u64,
-    /// Live mode with these desks (`providers.live` and their settings) instead of the sandbox.
-    pub live_desks: Option<swapd::config::ProvidersConfig>,
+    /// Live mode with these providers (`providers.live` and their settings) instead of the
+    /// sandbox.
+    pub live: Option<Live>,
+}
+
+/// What a live-mode test server talks to: its providers, and the chains it reads.
+pub struct Live {
+    pub providers: swapd::config::ProvidersConfig,
+    pub chains: std::collections::BTreeMap<String, swapd::config::ChainConfig>,
 }
 
 /// Where x402 test payments go.
@@ -197,7 +204,7 @@ impl Default for Options {
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
             request_timeout_ms: 60_000,
-            live_desks: None,
+            live: None,
             ip_limits: (
                 swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
@@ -345,11 +352,14 @@ impl TestServer {
             config.security.ip_requests_per_second,
             config.security.ip_auth_failures_per_minute,
         ) = options.ip_limits;
-        if let Some(live) = options.live_desks {
+        if let Some(live) = options.live {
             config.mode = swapd_core::Mode::Live;
-            config.providers.live = live.live;
-            config.providers.changenow = live.changenow;
-            config.providers.fixedfloat = live.fixedfloat;
+            let providers = live.providers;
+            config.providers.live = providers.live;
+            config.providers.changenow = providers.changenow;
+            config.providers.fixedfloat = providers.fixedfloat;
+            config.providers.lifi = providers.lifi;
+            config.chains = live.chains;
         }
         config.node_id = swapd_core::ids::new_id("node_");
         config.x402.network = "eip155:8453".into();

@@ -1,15 +1,20 @@
-//! The HTTP transport the desks share: one base URL, a timeout on every call, `Retry-After`
-//! read, and a bounded retry with backoff for calls that change nothing at the desk. A call that
-//! opens or changes something is sent once: the caller reconciles instead.
+//! The outbound HTTP transport swapd's live providers (desks, onchain routes) and chain readers
+//! share: one base URL, a timeout on every call, `Retry-After` read, and a bounded retry with
+//! backoff for calls that change nothing upstream. A call that opens or changes something is
+//! sent once: the caller reconciles instead. What went wrong is said in swapd's words
+//! ([`Unreachable`]), never the upstream's.
 
 use std::time::Duration;
 
+pub use reqwest;
+
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use swapd_core::desk::DeskError;
+use swapd_core::provider::ProviderError;
 
 /// Attempts of a read before its last failure is returned.
 const READ_ATTEMPTS: u32 = 3;
-/// The first wait between attempts; it doubles, and a desk's `Retry-After` up to
+/// The first wait between attempts; it doubles, and an upstream's `Retry-After` up to
 /// [`MAX_WAIT`] replaces it.
 const FIRST_WAIT: Duration = Duration::from_millis(200);
 const MAX_WAIT: Duration = Duration::from_secs(2);
@@ -19,11 +24,32 @@ const MAX_WAIT: Duration = Duration::from_secs(2);
 pub enum Call {
     /// Reads nothing but state: retried (rate limits, 5xx, timeouts).
     Read,
-    /// Opens or changes something at the desk: sent once.
+    /// Opens or changes something upstream: sent once.
     Write,
 }
 
-/// A desk's answer: its status, body and `Retry-After`.
+/// The upstream could not be asked: it timed out, refused the connection, or the exchange broke
+/// off. `detail` is swapd's wording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    pub detail: String,
+}
+
+impl From<Unreachable> for DeskError {
+    fn from(unreachable: Unreachable) -> Self {
+        DeskError::Unavailable {
+            detail: unreachable.detail,
+        }
+    }
+}
+
+impl From<Unreachable> for ProviderError {
+    fn from(unreachable: Unreachable) -> Self {
+        ProviderError::Unavailable(unreachable.detail)
+    }
+}
+
+/// An upstream's answer: its status, body and `Retry-After`.
 #[derive(Debug)]
 pub struct Answer {
     pub status: u16,
@@ -32,12 +58,12 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// A 2xx answer read by `map`; anything else turned into the desk's error by `refused`.
-    pub fn read<T>(
+    /// A 2xx answer read by `map`; anything else turned into the upstream's error by `refused`.
+    pub fn read<T, E>(
         self,
-        map: impl FnOnce(&[u8]) -> Result<T, DeskError>,
-        refused: impl FnOnce(&Answer) -> DeskError,
-    ) -> Result<T, DeskError> {
+        map: impl FnOnce(&[u8]) -> Result<T, E>,
+        refused: impl FnOnce(&Answer) -> E,
+    ) -> Result<T, E> {
         if (200..300).contains(&self.status) {
             map(&self.body)
         } else {
@@ -47,22 +73,27 @@ impl Answer {
 }
 
 pub struct Transport {
-    desk: &'static str,
+    /// The upstream's name in swapd's messages (`ChangeNOW`, `LI.FI`).
+    upstream: &'static str,
+    /// The URL as configured: what an empty path names (a JSON-RPC endpoint).
+    root: reqwest::Url,
+    /// `root` ending in `/`, so relative paths join under it.
     base: reqwest::Url,
     http: reqwest::Client,
     timeout: Duration,
 }
 
 impl Transport {
-    /// `base_url` is the desk's API root (`https://api.changenow.io/v2/`); `headers` go on
+    /// `base_url` is the upstream's API root (`https://api.changenow.io/v2/`); `headers` go on
     /// every request (the API key).
     pub fn new(
-        desk: &'static str,
+        upstream: &'static str,
         base_url: &str,
         timeout: Duration,
         headers: HeaderMap,
     ) -> Result<Self, String> {
-        let mut base = reqwest::Url::parse(base_url).map_err(|e| format!("{base_url}: {e}"))?;
+        let root = reqwest::Url::parse(base_url).map_err(|e| format!("{base_url}: {e}"))?;
+        let mut base = root.clone();
         if !base.path().ends_with('/') {
             let path = format!("{}/", base.path());
             base.set_path(&path);
@@ -73,7 +104,8 @@ impl Transport {
             .build()
             .map_err(|e| e.to_string())?;
         Ok(Self {
-            desk,
+            upstream,
+            root,
             base,
             http,
             timeout,
@@ -81,19 +113,20 @@ impl Transport {
     }
 
     /// `GET path?query`.
-    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Answer, DeskError> {
+    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Answer, Unreachable> {
         self.send(Call::Read, || self.http.get(self.url(path)).query(query))
             .await
     }
 
-    /// `POST path` with a JSON body sent exactly as given, and extra headers (a signature).
+    /// `POST path` with a JSON body sent exactly as given, and extra headers (a signature). An
+    /// empty `path` posts to the URL as configured.
     pub async fn post(
         &self,
         call: Call,
         path: &str,
         body: &str,
         headers: &[(HeaderName, HeaderValue)],
-    ) -> Result<Answer, DeskError> {
+    ) -> Result<Answer, Unreachable> {
         self.send(call, || {
             let mut request = self
                 .http
@@ -112,6 +145,9 @@ impl Transport {
     }
 
     fn url(&self, path: &str) -> reqwest::Url {
+        if path.is_empty() {
+            return self.root.clone();
+        }
         self.base.join(path).expect("relative paths join")
     }
 
@@ -121,7 +157,7 @@ impl Transport {
         &self,
         call: Call,
         request: impl Fn() -> reqwest::RequestBuilder,
-    ) -> Result<Answer, DeskError> {
+    ) -> Result<Answer, Unreachable> {
         let attempts = match call {
             Call::Read => READ_ATTEMPTS,
             Call::Write => 1,
@@ -140,10 +176,10 @@ impl Transport {
             }
             let pause = retry_after.unwrap_or(wait).min(MAX_WAIT);
             tracing::debug!(
-                desk = self.desk,
+                upstream = self.upstream,
                 attempt,
                 ?pause,
-                "desk call failed; retrying"
+                "upstream call failed; retrying"
             );
             tokio::time::sleep(pause).await;
             wait = wait.saturating_mul(2);
@@ -151,7 +187,7 @@ impl Transport {
         }
     }
 
-    async fn once(&self, request: reqwest::RequestBuilder) -> Result<Answer, DeskError> {
+    async fn once(&self, request: reqwest::RequestBuilder) -> Result<Answer, Unreachable> {
         let failed = |error: reqwest::Error| self.unavailable(&error);
         let response = request.timeout(self.timeout).send().await.map_err(failed)?;
         let status = response.status().as_u16();
@@ -165,21 +201,21 @@ impl Transport {
     }
 
     /// What went wrong, said plainly: timed out, no connection, or the exchange failed.
-    fn unavailable(&self, error: &reqwest::Error) -> DeskError {
-        let desk = self.desk;
+    fn unavailable(&self, error: &reqwest::Error) -> Unreachable {
+        let upstream = self.upstream;
         let detail = if error.is_timeout() {
-            format!("{desk} timed out after {} ms", self.timeout.as_millis())
+            format!("{upstream} timed out after {} ms", self.timeout.as_millis())
         } else if error.is_connect() {
-            format!("cannot connect to {desk}")
+            format!("cannot connect to {upstream}")
         } else {
-            format!("the exchange with {desk} failed")
+            format!("the exchange with {upstream} failed")
         };
-        tracing::warn!(desk, error = %error, "desk call failed");
-        DeskError::Unavailable { detail }
+        tracing::warn!(upstream, error = %error, "upstream call failed");
+        Unreachable { detail }
     }
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is not used by the desks).
+/// `Retry-After` in seconds (the HTTP-date form is not used by the upstreams swapd calls).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     headers
         .get(RETRY_AFTER)?

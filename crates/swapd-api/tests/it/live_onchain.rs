@@ -1,0 +1,431 @@
+//! Live onchain routes on a real EVM chain: a local hardhat node (chain id 8453, installed by
+//! `.ci/run` from `tests/npm-chain/package-lock.json`) runs a real ERC-20 at USDC's Base address
+//! and a router that pays it out. A fake LI.FI that the test controls serves quotes whose
+//! `transactionRequest` calls that router; the test's wallet signs and broadcasts the plan's
+//! transaction, and swapd follows the real receipt, reads the real `Transfer` log and reports
+//! what actually arrived. A transaction that reverts on chain ends as `failed`.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
+use alloy_eips::eip2718::Encodable2718;
+use alloy_network::TxSignerSync;
+use alloy_primitives::{Address, Bytes, TxKind, U256, address};
+use alloy_signer_local::PrivateKeySigner;
+use alloy_sol_types::{SolCall, sol};
+use serde_json::{Value, json};
+use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::support::{Live, Options, Resp, TestKey, TestServer};
+
+sol! {
+    function mint(address to, uint256 value) external;
+    function balanceOf(address owner) external view returns (uint256);
+    function swapNativeForToken(address token, uint256 amountOut, uint256 minAmountOut, address recipient) external payable;
+}
+
+const USDC_BASE: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+/// Where the fake LI.FI's transactions go: LI.FI's diamond address, running the test router.
+const ROUTER: Address = address!("1231DEB6f5749EF6cE6943a275A1D3E7486F4EaE");
+/// Hardhat's first account: unlocked on the node, it sets the chain up.
+const DEPLOYER: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+const TOKEN: &str = "X-Onchain-Execution-Access-Token";
+
+fn chain_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/npm-chain")
+}
+
+/// A hardhat node on a free port, stopped when dropped.
+struct LocalChain {
+    child: Child,
+    url: String,
+    http: reqwest::Client,
+}
+
+impl Drop for LocalChain {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl LocalChain {
+    async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("node_modules/.bin/hardhat")
+            .args([
+                "--config",
+                "hardhat.config.cjs",
+                "node",
+                "--hostname",
+                "127.0.0.1",
+            ])
+            .args(["--port", &port.to_string()])
+            .current_dir(chain_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the hardhat node");
+        let chain = LocalChain {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+        };
+        for _ in 0..600 {
+            if let Ok(id) = chain.try_rpc("eth_chainId", json!([])).await {
+                assert_eq!(id, "0x2105", "the local chain runs as Base (8453)");
+                return chain;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the hardhat node did not start within 60 s");
+    }
+
+    async fn try_rpc(&self, method: &str, params: Value) -> Result<Value, Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let answer: Value = self
+            .http
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| json!(e.to_string()))?
+            .json()
+            .await
+            .map_err(|e| json!(e.to_string()))?;
+        match answer.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(answer["result"].clone()),
+        }
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Value {
+        self.try_rpc(method, params)
+            .await
+            .unwrap_or_else(|error| panic!("{method}: {error}"))
+    }
+
+    async fn mine(&self) {
+        self.rpc("evm_mine", json!([])).await;
+    }
+
+    async fn token_balance(&self, owner: Address) -> U256 {
+        let data = balanceOfCall { owner }.abi_encode();
+        let result = self
+            .rpc(
+                "eth_call",
+                json!([{"to": USDC_BASE, "data": Bytes::from(data)}, "latest"]),
+            )
+            .await;
+        U256::from_str_radix(result.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+
+    /// Places the test contracts (compiled here by solc-js) at USDC's and the router's
+    /// addresses, and gives the router USDC to pay out.
+    async fn deploy(&self) {
+        let output = Command::new("node")
+            .arg("compile.mjs")
+            .current_dir(chain_dir())
+            .output()
+            .expect("run node compile.mjs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let runtime: Value = serde_json::from_slice(&output.stdout).unwrap();
+        self.rpc("hardhat_setCode", json!([USDC_BASE, runtime["TestToken"]]))
+            .await;
+        self.rpc("hardhat_setCode", json!([ROUTER, runtime["TestRouter"]]))
+            .await;
+        let mint = mintCall {
+            to: ROUTER,
+            value: U256::from(1_000_000_000u64),
+        }
+        .abi_encode();
+        self.rpc(
+            "eth_sendTransaction",
+            json!([{"from": DEPLOYER, "to": USDC_BASE, "data": Bytes::from(mint)}]),
+        )
+        .await;
+    }
+
+    /// Signs `transaction` (a plan step's) with `wallet` and broadcasts it; its hash.
+    async fn sign_and_send(&self, wallet: &PrivateKeySigner, transaction: &Value) -> String {
+        let nonce = self
+            .rpc(
+                "eth_getTransactionCount",
+                json!([wallet.address(), "pending"]),
+            )
+            .await;
+        let quantity = |value: &Value| value.as_str().unwrap().parse::<u64>().unwrap();
+        let mut tx = TxEip1559 {
+            chain_id: 8453,
+            nonce: u64::from_str_radix(nonce.as_str().unwrap().trim_start_matches("0x"), 16)
+                .unwrap(),
+            gas_limit: quantity(&transaction["gas"]),
+            max_fee_per_gas: 20_000_000_000,
+            max_priority_fee_per_gas: 1_000_000_000,
+            to: TxKind::Call(transaction["to"].as_str().unwrap().parse().unwrap()),
+            value: transaction["value"].as_str().unwrap().parse().unwrap(),
+            access_list: Default::default(),
+            input: transaction["data"].as_str().unwrap().parse().unwrap(),
+        };
+        let signature = wallet.sign_transaction_sync(&mut tx).unwrap();
+        let envelope = TxEnvelope::from(tx.into_signed(signature));
+        let hash = envelope.tx_hash().to_string();
+        let raw = Bytes::from(envelope.encoded_2718());
+        // A transaction that reverts is still mined; hardhat answers it with an error.
+        let _ = self.try_rpc("eth_sendRawTransaction", json!([raw])).await;
+        hash
+    }
+}
+
+/// A fake LI.FI: quotes ETH → USDC on Base whose transaction calls the router. An input of
+/// 0.01 ETH pays 30.000123 USDC (more than quoted: the chain decides); 0.02 ETH asks the router
+/// for less than its own minimum, so the transaction reverts on chain.
+struct FakeLiFi {
+    recipient: Address,
+}
+
+impl Respond for FakeLiFi {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let query: std::collections::HashMap<String, String> =
+            request.url.query_pairs().into_owned().collect();
+        let from_amount = query["fromAmount"].clone();
+        let (to_amount, to_amount_min, paid) = match from_amount.as_str() {
+            "10000000000000000" => (30_000_000u64, 29_850_000u64, 30_000_123u64),
+            "20000000000000000" => (60_000_000, 59_700_000, 59_000_000),
+            other => return ResponseTemplate::new(404).set_body_json(json!({"message": other})),
+        };
+        let data = swapNativeForTokenCall {
+            token: USDC_BASE,
+            amountOut: U256::from(paid),
+            minAmountOut: U256::from(to_amount_min),
+            recipient: self.recipient,
+        }
+        .abi_encode();
+        let value = format!("{:#x}", from_amount.parse::<u128>().unwrap());
+        let token = |address: &str, decimals: u8| json!({"address": address, "decimals": decimals, "chainId": 8453, "symbol": "T"});
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "lifi-e2e", "type": "lifi", "tool": "testdex",
+            "action": {
+                "fromChainId": 8453, "toChainId": 8453,
+                "fromToken": token("0x0000000000000000000000000000000000000000", 18),
+                "toToken": token("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", 6),
+                "fromAmount": from_amount, "slippage": 0.005,
+                "fromAddress": query["fromAddress"], "toAddress": query["fromAddress"]
+            },
+            "estimate": {
+                "tool": "testdex", "fromAmount": from_amount,
+                "toAmount": to_amount.to_string(), "toAmountMin": to_amount_min.to_string(),
+                "approvalAddress": ROUTER, "feeCosts": [], "gasCosts": [], "executionDuration": 5
+            },
+            "transactionRequest": {
+                "to": ROUTER, "data": Bytes::from(data), "value": value,
+                "gasLimit": "0x30d40", "from": query["fromAddress"], "chainId": 8453
+            }
+        }))
+    }
+}
+
+fn data(resp: &Resp) -> &Value {
+    assert_eq!(resp.status, 200, "body: {}", resp.body);
+    &resp.body["data"]
+}
+
+async fn plan_for(server: &TestServer, key: &TestKey, wallet: Address, amount: &str) -> Value {
+    let query = format!("fromCcy=ETHBASE&toCcy=USDCBASE&amount={amount}&walletAddress={wallet}");
+    let resp = server.call(key, "GET", "/api/v3/routes", &query, b"").await;
+    let cards = data(&resp)["routes"].as_array().unwrap().clone();
+    let card = cards
+        .iter()
+        .find(|card| card["executionProvider"] == "lifi")
+        .unwrap_or_else(|| panic!("no LI.FI card in {cards:?}"));
+    assert_eq!(card["isAvailable"], true, "{card}");
+    assert_eq!(card["executionType"], "onchain");
+    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet});
+    let resp = server
+        .call(
+            key,
+            "POST",
+            "/api/v3/onchain/routes/resolve",
+            "",
+            &serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+    data(&resp).clone()
+}
+
+async fn report(server: &TestServer, key: &TestKey, plan: &Value, tx_hash: &str) -> Resp {
+    let body = json!({
+        "executionPlanId": plan["executionPlanId"],
+        "chainNamespace": "eip155",
+        "walletAddress": plan["walletAddress"],
+        "txHash": tx_hash,
+    });
+    let request = server
+        .sign(
+            key,
+            "POST",
+            "/api/v3/onchain/executions",
+            "",
+            &serde_json::to_vec(&body).unwrap(),
+        )
+        .set(TOKEN, plan["executionAccessToken"].as_str().unwrap());
+    server.send(&request).await
+}
+
+async fn execution(server: &TestServer, key: &TestKey, plan: &Value) -> Value {
+    let id = plan["executionPlanId"].as_str().unwrap();
+    let request = server
+        .sign(
+            key,
+            "GET",
+            &format!("/api/v3/onchain/executions/{id}"),
+            "",
+            b"",
+        )
+        .set(TOKEN, plan["executionAccessToken"].as_str().unwrap());
+    data(&server.send(&request).await).clone()
+}
+
+/// One tracker pass, a little later.
+async fn track(server: &TestServer) {
+    server.clock.advance_ms(1_000);
+    server.tracker.run_due().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
+    if !chain_dir().join("node_modules/.bin/hardhat").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: npm ci --prefix tests/npm-chain (.ci/run does)"
+        );
+        println!("SKIPPED: run `npm ci --prefix tests/npm-chain` to install the local chain");
+        return;
+    }
+    let chain = LocalChain::start().await;
+    chain.deploy().await;
+    let wallet = PrivateKeySigner::random();
+    chain
+        .rpc(
+            "hardhat_setBalance",
+            json!([wallet.address(), "0xde0b6b3a7640000"]),
+        )
+        .await;
+
+    let lifi = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/quote"))
+        .respond_with(FakeLiFi {
+            recipient: wallet.address(),
+        })
+        .mount(&lifi)
+        .await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["lifi".into()];
+    providers.lifi.base_url = format!("{}/v1/", lifi.uri());
+    providers.lifi.timeout_ms = 5_000;
+    let chains = [(
+        "base".to_owned(),
+        swapd::config::ChainConfig {
+            rpc_url: chain.url.clone(),
+            confirmations: Some(2),
+            timeout_ms: 5_000,
+        },
+    )]
+    .into();
+    let server = TestServer::start_with(Options {
+        live: Some(Live { providers, chains }),
+        ..Options::default()
+    })
+    .await;
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+
+    // The plan: one router call carrying 0.01 ETH (no approval for a native input).
+    let plan = plan_for(&server, &key, wallet.address(), "0.01").await;
+    assert_eq!(plan["executionProvider"], "lifi");
+    assert_eq!(plan["expectedOutputAmount"], "30");
+    assert_eq!(plan["minOutputAmount"], "29.85");
+    let steps = plan["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1);
+    let transaction = &steps[0]["transaction"];
+    assert_eq!(transaction["to"], ROUTER.to_checksum(None));
+    assert_eq!(transaction["value"], "10000000000000000");
+    assert_eq!(transaction["gas"], "200000");
+    assert_eq!(steps[0]["chain"], "eip155:8453");
+
+    // The wallet signs and broadcasts it; hardhat mines it at once.
+    let hash = chain.sign_and_send(&wallet, transaction).await;
+    let submitted = report(&server, &key, &plan, &hash).await;
+    assert_eq!(data(&submitted)["status"], "submitted");
+
+    // Mined, one confirmation of the two configured.
+    track(&server).await;
+    let pending = execution(&server, &key, &plan).await;
+    assert_eq!(pending["status"], "pending", "{pending}");
+    assert_eq!(pending["substatus"], "source_confirming");
+    assert_eq!(pending["txHashes"][0]["txHash"], hash);
+    assert_eq!(pending["txHashes"][0]["chain"], "eip155:8453");
+
+    chain.mine().await;
+    track(&server).await;
+    let done = execution(&server, &key, &plan).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["outcome"], "completed");
+    assert_eq!(done["terminal"], true);
+    assert_eq!(done["receivedToken"], "USDCBASE");
+    // What the receipt's Transfer log paid, not the quote's 30.
+    assert_eq!(done["receivedAmount"], "30.000123");
+    assert_eq!(
+        chain.token_balance(wallet.address()).await,
+        U256::from(30_000_123u64)
+    );
+
+    // A transaction that reverts on chain: the execution fails once the revert is final.
+    let plan = plan_for(&server, &key, wallet.address(), "0.02").await;
+    let hash = chain
+        .sign_and_send(&wallet, &plan["steps"][0]["transaction"])
+        .await;
+    let receipt = chain.rpc("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(
+        receipt["status"], "0x0",
+        "the router refuses below its minimum"
+    );
+    assert_eq!(
+        data(&report(&server, &key, &plan, &hash).await)["status"],
+        "submitted"
+    );
+    chain.mine().await;
+    track(&server).await;
+    let failed = execution(&server, &key, &plan).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["substatus"], "reverted");
+    assert_eq!(failed["terminal"], true);
+    assert_eq!(failed["receivedAmount"], Value::Null);
+    assert_eq!(
+        chain.token_balance(wallet.address()).await,
+        U256::from(30_000_123u64),
+        "nothing more arrived"
+    );
+
+    // Neither execution needed LI.FI's status API: a swap on one chain is judged on the chain.
+    let asked: Vec<String> = lifi
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| request.url.path().to_owned())
+        .collect();
+    assert!(asked.iter().all(|path| path == "/v1/quote"), "{asked:?}");
+}

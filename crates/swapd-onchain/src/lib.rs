@@ -1,0 +1,52 @@
+//! swapd's live onchain route providers and the chain readers that follow their executions.
+//! Each provider's module holds its wire format (`wire`) and the pure functions that map it
+//! onto `swapd_core::provider`; its client sends them over the shared HTTP transport
+//! (`swapd-http`). Chain readers implement `swapd_core::chain` over a node's JSON-RPC.
+
+pub mod evm_rpc;
+pub mod lifi;
+
+use std::sync::Arc;
+
+use alloy_primitives::U256;
+use serde::de::DeserializeOwned;
+use swapd_core::address::Network;
+use swapd_core::amount::{Amount, Rounding};
+use swapd_core::chain::EvmChain;
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::provider::ProviderError;
+
+/// The chains swapd reads, by network (`[chains.<network>]`).
+#[derive(Clone, Default)]
+pub struct Chains {
+    evm: Vec<Arc<dyn EvmChain>>,
+}
+
+impl Chains {
+    pub fn new(evm: Vec<Arc<dyn EvmChain>>) -> Self {
+        Self { evm }
+    }
+
+    /// The reader of `network`, when one is configured.
+    pub fn evm(&self, network: Network) -> Option<&Arc<dyn EvmChain>> {
+        self.evm.iter().find(|chain| chain.network() == network)
+    }
+}
+
+/// `amount` of `currency` in its base units (an amount never holds more digits than these).
+fn units(amount: Amount, currency: &CurrencyDef) -> U256 {
+    amount.rescale(currency.decimals, Rounding::Down).units()
+}
+
+/// A provider's JSON answer, or `Unavailable` when it is not the shape documented.
+fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProviderError> {
+    serde_json::from_slice(body).map_err(|error| {
+        use serde_json::error::Category;
+        let what = match error.classify() {
+            Category::Syntax | Category::Io => "not JSON",
+            Category::Eof => "cut short",
+            Category::Data => "unexpected fields or types",
+        };
+        ProviderError::Unavailable(format!("the provider answered malformed JSON ({what})"))
+    })
+}
