@@ -33,6 +33,9 @@ pub struct EvmReceipt {
     /// `status` 1: executed; 0: reverted.
     pub success: bool,
     pub logs: Vec<EvmLog>,
+    /// Who sent it, and what its gas cost them (`gasUsed × effectiveGasPrice`).
+    pub from: Address,
+    pub gas_paid: U256,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,6 +43,13 @@ pub enum ChainError {
     /// The node timed out, refused, or answered something unusable; ask again later.
     #[error("{0}")]
     Unavailable(String),
+}
+
+impl From<ChainError> for crate::provider::ProviderError {
+    fn from(error: ChainError) -> Self {
+        let ChainError::Unavailable(detail) = error;
+        crate::provider::ProviderError::Unavailable(detail)
+    }
 }
 
 /// Reads one EVM chain through its node.
@@ -52,6 +62,8 @@ pub trait EvmChain: Send + Sync + 'static {
     async fn receipt(&self, tx_hash: &str) -> Result<Option<EvmReceipt>, ChainError>;
     /// The number of the latest block.
     async fn head(&self) -> Result<u64, ChainError>;
+    /// `address`'s balance of the chain's coin at the end of block `block`.
+    async fn balance(&self, address: Address, block: u64) -> Result<U256, ChainError>;
 }
 
 /// Where a reported source transaction stands on its chain.
@@ -116,6 +128,26 @@ pub fn transferred_to(logs: &[EvmLog], token: Address, recipient: Address) -> U2
         })
 }
 
+/// What a transaction paid `recipient` in the chain's coin (which leaves no log): its balance
+/// after the transaction's block less before, plus the gas the recipient paid when it sent the
+/// transaction, plus the value it sent with it. Exact when no other transaction of that block
+/// moved the recipient's coin. `None` when nothing arrived.
+pub fn native_received(
+    before: U256,
+    after: U256,
+    receipt: &EvmReceipt,
+    recipient: Address,
+    value_sent: U256,
+) -> Option<U256> {
+    let spent = if receipt.from == recipient {
+        receipt.gas_paid.saturating_add(value_sent)
+    } else {
+        U256::ZERO
+    };
+    let received = after.saturating_add(spent).checked_sub(before)?;
+    (!received.is_zero()).then_some(received)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,7 +170,33 @@ mod tests {
             block_number,
             success,
             logs: Vec::new(),
+            from: ALICE,
+            gas_paid: U256::from(21_000u64),
         }
+    }
+
+    #[test]
+    fn coin_received_counts_back_what_the_recipient_spent_on_the_transaction() {
+        let sent = receipt(5, true);
+        let ether = |units: u64| U256::from(units);
+        // Alice sent it: she paid 21000 gas and 7 of value, and is 1000 up after it.
+        assert_eq!(
+            native_received(ether(100_000), ether(101_000), &sent, ALICE, ether(7)),
+            Some(ether(22_007))
+        );
+        // Bob only received.
+        assert_eq!(
+            native_received(ether(5), ether(505), &sent, BOB, ether(7)),
+            Some(ether(500))
+        );
+        assert_eq!(
+            native_received(ether(5), ether(5), &sent, BOB, ether(0)),
+            None
+        );
+        assert_eq!(
+            native_received(ether(5), ether(1), &sent, BOB, ether(0)),
+            None
+        );
     }
 
     #[test]

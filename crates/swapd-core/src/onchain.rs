@@ -82,6 +82,9 @@ pub struct ExecutionPlan {
     pub slippage_bps: u32,
     pub gasless: bool,
     pub steps: Vec<PlanStep>,
+    /// What the provider keeps for later (`swapd_core::provider::BuiltPlan`); never shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_state: Option<serde_json::Value>,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
 
@@ -91,6 +94,9 @@ pub struct ExecutionPlan {
     pub outcome: Option<Outcome>,
     pub report: Option<ExecutionReport>,
     pub reported_at_ms: Option<i64>,
+    /// When a gasless report's signatures were passed on to the provider's relayer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed_at_ms: Option<i64>,
     pub tx_hashes: Vec<ExecutionTx>,
     pub received_amount: Option<String>,
     pub received_token: Option<String>,
@@ -135,6 +141,7 @@ pub struct NewPlan {
     pub slippage_bps: u32,
     pub gasless: bool,
     pub steps: Vec<PlanStep>,
+    pub provider_state: Option<serde_json::Value>,
     pub now_ms: i64,
     pub expires_at_ms: i64,
 }
@@ -160,6 +167,7 @@ impl ExecutionPlan {
             slippage_bps: new.slippage_bps,
             gasless: new.gasless,
             steps: new.steps,
+            provider_state: new.provider_state,
             created_at_ms: new.now_ms,
             expires_at_ms: new.expires_at_ms,
             version: 1,
@@ -175,6 +183,7 @@ impl ExecutionPlan {
             outcome: None,
             report: None,
             reported_at_ms: None,
+            relayed_at_ms: None,
             tx_hashes: Vec::new(),
             received_amount: None,
             received_token: None,
@@ -256,6 +265,33 @@ impl ExecutionPlan {
         self.received_token = tracked.received_token;
         self.touch(now_ms, (!terminal).then_some(next_check_ms));
         true
+    }
+
+    /// The signatures of a gasless report not yet passed on to the provider's relayer.
+    pub fn signatures_to_relay(&self) -> Option<&[SignedStep]> {
+        match (&self.report, self.relayed_at_ms) {
+            (Some(ExecutionReport::Signatures { signatures }), None) => Some(signatures),
+            _ => None,
+        }
+    }
+
+    /// Records that the relayer has the signatures (and its new state, when it gave one). The
+    /// look at the execution that follows in the same pass makes the new version that saves
+    /// both.
+    pub fn relayed(&mut self, provider_state: Option<serde_json::Value>, now_ms: i64) {
+        if provider_state.is_some() {
+            self.provider_state = provider_state;
+        }
+        self.relayed_at_ms = Some(now_ms);
+        self.substatus = Some("relayed".into());
+        self.updated_at_ms = now_ms;
+    }
+
+    /// Ends an execution whose relayer refused its signatures: nothing was submitted.
+    pub fn relay_refused(&mut self, now_ms: i64) {
+        self.status = ExecutionStatus::Failed;
+        self.substatus = Some("relay_refused".into());
+        self.touch(now_ms, None);
     }
 
     /// Expires a plan nothing was reported for once its time is up. `true` when it did.
@@ -576,6 +612,7 @@ mod tests {
             slippage_bps: 50,
             gasless,
             steps: Vec::new(),
+            provider_state: None,
             created_at_ms: 0,
             expires_at_ms: 1_000,
             version: 1,
@@ -584,6 +621,7 @@ mod tests {
             outcome: None,
             report: None,
             reported_at_ms: None,
+            relayed_at_ms: None,
             tx_hashes: Vec::new(),
             received_amount: None,
             received_token: None,
@@ -677,6 +715,46 @@ mod tests {
         assert_eq!(plan.next_check_at_ms, None);
         assert!(!plan.apply_tracked(tracked(ExecutionStatus::Failed, "reverted"), 17, 18));
         assert_eq!(plan.outcome, Some(Outcome::Completed));
+    }
+
+    #[test]
+    fn gasless_signatures_are_relayed_once_and_a_refusal_ends_the_execution() {
+        let mut relayed = plan(true);
+        assert_eq!(relayed.signatures_to_relay(), None, "nothing reported yet");
+        let signatures = vec![SignedStep {
+            signature_id: "sig_1".into(),
+            purpose: "order".into(),
+            signature: "0x01".into(),
+        }];
+        relayed
+            .accept_report(
+                ExecutionReport::Signatures {
+                    signatures: signatures.clone(),
+                },
+                10,
+            )
+            .unwrap();
+        assert_eq!(relayed.signatures_to_relay(), Some(signatures.as_slice()));
+        let version = relayed.version;
+        relayed.relayed(Some(serde_json::json!({"tradeHash": "0x1"})), 20);
+        // Saved by the look that follows in the same pass: one new version for both.
+        assert_eq!(relayed.version, version);
+        assert_eq!(relayed.signatures_to_relay(), None);
+        assert_eq!(relayed.provider_state.as_ref().unwrap()["tradeHash"], "0x1");
+        assert_eq!(relayed.substatus.as_deref(), Some("relayed"));
+
+        let mut refused = plan(true);
+        refused
+            .accept_report(ExecutionReport::Signatures { signatures }, 10)
+            .unwrap();
+        refused.relay_refused(30);
+        assert_eq!(refused.status, ExecutionStatus::Failed);
+        assert_eq!(refused.substatus.as_deref(), Some("relay_refused"));
+        assert_eq!(refused.next_check_at_ms, None);
+        // Only reports carrying signatures are relayed.
+        let mut with_tx = plan(false);
+        with_tx.accept_report(tx("0xa"), 10).unwrap();
+        assert_eq!(with_tx.signatures_to_relay(), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use crate::amount::Amount;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, ExecutionType, RateType};
-use crate::onchain::{ExecutionPlan, ExecutionReport, Tracked};
+use crate::onchain::{ExecutionPlan, ExecutionReport, SignedStep, Tracked};
 
 /// The longest building a plan may take at a provider: longer than a quote's deadline, since a
 /// live provider builds the transaction for the wallet anew (and simulates it).
@@ -242,6 +242,24 @@ pub struct PlanRequest {
     pub deadline_secs: i64,
 }
 
+/// What a provider built for a plan: the steps the wallet performs, and what the provider needs
+/// later to pass signatures on or to follow the execution (its request id, the endpoints its
+/// signatures go to). The state is stored with the plan and never shown to clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltPlan {
+    pub steps: Vec<swapd_types::onchain::PlanStep>,
+    pub provider_state: Option<serde_json::Value>,
+}
+
+impl From<Vec<swapd_types::onchain::PlanStep>> for BuiltPlan {
+    fn from(steps: Vec<swapd_types::onchain::PlanStep>) -> Self {
+        Self {
+            steps,
+            provider_state: None,
+        }
+    }
+}
+
 /// A reported execution to look up.
 #[derive(Debug, Clone, Copy)]
 pub struct TrackRequest<'a> {
@@ -270,15 +288,26 @@ pub trait Provider: Send + Sync + 'static {
 
     /// Builds the steps a wallet performs to execute an onchain route. Offchain providers build
     /// none.
-    async fn build_plan(
-        &self,
-        request: &PlanRequest,
-    ) -> Result<Vec<swapd_types::onchain::PlanStep>, ProviderError> {
+    async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         let _ = request;
         Err(ProviderError::PairUnsupported(format!(
             "{} opens offchain exchanges and builds no onchain plans",
             self.info().id
         )))
+    }
+
+    /// Passes a gasless plan's verified signatures on to the relayer that submits them, once,
+    /// before the execution is tracked. An answer that the relayer already has them is `Ok`;
+    /// `Unavailable` is asked again later; any other error ends the execution. `Some` state
+    /// replaces the plan's provider state (a relayer's trade id). Providers whose gasless plans
+    /// need no relaying (the sandbox's) answer `Ok(None)`.
+    async fn relay_signatures(
+        &self,
+        plan: &ExecutionPlan,
+        signatures: &[SignedStep],
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        let _ = (plan, signatures);
+        Ok(None)
     }
 
     /// Where a reported onchain execution stands.

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use alloy_primitives::{Address, B256, Bytes, U64};
+use alloy_primitives::{Address, B256, Bytes, U64, U256};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -99,6 +99,11 @@ pub struct WireReceipt {
     pub block_number: U64,
     pub status: U64,
     pub logs: Vec<WireLog>,
+    pub from: Address,
+    pub gas_used: U256,
+    /// Absent on some pre-London chains' receipts: then the gas price is unknown here.
+    #[serde(default)]
+    pub effective_gas_price: Option<U256>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,6 +120,10 @@ impl From<WireReceipt> for EvmReceipt {
         EvmReceipt {
             block_number: wire.block_number.to::<u64>(),
             success: wire.status == U64::from(1),
+            from: wire.from,
+            gas_paid: wire
+                .gas_used
+                .saturating_mul(wire.effective_gas_price.unwrap_or_default()),
             logs: wire
                 .logs
                 .into_iter()
@@ -151,6 +160,14 @@ impl EvmChain for EvmRpc {
         let head: U64 = self.call("eth_blockNumber", serde_json::json!([])).await?;
         Ok(head.to::<u64>())
     }
+
+    async fn balance(&self, address: Address, block: u64) -> Result<U256, ChainError> {
+        self.call(
+            "eth_getBalance",
+            serde_json::json!([address, format!("{block:#x}")]),
+        )
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +180,7 @@ mod tests {
     /// The log of providers.md §8.1 in a receipt.
     const RECEIPT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{
         "blockNumber":"0x26cb170","status":"0x1","transactionHash":"0x1f7d7a104380670016abac815a01820029b366a9c3ef82da9f655e3dcaa950bc",
+        "from":"0x65081cb48d74a32e9ccfed75164b8c09972dbcf1","gasUsed":"0x5208","effectiveGasPrice":"0x3b9aca00",
         "logs":[{"address":"0x4200000000000000000000000000000000000006",
           "topics":["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
                     "0x00000000000000000000000065081cb48d74a32e9ccfed75164b8c09972dbcf1",
@@ -201,6 +219,32 @@ mod tests {
         assert_eq!(receipt.logs.len(), 1, "the removed log is dropped");
         assert_eq!(receipt.logs[0].topics[0], TRANSFER_TOPIC);
         assert_eq!(receipt.logs[0].data.len(), 32);
+        // 21000 gas at 1 gwei.
+        assert_eq!(receipt.gas_paid, U256::from(21_000_000_000_000u64));
+    }
+
+    #[tokio::test]
+    async fn balances_are_read_at_a_block() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(body_partial_json(serde_json::json!({
+                "method": "eth_getBalance",
+                "params": ["0x65081cb48d74a32e9ccfed75164b8c09972dbcf1", "0x64"]
+            })))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_string(r#"{"jsonrpc":"2.0","id":1,"result":"0xde0b6b3a7640000"}"#),
+            )
+            .mount(&server)
+            .await;
+        let rpc = EvmRpc::new(Network::Base, &server.uri(), 2, Duration::from_secs(2)).unwrap();
+        let owner: Address = "0x65081cb48d74a32e9ccfed75164b8c09972dbcf1"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            rpc.balance(owner, 100).await.unwrap(),
+            U256::from(1_000_000_000_000_000_000u64)
+        );
     }
 
     #[tokio::test]

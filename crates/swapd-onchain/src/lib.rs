@@ -5,10 +5,16 @@
 
 pub mod evm_rpc;
 pub mod lifi;
+pub mod relay;
+#[cfg(test)]
+mod scripted;
+mod tracking;
+pub mod zerox;
 
 use std::sync::Arc;
 
-use alloy_primitives::U256;
+use alloy_primitives::{Address, U256};
+use alloy_sol_types::{SolCall, sol};
 use serde::de::DeserializeOwned;
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
@@ -31,6 +37,22 @@ impl Chains {
     pub fn evm(&self, network: Network) -> Option<&Arc<dyn EvmChain>> {
         self.evm.iter().find(|chain| chain.network() == network)
     }
+}
+
+sol! {
+    /// ERC-20.
+    function approve(address spender, uint256 amount) external returns (bool);
+}
+
+/// The calldata of an ERC-20 `approve(spender, amount)`, `0x`-prefixed hex.
+fn approve_calldata(spender: Address, amount: U256) -> String {
+    hex(&approveCall { spender, amount }.abi_encode())
+}
+
+/// `0x`-prefixed lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("0x{digits}")
 }
 
 /// `amount` of `currency` in its base units (an amount never holds more digits than these).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use swapd_core::market::Market;
 use swapd_core::onchain::ExecutionPlan;
-use swapd_core::provider::TrackRequest;
+use swapd_core::provider::{ProviderError, TRACK_DEADLINE, TrackRequest};
 use swapd_core::{Clock, Store};
 
 /// Plans looked at per pass.
@@ -61,43 +61,58 @@ impl ExecutionTracker {
     async fn step(&self, mut plan: ExecutionPlan) -> Result<(), swapd_core::StoreError> {
         let now_ms = self.clock.now_ms();
         let next_check_ms = now_ms + self.poll_interval_ms;
-        if !plan.expire_if_due(now_ms) {
-            let Some(report) = plan.report.clone() else {
-                // Awaiting its report and not expired yet: look again when it would expire.
-                plan.reschedule(plan.expires_at_ms);
-                return self.save(&plan).await;
-            };
-            let reported_at_ms = plan.reported_at_ms.unwrap_or(plan.updated_at_ms);
-            let tracked = match self.market.provider(&plan.provider) {
-                None => Err(format!("provider {} is not configured", plan.provider)),
-                Some(provider) => tokio::time::timeout(
-                    swapd_core::provider::TRACK_DEADLINE,
-                    provider.track_execution(TrackRequest {
-                        plan: &plan,
-                        report: &report,
-                        reported_at_ms,
-                        now_ms,
-                    }),
-                )
-                .await
-                .map_err(|_| "no answer within the provider deadline".to_owned())
-                .and_then(|answer| answer.map_err(|e| e.to_string())),
-            };
-            match tracked {
-                Ok(tracked) => {
-                    if plan.apply_tracked(tracked, now_ms, next_check_ms) {
-                        tracing::info!(
-                            plan = %plan.id,
-                            status = plan.status.as_str(),
-                            substatus = plan.substatus.as_deref().unwrap_or(""),
-                            "execution advanced"
-                        );
-                    }
+        let retry_ms = now_ms + BACKOFF_POLLS * self.poll_interval_ms;
+        if plan.expire_if_due(now_ms) {
+            return self.save(&plan).await;
+        }
+        let Some(report) = plan.report.clone() else {
+            // Awaiting its report and not expired yet: look again when it would expire.
+            plan.reschedule(plan.expires_at_ms);
+            return self.save(&plan).await;
+        };
+        let Some(provider) = self.market.provider(&plan.provider) else {
+            tracing::warn!(plan = %plan.id, provider = %plan.provider, "the plan's provider is not configured");
+            plan.reschedule(retry_ms);
+            return self.save(&plan).await;
+        };
+        if let Some(signatures) = plan.signatures_to_relay() {
+            let relayed = within_deadline(provider.relay_signatures(&plan, signatures)).await;
+            match relayed {
+                Ok(state) => plan.relayed(state, now_ms),
+                Err(ProviderError::Unavailable(reason)) => {
+                    tracing::warn!(plan = %plan.id, %reason, "cannot relay the signatures yet");
+                    plan.reschedule(retry_ms);
+                    return self.save(&plan).await;
                 }
-                Err(reason) => {
-                    tracing::warn!(plan = %plan.id, %reason, "cannot track the execution");
-                    plan.reschedule(now_ms + BACKOFF_POLLS * self.poll_interval_ms);
+                Err(refusal) => {
+                    tracing::warn!(plan = %plan.id, reason = %refusal, "the relayer refused the signatures");
+                    plan.relay_refused(now_ms);
+                    return self.save(&plan).await;
                 }
+            }
+        }
+        let reported_at_ms = plan.reported_at_ms.unwrap_or(plan.updated_at_ms);
+        let tracked = within_deadline(provider.track_execution(TrackRequest {
+            plan: &plan,
+            report: &report,
+            reported_at_ms,
+            now_ms,
+        }))
+        .await;
+        match tracked {
+            Ok(tracked) => {
+                if plan.apply_tracked(tracked, now_ms, next_check_ms) {
+                    tracing::info!(
+                        plan = %plan.id,
+                        status = plan.status.as_str(),
+                        substatus = plan.substatus.as_deref().unwrap_or(""),
+                        "execution advanced"
+                    );
+                }
+            }
+            Err(error) => {
+                tracing::warn!(plan = %plan.id, reason = %error, "cannot track the execution");
+                plan.reschedule(retry_ms);
             }
         }
         self.save(&plan).await
@@ -110,4 +125,17 @@ impl ExecutionTracker {
         }
         Ok(())
     }
+}
+
+/// A provider call bounded by [`TRACK_DEADLINE`]; running out of time is "unavailable".
+async fn within_deadline<T>(
+    call: impl Future<Output = Result<T, ProviderError>>,
+) -> Result<T, ProviderError> {
+    tokio::time::timeout(TRACK_DEADLINE, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ProviderError::Unavailable(
+                "no answer within the tracking deadline".into(),
+            ))
+        })
 }

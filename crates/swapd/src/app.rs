@@ -44,7 +44,7 @@ fn live_providers(
     config: &crate::config::Config,
 ) -> anyhow::Result<Vec<Arc<dyn swapd_core::provider::Provider>>> {
     use swapd_desks::{changenow, fixedfloat};
-    use swapd_onchain::lifi;
+    use swapd_onchain::{lifi, relay, zerox};
     let timeout = |ms: u64| Duration::from_millis(ms);
     let providers = &config.providers;
     let chains = chains(config)?;
@@ -86,6 +86,29 @@ fn live_providers(
                         )
                         .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
                         Ok(Arc::new(lifi))
+                    }
+                    relay::ID => {
+                        let settings = &providers.relay;
+                        let relay = relay::Relay::new(
+                            &settings.base_url,
+                            &settings.api_key,
+                            &settings.integrator,
+                            timeout(settings.timeout_ms),
+                            chains.clone(),
+                        )
+                        .map_err(|e| anyhow::anyhow!("providers.relay: {e}"))?;
+                        Ok(Arc::new(relay))
+                    }
+                    zerox::ID => {
+                        let settings = &providers.zerox;
+                        let zerox = zerox::ZeroX::new(
+                            &settings.base_url,
+                            &settings.api_key,
+                            timeout(settings.timeout_ms),
+                            chains.clone(),
+                        )
+                        .map_err(|e| anyhow::anyhow!("providers.zerox: {e}"))?;
+                        Ok(Arc::new(zerox))
                     }
                     other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
                 }

@@ -225,20 +225,36 @@ pub struct ProvidersConfig {
     /// FixedFloat API v2 (docs/providers.md).
     pub fixedfloat: DeskConfig,
     /// LI.FI (docs/providers.md).
-    pub lifi: LiFiConfig,
+    pub lifi: RouterConfig,
+    /// 0x Swap API v2 (docs/providers.md).
+    pub zerox: RouterConfig,
+    /// Relay (docs/providers.md).
+    pub relay: RouterConfig,
 }
 
-/// Where LI.FI's API is and how swapd names itself to it.
+/// Where a live onchain router's API is and how swapd signs in to it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LiFiConfig {
+pub struct RouterConfig {
     pub base_url: String,
-    /// Optional: raises LI.FI's rate limits (`x-lifi-api-key`).
+    /// LI.FI, Relay: optional (raises their rate limits); 0x: required.
     pub api_key: String,
-    /// Tags swapd's requests (`integrator`).
+    /// How swapd names itself to the router (LI.FI's `integrator`, Relay's `referrer`); unused
+    /// by 0x.
     pub integrator: String,
     /// How long one call may take, in milliseconds.
     pub timeout_ms: u64,
+}
+
+impl RouterConfig {
+    fn with_base_url(base_url: &str) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: String::new(),
+            integrator: "swapd".into(),
+            timeout_ms: 10_000,
+        }
+    }
 }
 
 /// Where a live desk's API is and how swapd signs in to it.
@@ -317,12 +333,9 @@ impl Default for Config {
                 sandbox_block_ms: 2_000,
                 changenow: DeskConfig::with_base_url(swapd_desks::changenow::BASE_URL),
                 fixedfloat: DeskConfig::with_base_url(swapd_desks::fixedfloat::BASE_URL),
-                lifi: LiFiConfig {
-                    base_url: swapd_onchain::lifi::BASE_URL.into(),
-                    api_key: String::new(),
-                    integrator: "swapd".into(),
-                    timeout_ms: 10_000,
-                },
+                lifi: RouterConfig::with_base_url(swapd_onchain::lifi::BASE_URL),
+                zerox: RouterConfig::with_base_url(swapd_onchain::zerox::BASE_URL),
+                relay: RouterConfig::with_base_url(swapd_onchain::relay::BASE_URL),
             },
             chains: BTreeMap::new(),
             orders: OrdersConfig {
@@ -376,6 +389,8 @@ pub const LIVE_PROVIDER_ADAPTERS: &[&str] = &[
     swapd_desks::changenow::ID,
     swapd_desks::fixedfloat::ID,
     swapd_onchain::lifi::ID,
+    swapd_onchain::relay::ID,
+    swapd_onchain::zerox::ID,
 ];
 
 /// Command-line values that override every other layer.
@@ -519,13 +534,16 @@ impl Config {
                 return Err(setting(key, "timeout_ms must be at least 1".into()));
             }
         }
-        check_http_url(&self.providers.lifi.base_url)
-            .map_err(|problem| setting("providers.lifi", format!("base_url: {problem}")))?;
-        if self.providers.lifi.timeout_ms == 0 {
-            return Err(setting(
-                "providers.lifi",
-                "timeout_ms must be at least 1".into(),
-            ));
+        for (key, router) in [
+            ("providers.lifi", &self.providers.lifi),
+            ("providers.zerox", &self.providers.zerox),
+            ("providers.relay", &self.providers.relay),
+        ] {
+            check_http_url(&router.base_url)
+                .map_err(|problem| setting(key, format!("base_url: {problem}")))?;
+            if router.timeout_ms == 0 {
+                return Err(setting(key, "timeout_ms must be at least 1".into()));
+            }
         }
         for (name, chain) in &self.chains {
             let key = format!("chains.{name}");
@@ -790,6 +808,9 @@ impl Config {
                 ));
             }
         }
+        if enabled(swapd_onchain::zerox::ID) && self.providers.zerox.api_key.is_empty() {
+            missing.push(("providers.zerox.api_key", "SWAPD_PROVIDERS__ZEROX__API_KEY"));
+        }
         if missing.is_empty() {
             Ok(())
         } else {
@@ -808,6 +829,8 @@ impl Config {
             &mut shown.providers.fixedfloat.api_key,
             &mut shown.providers.fixedfloat.api_secret,
             &mut shown.providers.lifi.api_key,
+            &mut shown.providers.zerox.api_key,
+            &mut shown.providers.relay.api_key,
         ] {
             if !secret.is_empty() {
                 *secret = REDACTED.into();
@@ -1230,7 +1253,17 @@ mod tests {
         let err = load(&[("SWAPD_PROVIDERS__LIVE", "[lifi, bitstamp]")], None)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("changenow, fixedfloat, lifi"), "{err}");
+        assert!(
+            err.contains("changenow, fixedfloat, lifi, relay, zerox"),
+            "{err}"
+        );
+        let err = load(
+            &[("SWAPD_MODE", "live"), ("SWAPD_PROVIDERS__LIVE", "[zerox]")],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("SWAPD_PROVIDERS__ZEROX__API_KEY"), "{err}");
     }
 
     #[test]

@@ -186,7 +186,7 @@ async fn build_plan(
         .market
         .provider(&route.provider)
         .ok_or_else(|| ApiError::new(ErrorCode::ProviderError, "the route's provider is gone"))?;
-    let steps = tokio::time::timeout(
+    let built = tokio::time::timeout(
         swapd_core::provider::PLAN_DEADLINE,
         provider.build_plan(&PlanRequest {
             plan_id: plan_id.clone(),
@@ -226,8 +226,11 @@ async fn build_plan(
         expected_output: expected,
         min_output,
         slippage_bps,
-        gasless: route.gasless,
-        steps,
+        // A provider may build a plan of transactions for a gasless card (0x, for a token
+        // without a gasless approval): the steps decide how the plan is reported.
+        gasless: !built.steps.is_empty() && built.steps.iter().all(|step| step.signature.is_some()),
+        steps: built.steps,
+        provider_state: built.provider_state,
         now_ms,
         expires_at_ms,
     }))

@@ -3,10 +3,13 @@
 //! and a router that pays it out. A fake LI.FI that the test controls serves quotes whose
 //! `transactionRequest` calls that router; the test's wallet signs and broadcasts the plan's
 //! transaction, and swapd follows the real receipt, reads the real `Transfer` log and reports
-//! what actually arrived. A transaction that reverts on chain ends as `failed`.
+//! what actually arrived. A transaction that reverts on chain ends as `failed`. And a gasless
+//! Relay plan against a fake Relay: the signature swapd posts is the wallet's, checked by the
+//! fake against the EIP-712 permit it issued.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alloy_consensus::{SignableTransaction, TxEip1559, TxEnvelope};
@@ -17,7 +20,7 @@ use alloy_signer_local::PrivateKeySigner;
 use alloy_sol_types::{SolCall, sol};
 use serde_json::{Value, json};
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
-use wiremock::matchers::{method, path};
+use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use crate::support::{Live, Options, Resp, TestKey, TestServer};
@@ -428,4 +431,231 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
         .map(|request| request.url.path().to_owned())
         .collect();
     assert!(asked.iter().all(|path| path == "/v1/quote"), "{asked:?}");
+}
+
+const USDC_ARB: Address = address!("af88d065e77c8cC2239327C5EDb3A432268e5831");
+const RELAY_REQUEST: &str = "0x92b99e6e1ee1deeb9531b5ad7f87091b3d71254b3176de9e8b5f6c6d0bd3a331";
+const FILL: &str = "0x5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f";
+
+/// A fake Relay: quotes 25 USDC on Base → Arbitrum as one permit to sign for the quoting user,
+/// remembers each permit it issued, and reports the intent filled once a permit arrived.
+#[derive(Clone, Default)]
+struct FakeRelay {
+    issued: Arc<Mutex<Vec<Value>>>,
+    verified: Arc<Mutex<Vec<Address>>>,
+}
+
+impl FakeRelay {
+    fn permit(user: &str) -> Value {
+        json!({
+            "domain": {"name": "USD Coin", "version": "2", "chainId": 8453, "verifyingContract": USDC_BASE},
+            "types": {"Permit": [{"name": "owner", "type": "address"}, {"name": "spender", "type": "address"},
+                                 {"name": "value", "type": "uint256"}, {"name": "nonce", "type": "uint256"},
+                                 {"name": "deadline", "type": "uint256"}]},
+            "primaryType": "Permit",
+            "value": {"owner": user, "spender": "0xf70da97812cb96acdf810712aa562db8dfa3dbef", "value": "25000000",
+                      "nonce": "0", "deadline": "1800000300"}
+        })
+    }
+
+    /// Whether `signature` signs the permit issued to `user`, over the EIP-712 payload as
+    /// issued (the domain type as EIP-712 defines it from the domain's fields).
+    fn signer_of(&self, signature: &str) -> Option<Address> {
+        let bytes = alloy_primitives::hex::decode(signature).ok()?;
+        let signature = alloy_primitives::Signature::from_raw(&bytes).ok()?;
+        self.issued.lock().unwrap().iter().find_map(|sign| {
+            let mut typed = json!({"types": sign["types"], "primaryType": sign["primaryType"],
+                                   "domain": sign["domain"], "message": sign["value"]});
+            typed["types"]["EIP712Domain"] = json!([
+                {"name": "name", "type": "string"}, {"name": "version", "type": "string"},
+                {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"}
+            ]);
+            let typed: alloy_dyn_abi::TypedData = serde_json::from_value(typed).ok()?;
+            let hash = typed.eip712_signing_hash().ok()?;
+            let signer = signature.recover_address_from_prehash(&hash).ok()?;
+            let owner: Address = sign["value"]["owner"].as_str()?.parse().ok()?;
+            (signer == owner).then_some(signer)
+        })
+    }
+}
+
+impl Respond for FakeRelay {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        match request.url.path() {
+            "/quote/v2" => {
+                let body: Value = serde_json::from_slice(&request.body).unwrap();
+                let sign = Self::permit(body["user"].as_str().unwrap());
+                self.issued.lock().unwrap().push(sign.clone());
+                let side = |chain: u64, address: Address, amount: &str, minimum: &str| {
+                    json!({"currency": {"chainId": chain, "address": address, "decimals": 6, "symbol": "USDC"},
+                           "amount": amount, "minimumAmount": minimum})
+                };
+                ResponseTemplate::new(200).set_body_json(json!({
+                    "steps": [{"id": "authorize", "kind": "signature", "requestId": RELAY_REQUEST,
+                               "items": [{"status": "incomplete", "data": {
+                                   "sign": {"signatureKind": "eip712", "domain": sign["domain"], "types": sign["types"],
+                                            "primaryType": sign["primaryType"], "value": sign["value"]},
+                                   "post": {"endpoint": "/execute/permits", "method": "POST",
+                                            "body": {"kind": "erc2612", "requestId": RELAY_REQUEST}}}}]}],
+                    "fees": {},
+                    "details": {"currencyIn": side(8453, USDC_BASE, "25000000", "25000000"),
+                                "currencyOut": side(42161, USDC_ARB, "24950000", "24825250"),
+                                "timeEstimate": 12}
+                }))
+            }
+            "/execute/permits" => {
+                let signature = request
+                    .url
+                    .query_pairs()
+                    .find(|(name, _)| name == "signature")
+                    .map(|(_, value)| value.into_owned())
+                    .unwrap_or_default();
+                match self.signer_of(&signature) {
+                    Some(signer) => {
+                        self.verified.lock().unwrap().push(signer);
+                        ResponseTemplate::new(200).set_body_json(json!({"message": "Success"}))
+                    }
+                    None => ResponseTemplate::new(401).set_body_json(
+                        json!({"message": "Invalid signature", "errorCode": "INVALID_SIGNATURE"}),
+                    ),
+                }
+            }
+            "/intents/status/v3" => {
+                let filled = !self.verified.lock().unwrap().is_empty();
+                ResponseTemplate::new(200).set_body_json(if filled {
+                    json!({"status": "success", "inTxHashes": [], "txHashes": [FILL], "originChainId": 8453, "destinationChainId": 42161})
+                } else {
+                    json!({"status": "waiting", "inTxHashes": [], "txHashes": []})
+                })
+            }
+            _ => ResponseTemplate::new(404),
+        }
+    }
+}
+
+/// A node of Arbitrum that knows the fill: 24.951234 USDC to `recipient`.
+async fn arbitrum_node(recipient: Address) -> MockServer {
+    let node = MockServer::start().await;
+    let answer = |result: Value| {
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"jsonrpc": "2.0", "id": 1, "result": result}))
+    };
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"method": "eth_getTransactionReceipt", "params": [FILL]})))
+        .respond_with(answer(json!({
+            "blockNumber": "0x12c", "status": "0x1", "transactionHash": FILL,
+            "from": "0x0000000000000000000000000000000000000fee", "gasUsed": "0x5208", "effectiveGasPrice": "0x1",
+            "logs": [{"address": USDC_ARB, "removed": false,
+                      "topics": ["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
+                                 format!("0x{:0>64}", "fee"), format!("0x{:0>64}", alloy_primitives::hex::encode(recipient))],
+                      "data": format!("0x{:064x}", 24_951_234u64)}]
+        })))
+        .mount(&node)
+        .await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"method": "eth_blockNumber"})))
+        .respond_with(answer(json!("0x190")))
+        .mount(&node)
+        .await;
+    node
+}
+
+#[tokio::test]
+async fn a_gasless_relay_plan_posts_the_wallets_own_signatures_and_is_followed_to_its_fill() {
+    let relay = MockServer::start().await;
+    let fake = FakeRelay::default();
+    Mock::given(wiremock::matchers::any())
+        .respond_with(fake.clone())
+        .mount(&relay)
+        .await;
+    let wallet = PrivateKeySigner::random();
+    let node = arbitrum_node(wallet.address()).await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["relay".into()];
+    providers.relay.base_url = relay.uri();
+    providers.relay.timeout_ms = 5_000;
+    let chains = [(
+        "arbitrum".to_owned(),
+        swapd::config::ChainConfig {
+            rpc_url: node.uri(),
+            confirmations: Some(2),
+            timeout_ms: 5_000,
+        },
+    )]
+    .into();
+    let server = TestServer::start_with(Options {
+        live: Some(Live { providers, chains }),
+        ..Options::default()
+    })
+    .await;
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+
+    let query = format!(
+        "fromCcy=USDCBASE&toCcy=USDCARB&amount=25&walletAddress={}",
+        wallet.address()
+    );
+    let resp = server
+        .call(&key, "GET", "/api/v3/routes", &query, b"")
+        .await;
+    let cards = data(&resp)["routes"].as_array().unwrap().clone();
+    let card = cards
+        .iter()
+        .find(|c| c["executionProvider"] == "relay")
+        .unwrap();
+    assert_eq!(card["isAvailable"], true, "{card}");
+    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet.address()});
+    let resp = server
+        .call(
+            &key,
+            "POST",
+            "/api/v3/onchain/routes/resolve",
+            "",
+            &serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+    let plan = data(&resp).clone();
+    assert_eq!(plan["gasless"], true);
+    assert_eq!(plan["steps"][0]["signature"]["purpose"], "permit");
+
+    // A stranger's signature is refused by swapd before anything reaches Relay.
+    let stranger = crate::onchain::sign_steps(&plan, &PrivateKeySigner::random());
+    let report = |signatures: &[Value]| {
+        let body = json!({
+            "executionPlanId": plan["executionPlanId"], "chainNamespace": "eip155",
+            "walletAddress": plan["walletAddress"], "signatures": signatures,
+        });
+        server
+            .sign(
+                &key,
+                "POST",
+                "/api/v3/onchain/executions",
+                "",
+                &serde_json::to_vec(&body).unwrap(),
+            )
+            .set(TOKEN, plan["executionAccessToken"].as_str().unwrap())
+    };
+    let refused = server.send(&report(&stranger)).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+
+    let signed = crate::onchain::sign_steps(&plan, &wallet);
+    let accepted = server.send(&report(&signed)).await;
+    assert_eq!(data(&accepted)["status"], "submitted");
+
+    // The tracker posts the signature to Relay (which checks it against the permit it issued),
+    // then follows the intent to its fill, read on Arbitrum.
+    track(&server).await;
+    let done = execution(&server, &key, &plan).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["outcome"], "completed");
+    assert_eq!(done["receivedToken"], "USDCARB");
+    assert_eq!(done["receivedAmount"], "24.951234");
+    assert_eq!(done["txHashes"][0]["role"], "destination");
+    assert_eq!(done["txHashes"][0]["txHash"], FILL);
+    assert_eq!(
+        *fake.verified.lock().unwrap(),
+        [wallet.address()],
+        "posted once, by the wallet"
+    );
+    track(&server).await;
+    assert_eq!(fake.verified.lock().unwrap().len(), 1, "never posted again");
 }

@@ -430,7 +430,7 @@ async fn an_evm_to_solana_bridge_pays_the_recipient_and_each_hash_ending_selects
 
 /// Signs every signature step of `plan` with `signer`, as a wallet would
 /// (`eth_signTypedData_v4`).
-fn sign_steps(plan: &Value, signer: &PrivateKeySigner) -> Vec<Value> {
+pub(crate) fn sign_steps(plan: &Value, signer: &PrivateKeySigner) -> Vec<Value> {
     plan["steps"]
         .as_array()
         .unwrap()

@@ -11,7 +11,6 @@ pub mod wire;
 pub use provider::{BASE_URL, ID, LiFi};
 
 use alloy_primitives::{Address, U256};
-use alloy_sol_types::{SolCall, sol};
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::RateType;
@@ -22,12 +21,7 @@ use swapd_core::provider::{
 };
 use swapd_types::onchain::{ExecutionTx, PlanStep, PlanTransaction};
 
-use crate::{parse_json, units};
-
-sol! {
-    /// ERC-20.
-    function approve(address spender, uint256 amount) external returns (bool);
-}
+use crate::{approve_calldata, parse_json, units};
 
 /// LI.FI's chain id for Solana (not an EIP-155 id).
 pub const SOLANA_CHAIN_ID: u64 = 1_151_111_081_099_710;
@@ -399,14 +393,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
                 request.from_amount, from.code
             ),
             address(token)?,
-            format!(
-                "0x{}",
-                hex(&approveCall {
-                    spender,
-                    amount: sent
-                }
-                .abi_encode())
-            ),
+            approve_calldata(spender, sent),
             U256::ZERO,
             U256::from(APPROVE_GAS),
         ));
@@ -424,10 +411,6 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
         gas,
     ));
     Ok(steps)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What LI.FI's status says about an execution from `from` to `to` whose source transaction is

@@ -4,22 +4,22 @@
 
 use std::time::Duration;
 
-use alloy_primitives::Address;
 use async_trait::async_trait;
-use swapd_core::chain::{self, ChainError, SourceTx};
+use swapd_core::chain;
 use swapd_core::market::ExecutionType;
-use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::onchain::{ExecutionReport, ExecutionStatus, Outcome, Tracked};
 use swapd_core::provider::{
-    CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
-    TrackRequest,
+    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest, TrackRequest,
 };
 use swapd_http::Transport;
 use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
-use swapd_types::onchain::{ExecutionTx, PlanStep};
+use swapd_types::onchain::ExecutionTx;
 
 use super::QuoteQuery;
 use crate::Chains;
+use crate::tracking::{self, OnChain};
 
 pub const ID: &str = "lifi";
 pub const BASE_URL: &str = "https://li.quest/v1/";
@@ -93,71 +93,44 @@ impl LiFi {
                 "LI.FI plans are reported with a txHash".into(),
             ));
         };
-        let stored = |code: &str| {
-            currency(code).ok_or_else(|| {
-                ProviderError::Unavailable("the plan names an unknown currency".into())
-            })
-        };
-        let (from, to) = (stored(&plan.from_code)?, stored(&plan.to_code)?);
-        let source = ExecutionTx {
-            role: "source".into(),
-            chain: from.network.caip2().unwrap_or_default(),
-            tx_hash: tx_hash.clone(),
-        };
+        let (from, to) = tracking::currencies(plan)?;
+        let source = tracking::source_tx(from, tx_hash);
         let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
-        let recipient = plan.recipient.as_deref().unwrap_or(&plan.wallet_address);
-        let mut source_final = false;
-        if let Some(reader) = self.chains.evm(from.network) {
-            let receipt = reader.receipt(tx_hash).await.map_err(unavailable)?;
-            let head = match receipt {
-                Some(_) => reader.head().await.map_err(unavailable)?,
-                None => 0,
-            };
-            match chain::source_tx(
-                receipt,
-                head,
-                reader.confirmations(),
-                lost_after_ms,
-                request.now_ms,
-            ) {
-                SourceTx::NotIndexed => {
-                    return Ok(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()));
-                }
-                SourceTx::Lost => {
-                    return Ok(state(ExecutionStatus::Failed, "tx_not_found", Vec::new()));
-                }
-                SourceTx::Confirming { .. } => {
-                    return Ok(state(
-                        ExecutionStatus::Pending,
-                        "source_confirming",
-                        vec![source],
-                    ));
-                }
-                SourceTx::Reverted => {
-                    return Ok(state(ExecutionStatus::Failed, "reverted", vec![source]));
-                }
-                SourceTx::Confirmed(receipt) => {
+        let recipient = tracking::recipient(plan);
+        let source_final =
+            match tracking::on_chain(&self.chains, from, &source, lost_after_ms, request.now_ms)
+                .await?
+            {
+                OnChain::Decided(tracked) => return Ok(tracked),
+                OnChain::Final(receipt) => {
                     // A swap on one chain is atomic: what its logs paid the recipient arrived.
                     if from.network == to.network
-                        && let Some(units) = paid(&receipt.logs, to, recipient)
+                        && let Some(units) =
+                            tracking::received(&self.chains, &receipt, plan, from, to).await?
                     {
-                        return Ok(completed(to, units, vec![source]));
+                        return Ok(tracking::completed(to, units, vec![source]));
                     }
-                    source_final = true;
+                    true
                 }
-            }
-        }
+                OnChain::Unread => false,
+            };
         match self.status(from, to, &source).await? {
             Some(tracked) => self.checked_at_destination(tracked, to, recipient).await,
-            None if source_final => Ok(state(
+            None if source_final => Ok(tracking::state(
                 ExecutionStatus::Pending,
                 "awaiting_destination",
                 vec![source],
             )),
-            None if request.now_ms >= lost_after_ms => {
-                Ok(state(ExecutionStatus::Failed, "tx_not_found", Vec::new()))
-            }
-            None => Ok(state(ExecutionStatus::Submitted, "not_indexed", Vec::new())),
+            None if request.now_ms >= lost_after_ms => Ok(tracking::state(
+                ExecutionStatus::Failed,
+                "tx_not_found",
+                Vec::new(),
+            )),
+            None => Ok(tracking::state(
+                ExecutionStatus::Submitted,
+                "not_indexed",
+                Vec::new(),
+            )),
         }
     }
 
@@ -175,69 +148,19 @@ impl LiFi {
         else {
             return Ok(tracked);
         };
-        let Some(receipt) = reader
-            .receipt(&destination.tx_hash)
-            .await
-            .map_err(unavailable)?
-        else {
+        let Some(receipt) = reader.receipt(&destination.tx_hash).await? else {
             // LI.FI saw it first; the node will too.
-            return Ok(state(
+            return Ok(tracking::state(
                 ExecutionStatus::Pending,
                 "awaiting_destination",
                 tracked.tx_hashes,
             ));
         };
-        Ok(match paid(&receipt.logs, to, recipient) {
-            Some(units) => completed(to, units, tracked.tx_hashes),
+        Ok(match tracking::paid(&receipt.logs, to, recipient) {
+            Some(units) => tracking::completed(to, units, tracked.tx_hashes),
             None => tracked,
         })
     }
-}
-
-/// What `to`'s transfers in `logs` paid `recipient`; `None` for a native currency (no logs) or
-/// when nothing was paid.
-fn paid(
-    logs: &[swapd_core::chain::EvmLog],
-    to: &CurrencyDef,
-    recipient: &str,
-) -> Option<alloy_primitives::U256> {
-    let token: Address = to.contract?.parse().ok()?;
-    let recipient: Address = recipient.parse().ok()?;
-    let units = chain::transferred_to(logs, token, recipient);
-    (!units.is_zero()).then_some(units)
-}
-
-fn completed(
-    to: &CurrencyDef,
-    units: alloy_primitives::U256,
-    tx_hashes: Vec<ExecutionTx>,
-) -> Tracked {
-    Tracked {
-        status: ExecutionStatus::Done,
-        substatus: Some("completed".into()),
-        outcome: Some(Outcome::Completed),
-        tx_hashes,
-        received_amount: Some(
-            swapd_core::amount::Amount::from_units(units, to.decimals).to_string(),
-        ),
-        received_token: Some(to.code.into()),
-    }
-}
-
-fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) -> Tracked {
-    Tracked {
-        status,
-        substatus: Some(substatus.into()),
-        outcome: None,
-        tx_hashes,
-        received_amount: None,
-        received_token: None,
-    }
-}
-
-fn unavailable(error: ChainError) -> ProviderError {
-    let ChainError::Unavailable(detail) = error;
-    ProviderError::Unavailable(detail)
 }
 
 #[async_trait]
@@ -259,10 +182,10 @@ impl Provider for LiFi {
         super::card(&body, request)
     }
 
-    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
+    async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         let query = super::plan_query(request, &self.integrator)?;
         let body = self.quote_body(query, request.from).await?;
-        super::plan_steps(&body, request)
+        super::plan_steps(&body, request).map(BuiltPlan::from)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

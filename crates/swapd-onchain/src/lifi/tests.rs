@@ -1,15 +1,13 @@
 //! LI.FI against its recorded wire format (providers.md §4), served locally.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use alloy_primitives::{Address, U256, address};
 use alloy_sol_types::SolCall;
-use async_trait::async_trait;
 use serde_json::json;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
-use swapd_core::chain::{ChainError, EvmChain, EvmLog, EvmReceipt, TRANSFER_TOPIC};
 use swapd_core::market::currencies::currency;
 use swapd_core::market::{Direction, RateType};
 use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome};
@@ -20,8 +18,10 @@ use swapd_types::onchain::{ExecutionTx, PlanTransaction};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::{LiFi, approveCall};
+use super::LiFi;
 use crate::Chains;
+use crate::approveCall;
+use crate::scripted::{ScriptedChain, paid_log};
 
 const WALLET: &str = "0x552008c0f6870c2f77e5cC1d2eb9bdff03e30Ea0";
 const USDC_ETH: &str = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48";
@@ -329,7 +329,8 @@ async fn a_token_input_plan_approves_the_approval_address_then_sends_the_transac
         .await
         .build_plan(&plan_request("USDCETH", "ETH", "3000", "0.99"))
         .await
-        .unwrap();
+        .unwrap()
+        .steps;
     assert_eq!(steps.len(), 2);
     let Some(PlanTransaction::Evm {
         to,
@@ -376,7 +377,8 @@ async fn a_native_input_plan_sends_its_value_without_approval() {
         .await
         .build_plan(&plan_request("ETH", "USDCETH", "1", "2979"))
         .await
-        .unwrap();
+        .unwrap()
+        .steps;
     assert_eq!(steps.len(), 1);
     let Some(PlanTransaction::Evm { value, .. }) = &steps[0].transaction else {
         panic!("an EVM transaction");
@@ -526,50 +528,12 @@ fn every_status_and_substatus_maps_onto_an_execution_state() {
     );
 }
 
-/// A chain as the tests script it: receipts by hash, and a head.
-#[derive(Default)]
-struct ScriptedChain {
-    network: Option<Network>,
-    receipts: Mutex<Vec<(String, EvmReceipt)>>,
-    head: Mutex<u64>,
-}
-
-#[async_trait]
-impl EvmChain for ScriptedChain {
-    fn network(&self) -> Network {
-        self.network.unwrap()
-    }
-    fn confirmations(&self) -> u64 {
-        2
-    }
-    async fn receipt(&self, tx_hash: &str) -> Result<Option<EvmReceipt>, ChainError> {
-        Ok(self
-            .receipts
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(hash, _)| hash == tx_hash)
-            .map(|(_, receipt)| receipt.clone()))
-    }
-    async fn head(&self) -> Result<u64, ChainError> {
-        Ok(*self.head.lock().unwrap())
-    }
+fn wallet() -> Address {
+    WALLET.parse().unwrap()
 }
 
 const USDC_BASE: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 const USDC_ARB: Address = address!("af88d065e77c8cC2239327C5EDb3A432268e5831");
-
-fn paid_log(token: Address, to: &str, units: u64) -> EvmLog {
-    EvmLog {
-        address: token,
-        topics: vec![
-            TRANSFER_TOPIC,
-            Address::ZERO.into_word(),
-            to.parse::<Address>().unwrap().into_word(),
-        ],
-        data: U256::from(units).to_be_bytes::<32>().to_vec(),
-    }
-}
 
 fn plan(from: &str, to: &str) -> ExecutionPlan {
     ExecutionPlan {
@@ -589,6 +553,7 @@ fn plan(from: &str, to: &str) -> ExecutionPlan {
         slippage_bps: 50,
         gasless: false,
         steps: Vec::new(),
+        provider_state: None,
         created_at_ms: 0,
         expires_at_ms: 300_000,
         version: 2,
@@ -597,6 +562,7 @@ fn plan(from: &str, to: &str) -> ExecutionPlan {
         outcome: None,
         report: None,
         reported_at_ms: Some(10_000),
+        relayed_at_ms: None,
         tx_hashes: Vec::new(),
         received_amount: None,
         received_token: None,
@@ -625,10 +591,7 @@ async fn track(
 #[tokio::test]
 async fn a_same_chain_swap_is_followed_on_its_chain_to_what_its_logs_paid() {
     let server = MockServer::start().await;
-    let base = Arc::new(ScriptedChain {
-        network: Some(Network::Base),
-        ..Default::default()
-    });
+    let base = Arc::new(ScriptedChain::new(Network::Base));
     let lifi = lifi(&server, Chains::new(vec![base.clone()])).await;
     let plan = plan("ETHBASE", "USDCBASE");
 
@@ -637,24 +600,22 @@ async fn a_same_chain_swap_is_followed_on_its_chain_to_what_its_logs_paid() {
         (tracked.status, tracked.substatus.as_deref()),
         (ExecutionStatus::Submitted, Some("not_indexed"))
     );
-    base.receipts.lock().unwrap().push((
-        source().tx_hash,
-        EvmReceipt {
-            block_number: 100,
-            success: true,
-            logs: vec![
-                paid_log(USDC_BASE, WALLET, 2_994_123_456),
-                paid_log(USDC_BASE, "0x0000000000000000000000000000000000000007", 5),
-            ],
-        },
-    ));
-    *base.head.lock().unwrap() = 100;
+    base.mined(
+        &source().tx_hash,
+        100,
+        true,
+        wallet(),
+        vec![
+            paid_log(USDC_BASE, WALLET, 2_994_123_456),
+            paid_log(USDC_BASE, "0x0000000000000000000000000000000000000007", 5),
+        ],
+    );
     let tracked = track(&lifi, &plan, 21_000).await.unwrap();
     assert_eq!(
         (tracked.status, tracked.substatus.as_deref()),
         (ExecutionStatus::Pending, Some("source_confirming"))
     );
-    *base.head.lock().unwrap() = 101;
+    base.set_head(101);
     let tracked = track(&lifi, &plan, 22_000).await.unwrap();
     assert_eq!(tracked.status, ExecutionStatus::Done);
     assert_eq!(tracked.outcome, Some(Outcome::Completed));
@@ -667,10 +628,7 @@ async fn a_same_chain_swap_is_followed_on_its_chain_to_what_its_logs_paid() {
 #[tokio::test]
 async fn reverted_and_unknown_transactions_fail() {
     let server = MockServer::start().await;
-    let base = Arc::new(ScriptedChain {
-        network: Some(Network::Base),
-        ..Default::default()
-    });
+    let base = Arc::new(ScriptedChain::new(Network::Base));
     let lifi = lifi(&server, Chains::new(vec![base.clone()])).await;
     let plan = plan("ETHBASE", "USDCBASE");
     let tracked = track(&lifi, &plan, 300_000).await.unwrap();
@@ -678,15 +636,8 @@ async fn reverted_and_unknown_transactions_fail() {
         (tracked.status, tracked.substatus.as_deref()),
         (ExecutionStatus::Failed, Some("tx_not_found"))
     );
-    base.receipts.lock().unwrap().push((
-        source().tx_hash,
-        EvmReceipt {
-            block_number: 100,
-            success: false,
-            logs: Vec::new(),
-        },
-    ));
-    *base.head.lock().unwrap() = 105;
+    base.mined(&source().tx_hash, 100, false, wallet(), Vec::new());
+    base.set_head(105);
     let tracked = track(&lifi, &plan, 20_000).await.unwrap();
     assert_eq!(
         (tracked.status, tracked.substatus.as_deref()),
@@ -704,24 +655,11 @@ async fn a_bridge_is_followed_through_lifis_status_and_checked_at_its_destinatio
         ResponseTemplate::new(200).set_body_json(status_body("DONE", Some("COMPLETED"))),
     ];
     let (base, arbitrum) = (
-        Arc::new(ScriptedChain {
-            network: Some(Network::Base),
-            ..Default::default()
-        }),
-        Arc::new(ScriptedChain {
-            network: Some(Network::Arbitrum),
-            ..Default::default()
-        }),
+        Arc::new(ScriptedChain::new(Network::Base)),
+        Arc::new(ScriptedChain::new(Network::Arbitrum)),
     );
-    base.receipts.lock().unwrap().push((
-        source().tx_hash,
-        EvmReceipt {
-            block_number: 100,
-            success: true,
-            logs: Vec::new(),
-        },
-    ));
-    *base.head.lock().unwrap() = 200;
+    base.mined(&source().tx_hash, 100, true, wallet(), Vec::new());
+    base.set_head(200);
     let lifi = lifi(&server, Chains::new(vec![base, arbitrum.clone()])).await;
     let plan = plan("USDCBASE", "USDCARB");
     let mut seen = Vec::new();
@@ -756,14 +694,13 @@ async fn a_bridge_is_followed_through_lifis_status_and_checked_at_its_destinatio
             ),
         ]
     );
-    arbitrum.receipts.lock().unwrap().push((
-        format!("0x{}", "bb".repeat(32)),
-        EvmReceipt {
-            block_number: 7,
-            success: true,
-            logs: vec![paid_log(USDC_ARB, WALLET, 24_949_999)],
-        },
-    ));
+    arbitrum.mined(
+        &format!("0x{}", "bb".repeat(32)),
+        7,
+        true,
+        Address::ZERO,
+        vec![paid_log(USDC_ARB, WALLET, 24_949_999)],
+    );
     let tracked = track(&lifi, &plan, 20_000).await.unwrap();
     assert_eq!(tracked.status, ExecutionStatus::Done);
     // What the destination's logs paid, not what LI.FI reported (24.95).

@@ -10,13 +10,12 @@ use swapd_core::desk::{
     Desk, DeskActions, DeskError, DeskExchange, Destination, ExchangeRef, ExchangeRequest,
     OpenedExchange,
 };
-use swapd_core::onchain::Tracked;
+use swapd_core::onchain::{ExecutionPlan, SignedStep, Tracked};
 use swapd_core::orders::Choice;
 use swapd_core::provider::{
-    CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
-    TrackRequest,
+    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest, TrackRequest,
 };
-use swapd_types::onchain::PlanStep;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -105,9 +104,18 @@ impl<P: Provider + ?Sized> Provider for Faulty<P> {
         }))
     }
 
-    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
+    async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         self.check().await?;
         self.inner.build_plan(request).await
+    }
+
+    async fn relay_signatures(
+        &self,
+        plan: &ExecutionPlan,
+        signatures: &[SignedStep],
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        self.check().await?;
+        self.inner.relay_signatures(plan, signatures).await
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

@@ -12,10 +12,9 @@ use swapd_core::market::routes::less_bps;
 use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, Tracked};
 use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
+    BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, Provider, ProviderError, ProviderInfo,
+    ProviderQuote, QuoteRequest, TrackRequest,
 };
-use swapd_types::onchain::PlanStep;
 
 use super::{limits, plans, usd_price};
 use crate::price_feed::PriceFeed;
@@ -224,8 +223,8 @@ impl Provider for Dex {
         )
     }
 
-    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
-        plans::dex_plan(self.id, request)
+    async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
+        plans::dex_plan(self.id, request).map(BuiltPlan::from)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
@@ -340,8 +339,8 @@ impl Provider for Bridge {
         )
     }
 
-    async fn build_plan(&self, request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
-        plans::bridge_plan(self.id, request)
+    async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
+        plans::bridge_plan(self.id, request).map(BuiltPlan::from)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

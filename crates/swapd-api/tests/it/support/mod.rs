@@ -359,6 +359,8 @@ impl TestServer {
             config.providers.changenow = providers.changenow;
             config.providers.fixedfloat = providers.fixedfloat;
             config.providers.lifi = providers.lifi;
+            config.providers.zerox = providers.zerox;
+            config.providers.relay = providers.relay;
             config.chains = live.chains;
         }
         config.node_id = swapd_core::ids::new_id("node_");

@@ -1,0 +1,102 @@
+//! A chain as tests script it: receipts by hash, a head, and balances per block.
+
+use std::sync::Mutex;
+
+use alloy_primitives::{Address, U256};
+use async_trait::async_trait;
+use swapd_core::address::Network;
+use swapd_core::chain::{ChainError, EvmChain, EvmLog, EvmReceipt, TRANSFER_TOPIC};
+
+pub struct ScriptedChain {
+    pub network: Network,
+    pub receipts: Mutex<Vec<(String, EvmReceipt)>>,
+    pub head: Mutex<u64>,
+    pub balances: Mutex<Vec<(Address, u64, U256)>>,
+}
+
+impl ScriptedChain {
+    pub fn new(network: Network) -> Self {
+        Self {
+            network,
+            receipts: Mutex::default(),
+            head: Mutex::default(),
+            balances: Mutex::default(),
+        }
+    }
+
+    /// `tx_hash` mined in `block` (the head moves there), sent by `from`, with `logs`.
+    pub fn mined(
+        &self,
+        tx_hash: &str,
+        block: u64,
+        success: bool,
+        from: Address,
+        logs: Vec<EvmLog>,
+    ) {
+        self.receipts.lock().unwrap().push((
+            tx_hash.to_owned(),
+            EvmReceipt {
+                block_number: block,
+                success,
+                logs,
+                from,
+                gas_paid: U256::from(21_000u64),
+            },
+        ));
+        self.set_head(block);
+    }
+
+    pub fn set_head(&self, block: u64) {
+        *self.head.lock().unwrap() = block;
+    }
+}
+
+/// A `Transfer` of `units` of `token` to `to`.
+pub fn paid_log(token: Address, to: &str, units: u64) -> EvmLog {
+    EvmLog {
+        address: token,
+        topics: vec![
+            TRANSFER_TOPIC,
+            Address::ZERO.into_word(),
+            to.parse::<Address>().unwrap().into_word(),
+        ],
+        data: U256::from(units).to_be_bytes::<32>().to_vec(),
+    }
+}
+
+#[async_trait]
+impl EvmChain for ScriptedChain {
+    fn network(&self) -> Network {
+        self.network
+    }
+
+    fn confirmations(&self) -> u64 {
+        2
+    }
+
+    async fn receipt(&self, tx_hash: &str) -> Result<Option<EvmReceipt>, ChainError> {
+        Ok(self
+            .receipts
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(hash, _)| hash == tx_hash)
+            .map(|(_, receipt)| receipt.clone()))
+    }
+
+    async fn head(&self) -> Result<u64, ChainError> {
+        Ok(*self.head.lock().unwrap())
+    }
+
+    async fn balance(&self, address: Address, block: u64) -> Result<U256, ChainError> {
+        Ok(self
+            .balances
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(owner, at, _)| *owner == address && *at <= block)
+            .max_by_key(|(_, at, _)| *at)
+            .map(|(_, _, balance)| *balance)
+            .unwrap_or_default())
+    }
+}

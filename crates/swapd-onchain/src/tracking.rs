@@ -1,0 +1,154 @@
+//! What every live router shares when it follows an execution: the source transaction judged on
+//! its chain (`swapd_core::chain`), and what a final receipt paid (docs/onchain.md, "Live
+//! tracking").
+
+use alloy_primitives::{Address, U256};
+use swapd_core::amount::Amount;
+use swapd_core::chain::{self, EvmLog, EvmReceipt, SourceTx};
+use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::onchain::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
+use swapd_core::provider::ProviderError;
+use swapd_types::onchain::ExecutionTx;
+
+use crate::Chains;
+
+/// What the source chain says about a reported transaction.
+pub enum OnChain {
+    /// Enough to answer: not indexed, confirming, reverted or lost.
+    Decided(Tracked),
+    /// Final and executed: its receipt.
+    Final(EvmReceipt),
+    /// swapd does not read the source chain.
+    Unread,
+}
+
+/// Looks `source` up on its chain, when swapd reads it.
+pub async fn on_chain(
+    chains: &Chains,
+    from: &CurrencyDef,
+    source: &ExecutionTx,
+    lost_after_ms: i64,
+    now_ms: i64,
+) -> Result<OnChain, ProviderError> {
+    let Some(reader) = chains.evm(from.network) else {
+        return Ok(OnChain::Unread);
+    };
+    let receipt = reader.receipt(&source.tx_hash).await?;
+    let head = match receipt {
+        Some(_) => reader.head().await?,
+        None => 0,
+    };
+    Ok(
+        match chain::source_tx(receipt, head, reader.confirmations(), lost_after_ms, now_ms) {
+            SourceTx::NotIndexed => {
+                OnChain::Decided(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()))
+            }
+            SourceTx::Lost => {
+                OnChain::Decided(state(ExecutionStatus::Failed, "tx_not_found", Vec::new()))
+            }
+            SourceTx::Confirming { .. } => OnChain::Decided(state(
+                ExecutionStatus::Pending,
+                "source_confirming",
+                vec![source.clone()],
+            )),
+            SourceTx::Reverted => OnChain::Decided(state(
+                ExecutionStatus::Failed,
+                "reverted",
+                vec![source.clone()],
+            )),
+            SourceTx::Confirmed(receipt) => OnChain::Final(receipt),
+        },
+    )
+}
+
+/// The plan's currencies, as stored.
+pub fn currencies(
+    plan: &ExecutionPlan,
+) -> Result<(&'static CurrencyDef, &'static CurrencyDef), ProviderError> {
+    let stored = |code: &str| {
+        currency(code)
+            .ok_or_else(|| ProviderError::Unavailable("the plan names an unknown currency".into()))
+    };
+    Ok((stored(&plan.from_code)?, stored(&plan.to_code)?))
+}
+
+/// Where the plan's output goes.
+pub fn recipient(plan: &ExecutionPlan) -> &str {
+    plan.recipient.as_deref().unwrap_or(&plan.wallet_address)
+}
+
+/// The transaction on the plan's source chain.
+pub fn source_tx(from: &CurrencyDef, tx_hash: &str) -> ExecutionTx {
+    ExecutionTx {
+        role: "source".into(),
+        chain: from.network.caip2().unwrap_or_default(),
+        tx_hash: tx_hash.to_owned(),
+    }
+}
+
+/// What `to`'s transfers in `logs` paid `recipient`; `None` for a native currency (no logs) or
+/// when nothing was paid.
+pub fn paid(logs: &[EvmLog], to: &CurrencyDef, recipient: &str) -> Option<U256> {
+    let token: Address = to.contract?.parse().ok()?;
+    let recipient: Address = recipient.parse().ok()?;
+    let units = chain::transferred_to(logs, token, recipient);
+    (!units.is_zero()).then_some(units)
+}
+
+/// What a final receipt on `to`'s chain paid the plan's recipient in `to`: its `Transfer` logs
+/// for a token; for the chain's coin (which leaves no log), the recipient's balance change over
+/// the receipt's block, counting back what it spent on the transaction
+/// (`swapd_core::chain::native_received`). `None` when nothing arrived, or swapd does not read
+/// that chain.
+pub async fn received(
+    chains: &Chains,
+    receipt: &EvmReceipt,
+    plan: &ExecutionPlan,
+    from: &CurrencyDef,
+    to: &CurrencyDef,
+) -> Result<Option<U256>, ProviderError> {
+    let recipient_text = recipient(plan);
+    if to.contract.is_some() {
+        return Ok(paid(&receipt.logs, to, recipient_text));
+    }
+    let (Some(reader), Ok(recipient)) = (chains.evm(to.network), recipient_text.parse::<Address>())
+    else {
+        return Ok(None);
+    };
+    let before = reader
+        .balance(recipient, receipt.block_number.saturating_sub(1))
+        .await?;
+    let after = reader.balance(recipient, receipt.block_number).await?;
+    let value_sent = match from.contract {
+        None if from.network == to.network => Amount::parse(&plan.from_amount, from.precision)
+            .map(|amount| crate::units(amount, from))
+            .unwrap_or_default(),
+        _ => U256::ZERO,
+    };
+    Ok(chain::native_received(
+        before, after, receipt, recipient, value_sent,
+    ))
+}
+
+/// Done: `units` of `to` arrived.
+pub fn completed(to: &CurrencyDef, units: U256, tx_hashes: Vec<ExecutionTx>) -> Tracked {
+    Tracked {
+        status: ExecutionStatus::Done,
+        substatus: Some("completed".into()),
+        outcome: Some(Outcome::Completed),
+        tx_hashes,
+        received_amount: Some(Amount::from_units(units, to.decimals).to_string()),
+        received_token: Some(to.code.into()),
+    }
+}
+
+pub fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) -> Tracked {
+    Tracked {
+        status,
+        substatus: Some(substatus.into()),
+        outcome: None,
+        tx_hashes,
+        received_amount: None,
+        received_token: None,
+    }
+}
