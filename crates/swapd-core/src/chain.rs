@@ -66,15 +66,16 @@ pub trait EvmChain: Send + Sync + 'static {
     async fn balance(&self, address: Address, block: u64) -> Result<U256, ChainError>;
 }
 
-/// Where a reported source transaction stands on its chain.
+/// Where a reported source transaction stands on its chain; `R` is what a final, executed one
+/// shows (an EVM receipt).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceTx {
+pub enum SourceTx<R = EvmReceipt> {
     /// Not mined (or not indexed) yet.
     NotIndexed,
     /// Mined, with fewer confirmations than the network needs.
     Confirming { confirmations: u64 },
     /// Mined and final, executed.
-    Confirmed(EvmReceipt),
+    Confirmed(R),
     /// Mined and final, reverted: nothing was swapped.
     Reverted,
     /// Still unknown after the plan's deadline: it will not be mined.
@@ -126,6 +127,84 @@ pub fn transferred_to(logs: &[EvmLog], token: Address, recipient: Address) -> U2
         .fold(U256::ZERO, |sum, log| {
             sum.saturating_add(U256::from_be_slice(&log.data))
         })
+}
+
+/// Where a Solana transaction stands (`getSignatureStatuses`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SolanaStatus {
+    /// It executed with an error: nothing it did holds but its fee.
+    pub failed: bool,
+    /// Its block is finalized (it can no longer be dropped).
+    pub finalized: bool,
+}
+
+/// A token balance of one owner before and after a Solana transaction, in base units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenBalance {
+    pub owner: String,
+    pub mint: String,
+    pub before: U256,
+    pub after: U256,
+}
+
+/// What a finalized Solana transaction changed (`getTransaction`'s `meta`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SolanaTx {
+    /// The account that paid the fee (the first signer), and the fee in lamports.
+    pub fee_payer: String,
+    pub fee: u64,
+    /// Lamports of each account before and after.
+    pub lamports: Vec<(String, u64, u64)>,
+    pub tokens: Vec<TokenBalance>,
+}
+
+/// Reads Solana through a node's JSON-RPC.
+#[async_trait]
+pub trait SolanaChain: Send + Sync + 'static {
+    /// `None` while the cluster does not know the signature.
+    async fn status(&self, signature: &str) -> Result<Option<SolanaStatus>, ChainError>;
+    /// The finalized transaction's balance changes; `None` until it is finalized.
+    async fn transaction(&self, signature: &str) -> Result<Option<SolanaTx>, ChainError>;
+}
+
+/// Judges a Solana signature's status as [`source_tx`] judges an EVM receipt: not indexed (or
+/// lost after `lost_after_ms`), confirming until finalized, reverted when it failed.
+pub fn solana_source(
+    status: Option<SolanaStatus>,
+    lost_after_ms: i64,
+    now_ms: i64,
+) -> SourceTx<()> {
+    match status {
+        None if now_ms >= lost_after_ms => SourceTx::Lost,
+        None => SourceTx::NotIndexed,
+        Some(status) if !status.finalized => SourceTx::Confirming { confirmations: 0 },
+        Some(status) if status.failed => SourceTx::Reverted,
+        Some(_) => SourceTx::Confirmed(()),
+    }
+}
+
+/// What a Solana transaction paid `recipient`: of the token `mint`, the rise of its token
+/// balances; of SOL (`mint` `None`), the rise of its lamports, counting back the fee when it
+/// paid it. `None` when nothing arrived.
+pub fn solana_received(tx: &SolanaTx, recipient: &str, mint: Option<&str>) -> Option<U256> {
+    let received = match mint {
+        Some(mint) => {
+            let (before, after) = tx
+                .tokens
+                .iter()
+                .filter(|balance| balance.owner == recipient && balance.mint == mint)
+                .fold((U256::ZERO, U256::ZERO), |(before, after), balance| {
+                    (before + balance.before, after + balance.after)
+                });
+            after.checked_sub(before)?
+        }
+        None => {
+            let (_, before, after) = tx.lamports.iter().find(|(key, _, _)| key == recipient)?;
+            let fee = if tx.fee_payer == recipient { tx.fee } else { 0 };
+            U256::from(*after + fee).checked_sub(U256::from(*before))?
+        }
+    };
+    (!received.is_zero()).then_some(received)
 }
 
 /// What a transaction paid `recipient` in the chain's coin (which leaves no log): its balance
@@ -226,6 +305,58 @@ mod tests {
             source_tx(Some(receipt(10, true)), 10, 0, 0, 5),
             SourceTx::Confirmed(receipt(10, true))
         );
+    }
+
+    #[test]
+    fn solana_signatures_are_final_when_finalized_and_pay_by_balance_changes() {
+        let status = |failed, finalized| Some(SolanaStatus { failed, finalized });
+        assert_eq!(solana_source(None, 10, 9), SourceTx::NotIndexed);
+        assert_eq!(solana_source(None, 10, 10), SourceTx::Lost);
+        assert_eq!(
+            solana_source(status(false, false), 10, 5),
+            SourceTx::Confirming { confirmations: 0 }
+        );
+        assert_eq!(solana_source(status(true, true), 10, 5), SourceTx::Reverted);
+        assert_eq!(
+            solana_source(status(false, true), 10, 5),
+            SourceTx::Confirmed(())
+        );
+
+        let tx = SolanaTx {
+            fee_payer: "alice".into(),
+            fee: 5_000,
+            lamports: vec![("alice".into(), 1_000_000, 2_995_000), ("bob".into(), 7, 7)],
+            tokens: vec![
+                TokenBalance {
+                    owner: "alice".into(),
+                    mint: "usdc".into(),
+                    before: U256::from(100u64),
+                    after: U256::ZERO,
+                },
+                TokenBalance {
+                    owner: "bob".into(),
+                    mint: "usdc".into(),
+                    before: U256::ZERO,
+                    after: U256::from(2_500_000u64),
+                },
+            ],
+        };
+        assert_eq!(
+            solana_received(&tx, "bob", Some("usdc")),
+            Some(U256::from(2_500_000u64))
+        );
+        assert_eq!(
+            solana_received(&tx, "alice", Some("usdc")),
+            None,
+            "alice sent hers"
+        );
+        // Alice paid the fee: it is counted back.
+        assert_eq!(
+            solana_received(&tx, "alice", None),
+            Some(U256::from(2_000_000u64))
+        );
+        assert_eq!(solana_received(&tx, "bob", None), None);
+        assert_eq!(solana_received(&tx, "carol", None), None);
     }
 
     #[test]

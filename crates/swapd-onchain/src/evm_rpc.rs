@@ -16,7 +16,7 @@ use swapd_http::{Call, Transport};
 pub struct EvmRpc {
     network: Network,
     confirmations: u64,
-    transport: Transport,
+    node: JsonRpc,
 }
 
 impl EvmRpc {
@@ -30,11 +30,26 @@ impl EvmRpc {
         Ok(Self {
             network,
             confirmations,
+            node: JsonRpc::new(network, rpc_url, timeout)?,
+        })
+    }
+}
+
+/// A node's JSON-RPC endpoint: one call, its `result` or why there is none.
+pub(crate) struct JsonRpc {
+    network: Network,
+    transport: Transport,
+}
+
+impl JsonRpc {
+    pub(crate) fn new(network: Network, rpc_url: &str, timeout: Duration) -> Result<Self, String> {
+        Ok(Self {
+            network,
             transport: Transport::new("the chain node", rpc_url, timeout, Default::default())?,
         })
     }
 
-    async fn call<T: DeserializeOwned>(
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         method: &str,
         params: serde_json::Value,
@@ -60,7 +75,7 @@ impl EvmRpc {
 }
 
 /// The `result` of a JSON-RPC answer, or why there is none.
-pub fn rpc_result<T: DeserializeOwned>(
+fn rpc_result<T: DeserializeOwned>(
     body: &[u8],
     method: &str,
     network: Network,
@@ -151,22 +166,27 @@ impl EvmChain for EvmRpc {
 
     async fn receipt(&self, tx_hash: &str) -> Result<Option<EvmReceipt>, ChainError> {
         let receipt: Option<WireReceipt> = self
+            .node
             .call("eth_getTransactionReceipt", serde_json::json!([tx_hash]))
             .await?;
         Ok(receipt.map(EvmReceipt::from))
     }
 
     async fn head(&self) -> Result<u64, ChainError> {
-        let head: U64 = self.call("eth_blockNumber", serde_json::json!([])).await?;
+        let head: U64 = self
+            .node
+            .call("eth_blockNumber", serde_json::json!([]))
+            .await?;
         Ok(head.to::<u64>())
     }
 
     async fn balance(&self, address: Address, block: u64) -> Result<U256, ChainError> {
-        self.call(
-            "eth_getBalance",
-            serde_json::json!([address, format!("{block:#x}")]),
-        )
-        .await
+        self.node
+            .call(
+                "eth_getBalance",
+                serde_json::json!([address, format!("{block:#x}")]),
+            )
+            .await
     }
 }
 

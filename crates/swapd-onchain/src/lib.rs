@@ -4,10 +4,12 @@
 //! (`swapd-http`). Chain readers implement `swapd_core::chain` over a node's JSON-RPC.
 
 pub mod evm_rpc;
+pub mod jupiter;
 pub mod lifi;
 pub mod relay;
 #[cfg(test)]
 mod scripted;
+pub mod solana_rpc;
 mod tracking;
 pub mod zerox;
 
@@ -18,7 +20,7 @@ use alloy_sol_types::{SolCall, sol};
 use serde::de::DeserializeOwned;
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
-use swapd_core::chain::EvmChain;
+use swapd_core::chain::{EvmChain, SolanaChain};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::provider::ProviderError;
 
@@ -26,16 +28,34 @@ use swapd_core::provider::ProviderError;
 #[derive(Clone, Default)]
 pub struct Chains {
     evm: Vec<Arc<dyn EvmChain>>,
+    solana: Option<Arc<dyn SolanaChain>>,
 }
 
 impl Chains {
     pub fn new(evm: Vec<Arc<dyn EvmChain>>) -> Self {
-        Self { evm }
+        Self { evm, solana: None }
+    }
+
+    pub fn with_solana(mut self, solana: Arc<dyn SolanaChain>) -> Self {
+        self.solana = Some(solana);
+        self
     }
 
     /// The reader of `network`, when one is configured.
     pub fn evm(&self, network: Network) -> Option<&Arc<dyn EvmChain>> {
         self.evm.iter().find(|chain| chain.network() == network)
+    }
+
+    pub fn solana(&self) -> Option<&Arc<dyn SolanaChain>> {
+        self.solana.as_ref()
+    }
+
+    /// Whether swapd reads `network`.
+    pub fn reads(&self, network: Network) -> bool {
+        match network {
+            Network::Solana => self.solana.is_some(),
+            other => self.evm(other).is_some(),
+        }
     }
 }
 

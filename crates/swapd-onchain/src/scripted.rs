@@ -100,3 +100,40 @@ impl EvmChain for ScriptedChain {
             .unwrap_or_default())
     }
 }
+
+/// Solana as tests script it: statuses and finalized transactions by signature.
+#[derive(Default)]
+pub struct ScriptedSolana {
+    pub statuses: Mutex<Vec<(String, swapd_core::chain::SolanaStatus)>>,
+    pub transactions: Mutex<Vec<(String, swapd_core::chain::SolanaTx)>>,
+}
+
+#[async_trait]
+impl swapd_core::chain::SolanaChain for ScriptedSolana {
+    async fn status(
+        &self,
+        signature: &str,
+    ) -> Result<Option<swapd_core::chain::SolanaStatus>, ChainError> {
+        Ok(self
+            .statuses
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|(known, _)| known == signature)
+            .map(|(_, status)| *status))
+    }
+
+    async fn transaction(
+        &self,
+        signature: &str,
+    ) -> Result<Option<swapd_core::chain::SolanaTx>, ChainError> {
+        Ok(self
+            .transactions
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(known, _)| known == signature)
+            .map(|(_, tx)| tx.clone()))
+    }
+}

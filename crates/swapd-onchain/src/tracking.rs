@@ -4,7 +4,7 @@
 
 use alloy_primitives::{Address, U256};
 use swapd_core::amount::Amount;
-use swapd_core::chain::{self, EvmLog, EvmReceipt, SourceTx};
+use swapd_core::chain::{self, EvmLog, EvmReceipt, SolanaTx, SourceTx};
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::onchain::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
 use swapd_core::provider::ProviderError;
@@ -61,6 +61,97 @@ pub async fn on_chain(
     )
 }
 
+/// A Solana signature looked up on Solana, when swapd reads it: decided, or the finalized
+/// transaction's changes.
+pub enum OnSolana {
+    Decided(Tracked),
+    Final(SolanaTx),
+    Unread,
+}
+
+pub async fn on_solana(
+    chains: &Chains,
+    source: &ExecutionTx,
+    lost_after_ms: i64,
+    now_ms: i64,
+) -> Result<OnSolana, ProviderError> {
+    let Some(reader) = chains.solana() else {
+        return Ok(OnSolana::Unread);
+    };
+    let status = reader.status(&source.tx_hash).await?;
+    Ok(match chain::solana_source(status, lost_after_ms, now_ms) {
+        SourceTx::NotIndexed => {
+            OnSolana::Decided(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()))
+        }
+        SourceTx::Lost => {
+            OnSolana::Decided(state(ExecutionStatus::Failed, "tx_not_found", Vec::new()))
+        }
+        SourceTx::Confirming { .. } => OnSolana::Decided(state(
+            ExecutionStatus::Pending,
+            "source_confirming",
+            vec![source.clone()],
+        )),
+        SourceTx::Reverted => OnSolana::Decided(state(
+            ExecutionStatus::Failed,
+            "reverted",
+            vec![source.clone()],
+        )),
+        SourceTx::Confirmed(()) => match reader.transaction(&source.tx_hash).await? {
+            Some(tx) => OnSolana::Final(tx),
+            // Finalized by its status, not served yet by getTransaction: look again.
+            None => OnSolana::Decided(state(
+                ExecutionStatus::Pending,
+                "source_confirming",
+                vec![source.clone()],
+            )),
+        },
+    })
+}
+
+/// What a Solana transaction paid the plan's recipient in `to` (a mint, or SOL).
+pub fn solana_received(tx: &SolanaTx, plan: &ExecutionPlan, to: &CurrencyDef) -> Option<U256> {
+    chain::solana_received(tx, recipient(plan), to.contract)
+}
+
+/// What a bridge's destination transaction shows on its chain.
+pub enum AtDestination {
+    /// swapd reads no node of that chain.
+    Unread,
+    /// The node does not have it (final) yet.
+    NotYet,
+    /// Final: what it paid the recipient (`None`: nothing).
+    Paid(Option<U256>),
+}
+
+/// Reads the destination transaction `hash` on `to`'s chain (an EVM receipt's logs or
+/// balances; a finalized Solana transaction's balance changes).
+pub async fn at_destination(
+    chains: &Chains,
+    plan: &ExecutionPlan,
+    to: &CurrencyDef,
+    hash: &str,
+) -> Result<AtDestination, ProviderError> {
+    if to.network == swapd_core::address::Network::Solana {
+        let Some(reader) = chains.solana() else {
+            return Ok(AtDestination::Unread);
+        };
+        return Ok(match reader.transaction(hash).await? {
+            Some(tx) => AtDestination::Paid(solana_received(&tx, plan, to)),
+            None => AtDestination::NotYet,
+        });
+    }
+    let Some(reader) = chains.evm(to.network) else {
+        return Ok(AtDestination::Unread);
+    };
+    let Some(receipt) = reader.receipt(hash).await? else {
+        return Ok(AtDestination::NotYet);
+    };
+    let (from, _) = currencies(plan)?;
+    Ok(AtDestination::Paid(
+        received(chains, &receipt, plan, from, to).await?,
+    ))
+}
+
 /// The plan's currencies, as stored.
 pub fn currencies(
     plan: &ExecutionPlan,
@@ -73,7 +164,7 @@ pub fn currencies(
 }
 
 /// Where the plan's output goes.
-pub fn recipient(plan: &ExecutionPlan) -> &str {
+fn recipient(plan: &ExecutionPlan) -> &str {
     plan.recipient.as_deref().unwrap_or(&plan.wallet_address)
 }
 
@@ -88,7 +179,7 @@ pub fn source_tx(from: &CurrencyDef, tx_hash: &str) -> ExecutionTx {
 
 /// What `to`'s transfers in `logs` paid `recipient`; `None` for a native currency (no logs) or
 /// when nothing was paid.
-pub fn paid(logs: &[EvmLog], to: &CurrencyDef, recipient: &str) -> Option<U256> {
+fn paid(logs: &[EvmLog], to: &CurrencyDef, recipient: &str) -> Option<U256> {
     let token: Address = to.contract?.parse().ok()?;
     let recipient: Address = recipient.parse().ok()?;
     let units = chain::transferred_to(logs, token, recipient);

@@ -91,9 +91,13 @@ pub enum PlanTransaction {
     },
     #[serde(rename_all = "camelCase")]
     Solana {
-        /// Base64 of an unsigned legacy transaction (signature slots zeroed): sign it with the
-        /// wallet, then send it.
+        /// Base64 of an unsigned transaction (signature slots zeroed; legacy in the sandbox,
+        /// versioned from Jupiter): sign it with the wallet, then send it.
         serialized_transaction: String,
+        /// The last block height at which the transaction's blockhash is valid; `null` when
+        /// the provider does not say. Past it the transaction can no longer land: resolve again.
+        #[serde(default)]
+        last_valid_block_height: Option<u64>,
     },
 }
 

@@ -44,7 +44,7 @@ fn live_providers(
     config: &crate::config::Config,
 ) -> anyhow::Result<Vec<Arc<dyn swapd_core::provider::Provider>>> {
     use swapd_desks::{changenow, fixedfloat};
-    use swapd_onchain::{lifi, relay, zerox};
+    use swapd_onchain::{jupiter, lifi, relay, zerox};
     let timeout = |ms: u64| Duration::from_millis(ms);
     let providers = &config.providers;
     let chains = chains(config)?;
@@ -87,6 +87,17 @@ fn live_providers(
                         .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
                         Ok(Arc::new(lifi))
                     }
+                    jupiter::ID => {
+                        let settings = &providers.jupiter;
+                        let jupiter = jupiter::Jupiter::new(
+                            &settings.base_url,
+                            &settings.api_key,
+                            timeout(settings.timeout_ms),
+                            chains.clone(),
+                        )
+                        .map_err(|e| anyhow::anyhow!("providers.jupiter: {e}"))?;
+                        Ok(Arc::new(jupiter))
+                    }
                     relay::ID => {
                         let settings = &providers.relay;
                         let relay = relay::Relay::new(
@@ -119,28 +130,32 @@ fn live_providers(
 
 /// The chain readers of `[chains.<network>]`.
 fn chains(config: &crate::config::Config) -> anyhow::Result<swapd_onchain::Chains> {
-    let readers = config
-        .chains
-        .iter()
-        .map(
-            |(name, chain)| -> anyhow::Result<Arc<dyn swapd_core::chain::EvmChain>> {
-                let network = crate::config::chain_network(name)
-                    .map_err(|e| anyhow::anyhow!("chains.{name}: {e}"))?;
-                let confirmations = chain
-                    .confirmations
-                    .unwrap_or_else(|| crate::config::ChainConfig::default_confirmations(network));
-                let reader = swapd_onchain::evm_rpc::EvmRpc::new(
-                    network,
-                    &chain.rpc_url,
-                    confirmations,
-                    Duration::from_millis(chain.timeout_ms),
-                )
-                .map_err(|e| anyhow::anyhow!("chains.{name}: {e}"))?;
-                Ok(Arc::new(reader))
-            },
-        )
-        .collect::<anyhow::Result<_>>()?;
-    Ok(swapd_onchain::Chains::new(readers))
+    use swapd_core::address::Network;
+    let mut evm: Vec<Arc<dyn swapd_core::chain::EvmChain>> = Vec::new();
+    let mut solana = None;
+    for (name, chain) in &config.chains {
+        let failed = |e: String| anyhow::anyhow!("chains.{name}: {e}");
+        let network = crate::config::chain_network(name).map_err(failed)?;
+        let timeout = Duration::from_millis(chain.timeout_ms);
+        if network == Network::Solana {
+            let reader = swapd_onchain::solana_rpc::SolanaRpc::new(&chain.rpc_url, timeout)
+                .map_err(failed)?;
+            solana = Some(Arc::new(reader));
+            continue;
+        }
+        let confirmations = chain
+            .confirmations
+            .unwrap_or_else(|| crate::config::ChainConfig::default_confirmations(network));
+        let reader =
+            swapd_onchain::evm_rpc::EvmRpc::new(network, &chain.rpc_url, confirmations, timeout)
+                .map_err(failed)?;
+        evm.push(Arc::new(reader));
+    }
+    let chains = swapd_onchain::Chains::new(evm);
+    Ok(match solana {
+        Some(reader) => chains.with_solana(reader),
+        None => chains,
+    })
 }
 
 /// Which halves of the service this process runs. Several processes may share one PostgreSQL

@@ -230,6 +230,8 @@ pub struct ProvidersConfig {
     pub zerox: RouterConfig,
     /// Relay (docs/providers.md).
     pub relay: RouterConfig,
+    /// Jupiter's swap API (docs/providers.md).
+    pub jupiter: RouterConfig,
 }
 
 /// Where a live onchain router's API is and how swapd signs in to it.
@@ -237,10 +239,11 @@ pub struct ProvidersConfig {
 #[serde(deny_unknown_fields)]
 pub struct RouterConfig {
     pub base_url: String,
-    /// LI.FI, Relay: optional (raises their rate limits); 0x: required.
+    /// LI.FI, Relay: optional (raises their rate limits); 0x: required; Jupiter: required by
+    /// its keyed host.
     pub api_key: String,
     /// How swapd names itself to the router (LI.FI's `integrator`, Relay's `referrer`); unused
-    /// by 0x.
+    /// by 0x and Jupiter.
     pub integrator: String,
     /// How long one call may take, in milliseconds.
     pub timeout_ms: u64,
@@ -336,6 +339,7 @@ impl Default for Config {
                 lifi: RouterConfig::with_base_url(swapd_onchain::lifi::BASE_URL),
                 zerox: RouterConfig::with_base_url(swapd_onchain::zerox::BASE_URL),
                 relay: RouterConfig::with_base_url(swapd_onchain::relay::BASE_URL),
+                jupiter: RouterConfig::with_base_url(swapd_onchain::jupiter::BASE_URL),
             },
             chains: BTreeMap::new(),
             orders: OrdersConfig {
@@ -388,6 +392,7 @@ const ENV_KEYS: [&str; 17] = [
 pub const LIVE_PROVIDER_ADAPTERS: &[&str] = &[
     swapd_desks::changenow::ID,
     swapd_desks::fixedfloat::ID,
+    swapd_onchain::jupiter::ID,
     swapd_onchain::lifi::ID,
     swapd_onchain::relay::ID,
     swapd_onchain::zerox::ID,
@@ -538,6 +543,7 @@ impl Config {
             ("providers.lifi", &self.providers.lifi),
             ("providers.zerox", &self.providers.zerox),
             ("providers.relay", &self.providers.relay),
+            ("providers.jupiter", &self.providers.jupiter),
         ] {
             check_http_url(&router.base_url)
                 .map_err(|problem| setting(key, format!("base_url: {problem}")))?;
@@ -547,7 +553,13 @@ impl Config {
         }
         for (name, chain) in &self.chains {
             let key = format!("chains.{name}");
-            chain_network(name).map_err(|problem| setting(&key, problem))?;
+            let network = chain_network(name).map_err(|problem| setting(&key, problem))?;
+            if network == swapd_core::address::Network::Solana && chain.confirmations.is_some() {
+                return Err(setting(
+                    &key,
+                    "Solana transactions count once finalized: confirmations does not apply".into(),
+                ));
+            }
             check_http_url(&chain.rpc_url)
                 .map_err(|problem| setting(&key, format!("rpc_url: {problem}")))?;
             if chain.timeout_ms == 0 {
@@ -831,6 +843,7 @@ impl Config {
             &mut shown.providers.lifi.api_key,
             &mut shown.providers.zerox.api_key,
             &mut shown.providers.relay.api_key,
+            &mut shown.providers.jupiter.api_key,
         ] {
             if !secret.is_empty() {
                 *secret = REDACTED.into();
@@ -853,15 +866,16 @@ impl Config {
     }
 }
 
-/// The EVM network a `[chains.<name>]` table names (its catalog code, any letter case).
+/// The network a `[chains.<name>]` table names (its catalog code, any letter case): an EVM
+/// network or Solana.
 pub fn chain_network(name: &str) -> Result<swapd_core::address::Network, String> {
     let network: swapd_core::address::Network = name.parse()?;
-    if network.evm_chain_id().is_none() {
+    if network.caip2().is_none() {
         return Err(format!(
-            "swapd reads EVM chains only; `{name}` is not one (EVM networks: {})",
+            "swapd reads EVM chains and Solana only; `{name}` is neither (readable: {})",
             swapd_core::address::Network::ALL
                 .iter()
-                .filter(|n| n.evm_chain_id().is_some())
+                .filter(|n| n.caip2().is_some())
                 .map(|n| n.code().to_ascii_lowercase())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -1240,7 +1254,14 @@ mod tests {
                 "[chains.mars]\nrpc_url = \"http://x\"\n",
                 "unknown network `mars`",
             ),
-            ("[chains.sol]\nrpc_url = \"http://x\"\n", "EVM chains only"),
+            (
+                "[chains.xrp]\nrpc_url = \"http://x\"\n",
+                "EVM chains and Solana only",
+            ),
+            (
+                "[chains.sol]\nrpc_url = \"http://x\"\nconfirmations = 3\n",
+                "finalized",
+            ),
             ("[chains.base]\nrpc_url = \"ftp://x\"\n", "chains.base"),
             (
                 "[chains.base]\nrpc_url = \"http://x\"\nblocks = 3\n",
@@ -1254,7 +1275,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("changenow, fixedfloat, lifi, relay, zerox"),
+            err.contains("changenow, fixedfloat, jupiter, lifi, relay, zerox"),
             "{err}"
         );
         let err = load(

@@ -29,6 +29,7 @@ sol! {
     function mint(address to, uint256 value) external;
     function balanceOf(address owner) external view returns (uint256);
     function swapNativeForToken(address token, uint256 amountOut, uint256 minAmountOut, address recipient) external payable;
+    function swapTokenForNative(address token, uint256 amountIn, uint256 amountOut, uint256 minAmountOut, address recipient) external;
 }
 
 const USDC_BASE: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
@@ -149,6 +150,9 @@ impl LocalChain {
             .await;
         self.rpc("hardhat_setCode", json!([ROUTER, runtime["TestRouter"]]))
             .await;
+        // Coin for the router to pay out.
+        self.rpc("hardhat_setBalance", json!([ROUTER, "0x56bc75e2d63100000"]))
+            .await;
         let mint = mintCall {
             to: ROUTER,
             value: U256::from(1_000_000_000u64),
@@ -192,9 +196,10 @@ impl LocalChain {
     }
 }
 
-/// A fake LI.FI: quotes ETH → USDC on Base whose transaction calls the router. An input of
-/// 0.01 ETH pays 30.000123 USDC (more than quoted: the chain decides); 0.02 ETH asks the router
-/// for less than its own minimum, so the transaction reverts on chain.
+/// A fake LI.FI: quotes on Base whose transaction calls the router. An input of 0.01 ETH pays
+/// 30.000123 USDC (more than quoted: the chain decides); 0.02 ETH asks the router for less than
+/// its own minimum, so the transaction reverts on chain; 25 USDC pays 0.008000000000000123 ETH
+/// once the wallet allowed the router to take them.
 struct FakeLiFi {
     recipient: Address,
 }
@@ -204,26 +209,56 @@ impl Respond for FakeLiFi {
         let query: std::collections::HashMap<String, String> =
             request.url.query_pairs().into_owned().collect();
         let from_amount = query["fromAmount"].clone();
-        let (to_amount, to_amount_min, paid) = match from_amount.as_str() {
-            "10000000000000000" => (30_000_000u64, 29_850_000u64, 30_000_123u64),
-            "20000000000000000" => (60_000_000, 59_700_000, 59_000_000),
+        let native = "0x0000000000000000000000000000000000000000";
+        let usdc = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913";
+        let ((from_token, from_decimals), (to_token, to_decimals)) = if query["fromToken"] == native
+        {
+            ((native, 18), (usdc, 6))
+        } else {
+            ((usdc, 6), (native, 18))
+        };
+        let (to_amount, to_amount_min, data, value) = match from_amount.as_str() {
+            "10000000000000000" | "20000000000000000" => {
+                let (to_amount, to_amount_min, paid) = if from_amount == "10000000000000000" {
+                    (30_000_000u128, 29_850_000u128, 30_000_123u128)
+                } else {
+                    (60_000_000, 59_700_000, 59_000_000)
+                };
+                let data = swapNativeForTokenCall {
+                    token: USDC_BASE,
+                    amountOut: U256::from(paid),
+                    minAmountOut: U256::from(to_amount_min),
+                    recipient: self.recipient,
+                }
+                .abi_encode();
+                let value = format!("{:#x}", from_amount.parse::<u128>().unwrap());
+                (to_amount, to_amount_min, data, value)
+            }
+            "25000000" => {
+                let data = swapTokenForNativeCall {
+                    token: USDC_BASE,
+                    amountIn: U256::from(25_000_000u64),
+                    amountOut: U256::from(8_000_000_000_000_123u128),
+                    minAmountOut: U256::from(7_960_000_000_000_000u128),
+                    recipient: self.recipient,
+                }
+                .abi_encode();
+                (
+                    8_000_000_000_000_000,
+                    7_960_000_000_000_000,
+                    data,
+                    "0x0".to_owned(),
+                )
+            }
             other => return ResponseTemplate::new(404).set_body_json(json!({"message": other})),
         };
-        let data = swapNativeForTokenCall {
-            token: USDC_BASE,
-            amountOut: U256::from(paid),
-            minAmountOut: U256::from(to_amount_min),
-            recipient: self.recipient,
-        }
-        .abi_encode();
-        let value = format!("{:#x}", from_amount.parse::<u128>().unwrap());
         let token = |address: &str, decimals: u8| json!({"address": address, "decimals": decimals, "chainId": 8453, "symbol": "T"});
         ResponseTemplate::new(200).set_body_json(json!({
             "id": "lifi-e2e", "type": "lifi", "tool": "testdex",
             "action": {
                 "fromChainId": 8453, "toChainId": 8453,
-                "fromToken": token("0x0000000000000000000000000000000000000000", 18),
-                "toToken": token("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", 6),
+                "fromToken": token(from_token, from_decimals),
+                "toToken": token(to_token, to_decimals),
                 "fromAmount": from_amount, "slippage": 0.005,
                 "fromAddress": query["fromAddress"], "toAddress": query["fromAddress"]
             },
@@ -245,8 +280,14 @@ fn data(resp: &Resp) -> &Value {
     &resp.body["data"]
 }
 
-async fn plan_for(server: &TestServer, key: &TestKey, wallet: Address, amount: &str) -> Value {
-    let query = format!("fromCcy=ETHBASE&toCcy=USDCBASE&amount={amount}&walletAddress={wallet}");
+async fn plan_for(
+    server: &TestServer,
+    key: &TestKey,
+    wallet: Address,
+    (from, to): (&str, &str),
+    amount: &str,
+) -> Value {
+    let query = format!("fromCcy={from}&toCcy={to}&amount={amount}&walletAddress={wallet}");
     let resp = server.call(key, "GET", "/api/v3/routes", &query, b"").await;
     let cards = data(&resp)["routes"].as_array().unwrap().clone();
     let card = cards
@@ -356,7 +397,8 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
     let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
 
     // The plan: one router call carrying 0.01 ETH (no approval for a native input).
-    let plan = plan_for(&server, &key, wallet.address(), "0.01").await;
+    let eth_to_usdc = ("ETHBASE", "USDCBASE");
+    let plan = plan_for(&server, &key, wallet.address(), eth_to_usdc, "0.01").await;
     assert_eq!(plan["executionProvider"], "lifi");
     assert_eq!(plan["expectedOutputAmount"], "30");
     assert_eq!(plan["minOutputAmount"], "29.85");
@@ -396,7 +438,7 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
     );
 
     // A transaction that reverts on chain: the execution fails once the revert is final.
-    let plan = plan_for(&server, &key, wallet.address(), "0.02").await;
+    let plan = plan_for(&server, &key, wallet.address(), eth_to_usdc, "0.02").await;
     let hash = chain
         .sign_and_send(&wallet, &plan["steps"][0]["transaction"])
         .await;
@@ -422,7 +464,43 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
         "nothing more arrived"
     );
 
-    // Neither execution needed LI.FI's status API: a swap on one chain is judged on the chain.
+    // A token input: the wallet first allows the router to take it, then swaps; the coin that
+    // arrives leaves no log and is read from the wallet's balance over the swap's block.
+    let plan = plan_for(
+        &server,
+        &key,
+        wallet.address(),
+        ("USDCBASE", "ETHBASE"),
+        "25",
+    )
+    .await;
+    let steps = plan["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["stepId"], "approve");
+    assert_eq!(steps[0]["transaction"]["to"], USDC_BASE.to_checksum(None));
+    let _approval = chain.sign_and_send(&wallet, &steps[0]["transaction"]).await;
+    let hash = chain.sign_and_send(&wallet, &steps[1]["transaction"]).await;
+    let receipt = chain.rpc("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(
+        receipt["status"], "0x1",
+        "the approval let the router take the USDC"
+    );
+    assert_eq!(
+        data(&report(&server, &key, &plan, &hash).await)["status"],
+        "submitted"
+    );
+    chain.mine().await;
+    track(&server).await;
+    let done = execution(&server, &key, &plan).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["receivedToken"], "ETHBASE");
+    assert_eq!(done["receivedAmount"], "0.008000000000000123");
+    assert_eq!(
+        chain.token_balance(wallet.address()).await,
+        U256::from(5_000_123u64)
+    );
+
+    // No execution needed LI.FI's status API: a swap on one chain is judged on the chain.
     let asked: Vec<String> = lifi
         .received_requests()
         .await

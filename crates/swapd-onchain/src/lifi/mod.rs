@@ -338,6 +338,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
             chain,
             transaction: Some(PlanTransaction::Solana {
                 serialized_transaction: transaction.data.clone(),
+                last_valid_block_height: None,
             }),
             signature: None,
         }]);

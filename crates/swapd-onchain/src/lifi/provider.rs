@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use swapd_core::address::Network;
 use swapd_core::chain;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::onchain::{ExecutionReport, ExecutionStatus, Outcome, Tracked};
+use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, Tracked};
 use swapd_core::provider::{
     BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
     QuoteRequest, TrackRequest,
@@ -19,7 +20,7 @@ use swapd_types::onchain::ExecutionTx;
 
 use super::QuoteQuery;
 use crate::Chains;
-use crate::tracking::{self, OnChain};
+use crate::tracking::{self, AtDestination, OnChain, OnSolana};
 
 pub const ID: &str = "lifi";
 pub const BASE_URL: &str = "https://li.quest/v1/";
@@ -96,7 +97,6 @@ impl LiFi {
         let (from, to) = tracking::currencies(plan)?;
         let source = tracking::source_tx(from, tx_hash);
         let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
-        let recipient = tracking::recipient(plan);
         let source_final =
             match tracking::on_chain(&self.chains, from, &source, lost_after_ms, request.now_ms)
                 .await?
@@ -112,10 +112,20 @@ impl LiFi {
                     }
                     true
                 }
+                // A Solana source: judged on Solana when swapd reads it.
+                OnChain::Unread if from.network == Network::Solana => {
+                    match tracking::on_solana(&self.chains, &source, lost_after_ms, request.now_ms)
+                        .await?
+                    {
+                        OnSolana::Decided(tracked) => return Ok(tracked),
+                        OnSolana::Final(_) => true,
+                        OnSolana::Unread => false,
+                    }
+                }
                 OnChain::Unread => false,
             };
         match self.status(from, to, &source).await? {
-            Some(tracked) => self.checked_at_destination(tracked, to, recipient).await,
+            Some(tracked) => self.checked_at_destination(tracked, plan, to).await,
             None if source_final => Ok(tracking::state(
                 ExecutionStatus::Pending,
                 "awaiting_destination",
@@ -139,27 +149,27 @@ impl LiFi {
     async fn checked_at_destination(
         &self,
         tracked: Tracked,
+        plan: &ExecutionPlan,
         to: &'static CurrencyDef,
-        recipient: &str,
     ) -> Result<Tracked, ProviderError> {
         let destination = tracked.tx_hashes.iter().find(|tx| tx.role == "destination");
-        let (Some(Outcome::Completed), Some(destination), Some(reader)) =
-            (tracked.outcome, destination, self.chains.evm(to.network))
-        else {
+        let (Some(Outcome::Completed), Some(destination)) = (tracked.outcome, destination) else {
             return Ok(tracked);
         };
-        let Some(receipt) = reader.receipt(&destination.tx_hash).await? else {
-            // LI.FI saw it first; the node will too.
-            return Ok(tracking::state(
-                ExecutionStatus::Pending,
-                "awaiting_destination",
-                tracked.tx_hashes,
-            ));
-        };
-        Ok(match tracking::paid(&receipt.logs, to, recipient) {
-            Some(units) => tracking::completed(to, units, tracked.tx_hashes),
-            None => tracked,
-        })
+        Ok(
+            match tracking::at_destination(&self.chains, plan, to, &destination.tx_hash).await? {
+                AtDestination::Unread | AtDestination::Paid(None) => tracked,
+                // LI.FI saw it first; the node will too.
+                AtDestination::NotYet => tracking::state(
+                    ExecutionStatus::Pending,
+                    "awaiting_destination",
+                    tracked.tx_hashes,
+                ),
+                AtDestination::Paid(Some(units)) => {
+                    tracking::completed(to, units, tracked.tx_hashes)
+                }
+            },
+        )
     }
 }
 

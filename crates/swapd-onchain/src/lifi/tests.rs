@@ -707,3 +707,74 @@ async fn a_bridge_is_followed_through_lifis_status_and_checked_at_its_destinatio
     assert_eq!(tracked.received_amount.as_deref(), Some("24.949999"));
     assert_eq!(tracked.tx_hashes.len(), 2);
 }
+
+#[tokio::test]
+async fn a_solana_source_is_judged_on_solana_before_lifi_is_asked() {
+    use crate::scripted::ScriptedSolana;
+    use swapd_core::chain::SolanaStatus;
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/status"))
+        .and(query_param("fromChain", "1151111081099710"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"status": "PENDING", "substatus": "WAIT_DESTINATION_TRANSACTION"}),
+        ))
+        .mount(&server)
+        .await;
+    let solana = Arc::new(ScriptedSolana::default());
+    let lifi = lifi(&server, Chains::default().with_solana(solana.clone())).await;
+    let mut plan = plan("USDCSOL", "USDCBASE");
+    plan.chain_namespace = "solana".into();
+    let signature =
+        "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW";
+    let report = ExecutionReport::TxHash {
+        tx_hash: signature.into(),
+    };
+    let track = || {
+        lifi.track_execution(TrackRequest {
+            plan: &plan,
+            report: &report,
+            reported_at_ms: 10_000,
+            now_ms: 20_000,
+        })
+    };
+    let tracked = track().await.unwrap();
+    assert_eq!(tracked.substatus.as_deref(), Some("not_indexed"));
+    assert!(server.received_requests().await.unwrap().is_empty());
+    solana.statuses.lock().unwrap().push((
+        signature.into(),
+        SolanaStatus {
+            failed: true,
+            finalized: true,
+        },
+    ));
+    assert_eq!(
+        track().await.unwrap().substatus.as_deref(),
+        Some("reverted")
+    );
+    solana.statuses.lock().unwrap().push((
+        signature.into(),
+        SolanaStatus {
+            failed: false,
+            finalized: true,
+        },
+    ));
+    solana.transactions.lock().unwrap().push((
+        signature.into(),
+        swapd_core::chain::SolanaTx {
+            fee_payer: "x".into(),
+            fee: 0,
+            lamports: Vec::new(),
+            tokens: Vec::new(),
+        },
+    ));
+    let tracked = track().await.unwrap();
+    assert_eq!(
+        (tracked.status, tracked.substatus.as_deref()),
+        (ExecutionStatus::Pending, Some("awaiting_destination"))
+    );
+    assert_eq!(
+        tracked.tx_hashes[0].chain,
+        "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"
+    );
+}

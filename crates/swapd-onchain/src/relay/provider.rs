@@ -21,7 +21,7 @@ use swapd_types::onchain::ExecutionTx;
 
 use super::{Intent, RelayState};
 use crate::Chains;
-use crate::tracking::{self, OnChain};
+use crate::tracking::{self, AtDestination, OnChain};
 
 pub const ID: &str = "relay";
 pub const BASE_URL: &str = "https://api.relay.link/";
@@ -146,31 +146,28 @@ impl Relay {
         hash: Option<&String>,
         tx_hashes: Vec<ExecutionTx>,
     ) -> Result<Tracked, ProviderError> {
-        let (Some(hash), Some(reader)) = (hash, self.chains.evm(to.network)) else {
+        let at_destination = match hash {
+            Some(hash) => tracking::at_destination(&self.chains, plan, to, hash).await?,
+            None => AtDestination::Unread,
+        };
+        Ok(match at_destination {
             // No reader of the destination (or no transaction named): done, amount unknown.
-            return Ok(Tracked {
+            AtDestination::Unread => Tracked {
                 status: ExecutionStatus::Done,
                 substatus: Some("completed".into()),
                 outcome: Some(Outcome::Completed),
                 tx_hashes,
                 received_amount: None,
                 received_token: Some(to.code.into()),
-            });
-        };
-        let Some(receipt) = reader.receipt(hash).await? else {
-            return Ok(tracking::state(
-                ExecutionStatus::Pending,
-                "awaiting_destination",
-                tx_hashes,
-            ));
-        };
-        let (from, _) = tracking::currencies(plan)?;
-        Ok(
-            match tracking::received(&self.chains, &receipt, plan, from, to).await? {
-                Some(units) => tracking::completed(to, units, tx_hashes),
-                None => tracking::state(ExecutionStatus::Failed, "nothing_received", tx_hashes),
             },
-        )
+            AtDestination::NotYet => {
+                tracking::state(ExecutionStatus::Pending, "awaiting_destination", tx_hashes)
+            }
+            AtDestination::Paid(Some(units)) => tracking::completed(to, units, tx_hashes),
+            AtDestination::Paid(None) => {
+                tracking::state(ExecutionStatus::Failed, "nothing_received", tx_hashes)
+            }
+        })
     }
 }
 

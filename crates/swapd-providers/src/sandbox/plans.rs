@@ -474,6 +474,7 @@ fn solana_step(description: String, transaction: Vec<u8>) -> PlanStep {
         chain: SOLANA_MAINNET_CAIP2.into(),
         transaction: Some(PlanTransaction::Solana {
             serialized_transaction: base64::engine::general_purpose::STANDARD.encode(transaction),
+            last_valid_block_height: None,
         }),
         signature: None,
     }
@@ -872,6 +873,7 @@ mod tests {
         let steps = dex_plan("sunfish", &swap).unwrap();
         let Some(PlanTransaction::Solana {
             serialized_transaction,
+            ..
         }) = &steps[0].transaction
         else {
             panic!("not a Solana transaction");

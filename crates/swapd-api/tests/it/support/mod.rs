@@ -361,6 +361,7 @@ impl TestServer {
             config.providers.lifi = providers.lifi;
             config.providers.zerox = providers.zerox;
             config.providers.relay = providers.relay;
+            config.providers.jupiter = providers.jupiter;
             config.chains = live.chains;
         }
         config.node_id = swapd_core::ids::new_id("node_");

@@ -1,0 +1,120 @@
+//! Jupiter behind the provider port: cards from `/quote`, plans from `/quote` then `/swap` for
+//! the wallet, swaps followed on Solana.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use swapd_core::chain;
+use swapd_core::market::ExecutionType;
+use swapd_core::onchain::{ExecutionReport, ExecutionStatus, Tracked};
+use swapd_core::provider::{
+    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
+    QuoteRequest, TrackRequest,
+};
+use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
+use swapd_http::{Answer, Call, Transport};
+
+use crate::Chains;
+use crate::tracking::{self, OnSolana};
+
+pub const ID: &str = "jupiter";
+/// The keyed Metis swap API (the keyless `lite-api` host is being retired).
+pub const BASE_URL: &str = "https://api.jup.ag/swap/v1/";
+
+pub struct Jupiter {
+    transport: Transport,
+    chains: Chains,
+}
+
+impl Jupiter {
+    /// Jupiter at `base_url` with `api_key` (`x-api-key`; empty for a keyless host).
+    pub fn new(
+        base_url: &str,
+        api_key: &str,
+        timeout: Duration,
+        chains: Chains,
+    ) -> Result<Self, String> {
+        let mut headers = HeaderMap::new();
+        if !api_key.is_empty() {
+            let mut key = HeaderValue::from_str(api_key)
+                .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
+            key.set_sensitive(true);
+            headers.insert("x-api-key", key);
+        }
+        Ok(Self {
+            transport: Transport::new("Jupiter", base_url, timeout, headers)?,
+            chains,
+        })
+    }
+
+    async fn quote_body(&self, query: &[(&str, String)]) -> Result<Vec<u8>, ProviderError> {
+        let answer = self.transport.get("quote", query).await?;
+        read(answer, |body| Ok(body.to_vec()))
+    }
+}
+
+fn read<T>(
+    answer: Answer,
+    map: impl FnOnce(&[u8]) -> Result<T, ProviderError>,
+) -> Result<T, ProviderError> {
+    answer.read(map, |refused| super::error(refused.status, &refused.body))
+}
+
+#[async_trait]
+impl Provider for Jupiter {
+    fn info(&self) -> ProviderInfo {
+        ProviderInfo {
+            id: ID,
+            execution_type: ExecutionType::Onchain,
+        }
+    }
+
+    async fn catalog(&self, _now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError> {
+        Ok(super::catalog(self.chains.solana().is_some()))
+    }
+
+    async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
+        let query = super::card_query(request, self.chains.solana().is_some())?;
+        let body = self.quote_body(&query).await?;
+        super::card(&body, request)
+    }
+
+    async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
+        let body = self.quote_body(&super::plan_query(request)).await?;
+        let quote = super::checked_quote(&body, request)?;
+        // `/swap` builds a transaction and changes nothing at Jupiter: retried like a read.
+        let answer = self
+            .transport
+            .post(
+                Call::Read,
+                "swap",
+                &super::swap_body(quote, &request.wallet_address),
+                &[],
+            )
+            .await?;
+        let steps = read(answer, |body| super::plan_step(body, request))?;
+        Ok(steps.into())
+    }
+
+    async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
+        let plan = request.plan;
+        let ExecutionReport::TxHash { tx_hash } = request.report else {
+            return Err(ProviderError::Unavailable(
+                "Jupiter plans are reported with the transaction's signature".into(),
+            ));
+        };
+        let (from, to) = tracking::currencies(plan)?;
+        let source = tracking::source_tx(from, tx_hash);
+        let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
+        match tracking::on_solana(&self.chains, &source, lost_after_ms, request.now_ms).await? {
+            OnSolana::Decided(tracked) => Ok(tracked),
+            OnSolana::Final(tx) => Ok(match tracking::solana_received(&tx, plan, to) {
+                Some(units) => tracking::completed(to, units, vec![source]),
+                None => tracking::state(ExecutionStatus::Failed, "nothing_received", vec![source]),
+            }),
+            OnSolana::Unread => Err(ProviderError::Unavailable(
+                "swapd reads no Solana node to follow this Jupiter swap".into(),
+            )),
+        }
+    }
+}

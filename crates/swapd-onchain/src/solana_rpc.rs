@@ -1,0 +1,267 @@
+//! Solana read through a node's JSON-RPC: `getSignatureStatuses` (with the history searched)
+//! for where a signature stands, and `getTransaction` (finalized, `jsonParsed`, versioned
+//! transactions included) for the balances it changed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use alloy_primitives::U256;
+use async_trait::async_trait;
+use serde::Deserialize;
+use swapd_core::address::Network;
+use swapd_core::chain::{ChainError, SolanaChain, SolanaStatus, SolanaTx, TokenBalance};
+
+use crate::evm_rpc::JsonRpc;
+
+pub struct SolanaRpc {
+    node: JsonRpc,
+}
+
+impl SolanaRpc {
+    pub fn new(rpc_url: &str, timeout: Duration) -> Result<Self, String> {
+        Ok(Self {
+            node: JsonRpc::new(Network::Solana, rpc_url, timeout)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Statuses {
+    value: Vec<Option<WireStatus>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireStatus {
+    #[serde(default)]
+    err: Option<serde_json::Value>,
+    #[serde(default)]
+    confirmation_status: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct WireTransaction {
+    meta: Meta,
+    transaction: Transaction,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Meta {
+    fee: u64,
+    pre_balances: Vec<u64>,
+    post_balances: Vec<u64>,
+    #[serde(default)]
+    pre_token_balances: Vec<WireTokenBalance>,
+    #[serde(default)]
+    post_token_balances: Vec<WireTokenBalance>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTokenBalance {
+    account_index: usize,
+    mint: String,
+    #[serde(default)]
+    owner: Option<String>,
+    ui_token_amount: UiTokenAmount,
+}
+
+#[derive(Debug, Deserialize)]
+struct UiTokenAmount {
+    amount: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Transaction {
+    message: Message,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Message {
+    account_keys: Vec<AccountKey>,
+}
+
+#[derive(Debug, Deserialize)]
+struct AccountKey {
+    pubkey: String,
+}
+
+impl TryFrom<WireTransaction> for SolanaTx {
+    type Error = ChainError;
+
+    fn try_from(wire: WireTransaction) -> Result<Self, ChainError> {
+        let malformed =
+            || ChainError::Unavailable("the Solana node answered a malformed transaction".into());
+        let keys: Vec<String> = wire
+            .transaction
+            .message
+            .account_keys
+            .into_iter()
+            .map(|key| key.pubkey)
+            .collect();
+        let meta = wire.meta;
+        if meta.pre_balances.len() != keys.len() || meta.post_balances.len() != keys.len() {
+            return Err(malformed());
+        }
+        let lamports = keys
+            .iter()
+            .zip(meta.pre_balances.iter().zip(&meta.post_balances))
+            .map(|(key, (before, after))| (key.clone(), *before, *after))
+            .collect();
+        // Token accounts by index: (owner, mint) → (before, after).
+        let mut tokens: BTreeMap<usize, TokenBalance> = BTreeMap::new();
+        for (balances, after) in [
+            (&meta.pre_token_balances, false),
+            (&meta.post_token_balances, true),
+        ] {
+            for balance in balances {
+                let amount = U256::from_str_radix(&balance.ui_token_amount.amount, 10)
+                    .map_err(|_| malformed())?;
+                let entry = tokens
+                    .entry(balance.account_index)
+                    .or_insert_with(|| TokenBalance {
+                        owner: balance.owner.clone().unwrap_or_default(),
+                        mint: balance.mint.clone(),
+                        before: U256::ZERO,
+                        after: U256::ZERO,
+                    });
+                if after {
+                    entry.after = amount;
+                } else {
+                    entry.before = amount;
+                }
+            }
+        }
+        Ok(SolanaTx {
+            fee_payer: keys.first().cloned().ok_or_else(malformed)?,
+            fee: meta.fee,
+            lamports,
+            tokens: tokens.into_values().collect(),
+        })
+    }
+}
+
+#[async_trait]
+impl SolanaChain for SolanaRpc {
+    async fn status(&self, signature: &str) -> Result<Option<SolanaStatus>, ChainError> {
+        let statuses: Statuses = self
+            .node
+            .call(
+                "getSignatureStatuses",
+                serde_json::json!([[signature], {"searchTransactionHistory": true}]),
+            )
+            .await?;
+        Ok(statuses
+            .value
+            .into_iter()
+            .next()
+            .flatten()
+            .map(|status| SolanaStatus {
+                failed: status.err.is_some_and(|err| !err.is_null()),
+                finalized: status.confirmation_status.as_deref() == Some("finalized"),
+            }))
+    }
+
+    async fn transaction(&self, signature: &str) -> Result<Option<SolanaTx>, ChainError> {
+        let transaction: Option<WireTransaction> = self
+            .node
+            .call(
+                "getTransaction",
+                serde_json::json!([signature, {"encoding": "jsonParsed", "commitment": "finalized",
+                                               "maxSupportedTransactionVersion": 0}]),
+            )
+            .await?;
+        transaction.map(SolanaTx::try_from).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wiremock::matchers::{body_partial_json, method};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    const SIGNATURE: &str =
+        "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW";
+    const WALLET: &str = "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM";
+    const USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+
+    async fn node(method_name: &str, result: serde_json::Value) -> (MockServer, SolanaRpc) {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(body_partial_json(
+                serde_json::json!({"method": method_name}),
+            ))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(
+                    serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": result}),
+                ),
+            )
+            .mount(&server)
+            .await;
+        let rpc = SolanaRpc::new(&server.uri(), Duration::from_secs(2)).unwrap();
+        (server, rpc)
+    }
+
+    #[tokio::test]
+    async fn signature_statuses_say_failed_and_finalized() {
+        for (status, expected) in [
+            (serde_json::json!(null), None),
+            (
+                serde_json::json!({"slot": 72, "confirmations": 10, "err": null, "status": {"Ok": null}, "confirmationStatus": "confirmed"}),
+                Some(SolanaStatus {
+                    failed: false,
+                    finalized: false,
+                }),
+            ),
+            (
+                serde_json::json!({"slot": 72, "confirmations": null, "err": {"InstructionError": [0, "Custom"]}, "confirmationStatus": "finalized"}),
+                Some(SolanaStatus {
+                    failed: true,
+                    finalized: true,
+                }),
+            ),
+        ] {
+            let (_server, rpc) = node(
+                "getSignatureStatuses",
+                serde_json::json!({"context": {"slot": 82}, "value": [status]}),
+            )
+            .await;
+            assert_eq!(rpc.status(SIGNATURE).await.unwrap(), expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_finalized_transaction_gives_its_balance_changes() {
+        let (_server, rpc) = node(
+            "getTransaction",
+            serde_json::json!({
+                "slot": 300, "blockTime": 1717000000,
+                "meta": {"err": null, "fee": 5000, "preBalances": [1000000000, 2039280, 1],
+                         "postBalances": [994995000, 2039280, 1],
+                         "preTokenBalances": [{"accountIndex": 1, "mint": USDC, "owner": WALLET,
+                                               "uiTokenAmount": {"amount": "1000000", "decimals": 6, "uiAmount": 1.0, "uiAmountString": "1"}}],
+                         "postTokenBalances": [{"accountIndex": 1, "mint": USDC, "owner": WALLET,
+                                                "uiTokenAmount": {"amount": "26000000", "decimals": 6, "uiAmount": 26.0, "uiAmountString": "26"}}]},
+                "transaction": {"signatures": [SIGNATURE],
+                                "message": {"accountKeys": [
+                                    {"pubkey": WALLET, "signer": true, "writable": true, "source": "transaction"},
+                                    {"pubkey": "Fh7vYvWq2KUB8wyS6ZwVmc1MEcFEsYY7m2H5U2ByVtyb", "signer": false, "writable": true, "source": "transaction"},
+                                    {"pubkey": "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4", "signer": false, "writable": false, "source": "lookupTable"}]}}
+            }),
+        )
+        .await;
+        let tx = rpc.transaction(SIGNATURE).await.unwrap().unwrap();
+        assert_eq!(tx.fee_payer, WALLET);
+        assert_eq!(tx.fee, 5_000);
+        assert_eq!(tx.lamports[0], (WALLET.into(), 1_000_000_000, 994_995_000));
+        assert_eq!(
+            swapd_core::chain::solana_received(&tx, WALLET, Some(USDC)),
+            Some(U256::from(25_000_000u64))
+        );
+        let (_server, rpc) = node("getTransaction", serde_json::json!(null)).await;
+        assert_eq!(rpc.transaction(SIGNATURE).await.unwrap(), None);
+    }
+}
