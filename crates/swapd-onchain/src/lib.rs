@@ -23,6 +23,7 @@ use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{EvmChain, SolanaChain};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::provider::ProviderError;
+use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
 
 /// The chains swapd reads, by network (`[chains.<network>]`).
 #[derive(Clone, Default)]
@@ -73,6 +74,35 @@ fn approve_calldata(spender: Address, amount: U256) -> String {
 fn hex(bytes: &[u8]) -> String {
     let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("0x{digits}")
+}
+
+/// `units` base units of `currency` in its display precision, rounded as `rounding` says.
+fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
+    Amount::from_units(units, currency.decimals).rescale(currency.precision, rounding)
+}
+
+/// The headers that carry an API key (when one is set), marked sensitive so they are never
+/// logged.
+fn key_headers(name: &'static str, api_key: &str) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    if !api_key.is_empty() {
+        let mut key = HeaderValue::from_str(api_key)
+            .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
+        key.set_sensitive(true);
+        headers.insert(name, key);
+    }
+    Ok(headers)
+}
+
+/// The provider's state kept with `plan` (`swapd_core::provider::BuiltPlan`), as `T`.
+fn provider_state<T: DeserializeOwned>(
+    plan: &swapd_core::onchain::ExecutionPlan,
+    provider: &str,
+) -> Result<T, ProviderError> {
+    plan.provider_state
+        .clone()
+        .and_then(|state| serde_json::from_value(state).ok())
+        .ok_or_else(|| ProviderError::Unavailable(format!("the plan lacks {provider}'s state")))
 }
 
 /// `amount` of `currency` in its base units (an amount never holds more digits than these).

@@ -137,3 +137,48 @@ impl swapd_core::chain::SolanaChain for ScriptedSolana {
             .map(|(_, tx)| tx.clone()))
     }
 }
+
+/// A plan of `provider` from `from` to `to` for `wallet`, reported at 10 s and due then; its
+/// deadline 300 s.
+pub fn plan(
+    provider: &str,
+    wallet: &str,
+    from: &str,
+    to: &str,
+) -> swapd_core::onchain::ExecutionPlan {
+    let namespace = swapd_core::market::currencies::currency(from)
+        .map_or("eip155", |def| def.network.chain_namespace());
+    swapd_core::onchain::ExecutionPlan {
+        id: "ocx_1".into(),
+        owner: "key:a".into(),
+        route_quote_id: "rqq_1".into(),
+        resolve_key: "k".into(),
+        provider: provider.into(),
+        chain_namespace: namespace.into(),
+        wallet_address: wallet.into(),
+        recipient: None,
+        from_code: from.into(),
+        to_code: to.into(),
+        from_amount: "1".into(),
+        expected_output: "1".into(),
+        min_output: "1".into(),
+        slippage_bps: 50,
+        gasless: false,
+        steps: Vec::new(),
+        provider_state: None,
+        created_at_ms: 0,
+        expires_at_ms: 300_000,
+        version: 2,
+        status: swapd_core::onchain::ExecutionStatus::Submitted,
+        substatus: None,
+        outcome: None,
+        report: None,
+        reported_at_ms: Some(10_000),
+        relayed_at_ms: None,
+        tx_hashes: Vec::new(),
+        received_amount: None,
+        received_token: None,
+        updated_at_ms: 10_000,
+        next_check_at_ms: Some(10_000),
+    }
+}

@@ -23,7 +23,7 @@ use swapd_core::provider::{
 };
 use swapd_types::onchain::{PlanStep, PlanTransaction};
 
-use crate::{parse_json, units};
+use crate::{display, parse_json, units};
 
 /// Wrapped SOL: how Jupiter names SOL (it wraps and unwraps it for the wallet).
 const WRAPPED_SOL: &str = "So11111111111111111111111111111111111111112";
@@ -116,10 +116,6 @@ fn confused(what: &str) -> ProviderError {
 
 fn integer(text: &str) -> Result<U256, ProviderError> {
     U256::from_str_radix(text, 10).map_err(|_| confused("an amount that is not an integer"))
-}
-
-fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
-    Amount::from_units(units, currency.decimals).rescale(currency.precision, rounding)
 }
 
 fn usable(body: &[u8], from: &CurrencyDef, to: &CurrencyDef) -> Result<wire::Quote, ProviderError> {

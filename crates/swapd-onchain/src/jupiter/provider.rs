@@ -11,7 +11,6 @@ use swapd_core::provider::{
     BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
     QuoteRequest, TrackRequest,
 };
-use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
 use swapd_http::{Answer, Call, Transport};
 
 use crate::Chains;
@@ -34,13 +33,7 @@ impl Jupiter {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let mut headers = HeaderMap::new();
-        if !api_key.is_empty() {
-            let mut key = HeaderValue::from_str(api_key)
-                .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
-            key.set_sensitive(true);
-            headers.insert("x-api-key", key);
-        }
+        let headers = crate::key_headers("x-api-key", api_key)?;
         Ok(Self {
             transport: Transport::new("Jupiter", base_url, timeout, headers)?,
             chains,

@@ -271,37 +271,8 @@ async fn a_swap_is_followed_on_solana_to_what_the_wallet_received() {
     let chain = Arc::new(ScriptedSolana::default());
     let jupiter = jupiter(&server, Chains::default().with_solana(chain.clone())).await;
     let mut plan = ExecutionPlan {
-        id: "ocx_1".into(),
-        owner: "key:a".into(),
-        route_quote_id: "rqq_1".into(),
-        resolve_key: "k".into(),
-        provider: "jupiter".into(),
-        chain_namespace: "solana".into(),
-        wallet_address: WALLET.into(),
-        recipient: None,
-        from_code: "SOL".into(),
-        to_code: "USDCSOL".into(),
         from_amount: "2.5".into(),
-        expected_output: "375.123456".into(),
-        min_output: "373.247838".into(),
-        slippage_bps: 50,
-        gasless: false,
-        steps: Vec::new(),
-        provider_state: None,
-        created_at_ms: 0,
-        expires_at_ms: 300_000,
-        version: 2,
-        status: ExecutionStatus::Submitted,
-        substatus: None,
-        outcome: None,
-        report: None,
-        reported_at_ms: Some(10_000),
-        relayed_at_ms: None,
-        tx_hashes: Vec::new(),
-        received_amount: None,
-        received_token: None,
-        updated_at_ms: 10_000,
-        next_check_at_ms: Some(10_000),
+        ..crate::scripted::plan("jupiter", WALLET, "SOL", "USDCSOL")
     };
     let report = ExecutionReport::TxHash {
         tx_hash: SIGNATURE.into(),

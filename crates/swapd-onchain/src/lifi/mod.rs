@@ -21,7 +21,7 @@ use swapd_core::provider::{
 };
 use swapd_types::onchain::{ExecutionTx, PlanStep, PlanTransaction};
 
-use crate::{approve_calldata, parse_json, units};
+use crate::{approve_calldata, display, parse_json, units};
 
 /// LI.FI's chain id for Solana (not an EIP-155 id).
 pub const SOLANA_CHAIN_ID: u64 = 1_151_111_081_099_710;
@@ -209,10 +209,6 @@ fn confused(what: &str) -> ProviderError {
 }
 
 /// `units` of `currency` in its display precision, rounded as `rounding` says.
-fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
-    Amount::from_units(units, currency.decimals).rescale(currency.precision, rounding)
-}
-
 /// Checks that LI.FI quoted the tokens asked for.
 fn check_tokens(
     quote: &wire::Quote,

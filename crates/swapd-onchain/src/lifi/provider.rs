@@ -15,7 +15,6 @@ use swapd_core::provider::{
     QuoteRequest, TrackRequest,
 };
 use swapd_http::Transport;
-use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
 use swapd_types::onchain::ExecutionTx;
 
 use super::QuoteQuery;
@@ -41,13 +40,7 @@ impl LiFi {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let mut headers = HeaderMap::new();
-        if !api_key.is_empty() {
-            let mut key = HeaderValue::from_str(api_key)
-                .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
-            key.set_sensitive(true);
-            headers.insert("x-lifi-api-key", key);
-        }
+        let headers = crate::key_headers("x-lifi-api-key", api_key)?;
         Ok(Self {
             transport: Transport::new("LI.FI", base_url, timeout, headers)?,
             integrator: integrator.to_owned(),

@@ -536,39 +536,7 @@ const USDC_BASE: Address = address!("833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
 const USDC_ARB: Address = address!("af88d065e77c8cC2239327C5EDb3A432268e5831");
 
 fn plan(from: &str, to: &str) -> ExecutionPlan {
-    ExecutionPlan {
-        id: "ocx_1".into(),
-        owner: "key:a".into(),
-        route_quote_id: "rqq_1".into(),
-        resolve_key: "k".into(),
-        provider: "lifi".into(),
-        chain_namespace: "eip155".into(),
-        wallet_address: WALLET.into(),
-        recipient: None,
-        from_code: from.into(),
-        to_code: to.into(),
-        from_amount: "1".into(),
-        expected_output: "1".into(),
-        min_output: "1".into(),
-        slippage_bps: 50,
-        gasless: false,
-        steps: Vec::new(),
-        provider_state: None,
-        created_at_ms: 0,
-        expires_at_ms: 300_000,
-        version: 2,
-        status: ExecutionStatus::Submitted,
-        substatus: None,
-        outcome: None,
-        report: None,
-        reported_at_ms: Some(10_000),
-        relayed_at_ms: None,
-        tx_hashes: Vec::new(),
-        received_amount: None,
-        received_token: None,
-        updated_at_ms: 10_000,
-        next_check_at_ms: Some(10_000),
-    }
+    crate::scripted::plan("lifi", WALLET, from, to)
 }
 
 async fn track(

@@ -23,7 +23,7 @@ use swapd_core::provider::{
 };
 use swapd_types::onchain::{PlanStep, PlanTransaction, SignatureRequest};
 
-use crate::{parse_json, units};
+use crate::{display, parse_json, units};
 
 /// Relay's chain id for Solana (not an EIP-155 id).
 pub const SOLANA_CHAIN_ID: u64 = 792_703_809;
@@ -170,10 +170,6 @@ fn confused(what: &str) -> ProviderError {
 
 fn integer(text: &str) -> Result<U256, ProviderError> {
     U256::from_str_radix(text, 10).map_err(|_| confused("an amount that is not an integer"))
-}
-
-fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
-    Amount::from_units(units, currency.decimals).rescale(currency.precision, rounding)
 }
 
 /// Checks that Relay quoted the currencies asked for.

@@ -15,7 +15,6 @@ use swapd_core::provider::{
     BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
     QuoteRequest, TrackRequest,
 };
-use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
 use swapd_http::{Answer, Call, Transport};
 use swapd_types::onchain::ExecutionTx;
 
@@ -41,13 +40,7 @@ impl Relay {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let mut headers = HeaderMap::new();
-        if !api_key.is_empty() {
-            let mut key = HeaderValue::from_str(api_key)
-                .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
-            key.set_sensitive(true);
-            headers.insert("x-api-key", key);
-        }
+        let headers = crate::key_headers("x-api-key", api_key)?;
         Ok(Self {
             transport: Transport::new("Relay", base_url, timeout, headers)?,
             referrer: referrer.to_owned(),
@@ -182,10 +175,7 @@ fn read<T>(
 }
 
 fn state(plan: &ExecutionPlan) -> Result<RelayState, ProviderError> {
-    plan.provider_state
-        .clone()
-        .and_then(|state| serde_json::from_value(state).ok())
-        .ok_or_else(|| ProviderError::Unavailable("the plan lacks Relay's request".into()))
+    crate::provider_state(plan, "Relay")
 }
 
 #[async_trait]

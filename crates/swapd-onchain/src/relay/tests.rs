@@ -383,39 +383,14 @@ fn every_intent_status_maps_onto_an_execution_state() {
 
 fn plan(report_signatures: bool) -> ExecutionPlan {
     ExecutionPlan {
-        id: "ocx_1".into(),
-        owner: "key:a".into(),
-        route_quote_id: "rqq_1".into(),
-        resolve_key: "k".into(),
-        provider: "relay".into(),
-        chain_namespace: "eip155".into(),
-        wallet_address: WALLET.into(),
-        recipient: None,
-        from_code: "USDCBASE".into(),
-        to_code: "USDCARB".into(),
         from_amount: "25".into(),
         expected_output: "24.95".into(),
         min_output: "24.9".into(),
-        slippage_bps: 50,
         gasless: report_signatures,
-        steps: Vec::new(),
         provider_state: Some(json!({"requestId": REQUEST_ID, "posts": [
             {"signatureId": "sig_authorize", "post": {"endpoint": "/execute/permits", "method": "POST",
                                                       "body": {"kind": "eip3009", "requestId": REQUEST_ID}}}]})),
-        created_at_ms: 0,
-        expires_at_ms: 300_000,
-        version: 2,
-        status: ExecutionStatus::Submitted,
-        substatus: None,
-        outcome: None,
-        report: None,
-        reported_at_ms: Some(10_000),
-        relayed_at_ms: None,
-        tx_hashes: Vec::new(),
-        received_amount: None,
-        received_token: None,
-        updated_at_ms: 10_000,
-        next_check_at_ms: Some(10_000),
+        ..crate::scripted::plan("relay", WALLET, "USDCBASE", "USDCARB")
     }
 }
 

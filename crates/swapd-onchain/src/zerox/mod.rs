@@ -21,7 +21,7 @@ use swapd_core::provider::{
 };
 use swapd_types::onchain::{PlanStep, PlanTransaction, SignatureRequest};
 
-use crate::{approve_calldata, parse_json, units};
+use crate::{approve_calldata, display, parse_json, units};
 
 /// How 0x names a chain's coin.
 const NATIVE: &str = "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE";
@@ -143,10 +143,6 @@ fn confused(what: &str) -> ProviderError {
 fn integer(text: Option<&str>) -> Result<U256, ProviderError> {
     text.and_then(|text| U256::from_str_radix(text, 10).ok())
         .ok_or_else(|| confused("an amount that is not an integer"))
-}
-
-fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
-    Amount::from_units(units, currency.decimals).rescale(currency.precision, rounding)
 }
 
 /// A quote with liquidity, for the tokens and amount asked.

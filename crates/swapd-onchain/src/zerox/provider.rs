@@ -12,7 +12,7 @@ use swapd_core::provider::{
     BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
     QuoteRequest, TrackRequest,
 };
-use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
+use swapd_http::reqwest::header::HeaderValue;
 use swapd_http::{Answer, Call, Transport};
 
 use super::{Gasless, GaslessState, Planned, Query};
@@ -35,11 +35,7 @@ impl ZeroX {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let mut key = HeaderValue::from_str(api_key)
-            .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
-        key.set_sensitive(true);
-        let mut headers = HeaderMap::new();
-        headers.insert("0x-api-key", key);
+        let mut headers = crate::key_headers("0x-api-key", api_key)?;
         headers.insert("0x-version", HeaderValue::from_static("v2"));
         Ok(Self {
             transport: Transport::new("0x", base_url, timeout, headers)?,
@@ -140,10 +136,7 @@ fn read<T>(
 }
 
 fn state(plan: &ExecutionPlan) -> Result<GaslessState, ProviderError> {
-    plan.provider_state
-        .clone()
-        .and_then(|state| serde_json::from_value(state).ok())
-        .ok_or_else(|| ProviderError::Unavailable("the plan lacks 0x's trade".into()))
+    crate::provider_state(plan, "0x")
 }
 
 #[async_trait]

@@ -456,37 +456,10 @@ fn gasless_statuses_map_onto_waiting_mined_or_failed() {
 
 fn plan(from: &str, to: &str) -> ExecutionPlan {
     ExecutionPlan {
-        id: "ocx_1".into(),
-        owner: "key:a".into(),
-        route_quote_id: "rqq_1".into(),
-        resolve_key: "k".into(),
-        provider: "zerox".into(),
-        chain_namespace: "eip155".into(),
-        wallet_address: WALLET.into(),
-        recipient: None,
-        from_code: from.into(),
-        to_code: to.into(),
         from_amount: "25".into(),
-        expected_output: "1".into(),
-        min_output: "1".into(),
-        slippage_bps: 50,
         gasless: true,
-        steps: Vec::new(),
-        provider_state: None,
-        created_at_ms: 0,
-        expires_at_ms: 300_000,
-        version: 2,
-        status: ExecutionStatus::Submitted,
-        substatus: None,
-        outcome: None,
-        report: None,
-        reported_at_ms: Some(10_000),
         relayed_at_ms: Some(10_000),
-        tx_hashes: Vec::new(),
-        received_amount: None,
-        received_token: None,
-        updated_at_ms: 10_000,
-        next_check_at_ms: Some(10_000),
+        ..crate::scripted::plan("zerox", WALLET, from, to)
     }
 }
 
