@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_come_earliest_first, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_pending_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_come_earliest_first, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -967,7 +967,7 @@ pub async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     );
 }
 
-pub async fn due_orders_come_earliest_first(store: &Arc<dyn Store>) {
+pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store: &Arc<dyn Store>) {
     let store = store.as_ref();
     let now = 1_800_000_000_000;
     let response = StoredResponse {
@@ -999,16 +999,30 @@ pub async fn due_orders_come_earliest_first(store: &Arc<dyn Store>) {
             .unwrap()
             .unwrap();
     }
-    let due: Vec<String> = store
-        .due_orders(now + 100, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.id)
-        .filter(|id| id.starts_with("ord_due"))
-        .collect();
-    assert_eq!(due, ["ord_due_early", "ord_due_late"]);
-    // A finished order (no next check) is never due.
+    let claimed = |at: i64, until: i64| async move {
+        store
+            .claim_due_orders(at, until, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.id)
+            .filter(|id| id.starts_with("ord_due"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        claimed(now + 100, now + 1_000).await,
+        ["ord_due_early", "ord_due_late"]
+    );
+    // Leased: no other engine gets them until the lease ends.
+    assert!(claimed(now + 100, now + 1_000).await.is_empty());
+    assert!(claimed(now + 999, now + 2_000).await.is_empty());
+    assert_eq!(
+        claimed(now + 1_000, now + 2_000).await,
+        ["ord_due_early", "ord_due_late"],
+        "due again once the lease ended (the engine died)"
+    );
+    // The engine's save sets the real next check (the lease changed no version); a finished
+    // order (no next check) is never due.
     let mut early = store
         .order("ord_due_early", "key:due")
         .await
@@ -1017,15 +1031,66 @@ pub async fn due_orders_come_earliest_first(store: &Arc<dyn Store>) {
     early.version += 1;
     early.next_check_at_ms = None;
     assert!(store.update_order(&early, &[], None).await.unwrap());
-    let due: Vec<String> = store
-        .due_orders(now + 100, 10)
+    let mut late = store
+        .order("ord_due_late", "key:due")
         .await
         .unwrap()
-        .into_iter()
-        .map(|o| o.id)
-        .filter(|id| id.starts_with("ord_due"))
-        .collect();
-    assert_eq!(due, ["ord_due_late"]);
+        .unwrap();
+    late.version += 1;
+    late.next_check_at_ms = Some(now + 1_500);
+    assert!(store.update_order(&late, &[], None).await.unwrap());
+    assert_eq!(claimed(now + 1_500, now + 3_000).await, ["ord_due_late"]);
+}
+
+pub async fn concurrent_order_claims_are_disjoint(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let now = 1_800_000_000_000;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    for n in 0..12 {
+        let id = format!("ord_race_{n:02}");
+        let mut order = sample_order(&id, "key:race", now);
+        order.next_check_at_ms = Some(now + n);
+        let lease = claim(store, "key:race", &id, now).await;
+        let finish = IdempotentFinish {
+            principal: "key:race",
+            key: &id,
+            lease_token: &lease,
+            response: &response,
+        };
+        store
+            .create_order(
+                &order,
+                &[event(&order, 1, EventType::Created)],
+                None,
+                finish,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let claim_some = || async {
+        store
+            .claim_due_orders(now + 100, now + 60_000, 5)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>()
+    };
+    let (a, b, c) = tokio::join!(claim_some(), claim_some(), claim_some());
+    let mut all: Vec<String> = a.iter().chain(&b).chain(&c).cloned().collect();
+    let claimed = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        claimed,
+        "no order claimed twice: {a:?} {b:?} {c:?}"
+    );
+    assert_eq!(claimed, 12);
 }
 
 pub async fn sandbox_transfers_happen_once_per_key(store: &Arc<dyn Store>) {
@@ -1174,7 +1239,7 @@ pub async fn sandbox_deposits_commit_with_their_idempotency_record(store: &Arc<d
     );
 }
 
-pub async fn notifications_are_pending_until_marked(store: &Arc<dyn Store>) {
+pub async fn notifications_are_leased_until_marked(store: &Arc<dyn Store>) {
     let store = store.as_ref();
     let now = 1_900_000_000_000;
     let response = StoredResponse {
@@ -1199,15 +1264,22 @@ pub async fn notifications_are_pending_until_marked(store: &Arc<dyn Store>) {
         .await
         .unwrap()
         .unwrap();
-    let pending: Vec<String> = store
-        .pending_notifications(100)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.order_id == "ord_mail")
-        .map(|e| e.id)
-        .collect();
-    assert_eq!(pending, [events[0].id.clone(), events[1].id.clone()]);
+    let claimed = |at: i64| async move {
+        store
+            .claim_notifications(at, at + 60_000, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.order_id == "ord_mail")
+            .map(|e| e.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        claimed(now).await,
+        [events[0].id.clone(), events[1].id.clone()]
+    );
+    // Leased to the notifier that claimed them until the lease ends.
+    assert!(claimed(now + 59_999).await.is_empty());
     assert_eq!(
         store.order_events("ord_mail").await.unwrap()[0]
             .notify_email
@@ -1215,15 +1287,8 @@ pub async fn notifications_are_pending_until_marked(store: &Arc<dyn Store>) {
         Some("ops@example.com")
     );
     store.mark_notified(&events[0].id, now).await.unwrap();
-    let pending: Vec<String> = store
-        .pending_notifications(100)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.order_id == "ord_mail")
-        .map(|e| e.id)
-        .collect();
-    assert_eq!(pending, [events[1].id.clone()]);
+    // The lease ended without the second being marked (its notifier died): claimed again.
+    assert_eq!(claimed(now + 60_000).await, [events[1].id.clone()]);
 }
 
 fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionPlan {
@@ -1436,7 +1501,9 @@ pub async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) 
     }
 }
 
-pub async fn due_execution_plans_come_earliest_first(store: &Arc<dyn Store>) {
+pub async fn due_execution_plans_are_claimed_earliest_first_until_their_lease_ends(
+    store: &Arc<dyn Store>,
+) {
     let store = store.as_ref();
     let now = 1_900_000_000_000;
     let response = StoredResponse {
@@ -1466,15 +1533,24 @@ pub async fn due_execution_plans_come_earliest_first(store: &Arc<dyn Store>) {
             .await
             .unwrap();
     }
-    let due: Vec<String> = store
-        .due_execution_plans(now, 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|p| p.owner == "key:due")
-        .map(|p| p.id)
-        .collect();
-    assert_eq!(due, ["ocx_due_a", "ocx_due_b"]);
+    let claimed = |at: i64| async move {
+        store
+            .claim_due_execution_plans(at, at + 60_000, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|p| p.owner == "key:due")
+            .map(|p| p.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(claimed(now).await, ["ocx_due_a", "ocx_due_b"]);
+    // Leased: the later one becomes due meanwhile, the claimed ones do not.
+    assert_eq!(claimed(now + 1).await, ["ocx_due_later"]);
+    assert_eq!(
+        claimed(now + 60_000).await,
+        ["ocx_due_a", "ocx_due_b"],
+        "due again once their lease ended"
+    );
 }
 
 fn sample_subscription(id: &str, owner: &str, events: &[EventType], now: i64) -> Subscription {

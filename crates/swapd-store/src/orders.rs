@@ -165,30 +165,70 @@ macro_rules! impl_orders {
                 }))
             }
 
-            async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError> {
-                let bodies: Vec<String> = sqlx::query_scalar(
-                    "SELECT body FROM orders WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $2",
-                )
+            async fn claim_due_orders(
+                &self,
+                now_ms: i64,
+                lease_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<Order>, StoreError> {
+                let mut tx = self.write_tx().await?;
+                let bodies: Vec<String> = sqlx::query_scalar(concat!(
+                    "UPDATE orders SET next_check_at = $2 WHERE id IN (",
+                    "SELECT id FROM orders WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $3",
+                    $skip_locked,
+                    ") RETURNING body"
+                ))
                 .bind(now_ms)
+                .bind(lease_until_ms)
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                bodies.iter().map(|body| decode_json(body)).collect()
+                tx.commit().await.map_err(map_sqlx_error)?;
+                let mut orders = bodies
+                    .iter()
+                    .map(|body| decode_json::<Order>(body))
+                    .collect::<Result<Vec<_>, _>>()?;
+                // RETURNING keeps no order: earliest due first, as claimed.
+                orders.sort_by_key(|order| order.next_check_at_ms);
+                Ok(orders)
             }
 
-            async fn pending_notifications(&self, limit: u32) -> Result<Vec<OrderEvent>, StoreError> {
+            async fn claim_notifications(
+                &self,
+                now_ms: i64,
+                lease_until_ms: i64,
+                limit: u32,
+            ) -> Result<Vec<OrderEvent>, StoreError> {
+                let mut tx = self.write_tx().await?;
                 let rows: Vec<EventRow> = sqlx::query_as(concat!(
-                    "SELECT ",
-                    event_columns!(),
-                    " FROM order_events WHERE notify_email IS NOT NULL AND mailed_at IS NULL ",
-                    "ORDER BY created_at, order_id, sequence LIMIT $1"
+                    "UPDATE order_events SET mail_lease_until = $2 WHERE id IN (",
+                    "SELECT id FROM order_events WHERE notify_email IS NOT NULL AND mailed_at IS NULL ",
+                    "AND (mail_lease_until IS NULL OR mail_lease_until <= $1) ",
+                    "ORDER BY created_at, order_id, sequence LIMIT $3",
+                    $skip_locked,
+                    ") RETURNING ",
+                    event_columns!()
                 ))
+                .bind(now_ms)
+                .bind(lease_until_ms)
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                rows.into_iter().map(event_from_row).collect()
+                tx.commit().await.map_err(map_sqlx_error)?;
+                let mut events = rows
+                    .into_iter()
+                    .map(event_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                events.sort_by(|a, b| {
+                    (a.created_at_ms, &a.order_id, a.sequence).cmp(&(
+                        b.created_at_ms,
+                        &b.order_id,
+                        b.sequence,
+                    ))
+                });
+                Ok(events)
             }
 
             async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError> {

@@ -92,21 +92,33 @@ macro_rules! impl_plans {
                 Ok(compare_and_set!(tx, update, finish = finish))
             }
 
-            async fn due_execution_plans(
+            async fn claim_due_execution_plans(
                 &self,
                 now_ms: i64,
+                lease_until_ms: i64,
                 limit: u32,
             ) -> Result<Vec<ExecutionPlan>, StoreError> {
-                let bodies: Vec<String> = sqlx::query_scalar(
-                    "SELECT body FROM execution_plans WHERE next_check_at <= $1 \
-                     ORDER BY next_check_at LIMIT $2",
-                )
+                let mut tx = self.write_tx().await?;
+                let bodies: Vec<String> = sqlx::query_scalar(concat!(
+                    "UPDATE execution_plans SET next_check_at = $2 WHERE id IN (",
+                    "SELECT id FROM execution_plans WHERE next_check_at <= $1 ",
+                    "ORDER BY next_check_at LIMIT $3",
+                    $skip_locked,
+                    ") RETURNING body"
+                ))
                 .bind(now_ms)
+                .bind(lease_until_ms)
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                bodies.iter().map(|body| decode_json(body)).collect()
+                tx.commit().await.map_err(map_sqlx_error)?;
+                let mut plans = bodies
+                    .iter()
+                    .map(|body| decode_json::<ExecutionPlan>(body))
+                    .collect::<Result<Vec<_>, _>>()?;
+                plans.sort_by_key(|plan| plan.next_check_at_ms);
+                Ok(plans)
             }
         }
     };

@@ -39,9 +39,10 @@ impl ExecutionTracker {
 
     /// One pass over the due plans. Failures are logged; the plan is looked at again later.
     pub async fn run_due(&self) {
+        let now_ms = self.clock.now_ms();
         let due = match self
             .store
-            .due_execution_plans(self.clock.now_ms(), BATCH)
+            .claim_due_execution_plans(now_ms, now_ms + crate::LEASE_MS, BATCH)
             .await
         {
             Ok(due) => due,

@@ -1,6 +1,8 @@
 //! Background work. Every loop runs under one cancellation token and finishes its current step
-//! before the process exits. Jobs are safe to run on several nodes at once: each step is a
-//! single atomic store call.
+//! before the process exits. Several worker nodes split the work: each loop leases what it
+//! handles (orders, execution plans, e-mails, deliveries, market-intel jobs) for
+//! [`LEASE_MS`], so one upstream call is made by one node; saves stay compare-and-set, and a
+//! node that dies leaves its work to the others when its leases end.
 
 mod executions;
 pub mod mail;
@@ -20,6 +22,10 @@ pub use webhooks::{DispatchLimits, WebhookDispatcher};
 use swapd_core::health::WorkerHealth;
 use swapd_core::{Clock, Store};
 use tokio_util::sync::CancellationToken;
+
+/// How long a claimed order, execution plan or e-mail stays with the node that claimed it: more
+/// than one step takes (a desk call, or one look at an execution, is at most 30 s).
+pub const LEASE_MS: i64 = 60_000;
 
 /// How often expired rows are swept.
 pub const JANITOR_INTERVAL: Duration = Duration::from_secs(60);

@@ -104,11 +104,17 @@ impl Notifier {
         }
     }
 
-    /// Sends every pending e-mail (up to a batch) and marks each sent one. A failed send stays
-    /// pending for the next pass; an e-mail sent but not marked (crash) is sent again: at least
-    /// once. Returns how many were sent.
+    /// Sends every pending e-mail (up to a batch, leased to this notifier so other nodes send
+    /// others) and marks each sent one. A failed send is tried again once its lease ends; an
+    /// e-mail sent but not marked (crash) is sent again: at least once. Returns how many were
+    /// sent.
     pub async fn run_pending(&self) -> usize {
-        let pending = match self.store.pending_notifications(100).await {
+        let now_ms = self.clock.now_ms();
+        let pending = match self
+            .store
+            .claim_notifications(now_ms, now_ms + crate::LEASE_MS, 100)
+            .await
+        {
             Ok(pending) => pending,
             Err(error) => {
                 tracing::warn!(%error, "cannot list pending e-mails");

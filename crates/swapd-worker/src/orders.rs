@@ -75,7 +75,12 @@ impl OrderEngine {
     /// cannot be asked now is looked at again a few poll intervals later; it never fails for
     /// that.
     pub async fn run_due(&self) -> usize {
-        let due = match self.store.due_orders(self.clock.now_ms(), BATCH).await {
+        let now_ms = self.clock.now_ms();
+        let due = match self
+            .store
+            .claim_due_orders(now_ms, now_ms + crate::LEASE_MS, BATCH)
+            .await
+        {
             Ok(due) => due,
             Err(error) => {
                 tracing::warn!(%error, "cannot list due orders; retrying next pass");

@@ -737,3 +737,101 @@ async fn a_gasless_relay_plan_posts_the_wallets_own_signatures_and_is_followed_t
     track(&server).await;
     assert_eq!(fake.verified.lock().unwrap().len(), 1, "never posted again");
 }
+
+/// A fake LI.FI for a bridge of 25 USDC from Base to Arbitrum, counting the status reads.
+struct CountingLiFi {
+    status_reads: Arc<Mutex<u32>>,
+}
+
+impl Respond for CountingLiFi {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        if request.url.path() == "/v1/status" {
+            *self.status_reads.lock().unwrap() += 1;
+            return ResponseTemplate::new(200).set_body_json(
+                json!({"status": "PENDING", "substatus": "WAIT_DESTINATION_TRANSACTION"}),
+            );
+        }
+        let query: std::collections::HashMap<String, String> =
+            request.url.query_pairs().into_owned().collect();
+        let token = |chain: u64, address: Address| json!({"address": address, "decimals": 6, "chainId": chain, "symbol": "USDC"});
+        ResponseTemplate::new(200).set_body_json(json!({
+            "tool": "across",
+            "action": {"fromToken": token(8453, USDC_BASE), "toToken": token(42161, USDC_ARB)},
+            "estimate": {"fromAmount": "25000000", "toAmount": "24950000", "toAmountMin": "24825250",
+                         "approvalAddress": ROUTER, "executionDuration": 60},
+            "transactionRequest": {"to": ROUTER, "data": "0x00", "value": "0x0", "gasLimit": "0x30d40",
+                                   "from": query["fromAddress"], "chainId": 8453}
+        }))
+    }
+}
+
+#[tokio::test]
+async fn trackers_on_several_nodes_split_the_executions_and_never_ask_twice() {
+    let lifi = MockServer::start().await;
+    let status_reads = Arc::new(Mutex::new(0));
+    Mock::given(wiremock::matchers::any())
+        .respond_with(CountingLiFi {
+            status_reads: status_reads.clone(),
+        })
+        .mount(&lifi)
+        .await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["lifi".into()];
+    providers.lifi.base_url = format!("{}/v1/", lifi.uri());
+    let server = TestServer::start_with(Options {
+        live: Some(Live {
+            providers,
+            chains: Default::default(),
+        }),
+        ..Options::default()
+    })
+    .await;
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    let wallet = PrivateKeySigner::random().address();
+    let plan = plan_for(&server, &key, wallet, ("USDCBASE", "USDCARB"), "25").await;
+    let hash = format!("0x{}", "ab".repeat(32));
+    assert_eq!(
+        data(&report(&server, &key, &plan, &hash).await)["status"],
+        "submitted"
+    );
+
+    // A second worker node's tracker on the same database.
+    let state = &server.state;
+    let poll_ms = swapd::config::Config::default().orders.poll_interval_ms;
+    let other = swapd_worker::ExecutionTracker::new(
+        state.store.clone(),
+        state.market.clone(),
+        state.clock.clone(),
+        poll_ms,
+    );
+    for pass in 1..=3 {
+        server.clock.advance_ms(poll_ms);
+        tokio::join!(server.tracker.run_due(), other.run_due());
+        assert_eq!(
+            *status_reads.lock().unwrap(),
+            pass,
+            "one read per look, by one node"
+        );
+    }
+    let pending = execution(&server, &key, &plan).await;
+    assert_eq!(pending["substatus"], "awaiting_destination");
+
+    // A node that claims the plan and dies keeps it only until its lease ends.
+    server.clock.advance_ms(poll_ms);
+    let now = swapd_core::Clock::now_ms(server.clock.as_ref());
+    let claimed = state
+        .store
+        .claim_due_execution_plans(now, now + swapd_worker::LEASE_MS, 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    other.run_due().await;
+    assert_eq!(*status_reads.lock().unwrap(), 3, "leased to the dead node");
+    server.clock.advance_ms(swapd_worker::LEASE_MS);
+    other.run_due().await;
+    assert_eq!(
+        *status_reads.lock().unwrap(),
+        4,
+        "taken over after the lease"
+    );
+}

@@ -36,11 +36,25 @@ pub trait OrderStore: Send + Sync + 'static {
         finish: Option<IdempotentFinish<'_>>,
     ) -> Result<bool, StoreError>;
 
-    /// Orders whose next check is due at `now_ms`, earliest first.
-    async fn due_orders(&self, now_ms: i64, limit: u32) -> Result<Vec<Order>, StoreError>;
+    /// Leases up to `limit` orders whose next check is due at `now_ms`, earliest first, until
+    /// `lease_until_ms`: their next check moves to then, so no other engine takes them
+    /// meanwhile (concurrent claimers get disjoint orders); the engine's save of the order sets
+    /// its real next check. An engine that dies leaves them due again at the lease's end.
+    async fn claim_due_orders(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Order>, StoreError>;
 
-    /// Events with an e-mail to send that was not sent yet, oldest first.
-    async fn pending_notifications(&self, limit: u32) -> Result<Vec<OrderEvent>, StoreError>;
+    /// Leases up to `limit` events with an e-mail not sent yet (and not leased to another
+    /// notifier until after `now_ms`), oldest first, until `lease_until_ms`.
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<OrderEvent>, StoreError>;
 
     /// Records that the e-mail of event `event_id` was sent.
     async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError>;

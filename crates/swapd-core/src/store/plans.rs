@@ -40,10 +40,13 @@ pub trait PlanStore: Send + Sync + 'static {
         finish: Option<IdempotentFinish<'_>>,
     ) -> Result<bool, StoreError>;
 
-    /// Plans whose next check is due at `now_ms`, earliest first.
-    async fn due_execution_plans(
+    /// Leases up to `limit` plans whose next check is due at `now_ms`, earliest first, until
+    /// `lease_until_ms`, as [`OrderStore::claim_due_orders`](super::OrderStore::claim_due_orders)
+    /// leases orders.
+    async fn claim_due_execution_plans(
         &self,
         now_ms: i64,
+        lease_until_ms: i64,
         limit: u32,
     ) -> Result<Vec<ExecutionPlan>, StoreError>;
 }
