@@ -25,6 +25,7 @@ pub mod rate_limit;
 pub mod secrets;
 pub use swapd_types::signing;
 pub mod store;
+pub mod wakeup;
 pub mod webhooks;
 
 pub use clock::{Clock, ManualClock, SystemClock};

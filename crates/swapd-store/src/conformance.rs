@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -790,6 +790,91 @@ async fn claim(store: &dyn Store, owner: &str, key: &str, now: i64) -> String {
         Begin::Execute { lease_token } => lease_token,
         other => panic!("fresh key executes, got {other:?}"),
     }
+}
+
+/// Whether `work`'s bell of `bells` rings within a second.
+async fn rings(bells: &swapd_core::wakeup::Bells, work: swapd_core::wakeup::Work) -> bool {
+    tokio::time::timeout(std::time::Duration::from_secs(1), bells.rung(work))
+        .await
+        .is_ok()
+}
+
+/// Creates an order of `owner` with two events (mailed to `email` when given).
+async fn create_ringing_order(store: &dyn Store, id: &str, owner: &str, email: Option<&str>) {
+    let now = 1_700_000_000_000;
+    let mut order = sample_order(id, owner, now);
+    order.email = email.map(str::to_owned);
+    let events = [
+        event(&order, 1, EventType::Created),
+        event(&order, 2, EventType::AwaitingDeposit),
+    ];
+    let lease = claim(store, owner, id, now).await;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let finish = IdempotentFinish {
+        principal: owner,
+        key: id,
+        lease_token: &lease,
+        response: &response,
+    };
+    store
+        .create_order(&order, &events, None, finish)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+pub async fn commits_ring_the_bells_of_the_work_they_make(store: &Arc<dyn Store>) {
+    use swapd_core::wakeup::Work;
+    let bells = store.bells();
+    let store = store.as_ref();
+    create_ringing_order(store, "ord_bell", "key:bell", Some("ops@example.com")).await;
+    for work in [Work::Orders, Work::Deliveries, Work::Notifications] {
+        assert!(rings(&bells, work).await, "{work:?} rang");
+    }
+    assert!(!rings(&bells, Work::Jobs).await, "no job was queued");
+    // The engine's save of the order rings the engine (its next look may be due now).
+    let mut order = store.order("ord_bell", "key:bell").await.unwrap().unwrap();
+    order.version += 1;
+    assert!(store.update_order(&order, &[], None).await.unwrap());
+    assert!(rings(&bells, Work::Orders).await);
+    assert!(
+        !rings(&bells, Work::Deliveries).await,
+        "no event, no delivery"
+    );
+}
+
+/// Work committed on one node rings the bells of another that listens (PostgreSQL).
+pub async fn announcements_reach_listening_nodes(
+    writer: &Arc<dyn Store>,
+    listener: &Arc<dyn Store>,
+) {
+    use swapd_core::wakeup::Work;
+    let listening = tokio::spawn(
+        listener
+            .listen_for_work()
+            .expect("a store shared by several nodes listens"),
+    );
+    let bells = listener.bells();
+    // The listener connects in the background: announce until it hears.
+    let mut heard = false;
+    for n in 0..20 {
+        create_ringing_order(
+            writer.as_ref(),
+            &format!("ord_heard_{n}"),
+            "key:heard",
+            None,
+        )
+        .await;
+        if rings(&bells, Work::Deliveries).await {
+            heard = true;
+            break;
+        }
+    }
+    listening.abort();
+    assert!(heard, "the other node heard the commit");
 }
 
 pub async fn orders_are_created_with_their_events_and_token_atomically(store: &Arc<dyn Store>) {

@@ -161,6 +161,29 @@ fn is_transient(code: &str) -> bool {
         || (code.len() < 5 && matches!(code.parse::<i32>().map(|c| c & 0xff), Ok(5 | 6)))
 }
 
+/// The work a write of order `events` makes: deliveries to send (the outbox fan-out), and
+/// e-mails when one of them has an address.
+pub(crate) fn event_work(
+    events: &[swapd_core::orders::OrderEvent],
+) -> Vec<swapd_core::wakeup::Work> {
+    use swapd_core::wakeup::Work;
+    let mut works = Vec::new();
+    if !events.is_empty() {
+        works.push(Work::Deliveries);
+    }
+    if events.iter().any(|event| event.notify_email.is_some()) {
+        works.push(Work::Notifications);
+    }
+    works
+}
+
+/// Rings `works`' bells of this process (after their commit).
+pub(crate) fn ring(bells: &swapd_core::wakeup::Bells, works: &[swapd_core::wakeup::Work]) {
+    for work in works {
+        bells.ring(*work);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,14 @@ macro_rules! impl_maintenance {
                 self.pool.close().await;
             }
 
+            fn bells(&self) -> std::sync::Arc<swapd_core::wakeup::Bells> {
+                self.bells.clone()
+            }
+
+            fn listen_for_work(&self) -> Option<swapd_core::store::WorkListener> {
+                self.work_listener()
+            }
+
             async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
                 let mut purged = 0;
                 let retained = now_ms - swapd_core::store::EXPIRED_RETENTION_MS;

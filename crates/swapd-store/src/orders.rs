@@ -5,6 +5,7 @@ use swapd_core::StoreError;
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError};
 use swapd_core::orders::{Order, OrderEvent};
 use swapd_core::store::IdempotentFinish;
+use swapd_core::wakeup::Work;
 
 use crate::codec::{decode_json, encode_json};
 use crate::idempotency::finish_idempotent_in;
@@ -126,7 +127,11 @@ macro_rules! impl_orders {
                 .map_err(map_sqlx_error)?;
                 insert_events_in!(tx, events);
                 finish_idempotent_in!(tx, finish);
+                let mut works = crate::event_work(events);
+                works.push(Work::Orders);
+                <$store>::announce_in(&mut tx, &works).await?;
                 tx.commit().await.map_err(map_sqlx_error)?;
+                crate::ring(&self.bells, &works);
                 Ok(Ok(()))
             }
 
@@ -160,9 +165,16 @@ macro_rules! impl_orders {
                 .bind(order.updated_at_ms)
                 .bind(order.version - 1)
                 .bind(order.next_check_at_ms);
-                Ok(compare_and_set!(tx, update, finish = finish, then = {
+                let mut works = crate::event_work(events);
+                works.push(Work::Orders);
+                let updated = compare_and_set!(tx, update, finish = finish, then = {
                     insert_events_in!(tx, events);
-                }))
+                    <$store>::announce_in(&mut tx, &works).await?;
+                });
+                if updated {
+                    crate::ring(&self.bells, &works);
+                }
+                Ok(updated)
             }
 
             async fn claim_due_orders(

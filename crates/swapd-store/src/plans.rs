@@ -3,6 +3,7 @@
 use swapd_core::StoreError;
 use swapd_core::onchain::ExecutionPlan;
 use swapd_core::store::IdempotentFinish;
+use swapd_core::wakeup::Work;
 
 use crate::codec::{decode_json, encode_json};
 use crate::idempotency::finish_idempotent_in;
@@ -89,7 +90,15 @@ macro_rules! impl_plans {
                 .bind(plan.updated_at_ms)
                 .bind(plan.version - 1)
                 .bind(plan.next_check_at_ms);
-                Ok(compare_and_set!(tx, update, finish = finish))
+                // A write with an idempotency record is a client's report: the tracker's turn.
+                let works: &[Work] = if finish.is_some() { &[Work::Executions] } else { &[] };
+                let updated = compare_and_set!(tx, update, finish = finish, then = {
+                    <$store>::announce_in(&mut tx, works).await?;
+                });
+                if updated {
+                    crate::ring(&self.bells, works);
+                }
+                Ok(updated)
             }
 
             async fn claim_due_execution_plans(

@@ -2,8 +2,10 @@ use std::str::FromStr;
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use swapd_core::StoreError;
+use swapd_core::store::WorkListener;
+use swapd_core::wakeup::{CHANNEL, Work};
 
 use crate::{OpenError, StoreOptions, map_sqlx_error};
 
@@ -13,6 +15,7 @@ pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pub(crate) pool: PgPool,
+    pub(crate) bells: std::sync::Arc<swapd_core::wakeup::Bells>,
 }
 
 impl PgStore {
@@ -35,7 +38,10 @@ impl PgStore {
             .connect_with(connect)
             .await
             .map_err(|e| OpenError::Connect(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            bells: Default::default(),
+        })
     }
 }
 
@@ -45,6 +51,59 @@ impl PgStore {
         &self,
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
         self.pool.begin().await.map_err(map_sqlx_error)
+    }
+
+    /// Announces `works` to every node when `tx` commits (`NOTIFY` is transactional), in one
+    /// notification: their names, comma-separated.
+    pub(crate) async fn announce_in(
+        tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+        works: &[Work],
+    ) -> Result<(), StoreError> {
+        if works.is_empty() {
+            return Ok(());
+        }
+        let payload: Vec<&str> = works.iter().map(|work| work.as_str()).collect();
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(payload.join(","))
+            .execute(&mut **tx)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
+
+    /// Hears every node's announcements and rings this process's bells; after a lost
+    /// connection it listens again a second later (polling covers the gap).
+    pub(crate) fn work_listener(&self) -> Option<WorkListener> {
+        let (pool, bells) = (self.pool.clone(), self.bells.clone());
+        Some(Box::pin(async move {
+            loop {
+                match PgListener::connect_with(&pool).await {
+                    Ok(mut listener) => match listener.listen(CHANNEL).await {
+                        Ok(()) => loop {
+                            match listener.recv().await {
+                                Ok(notification) => {
+                                    for work in notification.payload().split(',') {
+                                        if let Ok(work) = work.parse::<Work>() {
+                                            bells.ring(work);
+                                        }
+                                    }
+                                }
+                                Err(error) => {
+                                    tracing::warn!(%error, "lost the work announcements; listening again");
+                                    break;
+                                }
+                            }
+                        },
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot listen for work announcements")
+                        }
+                    },
+                    Err(error) => tracing::warn!(%error, "cannot listen for work announcements"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        }))
     }
 
     /// Serializes the write transactions of one owner that must see each other's rows (a cap

@@ -15,6 +15,7 @@ pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pub(crate) pool: SqlitePool,
+    pub(crate) bells: std::sync::Arc<swapd_core::wakeup::Bells>,
 }
 
 impl SqliteStore {
@@ -44,7 +45,10 @@ impl SqliteStore {
             .connect_with(connect)
             .await
             .map_err(|e| OpenError::Connect(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            bells: Default::default(),
+        })
     }
 
     /// The journal mode the open database reports (`wal` for stores opened here).
@@ -66,6 +70,18 @@ impl SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(map_sqlx_error)
+    }
+
+    /// One process uses the file: the bells rung after the commit reach every loop.
+    pub(crate) async fn announce_in(
+        _tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+        _works: &[swapd_core::wakeup::Work],
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    pub(crate) fn work_listener(&self) -> Option<swapd_core::store::WorkListener> {
+        None
     }
 
     /// Write transactions are already serialized (`BEGIN IMMEDIATE`, one writer).

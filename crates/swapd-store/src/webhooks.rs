@@ -372,7 +372,11 @@ macro_rules! impl_webhooks {
                     .map_err(map_sqlx_error)?;
                 }
                 finish_idempotent_in!(tx, finish);
-                tx.commit().await.map_err(map_sqlx_error)
+                let works = [swapd_core::wakeup::Work::Deliveries];
+                <$store>::announce_in(&mut tx, &works).await?;
+                tx.commit().await.map_err(map_sqlx_error)?;
+                crate::ring(&self.bells, &works);
+                Ok(())
             }
 
             async fn deliveries(

@@ -62,3 +62,28 @@ async fn postgres_url_with_search_path_option_selects_the_schema() {
     .unwrap();
     assert_eq!(tables, 1);
 }
+
+/// Two nodes on one PostgreSQL schema: one's commits wake the other's loops.
+#[tokio::test]
+async fn postgres_announcements_reach_the_other_nodes() {
+    // Skipped (with a printed reason) without a test database, refused under CI.
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let schema = PgTestSchema::create(&url).await;
+    let options = StoreOptions::default();
+    let open = || PgStore::open_with(schema.connect_options(), &options);
+    let writer: Arc<dyn Store> = Arc::new(open().await.unwrap());
+    writer.migrate().await.unwrap();
+    let listener: Arc<dyn Store> = Arc::new(open().await.unwrap());
+    swapd_store::conformance::announcements_reach_listening_nodes(&writer, &listener).await;
+    // SQLite has one process: nothing to listen to.
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(
+        &format!("sqlite://{}", dir.path().join("swapd.db").display()),
+        &StoreOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(swapd_core::store::Maintenance::listen_for_work(&sqlite).is_none());
+}

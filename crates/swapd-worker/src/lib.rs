@@ -20,6 +20,7 @@ pub use orders::OrderEngine;
 pub use webhooks::{DispatchLimits, WebhookDispatcher};
 
 use swapd_core::health::WorkerHealth;
+use swapd_core::wakeup::{Bells, Work};
 use swapd_core::{Clock, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -116,49 +117,61 @@ impl Worker {
             .map_or(Duration::from_secs(1), |engine| {
                 Duration::from_millis(engine.rules().poll_interval_ms.max(10) as u64)
             });
-        let each = |name, interval| Loop {
+        let bells = self.store.bells();
+        let each = |name, interval, work: Option<Work>| Loop {
             name,
             interval,
             shutdown: &shutdown,
             health: &self.health,
+            bell: work.map(|work| (bells.as_ref(), work)),
         };
+        let listener = self.store.listen_for_work();
         tokio::join!(
             async {
-                each("janitor", self.janitor_interval)
+                // Other nodes' commits ring this process's bells (PostgreSQL).
+                if let Some(listener) = listener {
+                    tokio::select! {
+                        () = shutdown.cancelled() => {}
+                        () = listener => {}
+                    }
+                }
+            },
+            async {
+                each("janitor", self.janitor_interval, None)
                     .repeat(|| self.sweep_expired())
                     .await;
             },
             async {
                 if let Some(engine) = &self.orders {
-                    each("orders", order_interval)
+                    each("orders", order_interval, Some(Work::Orders))
                         .repeat(|| engine.run_due())
                         .await;
                 }
             },
             async {
                 if let Some(tracker) = &self.executions {
-                    each("executions", order_interval)
+                    each("executions", order_interval, Some(Work::Executions))
                         .repeat(|| tracker.run_due())
                         .await;
                 }
             },
             async {
                 if let Some(notifier) = &self.notifier {
-                    each("notifier", order_interval)
+                    each("notifier", order_interval, Some(Work::Notifications))
                         .repeat(|| notifier.run_pending())
                         .await;
                 }
             },
             async {
                 if let Some((dispatcher, interval)) = &self.webhooks {
-                    each("webhooks", *interval)
+                    each("webhooks", *interval, Some(Work::Deliveries))
                         .repeat(|| dispatcher.run_due())
                         .await;
                 }
             },
             async {
                 if let Some((runner, interval)) = &self.jobs {
-                    each("market_intel", *interval)
+                    each("market_intel", *interval, Some(Work::Jobs))
                         .repeat(|| runner.run_due())
                         .await;
                 }
@@ -207,29 +220,41 @@ struct Loop<'a> {
     interval: Duration,
     shutdown: &'a CancellationToken,
     health: &'a WorkerHealth,
+    /// The bell that wakes it before its interval ends: a commit made work for it.
+    bell: Option<(&'a Bells, Work)>,
 }
 
 impl Loop<'_> {
-    /// Runs `pass` now and then `interval` after each pass until `shutdown` is cancelled (a
-    /// pass in progress finishes). After a pass that panicked it waits twice as long each time
-    /// (at most a minute), and reports to health how many failed in a row.
+    /// Runs `pass` now and then `interval` after each pass, or sooner when its bell rings,
+    /// until `shutdown` is cancelled (a pass in progress finishes). After a pass that panicked
+    /// it waits twice as long each time (at most a minute, bells or not), and reports to health
+    /// how many failed in a row.
     async fn repeat<F, Fut>(&self, pass: F)
     where
         F: Fn() -> Fut,
         Fut: std::future::Future,
     {
         let mut wait = Duration::ZERO;
+        let mut failing = false;
         loop {
+            let rung = async {
+                match self.bell {
+                    Some((bells, work)) if !failing => bells.rung(work).await,
+                    _ => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = self.shutdown.cancelled() => break,
                 () = tokio::time::sleep(wait) => {}
+                () = rung => {}
             }
-            wait = if supervised(self.name, pass()).await {
-                self.health.passed(self.name);
-                self.interval
-            } else {
+            failing = !supervised(self.name, pass()).await;
+            wait = if failing {
                 let failures = self.health.failed(self.name);
                 backoff(self.interval, failures)
+            } else {
+                self.health.passed(self.name);
+                self.interval
             };
         }
     }
@@ -286,6 +311,7 @@ mod tests {
             interval: Duration::from_secs(1),
             shutdown: &shutdown,
             health: &health,
+            bell: None,
         };
         each.repeat(|| async {
             let pass = passes.fetch_add(1, Ordering::SeqCst) + 1;
@@ -301,6 +327,41 @@ mod tests {
         // Now, then 2, 4, 8 and 16 s after each failure, then the interval again.
         assert_eq!(*times.lock().unwrap(), vec![0, 2, 6, 14, 30, 31]);
         assert!(health.failing().is_empty(), "a pass succeeded");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ring_runs_the_pass_before_its_interval_ends() {
+        let passes = AtomicUsize::new(0);
+        let started = tokio::time::Instant::now();
+        let shutdown = CancellationToken::new();
+        let health = WorkerHealth::default();
+        let bells = Bells::default();
+        let each = Loop {
+            name: "test",
+            interval: Duration::from_secs(60),
+            shutdown: &shutdown,
+            health: &health,
+            bell: Some((&bells, Work::Deliveries)),
+        };
+        let ringer = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            bells.ring(Work::Orders); // another loop's bell: no pass
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            bells.ring(Work::Deliveries);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let woken = passes.load(Ordering::SeqCst);
+            shutdown.cancel();
+            woken
+        };
+        let (woken, ()) = tokio::join!(
+            ringer,
+            each.repeat(|| async {
+                passes.fetch_add(1, Ordering::SeqCst);
+            })
+        );
+        // The first pass at once, the second at the ring (10 s), not at 60 s.
+        assert_eq!(woken, 2);
+        assert!(started.elapsed() < Duration::from_secs(60));
     }
 
     #[test]

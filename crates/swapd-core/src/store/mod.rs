@@ -69,7 +69,19 @@ pub trait Maintenance: Send + Sync + 'static {
     /// Closes every connection, rolling back what is still open; the store answers nothing
     /// afterwards. For shutdown, and for tests that drop their database next.
     async fn close(&self);
+
+    /// The bells this store's commits ring (`crate::wakeup`): in this process always; from
+    /// other nodes' commits too while [`Maintenance::listen_for_work`] runs.
+    fn bells(&self) -> std::sync::Arc<crate::wakeup::Bells>;
+
+    /// Rings this process's bells for the work other nodes announce, until dropped
+    /// (PostgreSQL's `LISTEN`, reconnecting after a failure). `None` when the store has no
+    /// other nodes to hear (SQLite: one process).
+    fn listen_for_work(&self) -> Option<WorkListener>;
 }
+
+/// A task that hears other nodes' work announcements ([`Maintenance::listen_for_work`]).
+pub type WorkListener = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
 
 /// Every aggregate: what one swapd node stores.
 pub trait Store:
