@@ -533,3 +533,43 @@ async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_t
         ]
     );
 }
+
+#[tokio::test]
+async fn engines_on_several_nodes_ask_the_desk_once_per_look() {
+    let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+    let desk = fake_changenow(&exchange).await;
+    let server = live_server(&desk).await;
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    let created = post(
+        &server,
+        &key,
+        "/api/v3/orders",
+        &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": "float",
+                "toAddress": PAYOUT, "refundAddress": REFUND}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    // A second worker node's engine on the same database.
+    let state = &server.state;
+    let other = swapd_worker::OrderEngine::new(
+        state.store.clone(),
+        state.market.clone(),
+        state.clock.clone(),
+        server.master.clone(),
+        *server.engine.rules(),
+    );
+    let reads = || async {
+        desk.received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|r| r.url.path() == "/v2/exchange/by-id")
+            .count()
+    };
+    for look in 1..=3 {
+        server.clock.advance_ms(10_000);
+        let (a, b) = tokio::join!(server.engine.run_due(), other.run_due());
+        assert_eq!(a + b, 1, "the order was claimed by one engine");
+        assert_eq!(reads().await, look, "one read of the exchange per look");
+    }
+}
