@@ -29,9 +29,27 @@ pub use json::{ApiJson, MAX_BODY_BYTES, parse_json};
 pub use query::SignedQuery;
 pub use router::{router, router_with};
 
-/// What every handler may use.
+/// What every handler may use. Cloned for every layer and handler a request passes, so it is one
+/// `Arc`: a clone is one reference count, not one per part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppParts>);
+
+impl AppState {
+    pub fn new(parts: AppParts) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppParts;
+
+    fn deref(&self) -> &AppParts {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct AppParts {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub mode: Mode,

@@ -197,6 +197,8 @@ pub struct Runtime {
     pub store: Arc<dyn Store>,
     pub master_key: MasterKey,
     pub clock: Arc<dyn Clock>,
+    /// This process's worker loops' health, recorded by the worker and reported by readiness.
+    pub worker_health: swapd_core::health::WorkerHealth,
 }
 
 impl Runtime {
@@ -216,6 +218,7 @@ impl Runtime {
             store,
             master_key,
             clock: Arc::new(SystemClock),
+            worker_health: Default::default(),
         })
     }
 }
@@ -271,7 +274,6 @@ impl App {
     pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<App> {
         let (market, _faults) = runtime.market()?;
         check_providers(market.as_ref(), runtime.clock.now_ms()).await;
-        let health = swapd_core::health::WorkerHealth::default();
         let worker = if roles.worker {
             let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
             Some(
@@ -287,15 +289,13 @@ impl App {
                     .with_event_retention(Duration::from_secs(
                         u64::from(runtime.config.webhooks.retention_days) * 86_400,
                     ))
-                    .with_health(health.clone()),
+                    .with_health(runtime.worker_health.clone()),
             )
         } else {
             None
         };
         let api = if roles.api {
-            let mut api = Api::prepare(&runtime, market.clone()).await?;
-            api.state.worker_health = health;
-            Some(api)
+            Some(Api::prepare(&runtime, market.clone()).await?)
         } else {
             None
         };
@@ -531,7 +531,7 @@ impl Runtime {
         } else {
             swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
         };
-        AppState {
+        AppState::new(swapd_api::AppParts {
             store: self.store.clone(),
             clock: self.clock.clone(),
             mode: config.mode,
@@ -553,9 +553,9 @@ impl Runtime {
             node_id: config.node_id.as_str().into(),
             sandbox_fault_header: config.sandbox_fault_header,
             request_timeout: Duration::from_millis(config.security.request_timeout_ms),
-            worker_health: Default::default(),
+            worker_health: self.worker_health.clone(),
             replays_per_minute: config.webhooks.replays_per_minute,
-        }
+        })
     }
 
     /// The x402 surface: USDC pricing on the configured network, the configured facilitator

@@ -383,6 +383,7 @@ impl TestServer {
             store: store.clone(),
             master_key: master.clone(),
             clock: clock.clone(),
+            worker_health: Default::default(),
         };
         let guards = Arc::new(
             Guards::new(
