@@ -51,13 +51,6 @@ impl Chains {
         self.solana.as_ref()
     }
 
-    /// Whether swapd reads `network`.
-    pub fn reads(&self, network: Network) -> bool {
-        match network {
-            Network::Solana => self.solana.is_some(),
-            other => self.evm(other).is_some(),
-        }
-    }
 }
 
 sol! {
