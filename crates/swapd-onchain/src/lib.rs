@@ -50,7 +50,6 @@ impl Chains {
     pub fn solana(&self) -> Option<&Arc<dyn SolanaChain>> {
         self.solana.as_ref()
     }
-
 }
 
 sol! {
