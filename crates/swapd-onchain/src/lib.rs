@@ -59,13 +59,47 @@ sol! {
 
 /// The calldata of an ERC-20 `approve(spender, amount)`, `0x`-prefixed hex.
 fn approve_calldata(spender: Address, amount: U256) -> String {
-    hex(&approveCall { spender, amount }.abi_encode())
+    alloy_primitives::hex::encode_prefixed(approveCall { spender, amount }.abi_encode())
 }
 
-/// `0x`-prefixed lowercase hex.
-fn hex(bytes: &[u8]) -> String {
-    let digits: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("0x{digits}")
+/// A transaction's calldata as a plan shows it (`0x` and lowercase hex); `None` when it is not
+/// `0x`-prefixed hex of whole bytes.
+fn calldata(text: &str) -> Option<String> {
+    text.strip_prefix("0x")
+        .filter(|hex| hex.len() % 2 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(|hex| format!("0x{}", hex.to_ascii_lowercase()))
+}
+
+/// How LI.FI and Relay name a currency: its token contract or mint, or the chain's native
+/// address (the zero address on EVM chains, the system program on Solana).
+fn zero_native_address(currency: &CurrencyDef) -> &'static str {
+    match (currency.contract, currency.network) {
+        (Some(contract), _) => contract,
+        (None, Network::Solana) => "11111111111111111111111111111111",
+        (None, _) => "0x0000000000000000000000000000000000000000",
+    }
+}
+
+/// The swapd currency at `address` on the chain a router calls `chain` (`chain_id` is the
+/// router's numbering), named as [`zero_native_address`] names it; EVM addresses in any
+/// letter case.
+fn currency_at(
+    chain_id: impl Fn(Network) -> Option<u64>,
+    chain: u64,
+    address: &str,
+) -> Option<&'static CurrencyDef> {
+    swapd_core::market::currencies::CURRENCIES
+        .iter()
+        .find(|def| {
+            chain_id(def.network) == Some(chain) && {
+                let ours = zero_native_address(def);
+                if def.network == Network::Solana {
+                    ours == address
+                } else {
+                    ours.eq_ignore_ascii_case(address)
+                }
+            }
+        })
 }
 
 /// `units` base units of `currency` in its display precision, rounded as `rounding` says.

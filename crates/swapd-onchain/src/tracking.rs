@@ -12,24 +12,40 @@ use swapd_types::onchain::ExecutionTx;
 
 use crate::Chains;
 
-/// What the source chain says about a reported transaction.
-pub enum OnChain {
+/// What the source chain says about a reported transaction; `F` is what a final, executed one
+/// shows (an EVM receipt, a Solana transaction's changes).
+pub enum OnChain<F> {
     /// Enough to answer: not indexed, confirming, reverted or lost.
     Decided(Tracked),
-    /// Final and executed: its receipt.
-    Final(EvmReceipt),
+    /// Final and executed.
+    Final(F),
     /// swapd does not read the source chain.
     Unread,
 }
 
-/// Looks `source` up on its chain, when swapd reads it.
+/// The execution's state from its source transaction's judgement, unless it is final.
+fn decided<F>(judged: SourceTx<F>, source: &ExecutionTx) -> OnChain<F> {
+    OnChain::Decided(match judged {
+        SourceTx::Confirmed(final_tx) => return OnChain::Final(final_tx),
+        SourceTx::NotIndexed => state(ExecutionStatus::Submitted, "not_indexed", Vec::new()),
+        SourceTx::Lost => state(ExecutionStatus::Failed, "tx_not_found", Vec::new()),
+        SourceTx::Confirming { .. } => state(
+            ExecutionStatus::Pending,
+            "source_confirming",
+            vec![source.clone()],
+        ),
+        SourceTx::Reverted => state(ExecutionStatus::Failed, "reverted", vec![source.clone()]),
+    })
+}
+
+/// Looks `source` up on its EVM chain, when swapd reads it.
 pub async fn on_chain(
     chains: &Chains,
     from: &CurrencyDef,
     source: &ExecutionTx,
     lost_after_ms: i64,
     now_ms: i64,
-) -> Result<OnChain, ProviderError> {
+) -> Result<OnChain<EvmReceipt>, ProviderError> {
     let Some(reader) = chains.evm(from.network) else {
         return Ok(OnChain::Unread);
     };
@@ -38,74 +54,36 @@ pub async fn on_chain(
         Some(_) => reader.head().await?,
         None => 0,
     };
-    Ok(
-        match chain::source_tx(receipt, head, reader.confirmations(), lost_after_ms, now_ms) {
-            SourceTx::NotIndexed => {
-                OnChain::Decided(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()))
-            }
-            SourceTx::Lost => {
-                OnChain::Decided(state(ExecutionStatus::Failed, "tx_not_found", Vec::new()))
-            }
-            SourceTx::Confirming { .. } => OnChain::Decided(state(
-                ExecutionStatus::Pending,
-                "source_confirming",
-                vec![source.clone()],
-            )),
-            SourceTx::Reverted => OnChain::Decided(state(
-                ExecutionStatus::Failed,
-                "reverted",
-                vec![source.clone()],
-            )),
-            SourceTx::Confirmed(receipt) => OnChain::Final(receipt),
-        },
-    )
+    let judged = chain::source_tx(receipt, head, reader.confirmations(), lost_after_ms, now_ms);
+    Ok(decided(judged, source))
 }
 
-/// A Solana signature looked up on Solana, when swapd reads it: decided, or the finalized
-/// transaction's changes.
-pub enum OnSolana {
-    Decided(Tracked),
-    Final(SolanaTx),
-    Unread,
-}
-
+/// Looks a Solana signature up on Solana, when swapd reads it.
 pub async fn on_solana(
     chains: &Chains,
     source: &ExecutionTx,
     lost_after_ms: i64,
     now_ms: i64,
-) -> Result<OnSolana, ProviderError> {
+) -> Result<OnChain<SolanaTx>, ProviderError> {
     let Some(reader) = chains.solana() else {
-        return Ok(OnSolana::Unread);
+        return Ok(OnChain::Unread);
     };
     let status = reader.status(&source.tx_hash).await?;
-    Ok(match chain::solana_source(status, lost_after_ms, now_ms) {
-        SourceTx::NotIndexed => {
-            OnSolana::Decided(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()))
-        }
-        SourceTx::Lost => {
-            OnSolana::Decided(state(ExecutionStatus::Failed, "tx_not_found", Vec::new()))
-        }
-        SourceTx::Confirming { .. } => OnSolana::Decided(state(
-            ExecutionStatus::Pending,
-            "source_confirming",
-            vec![source.clone()],
-        )),
-        SourceTx::Reverted => OnSolana::Decided(state(
-            ExecutionStatus::Failed,
-            "reverted",
-            vec![source.clone()],
-        )),
-        SourceTx::Confirmed(()) => match reader.transaction(&source.tx_hash).await? {
-            Some(tx) => OnSolana::Final(tx),
-            // Finalized by its status, not served yet by getTransaction: look again.
-            None => OnSolana::Decided(state(
-                ExecutionStatus::Pending,
-                "source_confirming",
-                vec![source.clone()],
-            )),
+    Ok(
+        match decided(chain::solana_source(status, lost_after_ms, now_ms), source) {
+            OnChain::Final(()) => match reader.transaction(&source.tx_hash).await? {
+                Some(tx) => OnChain::Final(tx),
+                // Finalized by its status, not served yet by getTransaction: look again.
+                None => OnChain::Decided(state(
+                    ExecutionStatus::Pending,
+                    "source_confirming",
+                    vec![source.clone()],
+                )),
+            },
+            OnChain::Decided(tracked) => OnChain::Decided(tracked),
+            OnChain::Unread => OnChain::Unread,
         },
-    })
+    )
 }
 
 /// What a Solana transaction paid the plan's recipient in `to` (a mint, or SOL).

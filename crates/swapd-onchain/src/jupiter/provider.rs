@@ -14,7 +14,7 @@ use swapd_core::provider::{
 use swapd_http::{Answer, Call, Transport};
 
 use crate::Chains;
-use crate::tracking::{self, OnSolana};
+use crate::tracking::{self, OnChain};
 
 pub const ID: &str = "jupiter";
 /// The keyed Metis swap API (the keyless `lite-api` host is being retired).
@@ -100,12 +100,12 @@ impl Provider for Jupiter {
         let source = tracking::source_tx(from, tx_hash);
         let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
         match tracking::on_solana(&self.chains, &source, lost_after_ms, request.now_ms).await? {
-            OnSolana::Decided(tracked) => Ok(tracked),
-            OnSolana::Final(tx) => Ok(match tracking::solana_received(&tx, plan, to) {
+            OnChain::Decided(tracked) => Ok(tracked),
+            OnChain::Final(tx) => Ok(match tracking::solana_received(&tx, plan, to) {
                 Some(units) => tracking::completed(to, units, vec![source]),
                 None => tracking::state(ExecutionStatus::Failed, "nothing_received", vec![source]),
             }),
-            OnSolana::Unread => Err(ProviderError::Unavailable(
+            OnChain::Unread => Err(ProviderError::Unavailable(
                 "swapd reads no Solana node to follow this Jupiter swap".into(),
             )),
         }

@@ -25,9 +25,6 @@ use crate::{approve_calldata, display, parse_json, units};
 
 /// LI.FI's chain id for Solana (not an EIP-155 id).
 pub const SOLANA_CHAIN_ID: u64 = 1_151_111_081_099_710;
-/// How LI.FI names a chain's native asset.
-const EVM_NATIVE: &str = "0x0000000000000000000000000000000000000000";
-const SOLANA_NATIVE: &str = "11111111111111111111111111111111";
 /// Who a card is priced for when the caller named no wallet: LI.FI needs a sender, and resolve
 /// asks again for the real one.
 const UNNAMED_EVM_SENDER: &str = "0x0000000000000000000000000000000000000001";
@@ -47,25 +44,12 @@ pub fn chain_id(network: Network) -> Option<u64> {
 
 /// What LI.FI calls `currency`: its token contract or mint, or the chain's native address.
 pub fn token_address(currency: &CurrencyDef) -> &'static str {
-    match (currency.contract, currency.network) {
-        (Some(contract), _) => contract,
-        (None, Network::Solana) => SOLANA_NATIVE,
-        (None, _) => EVM_NATIVE,
-    }
+    crate::zero_native_address(currency)
 }
 
 /// The swapd currency a LI.FI token on chain `chain_id` is, if swapd lists it.
 pub fn currency_of(chain: u64, address: &str) -> Option<&'static CurrencyDef> {
-    CURRENCIES.iter().find(|def| {
-        chain_id(def.network) == Some(chain) && {
-            let ours = token_address(def);
-            if def.network == Network::Solana {
-                ours == address
-            } else {
-                ours.eq_ignore_ascii_case(address)
-            }
-        }
-    })
+    crate::currency_at(chain_id, chain, address)
 }
 
 /// Every currency swapd lists on a chain LI.FI routes: LI.FI prices any pair of them and states
@@ -356,11 +340,8 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
         .gas_limit
         .as_deref()
         .map_or(Ok(U256::ZERO), integer)?;
-    let data = transaction
-        .data
-        .strip_prefix("0x")
-        .filter(|hex| hex.len() % 2 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| confused("calldata that is not hex"))?;
+    let data =
+        crate::calldata(&transaction.data).ok_or_else(|| confused("calldata that is not hex"))?;
     let step =
         |step_id: &str, description: String, to: Address, data: String, value: U256, gas: U256| {
             PlanStep {
@@ -403,7 +384,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
         },
         description,
         target,
-        format!("0x{}", data.to_ascii_lowercase()),
+        data,
         value,
         gas,
     ));

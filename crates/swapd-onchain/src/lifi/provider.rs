@@ -19,7 +19,7 @@ use swapd_types::onchain::ExecutionTx;
 
 use super::QuoteQuery;
 use crate::Chains;
-use crate::tracking::{self, AtDestination, OnChain, OnSolana};
+use crate::tracking::{self, AtDestination, OnChain};
 
 pub const ID: &str = "lifi";
 pub const BASE_URL: &str = "https://li.quest/v1/";
@@ -110,9 +110,9 @@ impl LiFi {
                     match tracking::on_solana(&self.chains, &source, lost_after_ms, request.now_ms)
                         .await?
                     {
-                        OnSolana::Decided(tracked) => return Ok(tracked),
-                        OnSolana::Final(_) => true,
-                        OnSolana::Unread => false,
+                        OnChain::Decided(tracked) => return Ok(tracked),
+                        OnChain::Final(_) => true,
+                        OnChain::Unread => false,
                     }
                 }
                 OnChain::Unread => false,

@@ -27,8 +27,6 @@ use crate::{display, parse_json, units};
 
 /// Relay's chain id for Solana (not an EIP-155 id).
 pub const SOLANA_CHAIN_ID: u64 = 792_703_809;
-const EVM_NATIVE: &str = "0x0000000000000000000000000000000000000000";
-const SOLANA_NATIVE: &str = "11111111111111111111111111111111";
 /// Who a card is priced for when the caller named no wallet.
 const UNNAMED_EVM_USER: &str = "0x0000000000000000000000000000000000000001";
 /// How long a Relay price is shown as valid: the solver's quote is no lock.
@@ -44,22 +42,11 @@ pub fn chain_id(network: Network) -> Option<u64> {
 
 /// What Relay calls `currency`.
 pub fn currency_address(currency: &CurrencyDef) -> &'static str {
-    match (currency.contract, currency.network) {
-        (Some(contract), _) => contract,
-        (None, Network::Solana) => SOLANA_NATIVE,
-        (None, _) => EVM_NATIVE,
-    }
+    crate::zero_native_address(currency)
 }
 
 fn currency_of(chain: u64, address: &str) -> Option<&'static CurrencyDef> {
-    CURRENCIES.iter().find(|def| {
-        chain_id(def.network) == Some(chain)
-            && if def.network == Network::Solana {
-                currency_address(def) == address
-            } else {
-                currency_address(def).eq_ignore_ascii_case(address)
-            }
-    })
+    crate::currency_at(chain_id, chain, address)
 }
 
 /// Every currency swapd lists on a chain Relay routes. Routes start on EVM chains only: a
@@ -398,10 +385,7 @@ pub fn plan(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, ProviderErr
                     .to
                     .parse()
                     .map_err(|_| confused("a transaction without a valid address"))?;
-                let data = tx
-                    .data
-                    .strip_prefix("0x")
-                    .filter(|hex| hex.len() % 2 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                let data = crate::calldata(&tx.data)
                     .ok_or_else(|| confused("calldata that is not hex"))?;
                 steps.push(PlanStep {
                     step_id,
@@ -411,7 +395,7 @@ pub fn plan(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, ProviderErr
                     chain: chain.clone(),
                     transaction: Some(PlanTransaction::Evm {
                         to: to_address.to_checksum(None),
-                        data: format!("0x{}", data.to_ascii_lowercase()),
+                        data,
                         value: integer(tx.value.as_deref().unwrap_or("0"))?.to_string(),
                         gas: integer(tx.gas.as_deref().unwrap_or("0"))?.to_string(),
                     }),

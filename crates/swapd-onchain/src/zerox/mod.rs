@@ -345,16 +345,13 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
             U256::from(APPROVE_GAS),
         ));
     }
-    let data = transaction
-        .data
-        .strip_prefix("0x")
-        .filter(|hex| hex.len() % 2 == 0 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| confused("calldata that is not hex"))?;
+    let data =
+        crate::calldata(&transaction.data).ok_or_else(|| confused("calldata that is not hex"))?;
     steps.push(step(
         "swap",
         description,
         address(&transaction.to)?,
-        format!("0x{}", data.to_ascii_lowercase()),
+        data,
         match transaction.value.as_deref() {
             Some(value) => integer(Some(value))?,
             None => U256::ZERO,
