@@ -10,6 +10,7 @@ use serde::Serialize;
 use swapd_types::{ErrorCode, Success};
 use utoipa::ToSchema;
 
+use crate::business::guards::Sharing;
 use crate::layers::prometheus;
 use crate::{ApiError, AppState};
 
@@ -22,11 +23,15 @@ pub struct Health {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Readiness {
     /// `"ready"`: the database answered.
     pub status: &'static str,
     /// `"sqlite"` or `"postgres"`.
     pub database: &'static str,
+    /// Where nonces and rate limits live: `"memory"` (one node), `"database"` or `"redis"`
+    /// (shared by several nodes; Redis must answer too).
+    pub shared_state: &'static str,
     /// `"sandbox"` or `"live"`.
     pub mode: &'static str,
     /// Each provider's state. A provider that is down does not make the node unready: its
@@ -52,11 +57,11 @@ pub(crate) async fn healthz() -> Json<Success<Health>> {
     Json(Success::new(Health { status: "ok" }))
 }
 
-/// Readiness: the database answers within two seconds.
+/// Readiness: the database (and Redis, when configured) answers within two seconds.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready to serve", body = inline(Success<Readiness>)),
-        (status = 503, description = "The database does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it)", body = swapd_types::ErrorEnvelope),
+        (status = 503, description = "The database or Redis does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it)", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn readyz(
     State(state): State<AppState>,
@@ -72,10 +77,21 @@ pub(crate) async fn readyz(
             format!("background loops keep failing: {}", loops.join(", ")),
         ));
     }
+    let sharing = state.guards.sharing();
+    if let Sharing::Redis(redis) = sharing
+        && let Err(error) = redis.ping().await
+    {
+        tracing::warn!(%error, "readiness check failed");
+        return Err(ApiError::new(
+            ErrorCode::ServiceUnavailable,
+            "redis does not answer",
+        ));
+    }
     match tokio::time::timeout(READINESS_TIMEOUT, state.store.ping()).await {
         Ok(Ok(())) => Ok(Json(Success::new(Readiness {
             status: "ready",
             database: state.store.backend(),
+            shared_state: sharing.state().into(),
             mode: state.mode.as_str(),
             providers: state
                 .market

@@ -220,12 +220,120 @@ pub fn count_in_window(
     (decision, WindowCount { start_ms, used })
 }
 
+/// One step of the generic cell rate algorithm: a cell whose theoretical arrival time is
+/// `tat_us` admits a request at `now_us` when at most `burst` requests spaced `interval_us`
+/// apart are outstanding. `Ok(new tat)`, or `Err(microseconds to wait)`.
+pub fn gcra(tat_us: i64, now_us: i64, interval_us: i64, burst: u32) -> Result<i64, i64> {
+    let next = tat_us.max(now_us) + interval_us;
+    let early = next - interval_us * i64::from(burst.max(1)) - now_us;
+    if early > 0 { Err(early) } else { Ok(next) }
+}
+
+/// The limits per client address, before authentication (docs/authentication.md, check 2a).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressLimits {
+    /// Requests per second (bursts of twice that); 0: no limit.
+    pub requests_per_second: u32,
+    /// Failed authentications per minute (bursts of a minute's worth); past them the address
+    /// is refused until it has one to spare again. 0: no limit.
+    pub auth_failures_per_minute: u32,
+}
+
+/// What is remembered per client address when several nodes share the limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AddressState {
+    pub requests_tat_us: i64,
+    pub failures_tat_us: i64,
+    /// Refused until then (Unix ms), after spending its failure budget.
+    pub blocked_until_ms: i64,
+}
+
+/// Admits one request from an address (`Ok` with the state to store) or says how many
+/// milliseconds it must wait.
+pub fn admit_address(
+    state: AddressState,
+    limits: AddressLimits,
+    now_ms: i64,
+) -> Result<AddressState, i64> {
+    if state.blocked_until_ms > now_ms {
+        return Err(state.blocked_until_ms - now_ms);
+    }
+    if limits.requests_per_second == 0 {
+        return Ok(state);
+    }
+    let interval = 1_000_000 / i64::from(limits.requests_per_second);
+    let burst = limits.requests_per_second.saturating_mul(2);
+    match gcra(state.requests_tat_us, now_ms * 1000, interval.max(1), burst) {
+        Ok(tat) => Ok(AddressState {
+            requests_tat_us: tat,
+            ..state
+        }),
+        Err(wait_us) => Err(ceil_div(wait_us, 1000)),
+    }
+}
+
+/// Counts a failed authentication of an address; past its budget it is blocked until the
+/// budget has a failure to spare.
+pub fn address_failed(state: AddressState, limits: AddressLimits, now_ms: i64) -> AddressState {
+    if limits.auth_failures_per_minute == 0 {
+        return state;
+    }
+    let interval = MINUTE_US / i64::from(limits.auth_failures_per_minute);
+    match gcra(
+        state.failures_tat_us,
+        now_ms * 1000,
+        interval.max(1),
+        limits.auth_failures_per_minute,
+    ) {
+        Ok(tat) => AddressState {
+            failures_tat_us: tat,
+            ..state
+        },
+        Err(wait_us) => AddressState {
+            blocked_until_ms: now_ms + ceil_div(wait_us, 1000),
+            ..state
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
     const NOW: i64 = 1_700_000_000_000;
+
+    #[test]
+    fn an_address_bursts_twice_its_rate_then_waits() {
+        let limits = AddressLimits {
+            requests_per_second: 5,
+            auth_failures_per_minute: 0,
+        };
+        let mut state = AddressState::default();
+        for _ in 0..10 {
+            state = admit_address(state, limits, NOW).unwrap();
+        }
+        let wait = admit_address(state, limits, NOW).unwrap_err();
+        assert!(wait > 0 && wait <= 200, "{wait}");
+        assert!(admit_address(state, limits, NOW + wait).is_ok());
+    }
+
+    #[test]
+    fn failures_past_the_budget_block_an_address_for_a_while() {
+        let limits = AddressLimits {
+            requests_per_second: 0,
+            auth_failures_per_minute: 3,
+        };
+        let mut state = AddressState::default();
+        for _ in 0..3 {
+            state = address_failed(state, limits, NOW);
+            assert!(admit_address(state, limits, NOW).is_ok());
+        }
+        state = address_failed(state, limits, NOW);
+        let wait = admit_address(state, limits, NOW).unwrap_err();
+        assert!((10_000..=20_000).contains(&wait), "{wait}");
+        assert!(admit_address(state, limits, NOW + wait).is_ok());
+    }
 
     fn limits(per_minute: u32, per_hour: u32, weight_per_hour: u32) -> RateLimits {
         RateLimits {

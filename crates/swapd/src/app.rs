@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use swapd_api::AppState;
-use swapd_api::business::guards::{Guards, Sharing};
+use swapd_api::business::guards::{Guards, SharedState, Sharing};
 use swapd_core::market::Market;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
 use swapd_providers::sandbox::{self, Fault, Faults};
-use swapd_store::{Backend, StoreOptions};
+use swapd_store::StoreOptions;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -323,6 +323,8 @@ impl App {
         }) = self.api
         {
             let flusher = tokio::spawn(state.guards.clone().run_nonce_flusher(shutdown.clone()));
+            let revocations =
+                tokio::spawn(state.guards.clone().follow_revocations(shutdown.clone()));
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
             axum::serve(listener, app)
@@ -330,6 +332,7 @@ impl App {
                 .await
                 .context("HTTP server failed")?;
             flusher.await.context("nonce flusher panicked")?;
+            revocations.await.context("revocation follower panicked")?;
             // Every accepted nonce is on disk now.
             marker.remove();
         }
@@ -361,11 +364,7 @@ impl Api {
             .x402_surface(&origin)
             .await
             .context("cannot start the x402 API")?;
-        // One SQLite node keeps nonces and rate limits in memory; PostgreSQL nodes share them.
-        let sharing = match Backend::from_url(&config.database_url)? {
-            Backend::Sqlite => Sharing::Local,
-            Backend::Postgres => Sharing::Database,
-        };
+        let sharing = runtime.sharing().await?;
         // Claims this node holds now were taken by a process that died mid-request.
         let released = runtime
             .store
@@ -512,6 +511,29 @@ impl Runtime {
         }
     }
 
+    /// Where nonces and rate limits live (docs/operations.md, "Several nodes"): Redis when
+    /// configured, else memory for one SQLite node and the database for PostgreSQL nodes.
+    pub async fn sharing(&self) -> anyhow::Result<Sharing> {
+        Ok(match self.config.shared_state() {
+            SharedState::Memory => Sharing::Local,
+            SharedState::Database => Sharing::Database,
+            SharedState::Redis => Sharing::Redis(Arc::new(self.redis().await?)),
+        })
+    }
+
+    /// A connection to the configured Redis.
+    pub async fn redis(&self) -> anyhow::Result<swapd_redis::SharedRedis> {
+        let shared = &self.config.shared;
+        swapd_redis::SharedRedis::connect(&shared.redis_url, &shared.redis_prefix)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot reach Redis at {} (shared.redis_url); start it, or unset the setting to keep this state in the database",
+                    swapd_store::redact_url(&shared.redis_url)
+                )
+            })
+    }
+
     /// The state both HTTP surfaces share.
     pub fn api_state(
         &self,
@@ -531,6 +553,14 @@ impl Runtime {
         } else {
             swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
         };
+        let ip_limits = swapd_api::ip_limits::IpLimits::new(
+            config.security.ip_requests_per_second,
+            config.security.ip_auth_failures_per_minute,
+        );
+        let ip_limits = match guards.sharing() {
+            Sharing::Redis(redis) => ip_limits.shared(redis.clone()),
+            Sharing::Local | Sharing::Database => ip_limits,
+        };
         AppState::new(swapd_api::AppParts {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -542,10 +572,7 @@ impl Runtime {
             master_key: self.master_key.clone(),
             webhooks,
             x402: Arc::new(x402),
-            ip_limits: Arc::new(swapd_api::ip_limits::IpLimits::new(
-                config.security.ip_requests_per_second,
-                config.security.ip_auth_failures_per_minute,
-            )),
+            ip_limits: Arc::new(ip_limits),
             order_lifetimes: swapd_core::orders::OrderLifetimes {
                 fixed_ms: config.orders.fixed_lifetime_secs * 1000,
                 float_ms: config.orders.float_lifetime_secs * 1000,

@@ -51,6 +51,20 @@ pub struct Config {
     pub orders: OrdersConfig,
     pub mail: MailConfig,
     pub webhooks: WebhooksConfig,
+    pub shared: SharedConfig,
+}
+
+/// Where several nodes keep the state every request touches (docs/operations.md, "Several
+/// nodes").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedConfig {
+    /// `redis://[user:password@]host[:port][/db]` (or `rediss://`): nonces, rate limits, the
+    /// per-address limits, the x402 windows and key revocations live there. Empty: one SQLite
+    /// node keeps them in memory, PostgreSQL nodes in the database.
+    pub redis_url: String,
+    /// Names every key and channel swapd uses in Redis, so deployments may share one.
+    pub redis_prefix: String,
 }
 
 /// A chain's node (docs/configuration.md, "Chains").
@@ -362,13 +376,17 @@ impl Default for Config {
                 replays_per_minute: 10,
                 dns_server: None,
             },
+            shared: SharedConfig {
+                redis_url: String::new(),
+                redis_prefix: "swapd".into(),
+            },
         }
     }
 }
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 17] = [
+const ENV_KEYS: [&str; 18] = [
     "mode",
     "listen",
     "data_dir",
@@ -386,6 +404,7 @@ const ENV_KEYS: [&str; 17] = [
     "orders",
     "mail",
     "webhooks",
+    "shared",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -499,6 +518,28 @@ impl Config {
             return Err(setting(
                 "database.acquire_timeout_ms",
                 "must be 100 to 600000".into(),
+            ));
+        }
+        if !self.shared.redis_url.is_empty()
+            && !["redis://", "rediss://"]
+                .iter()
+                .any(|scheme| self.shared.redis_url.starts_with(scheme))
+        {
+            return Err(setting(
+                "shared.redis_url",
+                "must start with redis:// or rediss://".into(),
+            ));
+        }
+        if self.shared.redis_prefix.is_empty()
+            || !self
+                .shared
+                .redis_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(setting(
+                "shared.redis_prefix",
+                "must be 1 or more letters, digits, `-`, `_` or `.`".into(),
             ));
         }
         if !matches!(self.x402.facilitator.as_str(), "ledger" | "http") {
@@ -854,7 +895,25 @@ impl Config {
         }
         shown.database_url = redact_url(&shown.database_url);
         shown.mail.smtp_url = redact_url(&shown.mail.smtp_url);
-        toml::to_string_pretty(&shown).expect("configuration serializes to TOML")
+        shown.shared.redis_url = redact_url(&shown.shared.redis_url);
+        format!(
+            "# shared state: {} (docs/operations.md, \"Several nodes\")\n{}",
+            <&str>::from(self.shared_state()),
+            toml::to_string_pretty(&shown).expect("configuration serializes to TOML")
+        )
+    }
+
+    /// Where nonces and rate limits live: Redis when configured, else memory on SQLite (one
+    /// node) and the database on PostgreSQL (several).
+    pub fn shared_state(&self) -> swapd_api::business::guards::SharedState {
+        use swapd_api::business::guards::SharedState;
+        if !self.shared.redis_url.is_empty() {
+            SharedState::Redis
+        } else if matches!(Backend::from_url(&self.database_url), Ok(Backend::Postgres)) {
+            SharedState::Database
+        } else {
+            SharedState::Memory
+        }
     }
 
     pub fn data_path(&self, name: &str) -> PathBuf {

@@ -4,6 +4,8 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
 
+use swapd_api::business::guards::{KEY_CACHE_TTL_MS, Sharing};
+
 use crate::app::Runtime;
 use crate::cli::{CreateKeyArgs, KeysCommand};
 
@@ -42,6 +44,15 @@ pub async fn run(runtime: &Runtime, command: KeysCommand) -> anyhow::Result<()> 
             let Some(key) = runtime.store.revoke_api_key(&id, now).await? else {
                 bail!("no API key `{id}` (list them with `swapd keys list`)");
             };
+            // With Redis, every node forgets the key now instead of within its cache's life.
+            if let Sharing::Redis(redis) = runtime.sharing().await? {
+                redis.publish_revoked(&key.id).await.with_context(|| {
+                    format!(
+                        "the key is revoked, but the nodes could not be told at once; they stop accepting it within {} s",
+                        KEY_CACHE_TTL_MS / 1000
+                    )
+                })?;
+            }
             print_key(&key, json)
         }
     }

@@ -231,8 +231,16 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
             "this API key has been revoked",
         )));
     }
-    match guards.claim_nonce(key_id, nonce).await {
+    match guards.claim_nonce(key_id, nonce, timestamp).await {
         Ok(NonceOutcome::Fresh) => {}
+        Ok(NonceOutcome::SignedBeforeReset { since_secs }) => {
+            return Err(unauthenticated(ApiError::new(
+                ErrorCode::TimestampOutOfWindow,
+                format!(
+                    "X-API-TIMESTAMP {timestamp} is not later than {since_secs}, when the shared nonce set began again (server time {now}); sign again with a later time"
+                ),
+            )));
+        }
         Ok(NonceOutcome::Reused) => {
             return Err(unauthenticated(ApiError::new(
                 ErrorCode::NonceReused,

@@ -5,7 +5,9 @@
 //! read never waits for a durable write. Nonces are persisted in batches (and on graceful
 //! shutdown) and reloaded at start; after an unclean stop, requests signed before the restart are
 //! refused too, so replays fail across restarts and crashes.
-//! Several nodes on PostgreSQL share both through the database.
+//! Several nodes share both through Redis when it is configured, else through the database; with
+//! Redis, a revoked key also leaves every node's cache at once (docs/operations.md, "Several
+//! nodes").
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -17,6 +19,7 @@ use swapd_core::secrets::MasterKey;
 use swapd_core::signing::NONCE_TTL_SECS;
 use swapd_core::store::{NonceRecord, WindowDecision};
 use swapd_core::{Clock, Store, StoreError};
+use swapd_redis::{NonceClaim, Revoked, SharedRedis};
 use tokio_util::sync::CancellationToken;
 
 /// A revoked key or changed policy takes effect on every node within this time.
@@ -49,12 +52,33 @@ impl Default for NonceLimits {
 }
 
 /// Where nonces and rate-limit state live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Sharing {
     /// One node: memory, with nonces persisted in batches.
     Local,
     /// Several nodes: every decision is made in the shared database.
     Database,
+    /// Several nodes: every decision is made in Redis.
+    Redis(Arc<SharedRedis>),
+}
+
+/// Where nonces and rate-limit state live, as `swapd config show` and readiness name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum SharedState {
+    Memory,
+    Database,
+    Redis,
+}
+
+impl Sharing {
+    pub fn state(&self) -> SharedState {
+        match self {
+            Self::Local => SharedState::Memory,
+            Self::Database => SharedState::Database,
+            Self::Redis(_) => SharedState::Redis,
+        }
+    }
 }
 
 /// An active or revoked key with its opened secret.
@@ -112,7 +136,15 @@ fn set_secs(ms: i64) -> u32 {
 pub enum NonceOutcome {
     Fresh,
     Reused,
+    /// The shared nonce set lost its memory at `since_secs` and the request was signed no later:
+    /// its nonce may be one the set forgot.
+    SignedBeforeReset {
+        since_secs: i64,
+    },
 }
+
+/// An hour's window and a minute of slack: past it a key's rate state is back to its default.
+const RATE_CELL_TTL_MS: i64 = 3_660_000;
 
 impl Guards {
     /// Builds the guards; in [`Sharing::Local`] mode reloads the nonces persisted by earlier runs.
@@ -130,7 +162,8 @@ impl Guards {
             pruned_at_ms: now_ms,
             ..LocalNonces::default()
         };
-        if sharing == Sharing::Local {
+        let local = matches!(sharing, Sharing::Local);
+        if local {
             for record in store.live_nonces(now_ms).await? {
                 let expires = nonces
                     .seen
@@ -141,8 +174,7 @@ impl Guards {
         }
         Ok(Self {
             store,
-            refuse_signed_before: (sharing == Sharing::Local && after_unclean_stop)
-                .then(|| clock.now_secs()),
+            refuse_signed_before: (local && after_unclean_stop).then(|| clock.now_secs()),
             clock,
             master_key,
             sharing,
@@ -165,8 +197,8 @@ impl Guards {
         self.clock.as_ref()
     }
 
-    pub fn sharing(&self) -> Sharing {
-        self.sharing
+    pub fn sharing(&self) -> &Sharing {
+        &self.sharing
     }
 
     /// After an unclean stop in [`Sharing::Local`] mode, requests signed before this process
@@ -205,6 +237,26 @@ impl Guards {
         Ok(Some(cached))
     }
 
+    /// Forgets what the caches hold after a revocation: one key, or all of them.
+    pub fn forget(&self, revoked: &Revoked) {
+        match revoked {
+            Revoked::Key(id) => {
+                self.keys.lock().expect("key cache").remove(id);
+            }
+            Revoked::Unknown => self.keys.lock().expect("key cache").clear(),
+        }
+        *self.origins.lock().expect("origins") = None;
+    }
+
+    /// With Redis, forgets revoked keys as every node hears of them, until `shutdown`.
+    pub async fn follow_revocations(self: Arc<Self>, shutdown: CancellationToken) {
+        if let Sharing::Redis(redis) = &self.sharing {
+            redis
+                .follow_revocations(shutdown, |revoked| self.forget(&revoked))
+                .await;
+        }
+    }
+
     /// Origins listed by any active key (for CORS preflights, which carry no key).
     pub async fn listed_origins(&self) -> Result<Arc<HashSet<String>>, StoreError> {
         let now = self.clock.now_ms();
@@ -226,11 +278,35 @@ impl Guards {
         Ok(origins)
     }
 
-    /// Records `nonce` for `key_id`, or reports that it was already used.
-    pub async fn claim_nonce(&self, key_id: &str, nonce: &str) -> Result<NonceOutcome, StoreError> {
+    /// Records `nonce` for `key_id` (on a request signed at `signed_at_secs`), or reports that
+    /// it was already used.
+    pub async fn claim_nonce(
+        &self,
+        key_id: &str,
+        nonce: &str,
+        signed_at_secs: i64,
+    ) -> Result<NonceOutcome, StoreError> {
         let now = self.clock.now_ms();
         let expires_at_ms = now + NONCE_TTL_SECS * 1000;
-        match self.sharing {
+        match &self.sharing {
+            Sharing::Redis(redis) => {
+                let claim = redis
+                    .claim_nonce(
+                        key_id,
+                        nonce,
+                        NONCE_TTL_SECS * 1000,
+                        signed_at_secs,
+                        now.div_euclid(1000),
+                    )
+                    .await?;
+                Ok(match claim {
+                    NonceClaim::Fresh => NonceOutcome::Fresh,
+                    NonceClaim::Reused => NonceOutcome::Reused,
+                    NonceClaim::SignedBeforeReset { since_secs } => {
+                        NonceOutcome::SignedBeforeReset { since_secs }
+                    }
+                })
+            }
             Sharing::Database => {
                 let fresh = self
                     .store
@@ -301,7 +377,7 @@ impl Guards {
 
     /// Flushes nonces every [`NONCE_FLUSH_INTERVAL`] until `shutdown`, then once more.
     pub async fn run_nonce_flusher(self: Arc<Self>, shutdown: CancellationToken) {
-        if self.sharing != Sharing::Local {
+        if !matches!(self.sharing, Sharing::Local) {
             return;
         }
         let mut tick = tokio::time::interval(NONCE_FLUSH_INTERVAL);
@@ -324,7 +400,19 @@ impl Guards {
     pub async fn consume_rate(&self, key: &ApiKey, cost: u32) -> Result<RateDecision, StoreError> {
         let now = self.clock.now_ms();
         let limits = key.policy.limits();
-        match self.sharing {
+        match &self.sharing {
+            Sharing::Redis(redis) => {
+                redis
+                    .update(&format!("rate:{}", key.id), RATE_CELL_TTL_MS, |state| {
+                        let decision =
+                            rate_limit::decide(state.unwrap_or_default(), limits, cost, now);
+                        (
+                            decision,
+                            decision.refused_by.is_none().then_some(decision.state),
+                        )
+                    })
+                    .await
+            }
             Sharing::Database => self.store.consume_rate(&key.id, limits, cost, now).await,
             Sharing::Local => {
                 let mut rates = self.rates.lock().expect("rate state");
@@ -346,7 +434,16 @@ impl Guards {
         limit: u32,
     ) -> Result<WindowDecision, StoreError> {
         let now = self.clock.now_ms();
-        match self.sharing {
+        match &self.sharing {
+            Sharing::Redis(redis) => {
+                redis
+                    .update(&format!("window:{key}"), window_ms, |stored| {
+                        let (decision, counted) =
+                            rate_limit::count_in_window(stored, window_ms, limit, now);
+                        (decision, decision.allowed.then_some(counted))
+                    })
+                    .await
+            }
             Sharing::Database => self.store.consume_window(key, window_ms, limit, now).await,
             Sharing::Local => {
                 let mut windows = self.windows.lock().expect("window state");
@@ -368,7 +465,11 @@ impl Guards {
     /// The tightest quota of `key` without consuming anything.
     pub async fn peek_rate(&self, key: &ApiKey) -> Result<Quota, StoreError> {
         let now = self.clock.now_ms();
-        let state = match self.sharing {
+        let state = match &self.sharing {
+            Sharing::Redis(redis) => redis
+                .read(&format!("rate:{}", key.id))
+                .await?
+                .unwrap_or_default(),
             Sharing::Database => self.store.rate_state(&key.id).await?,
             Sharing::Local => {
                 let rates = self.rates.lock().expect("rate state");

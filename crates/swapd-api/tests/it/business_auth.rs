@@ -816,7 +816,8 @@ async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
         live: 3,
         unflushed: 2,
     });
-    let claim = |nonce: &'static str| guards.claim_nonce("key_a", nonce);
+    let claim =
+        |nonce: &'static str| guards.claim_nonce("key_a", nonce, crate::support::T0_MS / 1000);
     assert_eq!(claim("n-1").await.unwrap(), NonceOutcome::Fresh);
     assert_eq!(claim("n-2").await.unwrap(), NonceOutcome::Fresh);
     // Two unflushed: full until a flush writes them.

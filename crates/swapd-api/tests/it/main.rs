@@ -16,5 +16,6 @@ mod onchain;
 mod ops;
 mod orders;
 mod rate_limits;
+mod shared_redis;
 mod webhooks;
 mod x402;

@@ -1,0 +1,486 @@
+//! The state several API nodes share on every request, kept in Redis when `[shared] redis_url`
+//! is set (docs/operations.md, "Several nodes"): the nonces signed requests used, the cells of
+//! the rate limits, and the revocations of API keys.
+//!
+//! A cell is read, decided by the same pure function one node applies in memory
+//! (`swapd_core::rate_limit`), and written back by a Lua compare-and-set, so that the rule is
+//! written once and the update stays atomic across nodes. Each node remembers the last value it
+//! saw of each cell and offers it as the expected value, so a cell one node keeps using costs one
+//! round trip; on a conflict Redis answers the current value and the node decides again.
+//!
+//! Every call has a timeout; an unreachable Redis is `StoreError::Unavailable` (the API answers
+//! 503 and a replayed nonce is never let through), and the connection comes back by itself.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, RedisError, Script};
+use swapd_core::StoreError;
+use swapd_core::rate_limit::{AddressState, RateState, WindowCount};
+use tokio_util::sync::CancellationToken;
+
+/// How long one call to Redis may take.
+const CALL_TIMEOUT: Duration = Duration::from_millis(500);
+/// Conflicting writers past this many retries of one cell: the request is answered 503.
+const MAX_CAS_ATTEMPTS: usize = 16;
+/// Past this many remembered cell values, the memory is forgotten (it is only a guess).
+const MAX_GUESSES: usize = 100_000;
+/// How long to wait before subscribing again after the revocation channel dropped.
+const RESUBSCRIBE_AFTER: Duration = Duration::from_millis(500);
+
+/// Compare-and-set of one cell: `ARGV[1]` the value the caller decided from ('' for none),
+/// `ARGV[2]` the value to store ('' to store nothing), `ARGV[3]` its time to live (ms).
+/// Answers `{1}` when the cell still held `ARGV[1]`, else `{0, current}`.
+const COMPARE_AND_SET: &str = r"
+local current = redis.call('GET', KEYS[1]) or ''
+if current ~= ARGV[1] then return {0, current} end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return {1, ARGV[2]}
+";
+
+/// Records a nonce unless it is known. `KEYS[2]` holds when (Unix seconds) this Redis started
+/// keeping nonces; when it is missing Redis lost them (a restart without persistence, an
+/// eviction), so it is set to now and requests signed before it are refused: they may reuse a
+/// nonce Redis forgot. Answers `{1|0|2, since}`: fresh, reused, signed before `since`.
+const CLAIM_NONCE: &str = r"
+local since = redis.call('GET', KEYS[2])
+if not since then
+  since = ARGV[2]
+  redis.call('SET', KEYS[2], since)
+end
+if tonumber(ARGV[3]) <= tonumber(since) then return {2, since} end
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return {1, since} end
+return {0, since}
+";
+
+/// What presenting a nonce decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceClaim {
+    Fresh,
+    Reused,
+    /// Redis lost its nonces and began again at `since_secs`; the request was signed no later.
+    SignedBeforeReset {
+        since_secs: i64,
+    },
+}
+
+/// What the revocation channel reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revoked {
+    /// This key was revoked.
+    Key(String),
+    /// Revocations may have been missed (the channel was down): forget every cached key.
+    Unknown,
+}
+
+/// A value kept in one Redis string: a rate-limit state.
+pub trait Cell: Sized + Copy {
+    fn encode(&self) -> String;
+    fn decode(text: &str) -> Option<Self>;
+}
+
+fn fields<const N: usize>(text: &str) -> Option<[i64; N]> {
+    let mut out = [0; N];
+    let mut parts = text.split(':');
+    for slot in &mut out {
+        *slot = parts.next()?.parse().ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+impl Cell for RateState {
+    fn encode(&self) -> String {
+        format!(
+            "{}:{}:{}:{}",
+            self.tat_us, self.window_start_ms, self.hour_count, self.hour_weight
+        )
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        let [tat_us, window_start_ms, hour_count, hour_weight] = fields(text)?;
+        Some(Self {
+            tat_us,
+            window_start_ms,
+            hour_count: u32::try_from(hour_count).ok()?,
+            hour_weight: u32::try_from(hour_weight).ok()?,
+        })
+    }
+}
+
+impl Cell for WindowCount {
+    fn encode(&self) -> String {
+        format!("{}:{}", self.start_ms, self.used)
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        let [start_ms, used] = fields(text)?;
+        Some(Self {
+            start_ms,
+            used: u32::try_from(used).ok()?,
+        })
+    }
+}
+
+impl Cell for AddressState {
+    fn encode(&self) -> String {
+        format!(
+            "{}:{}:{}",
+            self.requests_tat_us, self.failures_tat_us, self.blocked_until_ms
+        )
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        let [requests_tat_us, failures_tat_us, blocked_until_ms] = fields(text)?;
+        Some(Self {
+            requests_tat_us,
+            failures_tat_us,
+            blocked_until_ms,
+        })
+    }
+}
+
+pub struct SharedRedis {
+    client: Client,
+    connection: ConnectionManager,
+    prefix: String,
+    compare_and_set: Script,
+    claim_nonce: Script,
+    /// The last value seen of each cell, offered as the expected value of its next update.
+    guesses: Mutex<HashMap<String, String>>,
+}
+
+fn unavailable(error: RedisError) -> StoreError {
+    if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
+        StoreError::Unavailable(format!("redis: {error}"))
+    } else {
+        StoreError::Database(format!("redis: {error}"))
+    }
+}
+
+async fn timed<T>(call: impl Future<Output = Result<T, RedisError>>) -> Result<T, StoreError> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(result) => result.map_err(unavailable),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "redis did not answer within {} ms",
+            CALL_TIMEOUT.as_millis()
+        ))),
+    }
+}
+
+impl SharedRedis {
+    /// Connects to `url` (`redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS),
+    /// naming every key and channel under `prefix`. Fails when Redis cannot be reached now.
+    pub async fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
+        let client = Client::open(url)
+            .map_err(|e| StoreError::Database(format!("redis_url is not a Redis URL: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CALL_TIMEOUT))
+            .set_response_timeout(Some(CALL_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_secs(1));
+        let connection = timed(ConnectionManager::new_with_config(client.clone(), config)).await?;
+        Ok(Self {
+            client,
+            connection,
+            prefix: prefix.to_owned(),
+            compare_and_set: Script::new(COMPARE_AND_SET),
+            claim_nonce: Script::new(CLAIM_NONCE),
+            guesses: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn name(&self, what: &str) -> String {
+        format!("{}:{what}", self.prefix)
+    }
+
+    fn revocations_channel(&self) -> String {
+        self.name("revoked")
+    }
+
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        timed(redis::cmd("PING").query_async::<()>(&mut connection)).await
+    }
+
+    /// Records that `key_id` used `nonce` for `ttl_ms`, unless it was already recorded. A
+    /// request signed at `signed_at_secs` no later than when Redis last lost its nonces is
+    /// refused, since its nonce may be one Redis forgot.
+    pub async fn claim_nonce(
+        &self,
+        key_id: &str,
+        nonce: &str,
+        ttl_ms: i64,
+        signed_at_secs: i64,
+        now_secs: i64,
+    ) -> Result<NonceClaim, StoreError> {
+        let mut connection = self.connection.clone();
+        let mut invocation = self.claim_nonce.prepare_invoke();
+        invocation
+            .key(self.name(&format!("nonce:{key_id}:{nonce}")))
+            .key(self.name("nonces-since"))
+            .arg(ttl_ms)
+            .arg(now_secs)
+            .arg(signed_at_secs);
+        let (outcome, since): (i64, i64) = timed(invocation.invoke_async(&mut connection)).await?;
+        Ok(match outcome {
+            1 => NonceClaim::Fresh,
+            0 => NonceClaim::Reused,
+            _ => NonceClaim::SignedBeforeReset { since_secs: since },
+        })
+    }
+
+    /// Updates the cell `name` atomically: `decide` gets its value (`None` when there is none)
+    /// and returns its answer with the value to store (`None` to store nothing), which lives
+    /// for `ttl_ms`. `decide` may run more than once when other nodes write the cell meanwhile;
+    /// only the answer decided from the value the cell held is returned.
+    pub async fn update<C: Cell, R>(
+        &self,
+        name: &str,
+        ttl_ms: i64,
+        decide: impl Fn(Option<C>) -> (R, Option<C>),
+    ) -> Result<R, StoreError> {
+        let key = self.name(name);
+        let mut expected = self
+            .guesses
+            .lock()
+            .expect("guesses")
+            .get(&key)
+            .cloned()
+            .unwrap_or_default();
+        let mut connection = self.connection.clone();
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let (answer, stored) = decide(C::decode(&expected));
+            let stored = stored.map(|c| c.encode()).unwrap_or_default();
+            let mut invocation = self.compare_and_set.prepare_invoke();
+            invocation
+                .key(&key)
+                .arg(&expected)
+                .arg(&stored)
+                .arg(ttl_ms.max(1));
+            let (done, current): (i64, String) =
+                timed(invocation.invoke_async(&mut connection)).await?;
+            let current = if done == 1 && stored.is_empty() {
+                expected
+            } else {
+                current
+            };
+            self.remember(key.clone(), current.clone());
+            if done == 1 {
+                return Ok(answer);
+            }
+            expected = current;
+        }
+        Err(StoreError::Unavailable(format!(
+            "{key} kept changing under {MAX_CAS_ATTEMPTS} attempts"
+        )))
+    }
+
+    fn remember(&self, key: String, value: String) {
+        let mut guesses = self.guesses.lock().expect("guesses");
+        if guesses.len() >= MAX_GUESSES {
+            guesses.clear();
+        }
+        guesses.insert(key, value);
+    }
+
+    /// The value of the cell `name`, if any.
+    pub async fn read<C: Cell>(&self, name: &str) -> Result<Option<C>, StoreError> {
+        let mut connection = self.connection.clone();
+        let value: Option<String> = timed(
+            redis::cmd("GET")
+                .arg(self.name(name))
+                .query_async(&mut connection),
+        )
+        .await?;
+        Ok(value.as_deref().and_then(C::decode))
+    }
+
+    /// Tells every node that `key_id` was revoked, so that none serves it from its cache.
+    pub async fn publish_revoked(&self, key_id: &str) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        timed(
+            redis::cmd("PUBLISH")
+                .arg(self.revocations_channel())
+                .arg(key_id)
+                .query_async::<()>(&mut connection),
+        )
+        .await
+    }
+
+    /// Reports revocations to `on` until `shutdown`, subscribing again whenever the channel
+    /// drops (and reporting [`Revoked::Unknown`] then, since some may have been missed).
+    pub async fn follow_revocations(
+        &self,
+        shutdown: CancellationToken,
+        on: impl Fn(Revoked) + Send + Sync,
+    ) {
+        let channel = self.revocations_channel();
+        loop {
+            let subscribed = timed(async {
+                let mut pubsub = self.client.get_async_pubsub().await?;
+                pubsub.subscribe(&channel).await?;
+                Ok(pubsub)
+            })
+            .await;
+            match subscribed {
+                Ok(pubsub) => {
+                    on(Revoked::Unknown);
+                    let mut messages = pubsub.into_on_message();
+                    loop {
+                        tokio::select! {
+                            () = shutdown.cancelled() => return,
+                            message = messages.next() => match message {
+                                Some(message) => match message.get_payload::<String>() {
+                                    Ok(key_id) => on(Revoked::Key(key_id)),
+                                    Err(_) => on(Revoked::Unknown),
+                                },
+                                None => break,
+                            },
+                        }
+                    }
+                    tracing::warn!("the key revocation channel dropped; subscribing again");
+                    on(Revoked::Unknown);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot subscribe to key revocations; retrying");
+                }
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(RESUBSCRIBE_AFTER) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_round_trip_and_refuse_other_text() {
+        let rate = RateState {
+            tat_us: -5,
+            window_start_ms: 1_700_000_000_000,
+            hour_count: 3,
+            hour_weight: 40,
+        };
+        assert_eq!(RateState::decode(&rate.encode()), Some(rate));
+        let window = WindowCount {
+            start_ms: 60_000,
+            used: 2,
+        };
+        assert_eq!(WindowCount::decode(&window.encode()), Some(window));
+        let address = AddressState {
+            requests_tat_us: 1,
+            failures_tat_us: 2,
+            blocked_until_ms: 3,
+        };
+        assert_eq!(AddressState::decode(&address.encode()), Some(address));
+        assert_eq!(WindowCount::decode(""), None);
+        assert_eq!(WindowCount::decode("1:2:3"), None);
+        assert_eq!(WindowCount::decode("1:x"), None);
+        assert_eq!(RateState::decode("1:2:-3:4"), None);
+    }
+}
+
+/// Tests against a real Redis, named by `SWAPD_TEST_REDIS_URL`: skipped with a message without
+/// it, except under CI (`CI` set), where a missing URL fails the run.
+pub mod test_support {
+    pub const REDIS_URL_VAR: &str = "SWAPD_TEST_REDIS_URL";
+
+    pub fn redis_url() -> Option<String> {
+        match std::env::var(REDIS_URL_VAR) {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var_os("CI").is_some() => {
+                panic!("{REDIS_URL_VAR} must be set in CI: the Redis tests may not be skipped")
+            }
+            _ => {
+                eprintln!(
+                    "SKIPPED: Redis test (set {REDIS_URL_VAR}=redis://127.0.0.1:6379 to run it)"
+                );
+                None
+            }
+        }
+    }
+
+    /// A Redis server of the test's own (`redis-server` on a free port, keeping nothing on
+    /// disk), so that it can be stopped and started without disturbing other tests. `None`
+    /// (with a message) when `redis-server` is not installed, except under CI.
+    pub struct OwnRedis {
+        pub port: u16,
+        child: Option<std::process::Child>,
+    }
+
+    impl OwnRedis {
+        pub fn start() -> Option<Self> {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            drop(listener);
+            let mut redis = Self { port, child: None };
+            if let Err(error) = redis.resume() {
+                if std::env::var_os("CI").is_some() {
+                    panic!("redis-server must run in CI: {error}");
+                }
+                eprintln!("SKIPPED: Redis outage test ({error}; install redis-server)");
+                return None;
+            }
+            Some(redis)
+        }
+
+        pub fn url(&self) -> String {
+            format!("redis://127.0.0.1:{}", self.port)
+        }
+
+        /// Starts the server again on the same port (empty: it keeps nothing).
+        pub fn resume(&mut self) -> std::io::Result<()> {
+            let child = std::process::Command::new("redis-server")
+                .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no"])
+                .stdout(std::process::Stdio::null())
+                .spawn()?;
+            self.child = Some(child);
+            for _ in 0..200 {
+                if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                    return Ok(());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            Err(std::io::Error::other(
+                "redis-server did not listen within 5 s",
+            ))
+        }
+
+        /// Kills the server (SIGKILL: what it held is gone).
+        pub fn kill(&mut self) {
+            if let Some(mut child) = self.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    impl Drop for OwnRedis {
+        fn drop(&mut self) {
+            self.kill();
+        }
+    }
+
+    /// A key prefix no other test uses.
+    pub fn unique_prefix() -> String {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!(
+            "swapd-test-{}-{nanos}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+}

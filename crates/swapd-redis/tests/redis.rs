@@ -1,0 +1,237 @@
+//! The shared state against a real Redis (`SWAPD_TEST_REDIS_URL`; mandatory under CI), each
+//! test under its own key prefix; the outage tests run a `redis-server` of their own.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use swapd_core::StoreError;
+use swapd_core::rate_limit::{WindowCount, count_in_window};
+use swapd_redis::test_support::{OwnRedis, redis_url, unique_prefix};
+use swapd_redis::{NonceClaim, Revoked, SharedRedis};
+use tokio_util::sync::CancellationToken;
+
+const NOW_SECS: i64 = 1_700_000_000;
+const TTL_MS: i64 = 900_000;
+
+async fn node(url: &str, prefix: &str) -> SharedRedis {
+    SharedRedis::connect(url, prefix).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_nonce_is_fresh_once_across_nodes_and_per_key() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let (a, b) = (node(&url, &prefix).await, node(&url, &prefix).await);
+    // The first claim starts the set: a request signed in that second is refused.
+    assert_eq!(
+        a.claim_nonce("key_1", "n-0", TTL_MS, NOW_SECS, NOW_SECS)
+            .await
+            .unwrap(),
+        NonceClaim::SignedBeforeReset {
+            since_secs: NOW_SECS
+        }
+    );
+    async fn claim(redis: &SharedRedis, key: &str, nonce: &str) -> Result<NonceClaim, StoreError> {
+        redis
+            .claim_nonce(key, nonce, TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
+            .await
+    }
+    assert_eq!(claim(&a, "key_1", "n-1").await.unwrap(), NonceClaim::Fresh);
+    assert_eq!(claim(&b, "key_1", "n-1").await.unwrap(), NonceClaim::Reused);
+    assert_eq!(claim(&a, "key_1", "n-1").await.unwrap(), NonceClaim::Reused);
+    assert_eq!(claim(&b, "key_2", "n-1").await.unwrap(), NonceClaim::Fresh);
+    // Another deployment's prefix shares nothing.
+    let other = node(&url, &unique_prefix()).await;
+    other
+        .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS, NOW_SECS)
+        .await
+        .unwrap();
+    assert_eq!(
+        other
+            .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
+            .await
+            .unwrap(),
+        NonceClaim::Fresh
+    );
+}
+
+#[tokio::test]
+async fn concurrent_updates_from_several_nodes_admit_exactly_the_limit() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let nodes = [
+        Arc::new(node(&url, &prefix).await),
+        Arc::new(node(&url, &prefix).await),
+        Arc::new(node(&url, &prefix).await),
+    ];
+    let now_ms = NOW_SECS * 1000;
+    let tasks: Vec<_> = (0..90)
+        .map(|i| {
+            let redis = nodes[i % 3].clone();
+            tokio::spawn(async move {
+                redis
+                    .update("window:payer", 3_600_000, |stored: Option<WindowCount>| {
+                        let (decision, counted) = count_in_window(stored, 3_600_000, 60, now_ms);
+                        (decision.allowed, decision.allowed.then_some(counted))
+                    })
+                    .await
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for task in tasks {
+        // Contention may exhaust a caller's attempts (503 to a client); it never over-admits.
+        match task.await.unwrap() {
+            Ok(true) => admitted += 1,
+            Ok(false) | Err(StoreError::Unavailable(_)) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    let stored: WindowCount = nodes[0].read("window:payer").await.unwrap().unwrap();
+    assert_eq!(stored.used, admitted);
+    assert!(admitted <= 60, "{admitted}");
+    // Sequentially, the rest of the window is admitted and then nothing more.
+    let mut more = 0;
+    for i in 0..100 {
+        let allowed = nodes[i % 3]
+            .update("window:payer", 3_600_000, |stored: Option<WindowCount>| {
+                let (decision, counted) = count_in_window(stored, 3_600_000, 60, now_ms);
+                (decision.allowed, decision.allowed.then_some(counted))
+            })
+            .await
+            .unwrap();
+        more += u32::from(allowed);
+    }
+    assert_eq!(admitted + more, 60);
+}
+
+#[tokio::test]
+async fn a_stale_guess_never_decides() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let (a, b) = (node(&url, &prefix).await, node(&url, &prefix).await);
+    async fn count(redis: &SharedRedis) -> Result<u32, StoreError> {
+        redis
+            .update("window:w", 60_000, |stored: Option<WindowCount>| {
+                let (decision, counted) = count_in_window(stored, 60_000, 3, NOW_SECS * 1000);
+                (decision.used, decision.allowed.then_some(counted))
+            })
+            .await
+    }
+    // `a` remembers 1; `b` moves the cell to 3; `a`'s next decision sees 3, not its guess.
+    assert_eq!(count(&a).await.unwrap(), 1);
+    assert_eq!(count(&b).await.unwrap(), 2);
+    assert_eq!(count(&b).await.unwrap(), 3);
+    assert_eq!(count(&a).await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn revocations_reach_every_follower() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let publisher = node(&url, &prefix).await;
+    let follower = Arc::new(node(&url, &prefix).await);
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn({
+        let (follower, heard, shutdown) = (follower.clone(), heard.clone(), shutdown.clone());
+        async move {
+            follower
+                .follow_revocations(shutdown, |revoked| heard.lock().unwrap().push(revoked))
+                .await;
+        }
+    });
+    // Subscribed: it first reports that it may have missed some.
+    wait_until(|| heard.lock().unwrap().contains(&Revoked::Unknown)).await;
+    publisher.publish_revoked("key_9").await.unwrap();
+    wait_until(|| {
+        heard
+            .lock()
+            .unwrap()
+            .contains(&Revoked::Key("key_9".into()))
+    })
+    .await;
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn an_outage_is_unavailable_a_restart_refuses_what_it_forgot_and_it_recovers() {
+    let Some(mut server) = OwnRedis::start() else {
+        return;
+    };
+    let redis = node(&server.url(), "swapd").await;
+    redis
+        .claim_nonce("key_1", "n-0", TTL_MS, NOW_SECS - 1, NOW_SECS)
+        .await
+        .unwrap();
+    assert_eq!(
+        redis
+            .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
+            .await
+            .unwrap(),
+        NonceClaim::Fresh
+    );
+    server.kill();
+    let away = redis
+        .claim_nonce("key_1", "n-2", TTL_MS, NOW_SECS + 2, NOW_SECS + 2)
+        .await;
+    assert!(matches!(away, Err(StoreError::Unavailable(_))), "{away:?}");
+    assert!(matches!(
+        redis.ping().await,
+        Err(StoreError::Unavailable(_))
+    ));
+    server.resume().unwrap();
+    // Back without reconnecting by hand; the forgotten nonce is refused by its time.
+    let mut replay = None;
+    for _ in 0..100 {
+        match redis
+            .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 10)
+            .await
+        {
+            Ok(claim) => {
+                replay = Some(claim);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    assert_eq!(
+        replay,
+        Some(NonceClaim::SignedBeforeReset {
+            since_secs: NOW_SECS + 10
+        })
+    );
+    assert_eq!(
+        redis
+            .claim_nonce("key_1", "n-3", TTL_MS, NOW_SECS + 11, NOW_SECS + 11)
+            .await
+            .unwrap(),
+        NonceClaim::Fresh
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_refused_at_start() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let refused = SharedRedis::connect(&format!("redis://127.0.0.1:{port}"), "swapd").await;
+    assert!(matches!(refused, Err(StoreError::Unavailable(_))));
+    assert!(matches!(
+        SharedRedis::connect("http://127.0.0.1", "swapd").await,
+        Err(StoreError::Database(_))
+    ));
+}
+
+async fn wait_until(condition: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("not reached within 5 s");
+}
