@@ -28,6 +28,8 @@ const CALL_TIMEOUT: Duration = Duration::from_millis(500);
 const MAX_CAS_ATTEMPTS: usize = 16;
 /// Past this many remembered cell values, the memory is forgotten (it is only a guess).
 const MAX_GUESSES: usize = 100_000;
+/// The key holding when this Redis began keeping nonces (Unix seconds).
+const NONCES_SINCE: &str = "nonces-since";
 /// How long to wait before subscribing again after the revocation channel dropped.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_millis(500);
 
@@ -172,8 +174,9 @@ async fn timed<T>(call: impl Future<Output = Result<T, RedisError>>) -> Result<T
 
 impl SharedRedis {
     /// Connects to `url` (`redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS),
-    /// naming every key and channel under `prefix`. Fails when Redis cannot be reached now.
-    pub async fn connect(url: &str, prefix: &str) -> Result<Self, StoreError> {
+    /// naming every key and channel under `prefix`, at `now_secs`: a Redis that keeps no nonces
+    /// yet starts its set then. Fails when Redis cannot be reached now.
+    pub async fn connect(url: &str, prefix: &str, now_secs: i64) -> Result<Self, StoreError> {
         let client = Client::open(url)
             .map_err(|e| StoreError::Database(format!("redis_url is not a Redis URL: {e}")))?;
         let config = ConnectionManagerConfig::new()
@@ -182,6 +185,15 @@ impl SharedRedis {
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_secs(1));
         let connection = timed(ConnectionManager::new_with_config(client.clone(), config)).await?;
+        let mut starting = connection.clone();
+        timed(
+            redis::cmd("SET")
+                .arg(format!("{prefix}:{NONCES_SINCE}"))
+                .arg(now_secs)
+                .arg("NX")
+                .query_async::<()>(&mut starting),
+        )
+        .await?;
         Ok(Self {
             client,
             connection,
@@ -220,7 +232,7 @@ impl SharedRedis {
         let mut invocation = self.claim_nonce.prepare_invoke();
         invocation
             .key(self.name(&format!("nonce:{key_id}:{nonce}")))
-            .key(self.name("nonces-since"))
+            .key(self.name(NONCES_SINCE))
             .arg(ttl_ms)
             .arg(now_secs)
             .arg(signed_at_secs);

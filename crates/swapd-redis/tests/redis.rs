@@ -14,7 +14,7 @@ const NOW_SECS: i64 = 1_700_000_000;
 const TTL_MS: i64 = 900_000;
 
 async fn node(url: &str, prefix: &str) -> SharedRedis {
-    SharedRedis::connect(url, prefix).await.unwrap()
+    SharedRedis::connect(url, prefix, NOW_SECS).await.unwrap()
 }
 
 #[tokio::test]
@@ -22,9 +22,9 @@ async fn a_nonce_is_fresh_once_across_nodes_and_per_key() {
     let Some(url) = redis_url() else { return };
     let prefix = unique_prefix();
     let (a, b) = (node(&url, &prefix).await, node(&url, &prefix).await);
-    // The first claim starts the set: a request signed in that second is refused.
+    // The set began when the first node connected: a request signed no later is refused.
     assert_eq!(
-        a.claim_nonce("key_1", "n-0", TTL_MS, NOW_SECS, NOW_SECS)
+        a.claim_nonce("key_1", "n-0", TTL_MS, NOW_SECS, NOW_SECS + 5)
             .await
             .unwrap(),
         NonceClaim::SignedBeforeReset {
@@ -42,10 +42,6 @@ async fn a_nonce_is_fresh_once_across_nodes_and_per_key() {
     assert_eq!(claim(&b, "key_2", "n-1").await.unwrap(), NonceClaim::Fresh);
     // Another deployment's prefix shares nothing.
     let other = node(&url, &unique_prefix()).await;
-    other
-        .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS, NOW_SECS)
-        .await
-        .unwrap();
     assert_eq!(
         other
             .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
@@ -161,10 +157,6 @@ async fn an_outage_is_unavailable_a_restart_refuses_what_it_forgot_and_it_recove
         return;
     };
     let redis = node(&server.url(), "swapd").await;
-    redis
-        .claim_nonce("key_1", "n-0", TTL_MS, NOW_SECS - 1, NOW_SECS)
-        .await
-        .unwrap();
     assert_eq!(
         redis
             .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
@@ -218,10 +210,11 @@ async fn an_unreachable_redis_is_refused_at_start() {
         .local_addr()
         .unwrap()
         .port();
-    let refused = SharedRedis::connect(&format!("redis://127.0.0.1:{port}"), "swapd").await;
+    let refused =
+        SharedRedis::connect(&format!("redis://127.0.0.1:{port}"), "swapd", NOW_SECS).await;
     assert!(matches!(refused, Err(StoreError::Unavailable(_))));
     assert!(matches!(
-        SharedRedis::connect("http://127.0.0.1", "swapd").await,
+        SharedRedis::connect("http://127.0.0.1", "swapd", NOW_SECS).await,
         Err(StoreError::Database(_))
     ));
 }

@@ -524,7 +524,11 @@ impl Runtime {
     /// A connection to the configured Redis.
     pub async fn redis(&self) -> anyhow::Result<swapd_redis::SharedRedis> {
         let shared = &self.config.shared;
-        swapd_redis::SharedRedis::connect(&shared.redis_url, &shared.redis_prefix)
+        swapd_redis::SharedRedis::connect(
+            &shared.redis_url,
+            &shared.redis_prefix,
+            self.clock.now_secs(),
+        )
             .await
             .with_context(|| {
                 format!(

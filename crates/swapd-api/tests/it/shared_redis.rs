@@ -24,8 +24,9 @@ fn limits(per_minute: u32) -> RateLimits {
 async fn nodes(url: &str, prefix: &str, count: usize, ip_limits: (u32, u32)) -> Vec<TestServer> {
     let mut nodes: Vec<TestServer> = Vec::new();
     for _ in 0..count {
-        let redis = SharedRedis::connect(url, prefix).await.unwrap();
         let first = nodes.first();
+        let now_secs = first.map_or(crate::support::T0_MS / 1000, |n| n.now_secs());
+        let redis = SharedRedis::connect(url, prefix, now_secs).await.unwrap();
         nodes.push(
             TestServer::start_with(Options {
                 sharing: Sharing::Redis(Arc::new(redis)),
@@ -39,7 +40,7 @@ async fn nodes(url: &str, prefix: &str, count: usize, ip_limits: (u32, u32)) -> 
             .await,
         );
     }
-    // The shared nonce set begins at the first request; start from the next second.
+    // The shared nonce set began when the first node connected; start from the next second.
     nodes[0].clock.advance_ms(1_000);
     nodes
 }
@@ -50,9 +51,6 @@ async fn nodes_sharing_redis_share_nonces_quotas_address_budgets_and_revocations
     let prefix = unique_prefix();
     let nodes = nodes(&url, &prefix, 3, (0, 3)).await;
     let key = nodes[0].key_with(&[PricesRead], &[], &[], limits(10)).await;
-    // Starts the shared nonce set (a request in its first second is refused).
-    nodes[0].call(&key, "GET", "/api/v3", "", b"").await;
-    nodes[0].clock.advance_ms(1_000);
 
     // A nonce used on one node is refused on the others.
     let request = nodes[0].sign(&key, "GET", "/api/v3", "", b"");
@@ -107,8 +105,6 @@ async fn a_revoked_key_leaves_every_node_cache_at_once() {
     let prefix = unique_prefix();
     let nodes = nodes(&url, &prefix, 3, (0, 0)).await;
     let key = nodes[0].key(&[PricesRead]).await;
-    nodes[0].call(&key, "GET", "/api/v3", "", b"").await;
-    nodes[0].clock.advance_ms(1_000);
     let shutdown = tokio_util::sync::CancellationToken::new();
     for node in &nodes {
         // Every node caches the key; the clock stands still, so only the revocation message
@@ -130,7 +126,9 @@ async fn a_revoked_key_leaves_every_node_cache_at_once() {
         .revoke_api_key(&key.id, now)
         .await
         .unwrap();
-    let publisher = SharedRedis::connect(&url, &prefix).await.unwrap();
+    let publisher = SharedRedis::connect(&url, &prefix, nodes[0].now_secs())
+        .await
+        .unwrap();
     let mut refused = [false; 3];
     for _ in 0..200 {
         // The followers subscribe in the background; publish until each has heard.
@@ -157,8 +155,6 @@ async fn while_redis_is_away_requests_get_503_and_no_nonce_is_replayed_after() {
     };
     let nodes = nodes(&redis.url(), "swapd", 2, (200, 60)).await;
     let key = nodes[0].key(&[PricesRead]).await;
-    nodes[0].call(&key, "GET", "/api/v3", "", b"").await;
-    nodes[0].clock.advance_ms(1_000);
     let used = nodes[0].sign(&key, "GET", "/api/v3", "", b"");
     nodes[0].send(&used).await.expect(200, "");
     let ready = nodes[1].http.get(format!("{}/readyz", nodes[1].base));

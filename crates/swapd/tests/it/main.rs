@@ -2,6 +2,7 @@
 //! starts real servers (in-process through `swapd::app::App`, or the built binary).
 
 mod cli;
+mod cluster;
 mod crash;
 mod crash_mutations;
 mod http;
