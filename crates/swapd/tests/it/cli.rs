@@ -262,6 +262,26 @@ fn config_show_redacts_and_bad_settings_are_named() {
         !shown.contains(&master) && !shown.contains("hunter2"),
         "{shown}"
     );
+    assert!(shown.starts_with("# shared state: database"), "{shown}");
+    let with_redis = ok(swapd(dir.path()).args(["config", "show"]).env(
+        "SWAPD_SHARED__REDIS_URL",
+        "redis://:sesame@cache.internal:6379",
+    ));
+    assert!(
+        with_redis.starts_with("# shared state: redis")
+            && with_redis.contains("redis://:***@cache.internal:6379")
+            && !with_redis.contains("sesame"),
+        "{with_redis}"
+    );
+    let not_redis = run(swapd(dir.path())
+        .args(["config", "show"])
+        .env("SWAPD_SHARED__REDIS_URL", "http://cache.internal"));
+    assert_eq!(not_redis.status.code(), Some(2));
+    assert!(
+        stderr(&not_redis).contains("shared.redis_url"),
+        "{}",
+        stderr(&not_redis)
+    );
 
     let bad = run(swapd(dir.path())
         .args(["config", "show"])
