@@ -1,4 +1,4 @@
-use axum::Json;
+use crate::json::Json;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use swapd_core::StoreError;

@@ -93,16 +93,28 @@ impl IpLimits {
             return Ok(self.admit_here(ip));
         };
         let limits = self.limits;
+        let cell = format!("address:{ip}");
+        if limits.requests_per_second == 0 {
+            // Only a block to look for: a read, no write.
+            let state: Option<AddressState> = redis.read(&cell).await?;
+            return Ok(
+                rate_limit::admit_address(state.unwrap_or_default(), limits, now_ms)
+                    .map(drop)
+                    .map_err(|wait_ms| Duration::from_millis(wait_ms.unsigned_abs())),
+            );
+        }
         redis
-            .update(&format!("address:{ip}"), SHARED_CELL_TTL_MS, |state| {
-                match rate_limit::admit_address(state.unwrap_or_default(), limits, now_ms) {
+            .update(
+                &cell,
+                SHARED_CELL_TTL_MS,
+                |state| match rate_limit::admit_address(state.unwrap_or_default(), limits, now_ms) {
                     Ok(admitted) => (Ok(()), Some(admitted)),
                     Err(wait_ms) => (
                         Err(Duration::from_millis(wait_ms.unsigned_abs())),
                         None::<AddressState>,
                     ),
-                }
-            })
+                },
+            )
             .await
     }
 

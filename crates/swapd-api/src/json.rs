@@ -15,6 +15,34 @@ use crate::ApiError;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 const MAX_DEPTH: usize = 32;
 
+/// A JSON response. Unlike `axum::Json`, which serializes token by token into a 128-byte
+/// buffer that grows by copying, it writes into one buffer sized for a typical document
+/// (docs/benchmarks.md, "Business API authentication").
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+/// Most documents fit; the readiness documents (about 4 KiB) grow it once.
+const RESPONSE_BUFFER_BYTES: usize = 2048;
+
+impl<T: Serialize> axum::response::IntoResponse for Json<T> {
+    fn into_response(self) -> axum::response::Response {
+        let mut buffer = Vec::with_capacity(RESPONSE_BUFFER_BYTES);
+        match serde_json::to_writer(&mut buffer, &self.0) {
+            Ok(()) => (
+                [(
+                    CONTENT_TYPE,
+                    axum::http::HeaderValue::from_static("application/json"),
+                )],
+                buffer,
+            )
+                .into_response(),
+            Err(error) => {
+                ApiError::internal(format!("a response did not serialize: {error}")).into_response()
+            }
+        }
+    }
+}
+
 /// A JSON body parsed strictly: `Content-Type: application/json`, at most [`MAX_BODY_BYTES`],
 /// no duplicate keys at any depth, and (through `#[serde(deny_unknown_fields)]` on the target
 /// types) no unknown fields.

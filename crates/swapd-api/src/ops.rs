@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;

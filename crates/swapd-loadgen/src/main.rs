@@ -14,9 +14,10 @@ use swapd_client::{BusinessClient, Credentials, new_idempotency_key, new_nonce};
 #[derive(Debug, Parser)]
 #[command(about = "Load generator for swapd benchmarks")]
 struct Args {
-    /// Server base URL.
-    #[arg(long, default_value = "http://127.0.0.1:8080")]
-    url: String,
+    /// Server base URL; repeat it to spread the connections over several nodes (connection
+    /// `i` goes to URL `i mod n`).
+    #[arg(long = "url", default_value = "http://127.0.0.1:8080")]
+    urls: Vec<String>,
     /// Path to GET.
     #[arg(long, default_value = "/healthz")]
     path: String,
@@ -44,6 +45,9 @@ struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Count this status as success instead of any 2xx (e.g. 402 to measure x402 challenges).
+    #[arg(long)]
+    expect_status: Option<u16>,
 }
 
 #[tokio::main]
@@ -52,12 +56,13 @@ async fn main() -> anyhow::Result<()> {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(args.concurrency)
         .build()?;
-    let signer = match (&args.key, &args.secret) {
-        (Some(key), Some(secret)) => Some(BusinessClient::new(
-            &args.url,
-            Credentials::new(key, secret),
-        )?),
-        _ => None,
+    let signers = match (&args.key, &args.secret) {
+        (Some(key), Some(secret)) => args
+            .urls
+            .iter()
+            .map(|url| BusinessClient::new(url, Credentials::new(key, secret)).map(Some))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => vec![None; args.urls.len()],
     };
     let body: Option<serde_json::Value> = args
         .body
@@ -68,11 +73,13 @@ async fn main() -> anyhow::Result<()> {
     let warm_until = Instant::now() + Duration::from_secs(args.warmup);
     let stop_at = warm_until + Duration::from_secs(args.seconds);
     let workers: Vec<_> = (0..args.concurrency)
-        .map(|_| {
+        .map(|i| {
+            let node = i % args.urls.len();
+            let expect_status = args.expect_status;
             let (http, signer, url, path, query, body) = (
                 http.clone(),
-                signer.clone(),
-                args.url.clone(),
+                signers[node].clone(),
+                args.urls[node].clone(),
                 args.path.clone(),
                 args.query.clone(),
                 body.clone(),
@@ -110,15 +117,29 @@ async fn main() -> anyhow::Result<()> {
                                     now,
                                 )
                                 .expect("sign");
-                            client
-                                .execute(signed)
-                                .await
-                                .map(drop)
-                                .map_err(|e| e.to_string())
+                            // Sent and read like the plain requests (status and bytes, no
+                            // JSON decoding), so both modes cost the client the same but for
+                            // the signature.
+                            let mut request = http
+                                .request(signed.method, format!("{url}{}", signed.path_and_query));
+                            for (name, value) in &signed.headers {
+                                request = request.header(*name, value);
+                            }
+                            match request.body(signed.body).send().await {
+                                Ok(r) if r.status().is_success() => {
+                                    r.bytes().await.map(drop).map_err(|e| e.to_string())
+                                }
+                                Ok(r) => Err(format!("status {}", r.status())),
+                                Err(e) => Err(e.to_string()),
+                            }
                         }
                         // Read the body too, as the signed path does.
                         None => match http.get(format!("{url}{path}")).query(&pairs).send().await {
-                            Ok(r) if r.status().is_success() => {
+                            Ok(r)
+                                if expect_status.map_or(r.status().is_success(), |s| {
+                                    r.status().as_u16() == s
+                                }) =>
+                            {
                                 r.bytes().await.map(drop).map_err(|e| e.to_string())
                             }
                             Ok(r) => Err(format!("status {}", r.status())),
@@ -154,7 +175,7 @@ async fn main() -> anyhow::Result<()> {
     if latencies.is_empty() {
         bail!(
             "no request succeeded ({failures} failed): is the server at {} running, and the key valid with a high enough rate limit?",
-            args.url
+            args.urls.join(", ")
         );
     }
     latencies.sort_unstable();
@@ -162,7 +183,7 @@ async fn main() -> anyhow::Result<()> {
         latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)] as f64 / 1000.0
     };
     let rps = latencies.len() as f64 / args.seconds as f64;
-    let mode = match (&signer, &args.body) {
+    let mode = match (&args.key, &args.body) {
         (Some(_), Some(_)) => "signed POST",
         (Some(_), None) => "signed",
         (None, _) => "plain",

@@ -6,7 +6,9 @@
 //! (`swapd_core::rate_limit`), and written back by a Lua compare-and-set, so that the rule is
 //! written once and the update stays atomic across nodes. Each node remembers the last value it
 //! saw of each cell and offers it as the expected value, so a cell one node keeps using costs one
-//! round trip; on a conflict Redis answers the current value and the node decides again.
+//! round trip; on a conflict Redis answers the current value and the node decides again. Within a
+//! node, updates of one cell take turns (a striped lock), so a busy key's requests do not race
+//! each other into retries: only other nodes can make a guess stale.
 //!
 //! Every call has a timeout; an unreachable Redis is `StoreError::Unavailable` (the API answers
 //! 503 and a replayed nonce is never let through), and the connection comes back by itself.
@@ -19,13 +21,16 @@ use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 use swapd_core::StoreError;
-use swapd_core::rate_limit::{AddressState, RateState, WindowCount};
+use swapd_core::api_keys::RateLimits;
+use swapd_core::rate_limit::{self, AddressState, RateDecision, RateState, WindowCount};
 use tokio_util::sync::CancellationToken;
 
 /// How long one call to Redis may take.
 const CALL_TIMEOUT: Duration = Duration::from_millis(500);
 /// Conflicting writers past this many retries of one cell: the request is answered 503.
 const MAX_CAS_ATTEMPTS: usize = 16;
+/// Cells share this many locks (turns) per node.
+const STRIPES: usize = 64;
 /// Past this many remembered cell values, the memory is forgotten (it is only a guess).
 const MAX_GUESSES: usize = 100_000;
 /// The key holding when this Redis began keeping nonces (Unix seconds).
@@ -56,6 +61,36 @@ end
 if tonumber(ARGV[3]) <= tonumber(since) then return {2, since} end
 if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return {1, since} end
 return {0, since}
+";
+
+/// The key rate limit of `swapd_core::rate_limit::decide`, atomically in Redis: a busy key is
+/// one cell every request of every node updates, so a compare-and-set would keep failing; this
+/// script decides in one step. It mirrors `decide` (GCRA of the minute, fixed UTC hour windows of
+/// requests and weight; a refusal changes nothing), and a test runs both on the same random
+/// inputs. `ARGV`: now (ms), per minute, per hour, weight per hour, cost, time to live (ms).
+/// Answers the cell's value before this request; the caller decides from it with `decide`,
+/// which gives the same answer and the quota to report.
+const CONSUME_RATE: &str = r"
+local prior = redis.call('GET', KEYS[1]) or ''
+local tat, start, count, weight = 0, 0, 0, 0
+if prior ~= '' then
+  local a, b, c, d = string.match(prior, '^(-?%d+):(-?%d+):(%d+):(%d+)$')
+  if a then tat, start, count, weight = tonumber(a), tonumber(b), tonumber(c), tonumber(d) end
+end
+local now = tonumber(ARGV[1])
+local per_minute, per_hour = tonumber(ARGV[2]), tonumber(ARGV[3])
+local weight_per_hour, cost = tonumber(ARGV[4]), tonumber(ARGV[5])
+local window = now - (now % 3600000)
+if start ~= window then start, count, weight = window, 0, 0 end
+local now_us = now * 1000
+local interval = math.max(math.floor(60000000 / math.max(per_minute, 1)), 1)
+local next_tat = math.max(tat, now_us) + interval
+if next_tat - 60000000 > now_us or count >= per_hour or weight + cost > weight_per_hour then
+  return prior
+end
+redis.call('SET', KEYS[1],
+  string.format('%d:%d:%d:%d', next_tat, start, count + 1, weight + cost), 'PX', ARGV[6])
+return prior
 ";
 
 /// What presenting a nonce decided.
@@ -150,8 +185,11 @@ pub struct SharedRedis {
     prefix: String,
     compare_and_set: Script,
     claim_nonce: Script,
+    consume_rate: Script,
     /// The last value seen of each cell, offered as the expected value of its next update.
     guesses: Mutex<HashMap<String, String>>,
+    /// One update at a time per cell (by the cell name's hash) on this node.
+    turns: Box<[tokio::sync::Mutex<()>]>,
 }
 
 fn unavailable(error: RedisError) -> StoreError {
@@ -200,7 +238,9 @@ impl SharedRedis {
             prefix: prefix.to_owned(),
             compare_and_set: Script::new(COMPARE_AND_SET),
             claim_nonce: Script::new(CLAIM_NONCE),
+            consume_rate: Script::new(CONSUME_RATE),
             guesses: Mutex::new(HashMap::new()),
+            turns: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         })
     }
 
@@ -244,6 +284,32 @@ impl SharedRedis {
         })
     }
 
+    /// Admits or refuses one request of `cost` units against the rate cell `name` with
+    /// `swapd_core::rate_limit::decide`, in one atomic step; the cell lives for `ttl_ms` after
+    /// its last change.
+    pub async fn consume_rate(
+        &self,
+        name: &str,
+        limits: RateLimits,
+        cost: u32,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<RateDecision, StoreError> {
+        let mut connection = self.connection.clone();
+        let mut invocation = self.consume_rate.prepare_invoke();
+        invocation
+            .key(self.name(name))
+            .arg(now_ms)
+            .arg(limits.per_minute)
+            .arg(limits.per_hour)
+            .arg(limits.weight_per_hour)
+            .arg(cost)
+            .arg(ttl_ms.max(1));
+        let prior: String = timed(invocation.invoke_async(&mut connection)).await?;
+        let prior = RateState::decode(&prior).unwrap_or_default();
+        Ok(rate_limit::decide(prior, limits, cost, now_ms))
+    }
+
     /// Updates the cell `name` atomically: `decide` gets its value (`None` when there is none)
     /// and returns its answer with the value to store (`None` to store nothing), which lives
     /// for `ttl_ms`. `decide` may run more than once when other nodes write the cell meanwhile;
@@ -255,6 +321,11 @@ impl SharedRedis {
         decide: impl Fn(Option<C>) -> (R, Option<C>),
     ) -> Result<R, StoreError> {
         let key = self.name(name);
+        let stripe = {
+            use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+            BuildHasherDefault::<DefaultHasher>::default().hash_one(&key) as usize % STRIPES
+        };
+        let _turn = self.turns[stripe].lock().await;
         let mut expected = self
             .guesses
             .lock()

@@ -228,3 +228,59 @@ async fn wait_until(condition: impl Fn() -> bool) {
     }
     panic!("not reached within 5 s");
 }
+
+/// The Lua key rate limit and `swapd_core::rate_limit::decide` agree on random inputs: the
+/// same admissions, and the same state stored (or none, when refused).
+#[tokio::test]
+async fn the_lua_rate_limit_decides_as_the_rust_rule() {
+    use rand::Rng;
+    use swapd_core::api_keys::RateLimits;
+    use swapd_core::rate_limit::{RateState, decide};
+    let Some(url) = redis_url() else { return };
+    let redis = node(&url, &unique_prefix()).await;
+    let mut rng = rand::rng();
+    for case in 0..400 {
+        let now_ms: i64 = NOW_SECS * 1000 + rng.random_range(0..7_200_000);
+        let hour = now_ms - now_ms.rem_euclid(3_600_000);
+        let prior = RateState {
+            tat_us: now_ms * 1000 + rng.random_range(-90_000_000..90_000_000),
+            window_start_ms: if rng.random_bool(0.7) {
+                hour
+            } else {
+                hour - 3_600_000
+            },
+            hour_count: rng.random_range(0..60),
+            hour_weight: rng.random_range(0..200),
+        };
+        let limits = RateLimits {
+            per_minute: rng.random_range(1..300),
+            per_hour: rng.random_range(1..80),
+            weight_per_hour: rng.random_range(1..250),
+        };
+        let cost = rng.random_range(1..20);
+        let cell = format!("rate:case{case}");
+        redis
+            .update(&cell, 60_000, |_: Option<RateState>| ((), Some(prior)))
+            .await
+            .unwrap();
+        let decided = redis
+            .consume_rate(&cell, limits, cost, now_ms, 60_000)
+            .await
+            .unwrap();
+        let expected = decide(prior, limits, cost, now_ms);
+        assert_eq!(
+            decided, expected,
+            "case {case}: {prior:?} {limits:?} {cost}"
+        );
+        let stored: RateState = redis.read(&cell).await.unwrap().unwrap();
+        let expected_stored = if expected.refused_by.is_none() {
+            expected.state
+        } else {
+            prior
+        };
+        assert_eq!(
+            stored, expected_stored,
+            "case {case}: {prior:?} {limits:?} {cost}"
+        );
+    }
+}

@@ -6,10 +6,12 @@ use utoipa::ToSchema;
 
 use crate::Permission;
 
+// `Routes`: the server fills it with the list serialized once at start (the same for every
+// request, and most of the document's bytes); clients read it as a list.
 /// `GET /api/v3`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Readiness {
+pub struct Readiness<Routes = Vec<RouteInfo>> {
     pub service: String,
     /// `"business"`.
     pub api: String,
@@ -23,7 +25,8 @@ pub struct Readiness {
     pub api_key: String,
     pub permissions: Vec<Permission>,
     /// Every mounted Business API route with the permission it requires.
-    pub routes: Vec<RouteInfo>,
+    #[schema(value_type = Vec<RouteInfo>)]
+    pub routes: Routes,
 }
 
 /// One Business route as listed by the readiness document.

@@ -23,11 +23,12 @@ use crate::client_address::client_ip;
 use crate::principal::{Caller, KeyPrincipal};
 use crate::{ApiError, AppState, MAX_BODY_BYTES};
 
-/// Everything the gate needs for one route: the route's own rule comes with it.
+/// Everything the gate needs for one route: the route's own rule comes with it (shared: the
+/// gate is cloned for every request).
 #[derive(Clone)]
 pub struct Gate {
     pub state: AppState,
-    pub route: RouteSpec,
+    pub route: Arc<RouteSpec>,
 }
 
 /// An authentication header: its canonical name and the older alias still accepted.
@@ -219,7 +220,7 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
         nonce,
         &body,
     );
-    if !signing::verify(&key.secret, &message, signature) {
+    if !key.verifier.verify(&message, signature) {
         return Err(unauthenticated(ApiError::new(
             ErrorCode::SignatureInvalid,
             "X-API-SIGN does not match; see docs/authentication.md for the string to sign",

@@ -81,10 +81,10 @@ impl Sharing {
     }
 }
 
-/// An active or revoked key with its opened secret.
+/// An active or revoked key with its opened secret, ready to verify signatures.
 pub struct CachedKey {
     pub key: ApiKey,
-    pub secret: Vec<u8>,
+    pub verifier: swapd_types::signing::Verifier,
 }
 
 pub struct Guards {
@@ -227,7 +227,7 @@ impl Guards {
         })?;
         let cached = Arc::new(CachedKey {
             key,
-            secret: secret.into_bytes(),
+            verifier: swapd_types::signing::Verifier::new(secret.as_bytes()),
         });
         let mut keys = self.keys.lock().expect("key cache");
         if keys.len() >= KEY_CACHE_MAX {
@@ -403,22 +403,32 @@ impl Guards {
         match &self.sharing {
             Sharing::Redis(redis) => {
                 redis
-                    .update(&format!("rate:{}", key.id), RATE_CELL_TTL_MS, |state| {
-                        let decision =
-                            rate_limit::decide(state.unwrap_or_default(), limits, cost, now);
-                        (
-                            decision,
-                            decision.refused_by.is_none().then_some(decision.state),
-                        )
-                    })
+                    .consume_rate(
+                        &format!("rate:{}", key.id),
+                        limits,
+                        cost,
+                        now,
+                        RATE_CELL_TTL_MS,
+                    )
                     .await
             }
             Sharing::Database => self.store.consume_rate(&key.id, limits, cost, now).await,
             Sharing::Local => {
                 let mut rates = self.rates.lock().expect("rate state");
-                let state = rates.get(&key.id).copied().unwrap_or_default();
-                let decision = rate_limit::decide(state, limits, cost, now);
-                rates.insert(key.id.clone(), decision.state);
+                let decide = |state| rate_limit::decide(state, limits, cost, now);
+                // Only a key's first request allocates its entry.
+                let decision = match rates.get_mut(&key.id) {
+                    Some(state) => {
+                        let decision = decide(*state);
+                        *state = decision.state;
+                        decision
+                    }
+                    None => {
+                        let decision = decide(RateState::default());
+                        rates.insert(key.id.clone(), decision.state);
+                        decision
+                    }
+                };
                 Ok(decision)
             }
         }

@@ -1,8 +1,11 @@
 //! The Business API (`/api/v3`): HMAC-signed routes, declared once in [`routes`], behind
 //! [`auth::authenticate`], mutations behind [`crate::idempotency::idempotent`].
 
-use axum::Json;
+use std::sync::LazyLock;
+
+use crate::json::Json;
 use axum::extract::State;
+use serde_json::value::RawValue;
 use swapd_types::Success;
 use swapd_types::readiness::Readiness;
 
@@ -27,7 +30,7 @@ pub use routes::{BusinessRoutes, Required, RouteSpec, router, routes};
 pub(crate) async fn readiness(
     State(state): State<AppState>,
     caller: Caller,
-) -> Result<Json<Success<Readiness>>, ApiError> {
+) -> Result<Json<Success<Readiness<&'static RawValue>>>, ApiError> {
     let Some(principal) = caller.key() else {
         return Err(ApiError::internal(
             "the Business API readiness is mounted behind another gate",
@@ -41,6 +44,13 @@ pub(crate) async fn readiness(
         server_time: state.clock.now_secs(),
         api_key: principal.key_id.clone(),
         permissions: principal.permissions.clone(),
-        routes: routes().iter().map(RouteSpec::info).collect(),
+        routes: &ROUTE_LIST,
     })))
 }
+
+/// The readiness document's route list, serialized once: the same for every request, and most
+/// of the document's bytes (docs/benchmarks.md, "Business API authentication").
+static ROUTE_LIST: LazyLock<Box<RawValue>> = LazyLock::new(|| {
+    let list: Vec<_> = routes().iter().map(RouteSpec::info).collect();
+    serde_json::value::to_raw_value(&list).expect("route infos serialize")
+});

@@ -3,7 +3,7 @@
 //! and what a call weighs. The router, the gate's rule for each route, the readiness list and
 //! the OpenAPI paths are all derived from it.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::handler::Handler;
 use axum::http::Method;
@@ -196,7 +196,7 @@ impl BusinessRoutes {
             let path = spec.path.clone();
             let gate = Gate {
                 state: state.clone(),
-                route: spec,
+                route: Arc::new(spec),
             };
             let handler = handler
                 .route_layer(middleware::from_fn_with_state(

@@ -1,6 +1,6 @@
 //! `GET /currencies`: every currency some provider trades, with its networks and limits.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use swapd_core::market::catalog::{CatalogEntry, SCHEMA_VERSION};
 use swapd_types::Success;

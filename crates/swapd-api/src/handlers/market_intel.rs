@@ -1,10 +1,12 @@
 //! Market-intel jobs on `/api/x402` (docs/market-intel.md): a paid POST queues an analysis for
 //! the wallet; the worker runs it; a free GET by the same wallet reads it.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::{Extension, Json};
+
+use crate::json::Json;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
 use swapd_core::market_intel::{self, Job};

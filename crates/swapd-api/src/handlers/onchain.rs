@@ -3,10 +3,12 @@
 //! worker tracks the execution through its provider until it ends. Report and status also need
 //! the plan's `X-Onchain-Execution-Access-Token`, on top of the API key.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+
+use crate::json::Json;
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;

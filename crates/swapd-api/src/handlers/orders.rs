@@ -1,10 +1,12 @@
 //! Offchain orders (docs/orders.md): creation from a createToken or a full input,
 //! and reads by their owner. The lifecycle after creation belongs to the worker.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+
+use crate::json::Json;
 use swapd_core::amount::Amount;
 use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
 use swapd_core::idempotency::StoredResponse;

@@ -1,6 +1,6 @@
 //! `POST /quotes`, the legacy quote: the best offchain offer (docs/market.md).
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use swapd_core::amount::Amount;
 use swapd_core::ids;

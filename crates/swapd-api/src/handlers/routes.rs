@@ -2,10 +2,12 @@
 //! (`POST /routes/resolve`): handlers parse and check input, then ask the aggregator; the
 //! answers are mapped into the wire shapes of `swapd_types::market`.
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::{Extension, Json};
+
+use crate::json::Json;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;

@@ -1,6 +1,6 @@
 //! The token list: popular tokens, search, lookup by address, logos.
 
-use axum::Json;
+use crate::json::Json;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 use swapd_core::address::Network;

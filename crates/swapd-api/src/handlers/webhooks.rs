@@ -3,10 +3,12 @@
 //! belong to the key that made them; other keys get 404. Deliveries themselves are the
 //! worker's (`swapd_worker::WebhookDispatcher`).
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::{Extension, Json};
+
+use crate::json::Json;
 use strum::VariantArray;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;

@@ -49,7 +49,8 @@ const MAX_HEADER_BYTES: usize = 8 * 1024;
 #[derive(Clone)]
 pub struct RouteGate {
     pub state: AppState,
-    pub route: X402Route,
+    /// Shared: the gate is cloned for every request.
+    pub route: std::sync::Arc<X402Route>,
 }
 
 pub async fn gate(State(gate): State<RouteGate>, request: Request, next: Next) -> Response {

@@ -261,7 +261,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         let path = route.path.clone();
         let gate = gate::RouteGate {
             state: state.clone(),
-            route,
+            route: route.into(),
         };
         router = router.route(
             &path,

@@ -1,7 +1,7 @@
 //! `GET /api/x402`: what this surface offers, what each route costs, and how to pay and prove a
 //! wallet. Free.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use swapd_types::Success;
 use swapd_types::readiness::{X402Readiness, X402RouteInfo};

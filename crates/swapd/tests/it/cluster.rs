@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 use strum::VariantArray;
 use swapd_client::{BusinessClient, Credentials, Error as ClientError};
 use swapd_core::store::{OrderStore, SandboxChainStore};
 use swapd_store::test_support::{PgTestSchema, postgres_url};
 
-use crate::crash::{serve_watched, swapd};
+use crate::crash::{paid_order, serve_watched, swapd};
+use crate::webhook_durability::standard_headers;
 
 const ORDERS: usize = 200;
 const MASTER_KEY: &str = "5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f";
@@ -154,12 +155,7 @@ async fn receiver() -> (
         axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
             let (log, check) = (log.clone(), check.clone());
             async move {
-                let mut standard = http::HeaderMap::new();
-                for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
-                    if let Some(value) = headers.get(name) {
-                        standard.insert(name, value.to_str().unwrap().parse().unwrap());
-                    }
-                }
+                let standard = standard_headers(&headers);
                 let verified = check
                     .lock()
                     .unwrap()
@@ -316,29 +312,7 @@ async fn three_api_nodes_and_two_workers_share_postgres_and_redis_through_worker
     let mut workers = [cluster.worker("worker0"), cluster.worker("worker1")];
     let mut orders = Vec::new();
     for i in 0..ORDERS {
-        let client = &partners[i % 3];
-        let order = client
-            .send(
-                Method::POST,
-                "/api/v3/orders",
-                &[],
-                Some(&json!({
-                    "fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
-                    "toAddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"})),
-            )
-            .await
-            .unwrap()
-            .data;
-        let id = order["orderId"].as_str().unwrap().to_owned();
-        client
-            .send(
-                Method::POST,
-                &format!("/api/v3/sandbox/orders/{id}/deposit"),
-                &[],
-                Some(&json!({"amount": "0.05"})),
-            )
-            .await
-            .unwrap();
+        let id = paid_order(&partners[i % 3]).await;
         orders.push(id);
         if i == ORDERS / 3 || i == 2 * ORDERS / 3 {
             kill(&mut workers[0]);

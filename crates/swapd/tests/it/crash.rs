@@ -105,6 +105,33 @@ pub(crate) fn create_key(dir: &Path, permissions: &str) -> Value {
     serde_json::from_slice(&created.stdout).unwrap()
 }
 
+/// A sandbox order (0.05 BTC to USDT on Tron) and its whole deposit, simulated: its id.
+pub(crate) async fn paid_order(client: &swapd_client::BusinessClient) -> String {
+    let order = client
+        .send(
+            Method::POST,
+            "/api/v3/orders",
+            &[],
+            Some(&json!({
+            "fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
+            "toAddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"})),
+        )
+        .await
+        .unwrap()
+        .data;
+    let id = order["orderId"].as_str().unwrap().to_owned();
+    client
+        .send(
+            Method::POST,
+            &format!("/api/v3/sandbox/orders/{id}/deposit"),
+            &[],
+            Some(&json!({"amount": "0.05"})),
+        )
+        .await
+        .unwrap();
+    id
+}
+
 async fn payouts(dir: &Path, order_id: &str) -> Vec<swapd_core::store::SandboxTransfer> {
     let url = format!("sqlite://{}", dir.join("data/swapd.db").display());
     let store = swapd_store::open(&url, &swapd_store::StoreOptions::default())
@@ -139,28 +166,7 @@ async fn a_worker_killed_between_payout_and_commit_pays_once_after_restart() {
             .args(["serve", "--worker"])
             .env("SWAPD_ORDERS__SANDBOX_PAUSE_AFTER_PAYOUT", "true"),
     );
-    let order = client
-        .send(
-            Method::POST,
-            "/api/v3/orders",
-            &[],
-            Some(&json!({
-            "fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
-            "toAddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"})),
-        )
-        .await
-        .unwrap()
-        .data;
-    let id = order["orderId"].as_str().unwrap().to_owned();
-    client
-        .send(
-            Method::POST,
-            &format!("/api/v3/sandbox/orders/{id}/deposit"),
-            &[],
-            Some(&json!({"amount": "0.05"})),
-        )
-        .await
-        .unwrap();
+    let id = paid_order(&client).await;
 
     // The payout is on the chain; the worker has not saved it. Kill it there.
     wait_for_line(&doomed_log, "paused after a payout");

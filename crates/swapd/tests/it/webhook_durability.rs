@@ -30,6 +30,17 @@ struct Seen {
     unverified: Vec<String>,
 }
 
+/// A delivery's Standard Webhooks headers, as the official library takes them.
+pub(crate) fn standard_headers(headers: &HeaderMap) -> http::HeaderMap {
+    let mut standard = http::HeaderMap::new();
+    for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
+        if let Some(value) = headers.get(name) {
+            standard.insert(name, value.to_str().unwrap().parse().unwrap());
+        }
+    }
+    standard
+}
+
 async fn start_receiver(secret: String) -> (String, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let log = seen.clone();
@@ -39,12 +50,7 @@ async fn start_receiver(secret: String) -> (String, Arc<Mutex<Seen>>) {
         axum::routing::post(move |headers: HeaderMap, body: axum::body::Bytes| {
             let (log, verifier) = (log.clone(), verifier.clone());
             async move {
-                let mut standard = http::HeaderMap::new();
-                for name in ["webhook-id", "webhook-timestamp", "webhook-signature"] {
-                    if let Some(value) = headers.get(name) {
-                        standard.insert(name, value.to_str().unwrap().parse().unwrap());
-                    }
-                }
+                let standard = standard_headers(&headers);
                 let id = headers
                     .get("webhook-id")
                     .map(|v| v.to_str().unwrap().to_owned())
