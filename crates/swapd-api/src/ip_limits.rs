@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use swapd_core::StoreError;
-use swapd_core::rate_limit::{self, AddressLimits, AddressState};
+use swapd_core::rate_limit::{self, AddressLimits};
 use swapd_redis::SharedRedis;
 use swapd_types::ErrorCode;
 
@@ -92,30 +92,15 @@ impl IpLimits {
         let Some(redis) = self.shared.as_ref().filter(|_| !self.is_off()) else {
             return Ok(self.admit_here(ip));
         };
-        let limits = self.limits;
-        let cell = format!("address:{ip}");
-        if limits.requests_per_second == 0 {
-            // Only a block to look for: a read, no write.
-            let state: Option<AddressState> = redis.read(&cell).await?;
-            return Ok(
-                rate_limit::admit_address(state.unwrap_or_default(), limits, now_ms)
-                    .map(drop)
-                    .map_err(|wait_ms| Duration::from_millis(wait_ms.unsigned_abs())),
-            );
-        }
-        redis
-            .update(
-                &cell,
+        let admitted = redis
+            .admit_address(
+                &format!("address:{ip}"),
+                self.limits,
+                now_ms,
                 SHARED_CELL_TTL_MS,
-                |state| match rate_limit::admit_address(state.unwrap_or_default(), limits, now_ms) {
-                    Ok(admitted) => (Ok(()), Some(admitted)),
-                    Err(wait_ms) => (
-                        Err(Duration::from_millis(wait_ms.unsigned_abs())),
-                        None::<AddressState>,
-                    ),
-                },
             )
-            .await
+            .await?;
+        Ok(admitted.map_err(|wait_ms| Duration::from_millis(wait_ms.unsigned_abs())))
     }
 
     /// Counts a failed authentication of `ip` at `now_ms`.

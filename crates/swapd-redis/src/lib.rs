@@ -22,7 +22,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
 use swapd_core::StoreError;
 use swapd_core::api_keys::RateLimits;
-use swapd_core::rate_limit::{self, AddressState, RateDecision, RateState, WindowCount};
+use swapd_core::rate_limit::{
+    self, AddressLimits, AddressState, RateDecision, RateState, WindowCount,
+};
 use tokio_util::sync::CancellationToken;
 
 /// How long one call to Redis may take.
@@ -90,6 +92,28 @@ if next_tat - 60000000 > now_us or count >= per_hour or weight + cost > weight_p
 end
 redis.call('SET', KEYS[1],
   string.format('%d:%d:%d:%d', next_tat, start, count + 1, weight + cost), 'PX', ARGV[6])
+return prior
+";
+
+/// The per-address admission of `swapd_core::rate_limit::admit_address`, atomically in Redis
+/// (every request from an address updates its cell, so a compare-and-set would keep failing
+/// for a busy one): refused while blocked, else the GCRA of the request rate. Mirrors the Rust
+/// rule and is tested against it. `ARGV`: now (ms), requests per second, time to live (ms).
+/// Answers the cell's value before this request.
+const ADMIT_ADDRESS: &str = r"
+local prior = redis.call('GET', KEYS[1]) or ''
+local tat, failures, blocked = 0, 0, 0
+if prior ~= '' then
+  local a, b, c = string.match(prior, '^(-?%d+):(-?%d+):(-?%d+)$')
+  if a then tat, failures, blocked = tonumber(a), tonumber(b), tonumber(c) end
+end
+local now, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
+if blocked > now or rate == 0 then return prior end
+local interval = math.max(math.floor(1000000 / rate), 1)
+local now_us = now * 1000
+local next_tat = math.max(tat, now_us) + interval
+if next_tat - interval * math.max(rate * 2, 1) - now_us > 0 then return prior end
+redis.call('SET', KEYS[1], string.format('%d:%d:%d', next_tat, failures, blocked), 'PX', ARGV[3])
 return prior
 ";
 
@@ -186,6 +210,7 @@ pub struct SharedRedis {
     compare_and_set: Script,
     claim_nonce: Script,
     consume_rate: Script,
+    admit_address: Script,
     /// The last value seen of each cell, offered as the expected value of its next update.
     guesses: Mutex<HashMap<String, String>>,
     /// One update at a time per cell (by the cell name's hash) on this node.
@@ -239,6 +264,7 @@ impl SharedRedis {
             compare_and_set: Script::new(COMPARE_AND_SET),
             claim_nonce: Script::new(CLAIM_NONCE),
             consume_rate: Script::new(CONSUME_RATE),
+            admit_address: Script::new(ADMIT_ADDRESS),
             guesses: Mutex::new(HashMap::new()),
             turns: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         })
@@ -308,6 +334,28 @@ impl SharedRedis {
         let prior: String = timed(invocation.invoke_async(&mut connection)).await?;
         let prior = RateState::decode(&prior).unwrap_or_default();
         Ok(rate_limit::decide(prior, limits, cost, now_ms))
+    }
+
+    /// Admits one request from an address against its cell `name` with
+    /// `swapd_core::rate_limit::admit_address`, in one atomic step: `Ok(())` or the milliseconds
+    /// to wait. The cell lives for `ttl_ms` after its last change.
+    pub async fn admit_address(
+        &self,
+        name: &str,
+        limits: AddressLimits,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Result<(), i64>, StoreError> {
+        let mut connection = self.connection.clone();
+        let mut invocation = self.admit_address.prepare_invoke();
+        invocation
+            .key(self.name(name))
+            .arg(now_ms)
+            .arg(limits.requests_per_second)
+            .arg(ttl_ms.max(1));
+        let prior: String = timed(invocation.invoke_async(&mut connection)).await?;
+        let prior = AddressState::decode(&prior).unwrap_or_default();
+        Ok(rate_limit::admit_address(prior, limits, now_ms).map(drop))
     }
 
     /// Updates the cell `name` atomically: `decide` gets its value (`None` when there is none)

@@ -284,3 +284,55 @@ async fn the_lua_rate_limit_decides_as_the_rust_rule() {
         );
     }
 }
+
+/// The Lua per-address admission and `swapd_core::rate_limit::admit_address` agree on random
+/// inputs, blocked addresses and limits that are off included.
+#[tokio::test]
+async fn the_lua_address_admission_decides_as_the_rust_rule() {
+    use rand::Rng;
+    use swapd_core::rate_limit::{AddressLimits, AddressState, admit_address};
+    let Some(url) = redis_url() else { return };
+    let redis = node(&url, &unique_prefix()).await;
+    let mut rng = rand::rng();
+    for case in 0..400 {
+        let now_ms: i64 = NOW_SECS * 1000 + rng.random_range(0..600_000);
+        let prior = AddressState {
+            requests_tat_us: now_ms * 1000 + rng.random_range(-3_000_000..3_000_000),
+            failures_tat_us: now_ms * 1000 + rng.random_range(-60_000_000..60_000_000),
+            blocked_until_ms: if rng.random_bool(0.2) {
+                now_ms + rng.random_range(-20_000..20_000)
+            } else {
+                0
+            },
+        };
+        let limits = AddressLimits {
+            requests_per_second: if rng.random_bool(0.1) {
+                0
+            } else {
+                rng.random_range(1..500)
+            },
+            auth_failures_per_minute: rng.random_range(0..100),
+        };
+        let cell = format!("address:case{case}");
+        redis
+            .update(&cell, 60_000, |_: Option<AddressState>| ((), Some(prior)))
+            .await
+            .unwrap();
+        let decided = redis
+            .admit_address(&cell, limits, now_ms, 60_000)
+            .await
+            .unwrap();
+        let expected = admit_address(prior, limits, now_ms);
+        assert_eq!(
+            decided,
+            expected.map(drop),
+            "case {case}: {prior:?} {limits:?}"
+        );
+        let stored: AddressState = redis.read(&cell).await.unwrap().unwrap();
+        assert_eq!(
+            stored,
+            expected.unwrap_or(prior),
+            "case {case}: {prior:?} {limits:?}"
+        );
+    }
+}
