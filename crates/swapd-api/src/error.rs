@@ -1,8 +1,9 @@
-use crate::json::Json;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use swapd_core::StoreError;
 use swapd_types::{ErrorBody, ErrorCode, ErrorEnvelope, FieldProblem};
+
+use crate::json::Json;
 
 /// A failure answered in the error envelope, with the status its code always carries.
 #[derive(Debug)]

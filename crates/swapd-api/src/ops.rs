@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
@@ -11,6 +10,7 @@ use swapd_types::{ErrorCode, Success};
 use utoipa::ToSchema;
 
 use crate::business::guards::Sharing;
+use crate::json::Json;
 use crate::layers::prometheus;
 use crate::{ApiError, AppState};
 

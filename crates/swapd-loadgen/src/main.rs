@@ -94,7 +94,9 @@ async fn main() -> anyhow::Result<()> {
                         .iter()
                         .map(|(n, v)| (n.as_str(), v.as_str()))
                         .collect();
-                    let outcome: Result<(), String> = match &signer {
+                    // Both modes are sent and read alike (status and bytes, no JSON
+                    // decoding), so they cost the client the same but for the signature.
+                    let request = match &signer {
                         Some(client) => {
                             let now = std::time::SystemTime::now()
                                 .duration_since(std::time::UNIX_EPOCH)
@@ -117,34 +119,24 @@ async fn main() -> anyhow::Result<()> {
                                     now,
                                 )
                                 .expect("sign");
-                            // Sent and read like the plain requests (status and bytes, no
-                            // JSON decoding), so both modes cost the client the same but for
-                            // the signature.
                             let mut request = http
                                 .request(signed.method, format!("{url}{}", signed.path_and_query));
                             for (name, value) in &signed.headers {
                                 request = request.header(*name, value);
                             }
-                            match request.body(signed.body).send().await {
-                                Ok(r) if r.status().is_success() => {
-                                    r.bytes().await.map(drop).map_err(|e| e.to_string())
-                                }
-                                Ok(r) => Err(format!("status {}", r.status())),
-                                Err(e) => Err(e.to_string()),
-                            }
+                            request.body(signed.body)
                         }
-                        // Read the body too, as the signed path does.
-                        None => match http.get(format!("{url}{path}")).query(&pairs).send().await {
-                            Ok(r)
-                                if expect_status.map_or(r.status().is_success(), |s| {
-                                    r.status().as_u16() == s
-                                }) =>
-                            {
-                                r.bytes().await.map(drop).map_err(|e| e.to_string())
-                            }
-                            Ok(r) => Err(format!("status {}", r.status())),
-                            Err(e) => Err(e.to_string()),
-                        },
+                        None => http.get(format!("{url}{path}")).query(&pairs),
+                    };
+                    let outcome: Result<(), String> = match request.send().await {
+                        Ok(r)
+                            if expect_status
+                                .map_or(r.status().is_success(), |s| r.status().as_u16() == s) =>
+                        {
+                            r.bytes().await.map(drop).map_err(|e| e.to_string())
+                        }
+                        Ok(r) => Err(format!("status {}", r.status())),
+                        Err(e) => Err(e.to_string()),
                     };
                     if started >= warm_until {
                         match outcome {

@@ -2,13 +2,17 @@
 //! is set (docs/operations.md, "Several nodes"): the nonces signed requests used, the cells of
 //! the rate limits, and the revocations of API keys.
 //!
-//! A cell is read, decided by the same pure function one node applies in memory
-//! (`swapd_core::rate_limit`), and written back by a Lua compare-and-set, so that the rule is
-//! written once and the update stays atomic across nodes. Each node remembers the last value it
-//! saw of each cell and offers it as the expected value, so a cell one node keeps using costs one
-//! round trip; on a conflict Redis answers the current value and the node decides again. Within a
-//! node, updates of one cell take turns (a striped lock), so a busy key's requests do not race
-//! each other into retries: only other nodes can make a guess stale.
+//! The cells every request updates (a key's rate limits, an address's request rate) are decided
+//! in one atomic step by Lua scripts that mirror the pure functions one node applies in memory
+//! (`swapd_core::rate_limit::decide` and `admit_address`); the tests run script and function on
+//! the same random inputs, and the caller takes its answer from the function, given the cell's
+//! prior value.
+//!
+//! The rarer cells are read, decided by the same functions in Rust, and written back by a Lua
+//! compare-and-set ([`SharedRedis::update`]). Each node remembers the last value it saw of each
+//! cell and offers it as the expected value, so a cell one node keeps using costs one round trip;
+//! on a conflict Redis answers the current value and the node decides again. Within a node,
+//! updates of one cell take turns (a striped lock), so only other nodes can make a guess stale.
 //!
 //! Every call has a timeout; an unreachable Redis is `StoreError::Unavailable` (the API answers
 //! 503 and a replayed nonce is never let through), and the connection comes back by itself.
@@ -25,6 +29,7 @@ use swapd_core::api_keys::RateLimits;
 use swapd_core::rate_limit::{
     self, AddressLimits, AddressState, RateDecision, RateState, WindowCount,
 };
+use swapd_core::store::NonceOutcome;
 use tokio_util::sync::CancellationToken;
 
 /// How long one call to Redis may take.
@@ -116,17 +121,6 @@ if next_tat - interval * math.max(rate * 2, 1) - now_us > 0 then return prior en
 redis.call('SET', KEYS[1], string.format('%d:%d:%d', next_tat, failures, blocked), 'PX', ARGV[3])
 return prior
 ";
-
-/// What presenting a nonce decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NonceClaim {
-    Fresh,
-    Reused,
-    /// Redis lost its nonces and began again at `since_secs`; the request was signed no later.
-    SignedBeforeReset {
-        since_secs: i64,
-    },
-}
 
 /// What the revocation channel reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,16 +242,7 @@ impl SharedRedis {
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_secs(1));
         let connection = timed(ConnectionManager::new_with_config(client.clone(), config)).await?;
-        let mut starting = connection.clone();
-        timed(
-            redis::cmd("SET")
-                .arg(format!("{prefix}:{NONCES_SINCE}"))
-                .arg(now_secs)
-                .arg("NX")
-                .query_async::<()>(&mut starting),
-        )
-        .await?;
-        Ok(Self {
+        let shared = Self {
             client,
             connection,
             prefix: prefix.to_owned(),
@@ -267,7 +252,17 @@ impl SharedRedis {
             admit_address: Script::new(ADMIT_ADDRESS),
             guesses: Mutex::new(HashMap::new()),
             turns: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
-        })
+        };
+        let mut connection = shared.connection.clone();
+        timed(
+            redis::cmd("SET")
+                .arg(shared.name(NONCES_SINCE))
+                .arg(now_secs)
+                .arg("NX")
+                .query_async::<()>(&mut connection),
+        )
+        .await?;
+        Ok(shared)
     }
 
     fn name(&self, what: &str) -> String {
@@ -293,7 +288,7 @@ impl SharedRedis {
         ttl_ms: i64,
         signed_at_secs: i64,
         now_secs: i64,
-    ) -> Result<NonceClaim, StoreError> {
+    ) -> Result<NonceOutcome, StoreError> {
         let mut connection = self.connection.clone();
         let mut invocation = self.claim_nonce.prepare_invoke();
         invocation
@@ -304,9 +299,9 @@ impl SharedRedis {
             .arg(signed_at_secs);
         let (outcome, since): (i64, i64) = timed(invocation.invoke_async(&mut connection)).await?;
         Ok(match outcome {
-            1 => NonceClaim::Fresh,
-            0 => NonceClaim::Reused,
-            _ => NonceClaim::SignedBeforeReset { since_secs: since },
+            1 => NonceOutcome::Fresh,
+            0 => NonceOutcome::Reused,
+            _ => NonceOutcome::SignedBeforeReset { since_secs: since },
         })
     }
 
@@ -321,18 +316,15 @@ impl SharedRedis {
         now_ms: i64,
         ttl_ms: i64,
     ) -> Result<RateDecision, StoreError> {
-        let mut connection = self.connection.clone();
-        let mut invocation = self.consume_rate.prepare_invoke();
-        invocation
-            .key(self.name(name))
-            .arg(now_ms)
-            .arg(limits.per_minute)
-            .arg(limits.per_hour)
-            .arg(limits.weight_per_hour)
-            .arg(cost)
-            .arg(ttl_ms.max(1));
-        let prior: String = timed(invocation.invoke_async(&mut connection)).await?;
-        let prior = RateState::decode(&prior).unwrap_or_default();
+        let args = [
+            now_ms,
+            limits.per_minute.into(),
+            limits.per_hour.into(),
+            limits.weight_per_hour.into(),
+            cost.into(),
+            ttl_ms.max(1),
+        ];
+        let prior: RateState = self.mirror(&self.consume_rate, name, &args).await?;
         Ok(rate_limit::decide(prior, limits, cost, now_ms))
     }
 
@@ -346,16 +338,28 @@ impl SharedRedis {
         now_ms: i64,
         ttl_ms: i64,
     ) -> Result<Result<(), i64>, StoreError> {
-        let mut connection = self.connection.clone();
-        let mut invocation = self.admit_address.prepare_invoke();
-        invocation
-            .key(self.name(name))
-            .arg(now_ms)
-            .arg(limits.requests_per_second)
-            .arg(ttl_ms.max(1));
-        let prior: String = timed(invocation.invoke_async(&mut connection)).await?;
-        let prior = AddressState::decode(&prior).unwrap_or_default();
+        let args = [now_ms, limits.requests_per_second.into(), ttl_ms.max(1)];
+        let prior: AddressState = self.mirror(&self.admit_address, name, &args).await?;
         Ok(rate_limit::admit_address(prior, limits, now_ms).map(drop))
+    }
+
+    /// Runs a script that mirrors a pure rule on the cell `name` (deciding and storing in one
+    /// step), and returns the cell's value before it: the caller applies the rule to it for the
+    /// same answer. A missing or unreadable cell is the rule's default state.
+    async fn mirror<C: Cell + Default>(
+        &self,
+        script: &Script,
+        name: &str,
+        args: &[i64],
+    ) -> Result<C, StoreError> {
+        let mut connection = self.connection.clone();
+        let mut invocation = script.prepare_invoke();
+        invocation.key(self.name(name));
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let prior: String = timed(invocation.invoke_async(&mut connection)).await?;
+        Ok(C::decode(&prior).unwrap_or_default())
     }
 
     /// Updates the cell `name` atomically: `decide` gets its value (`None` when there is none)

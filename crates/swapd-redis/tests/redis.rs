@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use swapd_core::StoreError;
 use swapd_core::rate_limit::{WindowCount, count_in_window};
+use swapd_core::store::NonceOutcome;
 use swapd_redis::test_support::{OwnRedis, redis_url, unique_prefix};
-use swapd_redis::{NonceClaim, Revoked, SharedRedis};
+use swapd_redis::{Revoked, SharedRedis};
 use tokio_util::sync::CancellationToken;
 
 const NOW_SECS: i64 = 1_700_000_000;
@@ -27,19 +28,35 @@ async fn a_nonce_is_fresh_once_across_nodes_and_per_key() {
         a.claim_nonce("key_1", "n-0", TTL_MS, NOW_SECS, NOW_SECS + 5)
             .await
             .unwrap(),
-        NonceClaim::SignedBeforeReset {
+        NonceOutcome::SignedBeforeReset {
             since_secs: NOW_SECS
         }
     );
-    async fn claim(redis: &SharedRedis, key: &str, nonce: &str) -> Result<NonceClaim, StoreError> {
+    async fn claim(
+        redis: &SharedRedis,
+        key: &str,
+        nonce: &str,
+    ) -> Result<NonceOutcome, StoreError> {
         redis
             .claim_nonce(key, nonce, TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
             .await
     }
-    assert_eq!(claim(&a, "key_1", "n-1").await.unwrap(), NonceClaim::Fresh);
-    assert_eq!(claim(&b, "key_1", "n-1").await.unwrap(), NonceClaim::Reused);
-    assert_eq!(claim(&a, "key_1", "n-1").await.unwrap(), NonceClaim::Reused);
-    assert_eq!(claim(&b, "key_2", "n-1").await.unwrap(), NonceClaim::Fresh);
+    assert_eq!(
+        claim(&a, "key_1", "n-1").await.unwrap(),
+        NonceOutcome::Fresh
+    );
+    assert_eq!(
+        claim(&b, "key_1", "n-1").await.unwrap(),
+        NonceOutcome::Reused
+    );
+    assert_eq!(
+        claim(&a, "key_1", "n-1").await.unwrap(),
+        NonceOutcome::Reused
+    );
+    assert_eq!(
+        claim(&b, "key_2", "n-1").await.unwrap(),
+        NonceOutcome::Fresh
+    );
     // Another deployment's prefix shares nothing.
     let other = node(&url, &unique_prefix()).await;
     assert_eq!(
@@ -47,7 +64,7 @@ async fn a_nonce_is_fresh_once_across_nodes_and_per_key() {
             .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
             .await
             .unwrap(),
-        NonceClaim::Fresh
+        NonceOutcome::Fresh
     );
 }
 
@@ -162,7 +179,7 @@ async fn an_outage_is_unavailable_a_restart_refuses_what_it_forgot_and_it_recove
             .claim_nonce("key_1", "n-1", TTL_MS, NOW_SECS + 1, NOW_SECS + 1)
             .await
             .unwrap(),
-        NonceClaim::Fresh
+        NonceOutcome::Fresh
     );
     server.kill();
     let away = redis
@@ -190,7 +207,7 @@ async fn an_outage_is_unavailable_a_restart_refuses_what_it_forgot_and_it_recove
     }
     assert_eq!(
         replay,
-        Some(NonceClaim::SignedBeforeReset {
+        Some(NonceOutcome::SignedBeforeReset {
             since_secs: NOW_SECS + 10
         })
     );
@@ -199,7 +216,7 @@ async fn an_outage_is_unavailable_a_restart_refuses_what_it_forgot_and_it_recove
             .claim_nonce("key_1", "n-3", TTL_MS, NOW_SECS + 11, NOW_SECS + 11)
             .await
             .unwrap(),
-        NonceClaim::Fresh
+        NonceOutcome::Fresh
     );
 }
 

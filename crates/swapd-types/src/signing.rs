@@ -149,7 +149,7 @@ pub fn string_to_sign(
 
 /// Lowercase hex HMAC-SHA256 of `message` under `secret`.
 pub fn sign(secret: &[u8], message: &[u8]) -> String {
-    hex::encode(mac(secret, message).finalize().into_bytes())
+    hex::encode(Verifier::new(secret).mac(message).finalize().into_bytes())
 }
 
 /// Constant-time check of a signature; anything but 64 lowercase hex digits fails.
@@ -175,16 +175,15 @@ impl Verifier {
         {
             return false;
         }
+        self.mac(message).verify_slice(&expected).is_ok()
+    }
+
+    /// The HMAC of `message` under this secret, not yet finalized.
+    fn mac(&self, message: &[u8]) -> Hmac<Sha256> {
         let mut mac = self.0.clone();
         mac.update(message);
-        mac.verify_slice(&expected).is_ok()
+        mac
     }
-}
-
-fn mac(secret: &[u8], message: &[u8]) -> Hmac<Sha256> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC accepts keys of any length");
-    mac.update(message);
-    mac
 }
 
 /// `X-API-SIGN`: exactly 64 lowercase hex digits.

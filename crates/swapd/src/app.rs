@@ -514,28 +514,26 @@ impl Runtime {
     /// Where nonces and rate limits live (docs/operations.md, "Several nodes"): Redis when
     /// configured, else memory for one SQLite node and the database for PostgreSQL nodes.
     pub async fn sharing(&self) -> anyhow::Result<Sharing> {
+        let shared = &self.config.shared;
         Ok(match self.config.shared_state() {
             SharedState::Memory => Sharing::Local,
             SharedState::Database => Sharing::Database,
-            SharedState::Redis => Sharing::Redis(Arc::new(self.redis().await?)),
-        })
-    }
-
-    /// A connection to the configured Redis.
-    pub async fn redis(&self) -> anyhow::Result<swapd_redis::SharedRedis> {
-        let shared = &self.config.shared;
-        swapd_redis::SharedRedis::connect(
-            &shared.redis_url,
-            &shared.redis_prefix,
-            self.clock.now_secs(),
-        )
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot reach Redis at {} (shared.redis_url); start it, or unset the setting to keep this state in the database",
-                    swapd_store::redact_url(&shared.redis_url)
+            SharedState::Redis => {
+                let redis = swapd_redis::SharedRedis::connect(
+                    &shared.redis_url,
+                    &shared.redis_prefix,
+                    self.clock.now_secs(),
                 )
-            })
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot reach Redis at {} (shared.redis_url); start it, or unset the setting to keep this state in the database",
+                        swapd_store::redact_url(&shared.redis_url)
+                    )
+                })?;
+                Sharing::Redis(Arc::new(redis))
+            }
+        })
     }
 
     /// The state both HTTP surfaces share.

@@ -17,9 +17,10 @@ use swapd_core::api_keys::ApiKey;
 use swapd_core::rate_limit::{self, Quota, RateDecision, RateState, WindowCount};
 use swapd_core::secrets::MasterKey;
 use swapd_core::signing::NONCE_TTL_SECS;
+pub use swapd_core::store::NonceOutcome;
 use swapd_core::store::{NonceRecord, WindowDecision};
 use swapd_core::{Clock, Store, StoreError};
-use swapd_redis::{NonceClaim, Revoked, SharedRedis};
+use swapd_redis::{Revoked, SharedRedis};
 use tokio_util::sync::CancellationToken;
 
 /// A revoked key or changed policy takes effect on every node within this time.
@@ -131,20 +132,13 @@ fn set_secs(ms: i64) -> u32 {
     u32::try_from((ms + 999).div_euclid(1000)).unwrap_or(u32::MAX)
 }
 
-/// The outcome of presenting a nonce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NonceOutcome {
-    Fresh,
-    Reused,
-    /// The shared nonce set lost its memory at `since_secs` and the request was signed no later:
-    /// its nonce may be one the set forgot.
-    SignedBeforeReset {
-        since_secs: i64,
-    },
-}
-
 /// An hour's window and a minute of slack: past it a key's rate state is back to its default.
 const RATE_CELL_TTL_MS: i64 = 3_660_000;
+
+/// The shared cell of a key's rate limits.
+fn rate_cell(key_id: &str) -> String {
+    format!("rate:{key_id}")
+}
 
 impl Guards {
     /// Builds the guards; in [`Sharing::Local`] mode reloads the nonces persisted by earlier runs.
@@ -290,7 +284,7 @@ impl Guards {
         let expires_at_ms = now + NONCE_TTL_SECS * 1000;
         match &self.sharing {
             Sharing::Redis(redis) => {
-                let claim = redis
+                redis
                     .claim_nonce(
                         key_id,
                         nonce,
@@ -298,14 +292,7 @@ impl Guards {
                         signed_at_secs,
                         now.div_euclid(1000),
                     )
-                    .await?;
-                Ok(match claim {
-                    NonceClaim::Fresh => NonceOutcome::Fresh,
-                    NonceClaim::Reused => NonceOutcome::Reused,
-                    NonceClaim::SignedBeforeReset { since_secs } => {
-                        NonceOutcome::SignedBeforeReset { since_secs }
-                    }
-                })
+                    .await
             }
             Sharing::Database => {
                 let fresh = self
@@ -403,13 +390,7 @@ impl Guards {
         match &self.sharing {
             Sharing::Redis(redis) => {
                 redis
-                    .consume_rate(
-                        &format!("rate:{}", key.id),
-                        limits,
-                        cost,
-                        now,
-                        RATE_CELL_TTL_MS,
-                    )
+                    .consume_rate(&rate_cell(&key.id), limits, cost, now, RATE_CELL_TTL_MS)
                     .await
             }
             Sharing::Database => self.store.consume_rate(&key.id, limits, cost, now).await,
@@ -476,10 +457,7 @@ impl Guards {
     pub async fn peek_rate(&self, key: &ApiKey) -> Result<Quota, StoreError> {
         let now = self.clock.now_ms();
         let state = match &self.sharing {
-            Sharing::Redis(redis) => redis
-                .read(&format!("rate:{}", key.id))
-                .await?
-                .unwrap_or_default(),
+            Sharing::Redis(redis) => redis.read(&rate_cell(&key.id)).await?.unwrap_or_default(),
             Sharing::Database => self.store.rate_state(&key.id).await?,
             Sharing::Local => {
                 let rates = self.rates.lock().expect("rate state");

@@ -3,12 +3,12 @@
 
 use std::sync::LazyLock;
 
-use crate::json::Json;
 use axum::extract::State;
 use serde_json::value::RawValue;
 use swapd_types::Success;
 use swapd_types::readiness::Readiness;
 
+use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, AppState};
 

@@ -1,12 +1,12 @@
 //! `GET /currencies`: every currency some provider trades, with its networks and limits.
 
-use crate::json::Json;
 use axum::extract::State;
 use swapd_core::market::catalog::{CatalogEntry, SCHEMA_VERSION};
 use swapd_types::Success;
 use swapd_types::market::{Catalog, Currency};
 
 use super::input::only_parameters;
+use crate::json::Json;
 use crate::{ApiError, AppState, SignedQuery};
 
 /// The currency catalog.

@@ -8,7 +8,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::json::Json;
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
@@ -31,6 +30,7 @@ use super::input::invalid;
 use super::routes::owned_route;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
+use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 use swapd_x402::siwx::Wallet;

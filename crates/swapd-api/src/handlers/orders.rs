@@ -6,7 +6,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::json::Json;
 use swapd_core::amount::Amount;
 use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
 use swapd_core::idempotency::StoredResponse;
@@ -24,6 +23,7 @@ use super::input::{check_address, invalid, pair_currency, parse_amount};
 use super::quotes::best_offchain_quote;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
+use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 

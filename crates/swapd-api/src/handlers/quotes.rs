@@ -1,6 +1,5 @@
 //! `POST /quotes`, the legacy quote: the best offchain offer (docs/market.md).
 
-use crate::json::Json;
 use axum::extract::State;
 use swapd_core::amount::Amount;
 use swapd_core::ids;
@@ -12,6 +11,7 @@ use swapd_types::market::QuoteInput;
 use swapd_types::{ErrorCode, Success};
 
 use super::input::{check_address, known_provider, pair_currency, parse_amount};
+use crate::json::Json;
 use crate::{ApiError, ApiJson, AppState};
 
 /// A legacy quote: the best offchain offer.

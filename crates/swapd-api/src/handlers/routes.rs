@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use crate::json::Json;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::idempotency::StoredResponse;
@@ -25,6 +24,7 @@ use super::input::{
 use super::quotes::record_rates;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
+use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
 

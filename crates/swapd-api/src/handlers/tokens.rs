@@ -1,6 +1,5 @@
 //! The token list: popular tokens, search, lookup by address, logos.
 
-use crate::json::Json;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 use swapd_core::address::Network;
@@ -11,6 +10,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::{RefOr, Schema};
 
 use super::input::{invalid, only_parameters, required};
+use crate::json::Json;
 use crate::{ApiError, AppState, SignedQuery};
 
 const MAX_SEARCH_RESULTS: usize = 100;

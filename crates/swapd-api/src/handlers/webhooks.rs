@@ -8,7 +8,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use crate::json::Json;
 use strum::VariantArray;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::ids;
@@ -28,6 +27,7 @@ use swapd_types::{ErrorCode, Success};
 use super::input::invalid;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
+use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
 

@@ -1,13 +1,13 @@
 //! `GET /api/x402`: what this surface offers, what each route costs, and how to pay and prove a
 //! wallet. Free.
 
-use crate::json::Json;
 use axum::extract::State;
 use swapd_types::Success;
 use swapd_types::readiness::{X402Readiness, X402RouteInfo};
 
 use super::{AccessTokens, routes};
 use crate::AppState;
+use crate::json::Json;
 
 /// The readiness document.
 #[utoipa::path(get, path = "/api/x402", tag = "x402",

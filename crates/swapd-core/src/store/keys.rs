@@ -14,6 +14,18 @@ pub struct NonceRecord {
     pub expires_at_ms: i64,
 }
 
+/// The outcome of presenting a nonce, wherever the nonce set lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NonceOutcome {
+    Fresh,
+    Reused,
+    /// The shared nonce set lost its memory at `since_secs` and the request was signed no later:
+    /// its nonce may be one the set forgot.
+    SignedBeforeReset {
+        since_secs: i64,
+    },
+}
+
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     async fn insert_api_key(&self, key: &ApiKey) -> Result<(), StoreError>;

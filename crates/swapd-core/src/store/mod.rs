@@ -18,7 +18,7 @@ use async_trait::async_trait;
 
 pub use idempotency::{IdempotencyStore, IdempotentFinish};
 pub use jobs::JobStore;
-pub use keys::{KeyStore, NonceRecord};
+pub use keys::{KeyStore, NonceOutcome, NonceRecord};
 pub use orders::OrderStore;
 pub use plans::PlanStore;
 pub use quotes::{EXPIRED_RETENTION_MS, QuoteStore, RateObservation};
