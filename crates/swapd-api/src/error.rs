@@ -12,6 +12,8 @@ pub struct ApiError {
     message: String,
     details: Option<Vec<FieldProblem>>,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// Markers for the layers the response passes through on its way out.
+    extensions: axum::http::Extensions,
 }
 
 impl ApiError {
@@ -21,6 +23,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             headers: Vec::new(),
+            extensions: axum::http::Extensions::new(),
         }
     }
 
@@ -31,6 +34,12 @@ impl ApiError {
 
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.headers.push((name, value));
+        self
+    }
+
+    /// Marks the response for a layer it passes through (see `ip_limits::NotCounted`).
+    pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, marker: T) -> Self {
+        self.extensions.insert(marker);
         self
     }
 
@@ -59,6 +68,7 @@ impl IntoResponse for ApiError {
             },
         };
         let mut response = (status, Json(body)).into_response();
+        response.extensions_mut().extend(self.extensions);
         let headers = response.headers_mut();
         for (name, value) in self.headers {
             headers.insert(name, value);

@@ -1,5 +1,6 @@
 //! `Idempotency-Key` on every mutation (POST, PATCH), as middleware placed after
-//! authentication. It claims the key in the shared store before the handler runs, replays the
+//! authentication. It claims the key in the shared store before the handler runs (or, for a
+//! route declared [`ClaimAt::Commit`], lets the handler's own write take it), replays the
 //! stored response to retries, and stores the outcome when execution produced one worth keeping
 //! (see `swapd_core::idempotency::is_storable`); anything else is released so a retry executes
 //! afresh.
@@ -25,9 +26,34 @@ use crate::{ApiError, AppState, MAX_BODY_BYTES};
 pub struct IdempotencyClaim {
     pub scope: String,
     pub key: String,
-    pub lease_token: String,
+    pub hold: Hold,
     /// The sandbox fault asked for this request: stop dead once its effect is written.
     pause_after_effect: bool,
+}
+
+/// How the executing request holds its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hold {
+    /// Claimed before the handler ran, under this lease token.
+    Lease(String),
+    /// Not claimed: the write that completes it takes the key for this request.
+    AtCommit { fingerprint: String, now_ms: i64 },
+}
+
+/// When a route's `Idempotency-Key` is claimed: declared with the route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClaimAt {
+    /// Before the handler runs, in a write of its own: while it executes, a retry with the
+    /// same key is answered 409 `idempotency_key_in_use`. For handlers whose effects outside
+    /// the database must not be repeated.
+    #[default]
+    Start,
+    /// By the handler's own write, in its transaction: claim, effect and stored answer are one
+    /// write (docs/authentication.md, "Idempotency"). Attempts with one key that run at the
+    /// same moment may each execute up to that write; the first to commit wins and the others
+    /// answer its response. Only for handlers whose effects before the write are harmless to
+    /// repeat.
+    Commit,
 }
 
 /// The sandbox fault header (honoured only with `AppState::sandbox_fault_header`).
@@ -66,10 +92,20 @@ impl IdempotencyClaim {
         &'a self,
         response: &'a StoredResponse,
     ) -> swapd_core::store::IdempotentFinish<'a> {
+        use swapd_core::store::KeyHold;
         swapd_core::store::IdempotentFinish {
             principal: &self.scope,
             key: &self.key,
-            lease_token: &self.lease_token,
+            hold: match &self.hold {
+                Hold::Lease(token) => KeyHold::Lease(token),
+                Hold::AtCommit {
+                    fingerprint,
+                    now_ms,
+                } => KeyHold::AtCommit {
+                    fingerprint,
+                    now_ms: *now_ms,
+                },
+            },
             response,
         }
     }
@@ -120,12 +156,17 @@ pub fn committed(mut response: Response) -> Response {
     response
 }
 
-pub async fn idempotent(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// The middleware, with the route's [`ClaimAt`].
+pub async fn idempotent(
+    State((state, claim_at)): State<(AppState, ClaimAt)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(scope) = request.extensions().get::<Caller>().map(Caller::scope) else {
         return ApiError::internal("idempotency middleware runs before authentication")
             .into_response();
     };
-    match begin(&state, &scope, request).await {
+    match begin(&state, &scope, request, claim_at).await {
         Started::Unclaimed(request) => next.run(request).await,
         Started::Answer(response) => response,
         Started::Claimed(request, claim) => {
@@ -179,9 +220,9 @@ pub enum Started {
     Answer(Response),
 }
 
-/// Claims the request's `Idempotency-Key` for `scope` (POST and PATCH), or says how to answer
-/// instead.
-pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
+/// Claims the request's `Idempotency-Key` for `scope` (POST and PATCH) as `claim_at` says, or
+/// says how to answer instead.
+pub async fn begin(state: &AppState, scope: &str, request: Request, claim_at: ClaimAt) -> Started {
     if !matches!(*request.method(), Method::POST | Method::PATCH) {
         return Started::Unclaimed(request);
     }
@@ -241,49 +282,38 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
         parsed.as_ref(),
     );
 
-    let token = ids::new_id("lease_");
     let now = state.clock.now_ms();
-    let begin = match state
-        .store
-        .begin_idempotent(scope, &key, &fingerprint, &token, &state.node_id, now)
-        .await
-    {
-        Ok(begin) => begin,
-        Err(error) => return Started::Answer(ApiError::from(error).into_response()),
+    let hold = match claim_at {
+        ClaimAt::Start => {
+            let token = ids::new_id("lease_");
+            match state
+                .store
+                .begin_idempotent(scope, &key, &fingerprint, &token, &state.node_id, now)
+                .await
+            {
+                Ok(Begin::Execute { .. }) => Hold::Lease(token),
+                Ok(other) => return Started::Answer(answer(state, scope, &key, other)),
+                Err(error) => return Started::Answer(ApiError::from(error).into_response()),
+            }
+        }
+        ClaimAt::Commit => match state
+            .store
+            .idempotent_answer(scope, &key, &fingerprint, now)
+            .await
+        {
+            Ok(None) => Hold::AtCommit {
+                fingerprint,
+                now_ms: now,
+            },
+            Ok(Some(other)) => return Started::Answer(answer(state, scope, &key, other)),
+            Err(error) => return Started::Answer(ApiError::from(error).into_response()),
+        },
     };
-    match begin {
-        Begin::Execute { .. } => {}
-        Begin::Replay(stored) => {
-            return Started::Answer(match opened(&state.master_key, scope, &key, stored) {
-                Ok(stored) => replay(stored),
-                Err(error) => error.into_response(),
-            });
-        }
-        Begin::InFlight { retry_after_secs } => {
-            return Started::Answer(
-                ApiError::new(
-                    ErrorCode::IdempotencyKeyInUse,
-                    "a request with this Idempotency-Key is still being processed; retry shortly",
-                )
-                .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
-                .into_response(),
-            );
-        }
-        Begin::Mismatch => {
-            return Started::Answer(
-                ApiError::new(
-                    ErrorCode::IdempotencyKeyReused,
-                    "this Idempotency-Key was already used for a different request; use a new key",
-                )
-                .into_response(),
-            );
-        }
-    }
 
     let claim = IdempotencyClaim {
         scope: scope.to_owned(),
         key,
-        lease_token: token,
+        hold,
         pause_after_effect: state.sandbox_fault_header
             && parts.headers.get(SANDBOX_FAULT).map(HeaderValue::as_bytes)
                 == Some(b"pause-after-commit"),
@@ -291,6 +321,31 @@ pub async fn begin(state: &AppState, scope: &str, request: Request) -> Started {
     let mut request = Request::from_parts(parts, Body::from(body));
     request.extensions_mut().insert(claim.clone());
     Started::Claimed(request, claim)
+}
+
+/// The answer to a request that does not execute: the stored response (a replay), or why the
+/// key cannot be used now.
+fn answer(state: &AppState, scope: &str, key: &str, begin: Begin) -> Response {
+    match begin {
+        Begin::Replay(stored) => match opened(&state.master_key, scope, key, stored) {
+            Ok(stored) => replay(stored),
+            Err(error) => error.into_response(),
+        },
+        Begin::InFlight { retry_after_secs } => ApiError::new(
+            ErrorCode::IdempotencyKeyInUse,
+            "a request with this Idempotency-Key is still being processed; retry shortly",
+        )
+        .with_header(RETRY_AFTER, HeaderValue::from(retry_after_secs))
+        .into_response(),
+        Begin::Mismatch => ApiError::new(
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was already used for a different request; use a new key",
+        )
+        .into_response(),
+        Begin::Execute { .. } => {
+            ApiError::internal("an execution is not an answer").into_response()
+        }
+    }
 }
 
 /// Stores the outcome of the claimed execution when it is worth keeping (unless the handler's
@@ -321,13 +376,28 @@ pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Respon
         status,
         body: body.to_vec(),
     };
-    match state
-        .store
-        .finish_idempotent(&claim.scope, &claim.key, &claim.lease_token, &stored)
-        .await
-    {
+    match state.store.finish_idempotent(claim.finish(&stored)).await {
         Ok(true) => {}
-        Ok(false) => tracing::warn!("idempotency lease lost before the response was stored"),
+        Ok(false) => {
+            if let Hold::AtCommit {
+                fingerprint,
+                now_ms,
+            } = &claim.hold
+            {
+                // Another attempt with this key committed first: answer what it stored.
+                match state
+                    .store
+                    .idempotent_answer(&claim.scope, &claim.key, fingerprint, *now_ms)
+                    .await
+                {
+                    Ok(Some(begin)) => return answer(state, &claim.scope, &claim.key, begin),
+                    Ok(None) => {}
+                    Err(error) => return ApiError::from(error).into_response(),
+                }
+            } else {
+                tracing::warn!("idempotency lease lost before the response was stored");
+            }
+        }
         Err(error) => tracing::error!(%error, "cannot store an idempotent response"),
     }
     Response::from_parts(parts, Body::from(body))
@@ -337,24 +407,33 @@ pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Respon
 /// database cannot be reached (the likely reason the execution failed), the release is retried
 /// in the background until it can, within the claim's lease.
 pub async fn release(state: &AppState, claim: &IdempotencyClaim) {
-    let release = |store: std::sync::Arc<dyn swapd_core::Store>, claim: IdempotencyClaim| async move {
+    let Hold::Lease(token) = &claim.hold else {
+        // Taken at commit: there is no claim to forget.
+        return;
+    };
+    let release = |store: std::sync::Arc<dyn swapd_core::Store>,
+                   claim: IdempotencyClaim,
+                   token: String| async move {
         store
-            .release_idempotent(&claim.scope, &claim.key, &claim.lease_token)
+            .release_idempotent(&claim.scope, &claim.key, &token)
             .await
     };
-    let Err(error) = release(state.store.clone(), claim.clone()).await else {
+    let Err(error) = release(state.store.clone(), claim.clone(), token.clone()).await else {
         return;
     };
     tracing::warn!(%error, "cannot release an idempotency key yet; retrying");
     let store = state.store.clone();
-    let claim = claim.clone();
+    let (claim, token) = (claim.clone(), token.clone());
     tokio::spawn(async move {
         let mut wait = std::time::Duration::from_millis(250);
         let mut waited = std::time::Duration::ZERO;
         while waited < std::time::Duration::from_millis(idempotency::LEASE_MS as u64) {
             tokio::time::sleep(wait).await;
             waited += wait;
-            if release(store.clone(), claim.clone()).await.is_ok() {
+            if release(store.clone(), claim.clone(), token.clone())
+                .await
+                .is_ok()
+            {
                 return;
             }
             wait = (wait * 2).min(std::time::Duration::from_secs(5));

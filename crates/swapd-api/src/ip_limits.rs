@@ -159,8 +159,15 @@ impl IpLimits {
     }
 }
 
+/// Marks a 401 the client could not have avoided, which is not counted as a failed
+/// authentication of its address: a request signed in the second this node's nonce set (or the
+/// shared one in Redis) began again. After a restart, every busy client gets a few of these at
+/// once; counting them would block its address for the rest of the minute.
+#[derive(Debug, Clone, Copy)]
+pub struct NotCounted;
+
 /// The middleware: refuses an address over its limits with 429 `ip_rate_limited` and
-/// `Retry-After`, and counts the 401s it gets.
+/// `Retry-After`, and counts the 401s it gets (but those marked [`NotCounted`]).
 pub async fn limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let Some(ip) = client_ip(&parts, &state.trusted_proxies) else {
@@ -181,6 +188,7 @@ pub async fn limit(State(state): State<AppState>, request: Request, next: Next) 
     }
     let response = next.run(Request::from_parts(parts, body)).await;
     if response.status() == StatusCode::UNAUTHORIZED
+        && response.extensions().get::<NotCounted>().is_none()
         && let Err(error) = state.ip_limits.failed(ip, state.clock.now_ms()).await
     {
         tracing::warn!(%error, "a failed authentication could not be counted");

@@ -19,6 +19,8 @@ use crate::json::too_large;
 
 pub(crate) const REQUEST_DURATION: &str = "http_request_duration_seconds";
 pub(crate) const REQUESTS_TOTAL: &str = "http_requests_total";
+/// How long the x402 facilitator took to answer, by `call` (`verify`, `settle`).
+pub(crate) const FACILITATOR_DURATION: &str = "x402_facilitator_duration_seconds";
 
 /// The longest client-chosen `X-Request-Id` that is kept.
 const MAX_CLIENT_REQUEST_ID: usize = 128;
@@ -58,14 +60,15 @@ impl MakeRequestId for MakeReqId {
 pub(crate) fn prometheus() -> &'static PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE.get_or_init(|| {
+        const BUCKETS: &[f64] = &[
+            0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ];
         let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(
-                Matcher::Full(REQUEST_DURATION.to_owned()),
-                &[
-                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                    10.0,
-                ],
-            )
+            .set_buckets_for_metric(Matcher::Full(REQUEST_DURATION.to_owned()), BUCKETS)
+            .and_then(|builder| {
+                builder
+                    .set_buckets_for_metric(Matcher::Full(FACILITATOR_DURATION.to_owned()), BUCKETS)
+            })
             .expect("bucket list is not empty")
             .build_recorder();
         let handle = recorder.handle();

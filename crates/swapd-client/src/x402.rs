@@ -34,11 +34,13 @@ use serde::Serialize;
 use serde_json::Value;
 use swapd_x402::exact::TransferWithAuthorization;
 use swapd_x402::siwx::SiwxPayload;
+/// A route's payment requirements, as `PAYMENT-REQUIRED` carries them.
+pub use swapd_x402::wire::PaymentRequired;
 /// A settlement, as `PAYMENT-RESPONSE` carries it.
 pub use swapd_x402::wire::SettleResponse;
 use swapd_x402::wire::{
     self, Eip3009Authorization, ExactEvmPayload, PAYMENT_REQUIRED, PAYMENT_RESPONSE,
-    PAYMENT_SIGNATURE, PaymentPayload, PaymentRequired, SIGN_IN_WITH_X, SIWX_EXTENSION,
+    PAYMENT_SIGNATURE, PaymentPayload, SIGN_IN_WITH_X, SIWX_EXTENSION,
 };
 
 use crate::api::{Call, Surface, encode_segment, idempotency_key_for, to_value};
@@ -240,11 +242,7 @@ impl X402Client {
             ));
         }
         if !required.accepts.is_empty() {
-            let payer = self.payer.as_ref().ok_or_else(|| Error::Unexpected {
-                status: 402,
-                detail: "this call must be paid: give the client a payer key (paying_with)".into(),
-            })?;
-            headers.push((PAYMENT_SIGNATURE, self.pay(payer, &required)?));
+            headers.push((PAYMENT_SIGNATURE, self.payment_for(&required)?));
         }
         if headers.len() == extra_headers.len() {
             return finish(first).await;
@@ -294,12 +292,18 @@ impl X402Client {
         .await
     }
 
-    /// An EIP-3009 authorization for exactly what `required` asks, signed by `payer`.
-    fn pay(&self, payer: &PrivateKeySigner, required: &PaymentRequired) -> Result<String, Error> {
+    /// A `PAYMENT-SIGNATURE` value for one call: an EIP-3009 authorization for exactly what
+    /// `required` (a route's `PAYMENT-REQUIRED`, decoded) asks, with a fresh nonce, signed by
+    /// the payer key. A client that knows a route's requirements can send it with the first
+    /// request and skip the 402.
+    pub fn payment_for(&self, required: &PaymentRequired) -> Result<String, Error> {
         let refuse = |detail: String| Error::Unexpected {
             status: 402,
             detail,
         };
+        let payer = self.payer.as_ref().ok_or_else(|| {
+            refuse("this call must be paid: give the client a payer key (paying_with)".into())
+        })?;
         let accepted = required
             .accepts
             .iter()
@@ -355,13 +359,17 @@ impl X402Client {
     }
 }
 
+/// The requirements a `PAYMENT-REQUIRED` header value carries; `None` if it is not one.
+pub fn payment_required(value: &str) -> Option<PaymentRequired> {
+    wire::decode_header(value).ok()
+}
+
 /// The `PAYMENT-REQUIRED` of a 402, or of a 401 that refused a proof with a new challenge.
 fn challenge(status: reqwest::StatusCode, headers: &HeaderMap) -> Option<PaymentRequired> {
     if status.as_u16() != 402 && status.as_u16() != 401 {
         return None;
     }
-    let value = headers.get(PAYMENT_REQUIRED)?.to_str().ok()?;
-    wire::decode_header(value).ok()
+    payment_required(headers.get(PAYMENT_REQUIRED)?.to_str().ok()?)
 }
 
 /// A SIWX proof by `wallet` for the challenge in `required`.

@@ -67,7 +67,7 @@ pub struct DeskActions {
 }
 
 /// An address with its memo, where a network uses one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Destination {
     pub address: String,
     pub tag: Option<String>,

@@ -137,6 +137,15 @@ pub fn plan(existing: Option<&Record>, fingerprint: &str, lease_token: &str, now
     }
 }
 
+/// What a request that takes its key only when its write commits must answer instead of
+/// executing: `None` when it may execute (no record, or an expired or abandoned one).
+pub fn answer(existing: Option<&Record>, fingerprint: &str, now_ms: i64) -> Option<Begin> {
+    match plan(existing, fingerprint, "", now_ms) {
+        Plan::Answer(answer) => Some(answer),
+        Plan::Claim(_) => None,
+    }
+}
+
 /// How long a retry should wait for the attempt holding the lease until `lease_until_ms`: about
 /// as long as it has run so far (a request usually finishes within a second or two), at least
 /// a second and at most what is left of its lease, which only bounds an attempt that died.

@@ -1,14 +1,18 @@
 //! Sends requests to a running swapd for a fixed time from N concurrent connections and reports
 //! throughput and latency percentiles. With `--key`/`--secret`, every request is signed with a
-//! fresh nonce (what a real partner sends); without, plain GETs (e.g. `/healthz`).
+//! fresh nonce (what a real partner sends); with `--x402-payer`, every GET is paid with a fresh
+//! x402 payment (signed before the request's clock starts); otherwise, plain GETs (e.g.
+//! `/healthz`).
 //!
 //! cargo run --release -p swapd-loadgen -- --path /api/v3 --key key_... --secret sec_...
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
 use reqwest::Method;
+use swapd_client::x402::{PaymentRequired, PrivateKeySigner, X402Client, payment_required};
 use swapd_client::{BusinessClient, Credentials, new_idempotency_key, new_nonce};
 
 #[derive(Debug, Parser)]
@@ -33,6 +37,15 @@ struct Args {
     key: Option<String>,
     #[arg(long, env = "SWAPD_API_SECRET")]
     secret: Option<String>,
+    /// EVM private key (hex): pay every GET of an x402 route with a fresh payment from it. The
+    /// route's requirements are read from one unpaid request per URL before the run.
+    #[arg(long, conflicts_with_all = ["key", "body"])]
+    x402_payer: Option<String>,
+    /// Send every request as from its own client address (`X-Forwarded-For: 10.x.y.z`), as
+    /// many clients behind a proxy the server trusts (`security.trusted_proxies`): per-address
+    /// limits, such as x402's paid attempts per hour, then apply to each request alone.
+    #[arg(long)]
+    forwarded_for_each: bool,
     /// Concurrent connections.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
@@ -64,6 +77,25 @@ async fn main() -> anyhow::Result<()> {
             .collect::<Result<Vec<_>, _>>()?,
         _ => vec![None; args.urls.len()],
     };
+    let mut payers: Vec<Option<Arc<(X402Client, PaymentRequired)>>> = vec![None; args.urls.len()];
+    if let Some(key) = &args.x402_payer {
+        let key: PrivateKeySigner = key.parse().context("--x402-payer is not a private key")?;
+        for (url, payer) in args.urls.iter().zip(&mut payers) {
+            let challenge = http
+                .get(format!("{url}{}", args.path))
+                .query(&args.query)
+                .send()
+                .await?;
+            let required = challenge
+                .headers()
+                .get("payment-required")
+                .and_then(|v| v.to_str().ok())
+                .and_then(payment_required)
+                .with_context(|| format!("{url}{} did not answer a 402 challenge", args.path))?;
+            let client = X402Client::new(url)?.paying_with(key.clone());
+            *payer = Some(Arc::new((client, required)));
+        }
+    }
     let body: Option<serde_json::Value> = args
         .body
         .as_deref()
@@ -76,9 +108,11 @@ async fn main() -> anyhow::Result<()> {
         .map(|i| {
             let node = i % args.urls.len();
             let expect_status = args.expect_status;
-            let (http, signer, url, path, query, body) = (
+            let forwarded_for_each = args.forwarded_for_each;
+            let (http, signer, payer, url, path, query, body) = (
                 http.clone(),
                 signers[node].clone(),
+                payers[node].clone(),
                 args.urls[node].clone(),
                 args.path.clone(),
                 args.query.clone(),
@@ -88,7 +122,17 @@ async fn main() -> anyhow::Result<()> {
                 let mut latencies = Vec::new();
                 let mut failures = 0u64;
                 let mut first_failure: Option<String> = None;
+                let mut sent: u32 = 0;
                 while Instant::now() < stop_at {
+                    sent += 1;
+                    // Connection i, request n: 10.(i).(n / 256 % 256).(n % 256), wrapping.
+                    let forwarded = forwarded_for_each.then(|| {
+                        let [_, _, hi, lo] = sent.to_be_bytes();
+                        format!("10.{}.{hi}.{lo}", i % 256)
+                    });
+                    let payment = payer
+                        .as_ref()
+                        .map(|payer| payer.0.payment_for(&payer.1).expect("pay"));
                     let started = Instant::now();
                     let pairs: Vec<(&str, &str)> = query
                         .iter()
@@ -126,7 +170,17 @@ async fn main() -> anyhow::Result<()> {
                             }
                             request.body(signed.body)
                         }
-                        None => http.get(format!("{url}{path}")).query(&pairs),
+                        None => {
+                            let request = http.get(format!("{url}{path}")).query(&pairs);
+                            match &payment {
+                                Some(payment) => request.header("PAYMENT-SIGNATURE", payment),
+                                None => request,
+                            }
+                        }
+                    };
+                    let request = match &forwarded {
+                        Some(address) => request.header("X-Forwarded-For", address),
+                        None => request,
                     };
                     let outcome: Result<(), String> = match request.send().await {
                         Ok(r)
@@ -135,7 +189,14 @@ async fn main() -> anyhow::Result<()> {
                         {
                             r.bytes().await.map(drop).map_err(|e| e.to_string())
                         }
-                        Ok(r) => Err(format!("status {}", r.status())),
+                        Ok(r) => {
+                            let status = r.status();
+                            let body = r.text().await.unwrap_or_default();
+                            Err(format!(
+                                "status {status}: {}",
+                                body.chars().take(300).collect::<String>()
+                            ))
+                        }
                         Err(e) => Err(e.to_string()),
                     };
                     if started >= warm_until {
@@ -175,10 +236,11 @@ async fn main() -> anyhow::Result<()> {
         latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)] as f64 / 1000.0
     };
     let rps = latencies.len() as f64 / args.seconds as f64;
-    let mode = match (&args.key, &args.body) {
-        (Some(_), Some(_)) => "signed POST",
-        (Some(_), None) => "signed",
-        (None, _) => "plain",
+    let mode = match (&args.key, &args.body, &args.x402_payer) {
+        (Some(_), Some(_), _) => "signed POST",
+        (Some(_), None, _) => "signed",
+        (None, _, Some(_)) => "paid",
+        (None, _, None) => "plain",
     };
     if args.json {
         println!(

@@ -16,7 +16,7 @@ use swapd_core::purchases::{PURCHASE_LEASE_MS, Presented, PurchaseStep};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::{
-    EXPIRED_RETENTION_MS, IdempotentFinish, NonceRecord, RateObservation, SandboxDeposit,
+    EXPIRED_RETENTION_MS, IdempotentFinish, KeyHold, NonceRecord, RateObservation, SandboxDeposit,
     SandboxTransfer, X402Settlement,
 };
 use swapd_core::webhooks::{
@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -378,13 +378,23 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     };
     assert!(
         !store
-            .finish_idempotent("key_p", "idem-0001", "wrong", &response)
+            .finish_idempotent(IdempotentFinish {
+                principal: "key_p",
+                key: "idem-0001",
+                hold: KeyHold::Lease("wrong"),
+                response: &response,
+            })
             .await
             .unwrap()
     );
     assert!(
         store
-            .finish_idempotent("key_p", "idem-0001", "t1", &response)
+            .finish_idempotent(IdempotentFinish {
+                principal: "key_p",
+                key: "idem-0001",
+                hold: KeyHold::Lease("t1"),
+                response: &response,
+            })
             .await
             .unwrap()
     );
@@ -429,7 +439,12 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     );
     assert!(
         !store
-            .finish_idempotent("key_p", "idem-0002", "t5", &response)
+            .finish_idempotent(IdempotentFinish {
+                principal: "key_p",
+                key: "idem-0002",
+                hold: KeyHold::Lease("t5"),
+                response: &response,
+            })
             .await
             .unwrap()
     );
@@ -457,6 +472,111 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
         Begin::Execute {
             lease_token: "t8".into()
         }
+    );
+}
+
+pub async fn keys_taken_at_commit_yield_to_live_records_only(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let now = 1_700_000_000_000;
+    let response = |body: &str| StoredResponse {
+        status: 201,
+        body: body.as_bytes().to_vec(),
+    };
+    let (first, second) = (&response("first"), &response("second"));
+    async fn at_commit(store: &dyn Store, key: &str, response: &StoredResponse, at: i64) -> bool {
+        let hold = KeyHold::AtCommit {
+            fingerprint: "fp",
+            now_ms: at,
+        };
+        store
+            .finish_idempotent(IdempotentFinish {
+                principal: "key_c",
+                key,
+                hold,
+                response,
+            })
+            .await
+            .unwrap()
+    }
+
+    // Nothing stored: the request executes, and its write takes the key.
+    assert_eq!(
+        store
+            .idempotent_answer("key_c", "idem-c-1", "fp", now)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(at_commit(store, "idem-c-1", first, now).await);
+    // A concurrent attempt that executed too loses at its commit and finds the first answer.
+    assert!(!at_commit(store, "idem-c-1", second, now + 1).await);
+    assert_eq!(
+        store
+            .idempotent_answer("key_c", "idem-c-1", "fp", now + 1)
+            .await
+            .unwrap(),
+        Some(Begin::Replay(first.clone()))
+    );
+    assert_eq!(
+        store
+            .idempotent_answer("key_c", "idem-c-1", "other", now + 1)
+            .await
+            .unwrap(),
+        Some(Begin::Mismatch)
+    );
+    // After 24 h the record is expired: the key is taken afresh.
+    let later = now + IDEMPOTENCY_TTL_MS;
+    assert_eq!(
+        store
+            .idempotent_answer("key_c", "idem-c-1", "fp", later)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(at_commit(store, "idem-c-1", second, later).await);
+    assert_eq!(
+        store
+            .idempotent_answer("key_c", "idem-c-1", "fp", later)
+            .await
+            .unwrap(),
+        Some(Begin::Replay(second.clone()))
+    );
+
+    // A key claimed under a lease is not taken while the lease lasts, and is once it ends.
+    assert!(matches!(
+        store
+            .begin_idempotent("key_c", "idem-c-2", "fp", "t1", "node-a", now)
+            .await
+            .unwrap(),
+        Begin::Execute { .. }
+    ));
+    assert!(matches!(
+        store
+            .idempotent_answer("key_c", "idem-c-2", "fp", now + 1)
+            .await
+            .unwrap(),
+        Some(Begin::InFlight { .. })
+    ));
+    assert!(!at_commit(store, "idem-c-2", first, now + 1).await);
+    assert!(at_commit(store, "idem-c-2", first, now + LEASE_MS).await);
+    // The holder of the lease that ended cannot finish over it.
+    assert!(
+        !store
+            .finish_idempotent(IdempotentFinish {
+                principal: "key_c",
+                key: "idem-c-2",
+                hold: KeyHold::Lease("t1"),
+                response: second,
+            })
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .idempotent_answer("key_c", "idem-c-2", "fp", now + LEASE_MS)
+            .await
+            .unwrap(),
+        Some(Begin::Replay(first.clone()))
     );
 }
 
@@ -505,7 +625,12 @@ pub async fn a_restarted_node_releases_only_its_own_claims(store: &Arc<dyn Store
     };
     assert!(
         store
-            .finish_idempotent("key_n", "idem-done-1", "t2", &response)
+            .finish_idempotent(IdempotentFinish {
+                principal: "key_n",
+                key: "idem-done-1",
+                hold: KeyHold::Lease("t2"),
+                response: &response,
+            })
             .await
             .unwrap()
     );
@@ -637,7 +762,7 @@ async fn issue(
             IdempotentFinish {
                 principal: owner,
                 key: idem,
-                lease_token: &lease_token,
+                hold: KeyHold::Lease(&lease_token),
                 response: &response,
             },
         )
@@ -724,7 +849,7 @@ pub async fn create_tokens_are_single_use_owner_bound_and_expire(store: &Arc<dyn
             IdempotentFinish {
                 principal: "key:one",
                 key: "idem-never-claimed",
-                lease_token: "x",
+                hold: KeyHold::Lease("x"),
                 response: &response,
             },
         )
@@ -816,7 +941,7 @@ async fn create_ringing_order(store: &dyn Store, id: &str, owner: &str, email: O
     let finish = IdempotentFinish {
         principal: owner,
         key: id,
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     store
@@ -893,7 +1018,7 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     let finish = IdempotentFinish {
         principal: "key:one",
         key: "idem-ord-1",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     assert_eq!(
@@ -938,7 +1063,7 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     let finish = IdempotentFinish {
         principal: "key:two",
         key: "idem-ord-2",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     assert_eq!(
@@ -960,7 +1085,7 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     let finish = IdempotentFinish {
         principal: "key:one",
         key: "idem-ord-3",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     assert_eq!(
@@ -975,7 +1100,7 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     let finish = IdempotentFinish {
         principal: "key:one",
         key: "idem-ord-4",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     assert_eq!(
@@ -1007,7 +1132,7 @@ pub async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     let finish = IdempotentFinish {
         principal: "key:cas",
         key: "idem-cas",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     store
@@ -1070,7 +1195,7 @@ pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store:
         let finish = IdempotentFinish {
             principal: "key:due",
             key: id,
-            lease_token: &lease,
+            hold: KeyHold::Lease(&lease),
             response: &response,
         };
         store
@@ -1142,7 +1267,7 @@ pub async fn concurrent_order_claims_are_disjoint(store: &Arc<dyn Store>) {
         let finish = IdempotentFinish {
             principal: "key:race",
             key: &id,
-            lease_token: &lease,
+            hold: KeyHold::Lease(&lease),
             response: &response,
         };
         store
@@ -1309,7 +1434,7 @@ pub async fn sandbox_deposits_commit_with_their_idempotency_record(store: &Arc<d
     let stale = IdempotentFinish {
         principal: "key:dep",
         key: "idem-dep-1",
-        lease_token: "not-the-lease",
+        hold: KeyHold::Lease("not-the-lease"),
         response: &response,
     };
     assert!(matches!(
@@ -1341,7 +1466,7 @@ pub async fn notifications_are_leased_until_marked(store: &Arc<dyn Store>) {
     let finish = IdempotentFinish {
         principal: "key:mail",
         key: "idem-mail",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     store
@@ -1424,7 +1549,7 @@ pub async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &Arc
     let finish = |lease| IdempotentFinish {
         principal: "key:plans",
         key: "idem-plan-1",
-        lease_token: lease,
+        hold: KeyHold::Lease(lease),
         response: &response,
     };
     store
@@ -1467,7 +1592,7 @@ pub async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &Arc
             IdempotentFinish {
                 principal: "key:plans",
                 key: "idem-plan-2",
-                lease_token: &lease,
+                hold: KeyHold::Lease(&lease),
                 response: &response,
             },
         )
@@ -1488,7 +1613,7 @@ pub async fn execution_plans_are_one_per_resolve_key_and_owner_bound(store: &Arc
             IdempotentFinish {
                 principal: "key:other",
                 key: "idem-plan-3",
-                lease_token: &lease,
+                hold: KeyHold::Lease(&lease),
                 response: &response,
             },
         )
@@ -1510,7 +1635,7 @@ pub async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) 
             IdempotentFinish {
                 principal: "key:plancas",
                 key: "idem-plancas",
-                lease_token: &lease,
+                hold: KeyHold::Lease(&lease),
                 response: &response,
             },
         )
@@ -1556,7 +1681,7 @@ pub async fn execution_plan_updates_are_compare_and_set(store: &Arc<dyn Store>) 
     let finish = IdempotentFinish {
         principal: "key:plancas",
         key: "idem-report",
-        lease_token: &lease,
+        hold: KeyHold::Lease(&lease),
         response: &response,
     };
     let mut stale_next = stale.clone();
@@ -1611,7 +1736,7 @@ pub async fn due_execution_plans_are_claimed_earliest_first_until_their_lease_en
                 IdempotentFinish {
                     principal: "key:due",
                     key: &key,
-                    lease_token: &lease,
+                    hold: KeyHold::Lease(&lease),
                     response: &response,
                 },
             )
@@ -1669,7 +1794,7 @@ async fn finish_with<'a>(
     IdempotentFinish {
         principal: owner,
         key,
-        lease_token: lease,
+        hold: KeyHold::Lease(lease),
         response,
     }
 }
@@ -1713,7 +1838,7 @@ pub async fn the_subscription_cap_holds_under_concurrent_inserts(store: &Arc<dyn
                 let finish = IdempotentFinish {
                     principal: "key:cap",
                     key: &key,
-                    lease_token: &lease,
+                    hold: KeyHold::Lease(&lease),
                     response: &response,
                 };
                 store

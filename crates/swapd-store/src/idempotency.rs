@@ -1,25 +1,48 @@
 //! Idempotency records, and completing one inside another write's transaction.
 
 use swapd_core::StoreError;
-use swapd_core::idempotency::{self, Begin, StoredResponse};
+use swapd_core::idempotency::{self, Begin};
 
 use crate::map_sqlx_error;
 use crate::rows::IdempotencyRow;
 
-/// Inside a write transaction `$tx`: completes the idempotency record of `$finish`, or fails
-/// the transaction with a conflict when its lease was lost.
+/// Inside a write transaction `$tx`: completes the idempotency record of `$finish` (taking the
+/// key when it was not claimed before), or fails the transaction with
+/// [`StoreError::LeaseLost`] when the key is not this request's to complete.
 macro_rules! finish_idempotent_in {
     ($tx:ident, $finish:expr) => {{
-        let finish: IdempotentFinish<'_> = $finish;
-        let done = sqlx::query(
-            "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
-             lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
-        )
-        .bind(finish.principal)
-        .bind(finish.key)
-        .bind(finish.lease_token)
-        .bind(i64::from(finish.response.status))
-        .bind(&finish.response.body)
+        let finish: swapd_core::store::IdempotentFinish<'_> = $finish;
+        let status = i64::from(finish.response.status);
+        let done = match finish.hold {
+            swapd_core::store::KeyHold::Lease(lease_token) => sqlx::query(
+                "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
+                 lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+            )
+            .bind(finish.principal)
+            .bind(finish.key)
+            .bind(lease_token)
+            .bind(status)
+            .bind(&finish.response.body),
+            // Taken unless a live record holds the key: one finished and not expired, or one in
+            // flight under a lease that has not ended (swapd_core::idempotency::plan).
+            swapd_core::store::KeyHold::AtCommit { fingerprint, now_ms } => sqlx::query(
+                "INSERT INTO idempotency_keys (principal, idem_key, fingerprint, status, body, \
+                 created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (principal, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, \
+                 status = excluded.status, body = excluded.body, lease_token = NULL, \
+                 lease_until = NULL, lease_holder = NULL, created_at = excluded.created_at, \
+                 expires_at = excluded.expires_at \
+                 WHERE idempotency_keys.expires_at <= $6 \
+                 OR (idempotency_keys.status IS NULL AND idempotency_keys.lease_until <= $6)",
+            )
+            .bind(finish.principal)
+            .bind(finish.key)
+            .bind(fingerprint)
+            .bind(status)
+            .bind(&finish.response.body)
+            .bind(now_ms)
+            .bind(now_ms + swapd_core::idempotency::IDEMPOTENCY_TTL_MS),
+        }
         .execute(&mut *$tx)
         .await
         .map_err(map_sqlx_error)?;
@@ -106,26 +129,44 @@ macro_rules! impl_idempotency {
                 ))
             }
 
-            async fn finish_idempotent(
+            async fn idempotent_answer(
                 &self,
                 principal: &str,
                 key: &str,
-                lease_token: &str,
-                response: &StoredResponse,
-            ) -> Result<bool, StoreError> {
-                let done = sqlx::query(
-                    "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
-                     lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+                fingerprint: &str,
+                now_ms: i64,
+            ) -> Result<Option<Begin>, StoreError> {
+                let existing: Option<IdempotencyRow> = sqlx::query_as(
+                    "SELECT fingerprint, lease_token, lease_until, status, body, expires_at \
+                     FROM idempotency_keys WHERE principal = $1 AND idem_key = $2",
                 )
                 .bind(principal)
                 .bind(key)
-                .bind(lease_token)
-                .bind(i64::from(response.status))
-                .bind(&response.body)
-                .execute(&self.pool)
+                .fetch_optional(&self.pool)
                 .await
                 .map_err(map_sqlx_error)?;
-                Ok(done.rows_affected() == 1)
+                let existing = existing.map(IdempotencyRow::into_record).transpose()?;
+                Ok(idempotency::answer(existing.as_ref(), fingerprint, now_ms))
+            }
+
+            async fn finish_idempotent(
+                &self,
+                finish: swapd_core::store::IdempotentFinish<'_>,
+            ) -> Result<bool, StoreError> {
+                let mut tx = self.write_tx().await?;
+                let finished: Result<(), StoreError> = async {
+                    finish_idempotent_in!(tx, finish);
+                    Ok(())
+                }
+                .await;
+                match finished {
+                    Ok(()) => {
+                        tx.commit().await.map_err(map_sqlx_error)?;
+                        Ok(true)
+                    }
+                    Err(StoreError::LeaseLost) => Ok(false),
+                    Err(other) => Err(other),
+                }
             }
 
             async fn release_idempotent(

@@ -92,7 +92,7 @@ async fn finish<'a>(
     IdempotentFinish {
         principal: OWNER,
         key,
-        lease_token: lease,
+        hold: swapd_core::store::KeyHold::Lease(lease),
         response: RESPONSE.get_or_init(|| StoredResponse {
             status: 201,
             body: b"{}".to_vec(),

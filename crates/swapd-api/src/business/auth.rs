@@ -119,6 +119,14 @@ pub(crate) fn rate_limit_headers(headers: &mut HeaderMap, quota: &Quota) {
 
 type Refusal = (ApiError, Option<Grant>);
 
+/// A request signed no later than when the nonces it would be checked against began (a
+/// restart): refused, since its nonce may have been used before, but not held against the
+/// client's address.
+fn sign_again(message: String) -> ApiError {
+    ApiError::new(ErrorCode::TimestampOutOfWindow, message)
+        .with_extension(crate::ip_limits::NotCounted)
+}
+
 async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusal> {
     let unauthenticated = |error: ApiError| (error, None);
     let state = &gate.state;
@@ -189,12 +197,9 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
         )));
     }
     if let Some(started) = guards.signed_before_start(timestamp) {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::TimestampOutOfWindow,
-            format!(
-                "X-API-TIMESTAMP {timestamp} is not later than this server's restart at {started} (server time {now}); sign again with a later time"
-            ),
-        )));
+        return Err(unauthenticated(sign_again(format!(
+            "X-API-TIMESTAMP {timestamp} is not later than this server's restart at {started} (server time {now}); sign again with a later time"
+        ))));
     }
 
     // Key, canonical request, signature.
@@ -235,12 +240,9 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
     match guards.claim_nonce(key_id, nonce, timestamp).await {
         Ok(NonceOutcome::Fresh) => {}
         Ok(NonceOutcome::SignedBeforeReset { since_secs }) => {
-            return Err(unauthenticated(ApiError::new(
-                ErrorCode::TimestampOutOfWindow,
-                format!(
-                    "X-API-TIMESTAMP {timestamp} is not later than {since_secs}, when the shared nonce set began again (server time {now}); sign again with a later time"
-                ),
-            )));
+            return Err(unauthenticated(sign_again(format!(
+                "X-API-TIMESTAMP {timestamp} is not later than {since_secs}, when the shared nonce set began again (server time {now}); sign again with a later time"
+            ))));
         }
         Ok(NonceOutcome::Reused) => {
             return Err(unauthenticated(ApiError::new(

@@ -21,6 +21,7 @@ use crate::AppState;
 use crate::handlers::{
     catalog, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
 };
+use crate::idempotency::ClaimAt;
 use crate::route_doc::{
     document_common_errors, document_errors, document_idempotency_key, has_body, single_operation,
 };
@@ -80,6 +81,8 @@ fn declare() -> BusinessRoutes {
         .route(routes!(route_handlers::discover_routes), PricesRead, 5)
         .route(routes!(route_handlers::resolve), OrdersCreate, 2)
         .route(routes!(orders::create_order), OrdersCreate, 5)
+        // An exchange opened at a desk is funded by nobody unless its order is stored.
+        .claimed_at_commit()
         .route(routes!(orders::get_order), OrdersRead, 1)
         .route(routes!(orders::get_order_status), OrdersRead, 1)
         .route(routes!(orders::emergency), OrdersUpdate, 2)
@@ -127,6 +130,7 @@ pub struct BusinessRoutes {
 struct Declared {
     spec: RouteSpec,
     handler: MethodRouter<AppState>,
+    claim_at: ClaimAt,
 }
 
 impl BusinessRoutes {
@@ -167,6 +171,15 @@ impl BusinessRoutes {
         self.push(method, path.to_owned(), handler, required.into(), weight)
     }
 
+    /// The route declared last takes its `Idempotency-Key` in its own write
+    /// ([`ClaimAt::Commit`]).
+    pub fn claimed_at_commit(mut self) -> Self {
+        if let Some(last) = self.routes.last_mut() {
+            last.claim_at = ClaimAt::Commit;
+        }
+        self
+    }
+
     fn push(
         mut self,
         method: Method,
@@ -183,6 +196,7 @@ impl BusinessRoutes {
                 weight,
             },
             handler,
+            claim_at: ClaimAt::default(),
         });
         self
     }
@@ -192,7 +206,12 @@ impl BusinessRoutes {
     /// mutations. Methods a path does not have answer 405 with `Allow`, before the gate.
     pub fn into_router(self, state: &AppState) -> Router<AppState> {
         let mut router = Router::new();
-        for Declared { spec, handler } in self.routes {
+        for Declared {
+            spec,
+            handler,
+            claim_at,
+        } in self.routes
+        {
             let path = spec.path.clone();
             let gate = Gate {
                 state: state.clone(),
@@ -200,7 +219,7 @@ impl BusinessRoutes {
             };
             let handler = handler
                 .route_layer(middleware::from_fn_with_state(
-                    state.clone(),
+                    (state.clone(), claim_at),
                     crate::idempotency::idempotent,
                 ))
                 .route_layer(middleware::from_fn_with_state(gate, auth::authenticate));

@@ -298,7 +298,14 @@ impl<'a> Context<'a> {
             .insert(Caller::Wallet(wallet.clone()));
 
         // A replay of a stored Idempotency-Key answers now, charging nothing.
-        let (request, claim) = match idempotency::begin(self.state, &scope, request).await {
+        let (request, claim) = match idempotency::begin(
+            self.state,
+            &scope,
+            request,
+            idempotency::ClaimAt::Start,
+        )
+        .await
+        {
             Started::Answer(answer) => return answer,
             Started::Unclaimed(request) => (request, None),
             Started::Claimed(request, claim) => (request, Some(claim)),
@@ -415,7 +422,8 @@ impl<'a> Context<'a> {
         requirements: &wire::PaymentRequirements,
     ) -> Result<(), Response> {
         let facilitator = &self.state.x402.facilitator;
-        match facilitator.verify(payment, requirements).await {
+        let verified = timed("verify", facilitator.verify(payment, requirements)).await;
+        match verified {
             Ok(verified) if verified.is_valid => Ok(()),
             Ok(verified) => {
                 purchase.forget().await;
@@ -443,7 +451,7 @@ impl<'a> Context<'a> {
         again: bool,
     ) -> Result<SettleResponse, Response> {
         let facilitator = &self.state.x402.facilitator;
-        let mut settled = match facilitator.settle(payment, requirements).await {
+        let mut settled = match timed("settle", facilitator.settle(payment, requirements)).await {
             Ok(settled) => settled,
             Err(error) => {
                 purchase.release().await;
@@ -805,4 +813,13 @@ fn rate_limit_headers(headers: &mut HeaderMap, decision: &WindowDecision, resour
     ] {
         insert_header(headers, name, &value);
     }
+}
+
+/// `call` to the facilitator, its duration recorded on `/metrics`.
+async fn timed<T>(call: &'static str, answer: impl Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let answer = answer.await;
+    metrics::histogram!(crate::layers::FACILITATOR_DURATION, "call" => call)
+        .record(started.elapsed().as_secs_f64());
+    answer
 }

@@ -414,6 +414,66 @@ async fn a_domain_write_can_commit_the_record_in_its_own_transaction() {
     assert_eq!(executions(&server), 1);
 }
 
+/// A route that takes its key in its own write (order creation) has no claim to wait on: one
+/// key's attempts at the same moment may each execute, but only the first write commits and
+/// every attempt answers the response it stored.
+#[tokio::test]
+async fn concurrent_requests_with_one_key_taken_at_commit_answer_one_response() {
+    let server = Arc::new(TestServer::start().await);
+    let key = server.key(&[OrdersCreate]).await;
+    let request = |s: &TestServer| {
+        s.sign(&key, "POST", "/api/v3/test/domain-at-commit", "", b"{}")
+            .set("Idempotency-Key", "commit-race-01")
+    };
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let server = server.clone();
+            let request = request(&server);
+            tokio::spawn(async move { server.send(&request).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    let created: Vec<_> = answers.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(created.len(), 1, "one attempt's write commits");
+    let winner = &created[0].body;
+    for answer in &answers {
+        assert!(
+            matches!(answer.status, 200 | 201),
+            "{}: {}",
+            answer.status,
+            answer.body
+        );
+        assert_eq!(
+            &answer.body, winner,
+            "every attempt answers the stored response"
+        );
+    }
+    let executed = executions(&server);
+    let again = server.send(&request(&server)).await;
+    again.expect(200, "");
+    assert_eq!(&again.body, winner);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(executions(&server), executed, "a retry executes nothing");
+    // Another request under the same key is refused as on any route.
+    let other = server
+        .send(
+            &server
+                .sign(
+                    &key,
+                    "POST",
+                    "/api/v3/test/domain-at-commit",
+                    "",
+                    br#"{"a":1}"#,
+                )
+                .set("Idempotency-Key", "commit-race-01"),
+        )
+        .await;
+    other.expect(422, "idempotency_key_reused");
+}
+
 /// A body that is not JSON is the client's mistake on every mutating route: 400 `invalid_json`
 /// (never 500), nothing claimed, so the same key then works with a good body.
 #[tokio::test]

@@ -82,10 +82,21 @@ async fn a_fixed_order_runs_from_deposit_to_payout() {
     )
     .await;
     let id = text(&created["orderId"]).to_owned();
+    // Opening the exchange wrote nothing at the desk: it records its book at its first look.
+    let exchange = format!("{}-{id}", text(&created["provider"]));
+    let book = || server.state.store.sandbox_exchange(&exchange);
+    assert!(book().await.unwrap().is_none());
 
     let sent = deposit(&server, &key, &id, "0.05").await;
     assert_eq!(sent["address"], created["from"]["depositAddress"]);
     step(&server, 0).await;
+    let recorded = book().await.unwrap().expect("recorded at the first look");
+    assert_eq!(
+        recorded.deposit_address,
+        text(&created["from"]["depositAddress"])
+    );
+    assert_eq!(recorded.to_address, TRON_ADDRESS);
+    assert_eq!(recorded.from_amount, text(&created["from"]["amount"]));
     let seen = order(&server, &key, &id).await;
     assert_eq!(seen["status"], "confirming");
     assert_eq!(seen["from"]["received"][0]["txId"], sent["txId"]);

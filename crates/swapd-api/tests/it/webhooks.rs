@@ -1180,7 +1180,7 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
             swapd_core::store::IdempotentFinish {
                 principal: &subscription.owner,
                 key: "insert-bad",
-                lease_token: &lease,
+                hold: swapd_core::store::KeyHold::Lease(&lease),
                 response: &swapd_core::idempotency::StoredResponse {
                     status: 201,
                     body: b"{}".to_vec(),

@@ -5,14 +5,27 @@ use async_trait::async_trait;
 use super::StoreError;
 use crate::idempotency::{Begin, StoredResponse};
 
-/// The idempotency record a domain write completes in its own transaction: the claim taken by
-/// the request and the response to replay to its retries.
+/// The idempotency record a domain write completes in its own transaction: how the request
+/// holds its key and the response to replay to its retries.
 #[derive(Debug, Clone, Copy)]
 pub struct IdempotentFinish<'a> {
     pub principal: &'a str,
     pub key: &'a str,
-    pub lease_token: &'a str,
+    pub hold: KeyHold<'a>,
     pub response: &'a StoredResponse,
+}
+
+/// How a request holds its Idempotency-Key when its write commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHold<'a> {
+    /// Claimed before execution ([`IdempotencyStore::begin_idempotent`]) under this lease
+    /// token: the write fails with [`StoreError::LeaseLost`] when the lease is gone.
+    Lease(&'a str),
+    /// Not claimed: the write takes the key itself, for the request with `fingerprint`, unless
+    /// a live record holds it (another attempt finished first or is executing under a lease);
+    /// then it fails with [`StoreError::LeaseLost`]. An expired or abandoned record is taken
+    /// over, as [`crate::idempotency::plan`] would.
+    AtCommit { fingerprint: &'a str, now_ms: i64 },
 }
 
 #[async_trait]
@@ -29,15 +42,21 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> Result<Begin, StoreError>;
 
-    /// Stores the outcome of the execution holding `lease_token`. `false` when the lease was
-    /// lost (another attempt took over after it expired).
-    async fn finish_idempotent(
+    /// What [`crate::idempotency::plan`] answers for a request that did not claim its key
+    /// ([`KeyHold::AtCommit`]): `None` when it may execute (no live record), otherwise the
+    /// answer. Reads only.
+    async fn idempotent_answer(
         &self,
         principal: &str,
         key: &str,
-        lease_token: &str,
-        response: &StoredResponse,
-    ) -> Result<bool, StoreError>;
+        fingerprint: &str,
+        now_ms: i64,
+    ) -> Result<Option<Begin>, StoreError>;
+
+    /// Stores the outcome of an execution that had no write of its own to complete it with.
+    /// `false` when the key was not held any more (the lease was lost, or another attempt
+    /// stored its outcome first): nothing was written.
+    async fn finish_idempotent(&self, finish: IdempotentFinish<'_>) -> Result<bool, StoreError>;
 
     /// Forgets an in-flight execution that stored nothing, so a retry executes afresh.
     async fn release_idempotent(

@@ -16,7 +16,7 @@ mod x402;
 
 use async_trait::async_trait;
 
-pub use idempotency::{IdempotencyStore, IdempotentFinish};
+pub use idempotency::{IdempotencyStore, IdempotentFinish, KeyHold};
 pub use jobs::JobStore;
 pub use keys::{KeyStore, NonceOutcome, NonceRecord};
 pub use orders::OrderStore;

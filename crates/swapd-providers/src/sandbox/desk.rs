@@ -4,6 +4,11 @@
 //! and answers the desk port as ChangeNOW or FixedFloat would. The order engine follows them
 //! through [`Desk`] exactly as it follows a live desk. A book advances when it is looked at,
 //! one change per look, as a real desk moves while nobody asks.
+//!
+//! Opening an exchange writes nothing: the desk hands its opening terms back as the exchange's
+//! access token (swapd stores it sealed with the order, as it stores FixedFloat's order token)
+//! and records the book when it first looks at the exchange, so creating an order stays one
+//! write (docs/orders.md).
 
 use std::sync::Arc;
 
@@ -78,12 +83,75 @@ impl SandboxDesk {
         }
     }
 
+    /// The exchange's book; recorded from its opening terms the first time it is looked at.
     async fn book(&self, exchange: &ExchangeRef<'_>) -> Result<Order, DeskError> {
-        self.store
+        if let Some(book) = self
+            .store
             .sandbox_exchange(exchange.id)
             .await
             .map_err(unavailable)?
-            .ok_or(DeskError::NotFound)
+        {
+            return Ok(book);
+        }
+        let opening: Opening = exchange
+            .access_token
+            .and_then(|token| serde_json::from_str(token).ok())
+            .ok_or(DeskError::NotFound)?;
+        let book = self.opened_book(exchange.id, exchange.reference, &opening)?;
+        self.store
+            .sandbox_open_exchange(exchange.id, &book)
+            .await
+            .map_err(unavailable)
+    }
+
+    /// The book of exchange `id` (for swapd's order `reference`) as it stands when opened.
+    fn opened_book(
+        &self,
+        id: &str,
+        reference: &str,
+        opening: &Opening,
+    ) -> Result<Order, DeskError> {
+        let (from, to) = (known(&opening.from)?, known(&opening.to)?);
+        let amount = |text: &str, currency: &CurrencyDef| {
+            Amount::parse(text, currency.precision).map_err(|_| DeskError::Unavailable {
+                detail: format!("the opening terms of {id} hold an unreadable amount"),
+            })
+        };
+        let (deposit_address, deposit_tag) =
+            super::addresses::deposit_address(self.quoter.id(), from.network, reference);
+        let lifetime = (opening.deposit_deadline_ms - opening.opened_at_ms).max(0);
+        let (book, _) = lifecycle::open(OpenOrder {
+            id: reference.to_owned(),
+            owner: format!("desk:{}", self.quoter.id()),
+            from,
+            to,
+            rate_type: opening.rate_type,
+            direction: Direction::From,
+            from_amount: amount(&opening.from_amount, from)?,
+            to_amount: amount(&opening.to_amount, to)?,
+            min: opening.min.clone(),
+            max: Some(opening.max.clone()),
+            provider: self.quoter.id().into(),
+            exchange: OpenedExchange {
+                id: id.to_owned(),
+                deposit_address,
+                deposit_tag,
+                access_token: None,
+            },
+            to_address: opening.payout.address.clone(),
+            to_tag: opening.payout.tag.clone(),
+            refund_address: opening.refund.as_ref().map(|r| r.address.clone()),
+            refund_tag: opening.refund.as_ref().and_then(|r| r.tag.clone()),
+            email: None,
+            affiliate_code: None,
+            create_token_hash: None,
+            lifetimes: OrderLifetimes {
+                fixed_ms: lifetime,
+                float_ms: lifetime,
+            },
+            now_ms: opening.opened_at_ms,
+        });
+        Ok(book)
     }
 
     /// Stores the next version of the book; `Moved` when another look stored one first.
@@ -303,59 +371,38 @@ impl Desk for SandboxDesk {
         }
     }
 
-    /// Deposit addresses derive from the reference, and a book is opened once per exchange id:
-    /// opening the same exchange twice answers the first.
+    /// Deposit addresses derive from the reference, so opening the same exchange twice answers
+    /// the same; the book is recorded at the first look (see the module's doc).
     async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError> {
         let (from, to) = (request.from, request.to);
         let (min, max) = self
             .quoter
             .limits_for(from, to, request.now_ms)
             .map_err(|_| DeskError::PairUnsupported)?;
-        let id = format!("{}-{}", self.quoter.id(), request.reference);
+        let opening = Opening {
+            from: from.code.to_owned(),
+            to: to.code.to_owned(),
+            rate_type: request.rate_type,
+            from_amount: request.from_amount.to_string(),
+            to_amount: request.to_amount.to_string(),
+            min: min.to_string(),
+            max: max.to_string(),
+            payout: request.payout.clone(),
+            refund: request.refund.clone(),
+            opened_at_ms: request.now_ms,
+            deposit_deadline_ms: request.deposit_deadline_ms,
+        };
         let (deposit_address, deposit_tag) =
             super::addresses::deposit_address(self.quoter.id(), from.network, &request.reference);
-        let lifetime = (request.deposit_deadline_ms - request.now_ms).max(0);
-        let (book, _) = lifecycle::open(OpenOrder {
-            id: request.reference.clone(),
-            owner: format!("desk:{}", self.quoter.id()),
-            from,
-            to,
-            rate_type: request.rate_type,
-            direction: Direction::From,
-            from_amount: request.from_amount,
-            to_amount: request.to_amount,
-            min: min.to_string(),
-            max: Some(max.to_string()),
-            provider: self.quoter.id().into(),
-            exchange: OpenedExchange {
-                id: id.clone(),
-                deposit_address,
-                deposit_tag,
-                access_token: None,
-            },
-            to_address: request.payout.address.clone(),
-            to_tag: request.payout.tag.clone(),
-            refund_address: request.refund.as_ref().map(|r| r.address.clone()),
-            refund_tag: request.refund.as_ref().and_then(|r| r.tag.clone()),
-            email: None,
-            affiliate_code: None,
-            create_token_hash: None,
-            lifetimes: OrderLifetimes {
-                fixed_ms: lifetime,
-                float_ms: lifetime,
-            },
-            now_ms: request.now_ms,
-        });
-        let book = self
-            .store
-            .sandbox_open_exchange(&id, &book)
-            .await
-            .map_err(unavailable)?;
         Ok(OpenedExchange {
-            id,
-            deposit_address: book.deposit_address,
-            deposit_tag: book.deposit_tag,
-            access_token: None,
+            id: format!("{}-{}", self.quoter.id(), request.reference),
+            deposit_address,
+            deposit_tag,
+            access_token: Some(serde_json::to_string(&opening).map_err(|e| {
+                DeskError::Unavailable {
+                    detail: format!("cannot write the opening terms: {e}"),
+                }
+            })?),
         })
     }
 
@@ -405,6 +452,23 @@ impl Desk for SandboxDesk {
         })
         .await
     }
+}
+
+/// What the desk agreed to when it opened an exchange: enough to write its book.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Opening {
+    from: String,
+    to: String,
+    rate_type: RateType,
+    from_amount: String,
+    to_amount: String,
+    min: String,
+    max: String,
+    payout: Destination,
+    refund: Option<Destination>,
+    opened_at_ms: i64,
+    deposit_deadline_ms: i64,
 }
 
 /// The book as the desk reports it.

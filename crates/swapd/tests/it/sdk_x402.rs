@@ -85,6 +85,47 @@ async fn the_sdk_pays_signs_in_and_reads_back_what_its_wallets_own() {
     let too_dear = frugal.get("/api/x402/currencies", &[]).await.unwrap_err();
     assert!(too_dear.to_string().contains("more than"), "{too_dear}");
 
+    // A client that knows a route's requirements pays with its first request, no 402 first.
+    let url = format!("{base}/api/x402/currencies");
+    let challenge = reqwest::get(&url).await.unwrap();
+    assert_eq!(challenge.status(), 402);
+    let required = swapd_client::x402::payment_required(
+        challenge.headers()["payment-required"].to_str().unwrap(),
+    )
+    .expect("a PAYMENT-REQUIRED header");
+    let payer = X402Client::new(&base)
+        .unwrap()
+        .paying_with(PrivateKeySigner::random());
+    for _ in 0..2 {
+        let paid = reqwest::Client::new()
+            .get(&url)
+            .header("PAYMENT-SIGNATURE", payer.payment_for(&required).unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            paid.status(),
+            200,
+            "each payment is fresh: it buys one call"
+        );
+        assert!(paid.headers().contains_key("payment-response"));
+    }
+    // The facilitator's time is on /metrics, per call.
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for call in ["verify", "settle"] {
+        assert!(
+            metrics.contains(&format!(
+                "x402_facilitator_duration_seconds_count{{call=\"{call}\"}}"
+            )),
+            "{metrics}"
+        );
+    }
+
     shutdown.cancel();
     server.await.unwrap().unwrap();
 }

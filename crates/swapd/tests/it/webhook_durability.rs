@@ -125,7 +125,7 @@ async fn write_orders(store: &dyn Store, round: usize, now_ms: i64) -> Vec<Strin
                 IdempotentFinish {
                     principal: OWNER,
                     key: &key,
-                    lease_token: &lease_token,
+                    hold: swapd_core::store::KeyHold::Lease(&lease_token),
                     response: &response,
                 },
             )
@@ -177,7 +177,7 @@ async fn every_event_is_delivered_although_the_worker_is_killed_again_and_again(
             IdempotentFinish {
                 principal: OWNER,
                 key: "idem-subscribe",
-                lease_token: &lease_token,
+                hold: swapd_core::store::KeyHold::Lease(&lease_token),
                 response: &StoredResponse {
                     status: 201,
                     body: b"{}".to_vec(),

@@ -121,13 +121,15 @@ async fn domain_write(
         status: 201,
         body: body.clone(),
     };
-    assert!(
-        state
-            .store
-            .finish_idempotent(&claim.scope, &claim.key, &claim.lease_token, &stored)
-            .await
-            .unwrap()
-    );
+    // As a domain write does: the record commits with the effect, or neither does.
+    if !state
+        .store
+        .finish_idempotent(claim.finish(&stored))
+        .await
+        .unwrap()
+    {
+        return swapd_api::ApiError::from(swapd_core::StoreError::LeaseLost).into_response();
+    }
     let response = (
         axum::http::StatusCode::CREATED,
         [(axum::http::header::CONTENT_TYPE, "application/json")],
@@ -473,6 +475,14 @@ impl TestServer {
                 Permission::OrdersCreate,
                 1,
             )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/domain-at-commit",
+                domain_write,
+                Permission::OrdersCreate,
+                1,
+            )
+            .claimed_at_commit()
             .into_router(&state)
             .layer(Extension(counters.clone()));
         let app = swapd_api::router_with(state.clone(), extra);
