@@ -166,11 +166,11 @@ pub(crate) async fn envelope_framework_errors(request: Request, next: Next) -> R
     let path = request.uri().path().to_owned();
     let response = next.run(request).await;
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    // JSON answers are ours already, and so are the order page's HTML ones.
+    let is_ours = response.headers().get(CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+    });
+    if !(status.is_client_error() || status.is_server_error()) || is_ours {
         return response;
     }
     let error = match status {

@@ -17,6 +17,7 @@ mod json;
 mod layers;
 pub mod openapi;
 mod ops;
+mod order_page;
 pub mod principal;
 mod qr;
 mod query;
@@ -37,6 +38,11 @@ pub struct AppState(Arc<AppParts>);
 impl AppState {
     pub fn new(parts: AppParts) -> Self {
         Self(Arc::new(parts))
+    }
+
+    /// The origin clients reach this server at (`public_url`), for links it hands out.
+    pub fn public_url(&self) -> &str {
+        &self.x402.origin
     }
 }
 

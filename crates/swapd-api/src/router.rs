@@ -17,7 +17,8 @@ use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The whole HTTP application: both API surfaces and the operational endpoints.
+/// The whole HTTP application: both API surfaces, the hosted order page and the operational
+/// endpoints.
 pub fn router(state: AppState) -> Router {
     router_with(state, Router::new())
 }
@@ -34,6 +35,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     Router::new()
         .merge(crate::business::router(&state))
         .merge(crate::x402::router(&state))
+        .merge(crate::order_page::router())
         .merge(extra)
         .nest("/api/v3", business)
         .nest("/api/x402", x402)

@@ -40,6 +40,8 @@ pub struct OpenOrder {
     pub refund_tag: Option<String>,
     pub email: Option<String>,
     pub affiliate_code: Option<String>,
+    /// The hosted order page's link (with its token).
+    pub page_url: Option<String>,
     /// The redeemed createToken's hash, when the terms came from one.
     pub create_token_hash: Option<String>,
     /// How long it waits for its deposit, by rate type.
@@ -83,6 +85,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         refund_amount: None,
         emergency: None,
         affiliate_code: input.affiliate_code,
+        page_url: input.page_url,
         email: input.email,
         create_token_hash: input.create_token_hash,
         created_at_ms: now_ms,
@@ -702,6 +705,7 @@ pub(crate) mod tests {
             refund_amount: None,
             emergency: None,
             affiliate_code: None,
+            page_url: None,
             email: None,
             create_token_hash: None,
             created_at_ms: T0,
@@ -739,6 +743,7 @@ pub(crate) mod tests {
             refund_tag: None,
             email: Some("user@example.com".into()),
             affiliate_code: None,
+            page_url: None,
             create_token_hash: None,
             lifetimes: OrderLifetimes {
                 fixed_ms: 60_000,

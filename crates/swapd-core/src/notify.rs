@@ -64,6 +64,11 @@ pub fn order_mail(event: &OrderEvent, to: &str) -> Mail {
             reasons.join(", ")
         ));
     }
+    if let Some(page) = data["orderPageUrl"].as_str() {
+        text.push_str(&format!(
+            "\nFollow the order (and choose, when asked): {page}\n"
+        ));
+    }
     text.push_str(&format!(
         "\nEvent {} ({}).\n",
         event.id,

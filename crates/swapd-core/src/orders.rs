@@ -295,6 +295,9 @@ pub struct Order {
     /// Why the order failed.
     #[serde(default)]
     pub failure_reason: Option<String>,
+    /// The hosted order page, its link carrying the order's page token (docs/order-page.md).
+    #[serde(default)]
+    pub page_url: Option<String>,
 }
 
 /// One outbox entry: an event about an order, written in the transaction that changed it.
@@ -405,6 +408,7 @@ impl Order {
             affiliate_code: self.affiliate_code.clone(),
             email_attached: self.email.is_some(),
             failure_reason: self.failure_reason.clone(),
+            order_page_url: self.page_url.clone(),
         }
     }
 

@@ -1033,6 +1033,12 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
         Some(order.clone())
     );
     assert_eq!(store.order("ord_plain", "key:two").await.unwrap(), None);
+    // The hosted page reads it whoever owns it (it checks the page token itself).
+    assert_eq!(
+        store.order_for_page("ord_plain").await.unwrap(),
+        Some(order.clone())
+    );
+    assert_eq!(store.order_for_page("ord_missing").await.unwrap(), None);
     assert_eq!(
         store.order_events("ord_plain").await.unwrap(),
         events.to_vec()

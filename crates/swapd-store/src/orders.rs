@@ -146,6 +146,16 @@ macro_rules! impl_orders {
                 body.map(|body| decode_json(&body)).transpose()
             }
 
+            async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError> {
+                let body: Option<String> =
+                    sqlx::query_scalar("SELECT body FROM orders WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(map_sqlx_error)?;
+                body.map(|body| decode_json(&body)).transpose()
+            }
+
             async fn update_order(
                 &self,
                 order: &Order,

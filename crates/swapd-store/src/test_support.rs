@@ -207,5 +207,6 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Orde
         next_check_at_ms: Some(now),
         event_sequence: 0,
         failure_reason: None,
+        page_url: None,
     }
 }

@@ -132,6 +132,11 @@ pub struct OrderView {
     pub email_attached: bool,
     /// Why the order failed (`status: failed`).
     pub failure_reason: Option<String>,
+    /// The hosted page of the order for the end customer: where and how much to send, a QR
+    /// code, the live status, and the emergency choice. Its link carries an unguessable token
+    /// of this order alone; hand it to your customer, not your API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_page_url: Option<String>,
 }
 
 /// A choice in an emergency.

@@ -146,6 +146,7 @@ pub(crate) async fn create_order(
             .seal(token.as_bytes(), &token_context(&order_id))
     });
 
+    let page_url = crate::order_page::new_link(state.public_url(), &order_id);
     let (order, events) = lifecycle::open(OpenOrder {
         id: order_id,
         owner,
@@ -166,6 +167,7 @@ pub(crate) async fn create_order(
         email: input.email,
         affiliate_code: input.affiliate_code,
         create_token_hash: terms.create_token_hash.clone(),
+        page_url: Some(page_url),
         lifetimes: state.order_lifetimes,
         now_ms,
     });
@@ -490,7 +492,7 @@ async fn apply_change(
     state: &AppState,
     owner: &str,
     id: &str,
-    claim: &IdempotencyClaim,
+    claim: Option<&IdempotencyClaim>,
     decide: impl Fn(&Order) -> Result<Option<(Order, EventType)>, ApiError>,
 ) -> Result<Response, ApiError> {
     for _ in 0..CHANGE_ATTEMPTS {
@@ -508,7 +510,11 @@ async fn apply_change(
         };
         if state
             .store
-            .update_order(&updated, &[recorded], Some(claim.finish(&response)))
+            .update_order(
+                &updated,
+                &[recorded],
+                claim.map(|claim| claim.finish(&response)),
+            )
             .await?
         {
             return Ok(committed(json_response(StatusCode::OK, body)));
@@ -541,13 +547,24 @@ pub(crate) async fn emergency(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<swapd_types::orders::EmergencyInput>,
 ) -> Result<Response, ApiError> {
-    let owner = caller.scope();
+    answer_emergency(&state, &caller.scope(), &id, Some(&claim), input).await
+}
+
+/// The emergency answer of `owner`'s order `id`, for the API (with the request's idempotency
+/// claim) and the hosted order page (without: a repeated choice changes nothing anyway).
+pub(crate) async fn answer_emergency(
+    state: &AppState,
+    owner: &str,
+    id: &str,
+    claim: Option<&IdempotencyClaim>,
+    input: swapd_types::orders::EmergencyInput,
+) -> Result<Response, ApiError> {
     let choice = match input.choice {
         swapd_types::orders::EmergencyChoice::Exchange => Choice::Exchange,
         swapd_types::orders::EmergencyChoice::Refund => Choice::Refund,
     };
     let now_ms = state.clock.now_ms();
-    apply_change(&state, &owner, &id, &claim, |order| {
+    apply_change(state, owner, id, claim, |order| {
         let refund = refund_destination(
             order,
             input.refund_address.clone(),
@@ -555,7 +572,7 @@ pub(crate) async fn emergency(
         )?;
         let changed = lifecycle::choose(order, choice, refund, now_ms).map_err(choice_error)?;
         if changed.is_some() {
-            check_desk_action(&state, order, true)?;
+            check_desk_action(state, order, true)?;
         }
         Ok(changed)
     })
@@ -585,7 +602,7 @@ pub(crate) async fn refund(
 ) -> Result<Response, ApiError> {
     let owner = caller.scope();
     let now_ms = state.clock.now_ms();
-    apply_change(&state, &owner, &id, &claim, |order| {
+    apply_change(&state, &owner, &id, Some(&claim), |order| {
         let refund = refund_destination(
             order,
             input.refund_address.clone(),
@@ -672,7 +689,7 @@ pub(crate) async fn attach_email(
     let owner = caller.scope();
     check_email(&input.email)?;
     let now_ms = state.clock.now_ms();
-    apply_change(&state, &owner, &id, &claim, |order| {
+    apply_change(&state, &owner, &id, Some(&claim), |order| {
         Ok(lifecycle::attach_email(order, &input.email, now_ms))
     })
     .await

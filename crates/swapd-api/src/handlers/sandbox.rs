@@ -39,11 +39,22 @@ pub(crate) async fn deposit(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<DepositInput>,
 ) -> Result<Response, ApiError> {
-    let owner = caller.scope();
     if state.mode != Mode::Sandbox {
         return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
     }
-    let order = owned_order(&state, &owner, &id).await?;
+    simulate_deposit(&state, &caller.scope(), &id, input, Some(&claim)).await
+}
+
+/// A simulated deposit to `owner`'s order `id`, for the API (with the request's idempotency
+/// claim) and the hosted order page's sandbox button. Sandbox mode only: the caller checks.
+pub(crate) async fn simulate_deposit(
+    state: &AppState,
+    owner: &str,
+    id: &str,
+    input: DepositInput,
+    claim: Option<&IdempotencyClaim>,
+) -> Result<Response, ApiError> {
+    let order = owned_order(state, owner, id).await?;
     let from = currency(&order.from_code).ok_or_else(|| {
         ApiError::internal(format_args!(
             "stored currency {} is unknown",
@@ -89,9 +100,9 @@ pub(crate) async fn deposit(
     )?;
     state
         .store
-        .sandbox_record_deposit(&recorded, Some(answer.finish(&claim)))
+        .sandbox_record_deposit(&recorded, claim.map(|claim| answer.finish(claim)))
         .await?;
-    wake(&state, &owner, &id, recorded.seen_at_ms).await?;
+    wake(state, owner, id, recorded.seen_at_ms).await?;
     Ok(answer.into_response())
 }
 

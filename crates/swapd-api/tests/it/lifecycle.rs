@@ -8,8 +8,8 @@ use swapd_types::Permission::{
     NotificationsWrite, OrdersCreate, OrdersRead, OrdersUpdate, PricesRead,
 };
 
-const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
-const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+pub(crate) const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
+pub(crate) const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 
 async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
     let body = serde_json::to_vec(body).unwrap();
@@ -18,7 +18,7 @@ async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> R
         .await
 }
 
-async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
+pub(crate) async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
     let resp = server
         .send(&server.sign(key, "GET", &format!("/api/v3/orders/{id}"), "", b""))
         .await;
@@ -26,13 +26,13 @@ async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
     resp.body["data"].clone()
 }
 
-async fn create(server: &TestServer, key: &TestKey, body: Value) -> Value {
+pub(crate) async fn create(server: &TestServer, key: &TestKey, body: Value) -> Value {
     let resp = post(server, key, "/api/v3/orders", &body).await;
     assert_eq!(resp.status, 201, "{}", resp.body);
     resp.body["data"].clone()
 }
 
-async fn deposit(server: &TestServer, key: &TestKey, id: &str, amount: &str) -> Value {
+pub(crate) async fn deposit(server: &TestServer, key: &TestKey, id: &str, amount: &str) -> Value {
     let resp = post(
         server,
         key,
@@ -45,7 +45,7 @@ async fn deposit(server: &TestServer, key: &TestKey, id: &str, amount: &str) -> 
 }
 
 /// Lets `blocks` sandbox blocks pass and runs one engine pass.
-async fn step(server: &TestServer, blocks: i64) {
+pub(crate) async fn step(server: &TestServer, blocks: i64) {
     server.clock.advance_ms(blocks * BLOCK_MS);
     server.engine.run_due().await;
 }
@@ -67,7 +67,7 @@ fn text(value: &Value) -> &str {
         .unwrap_or_else(|| panic!("not a string: {value}"))
 }
 
-async fn key(server: &TestServer) -> TestKey {
+pub(crate) async fn key(server: &TestServer) -> TestKey {
     server.key(&[PricesRead, OrdersCreate, OrdersRead]).await
 }
 
@@ -450,7 +450,12 @@ async fn sandbox_deposits_are_for_the_owner_only() {
     );
 }
 
-async fn held(server: &TestServer, key: &TestKey, amount: &str, refund: Option<&str>) -> String {
+pub(crate) async fn held(
+    server: &TestServer,
+    key: &TestKey,
+    amount: &str,
+    refund: Option<&str>,
+) -> String {
     let mut body =
         json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS});
     if let Some(address) = refund {

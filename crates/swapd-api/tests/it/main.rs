@@ -14,6 +14,7 @@ mod market;
 mod market_intel;
 mod onchain;
 mod ops;
+mod order_page;
 mod orders;
 mod rate_limits;
 mod shared_redis;

@@ -25,6 +25,11 @@ pub trait OrderStore: Send + Sync + 'static {
     /// same).
     async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError>;
 
+    /// The order `id` whoever created it: only for the hosted order page, which checks the
+    /// order's page token before showing anything (never an API handler: they read with
+    /// [`OrderStore::order`]).
+    async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError>;
+
     /// Stores `order` (whose `version` was increased by one) with its `events`, only if the
     /// stored version is still the one it was read at, completing `finish` in the same
     /// transaction when given. `false`: another writer changed the order first; nothing was

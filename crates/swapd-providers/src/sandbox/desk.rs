@@ -144,6 +144,7 @@ impl SandboxDesk {
             refund_tag: opening.refund.as_ref().and_then(|r| r.tag.clone()),
             email: None,
             affiliate_code: None,
+            page_url: None,
             create_token_hash: None,
             lifetimes: OrderLifetimes {
                 fixed_ms: lifetime,

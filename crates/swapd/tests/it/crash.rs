@@ -132,7 +132,7 @@ pub(crate) async fn paid_order(client: &swapd_client::BusinessClient) -> String 
     id
 }
 
-async fn payouts(dir: &Path, order_id: &str) -> Vec<swapd_core::store::SandboxTransfer> {
+pub(crate) async fn payouts(dir: &Path, order_id: &str) -> Vec<swapd_core::store::SandboxTransfer> {
     let url = format!("sqlite://{}", dir.join("data/swapd.db").display());
     let store = swapd_store::open(&url, &swapd_store::StoreOptions::default())
         .await

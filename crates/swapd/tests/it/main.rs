@@ -1,6 +1,7 @@
 //! The integration tests of the `swapd` binary and library in one test binary: each module
 //! starts real servers (in-process through `swapd::app::App`, or the built binary).
 
+mod browser;
 mod cli;
 mod cluster;
 mod crash;

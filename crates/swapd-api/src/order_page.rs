@@ -1,0 +1,505 @@
+//! The hosted order page for the partner's customer (docs/order-page.md): `GET
+//! /o/{orderId}/{token}` shows where and how much to send, the QR code, the countdown, the
+//! rate, and the live timeline; in an emergency it takes the customer's choice through the same
+//! use case as `POST /api/v3/orders/{orderId}/emergency`; in sandbox mode it simulates the
+//! deposit through the sandbox deposit's use case. The token in the link is the order's own (the
+//! order stores its link), so the page needs no API key and shows nothing of any other order.
+//! Server-rendered: everything reads without JavaScript; a little script copies, counts down
+//! and refreshes the live part.
+
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+use swapd_core::Mode;
+use swapd_core::amount::Amount;
+use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::orders::{Order, OrderEvent, OrderStatus};
+use swapd_types::orders::{EmergencyChoice, EmergencyInput};
+use swapd_types::sandbox::DepositInput;
+
+use crate::{ApiError, AppState};
+
+/// A new order page link for order `order_id`: `{public_url}/o/{orderId}/{token}`, the token
+/// 128 random bits.
+pub(crate) fn new_link(public_url: &str, order_id: &str) -> String {
+    format!(
+        "{}/o/{order_id}/{}",
+        public_url.trim_end_matches('/'),
+        swapd_core::ids::new_id("")
+    )
+}
+
+pub(crate) fn router() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/o/{order_id}/{token}", get(page))
+        .route("/o/{order_id}/{token}/emergency", post(choose))
+        .route("/o/{order_id}/{token}/deposit", post(deposit))
+}
+
+/// The order `id` if `token` is its page token; `None` for anything else (unknown order, wrong
+/// token, an order without a page), which all answer the same 404.
+async fn order_with_token(state: &AppState, id: &str, token: &str) -> Result<Order, Response> {
+    let order = state
+        .store
+        .order_for_page(id)
+        .await
+        .map_err(|e| ApiError::from(e).into_response())?;
+    let matches = |order: &Order| {
+        order
+            .page_url
+            .as_deref()
+            .and_then(|url| url.rsplit('/').next())
+            .is_some_and(|own| bool::from(own.as_bytes().ct_eq(token.as_bytes())))
+    };
+    order.filter(matches).ok_or_else(not_found)
+}
+
+fn not_found() -> Response {
+    let body = layout(
+        "Order not found",
+        html! {
+            h1 { "Order not found" }
+            p { "This link is not valid. Ask whoever gave it to you for the order's link again." }
+        },
+    );
+    with_page_headers((StatusCode::NOT_FOUND, Html(body.into_string())).into_response())
+}
+
+async fn page(
+    State(state): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+) -> Response {
+    match order_with_token(&state, &id, &token).await {
+        Ok(order) => render(&state, &order, None).await,
+        Err(answer) => answer,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ChoiceForm {
+    choice: String,
+    #[serde(default)]
+    refund_address: String,
+    #[serde(default)]
+    refund_tag: String,
+}
+
+/// The customer's answer to an emergency: the API's use case, then back to the page (303), or
+/// the page again with what was wrong (the choice was not taken).
+async fn choose(
+    State(state): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+    Form(form): Form<ChoiceForm>,
+) -> Response {
+    let order = match order_with_token(&state, &id, &token).await {
+        Ok(order) => order,
+        Err(answer) => return answer,
+    };
+    let choice = match form.choice.as_str() {
+        "EXCHANGE" => EmergencyChoice::Exchange,
+        "REFUND" => EmergencyChoice::Refund,
+        _ => return render(&state, &order, Some("Choose EXCHANGE or REFUND.")).await,
+    };
+    let filled = |text: String| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+    let input = EmergencyInput {
+        choice,
+        refund_address: filled(form.refund_address),
+        refund_tag: filled(form.refund_tag),
+    };
+    let answered =
+        crate::handlers::orders::answer_emergency(&state, &order.owner, &id, None, input).await;
+    after_action(&state, &order, answered.map(drop)).await
+}
+
+/// "Simulate a deposit" (sandbox mode only): the order's amount arrives at its address, through
+/// the sandbox deposit's use case.
+async fn deposit(
+    State(state): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+) -> Response {
+    let order = match order_with_token(&state, &id, &token).await {
+        Ok(order) => order,
+        Err(answer) => return answer,
+    };
+    if state.mode != Mode::Sandbox {
+        return not_found();
+    }
+    let input = DepositInput {
+        amount: order.from_amount.clone(),
+        confirmations: None,
+    };
+    let sent =
+        crate::handlers::sandbox::simulate_deposit(&state, &order.owner, &id, input, None).await;
+    after_action(&state, &order, sent.map(drop)).await
+}
+
+async fn after_action(state: &AppState, order: &Order, done: Result<(), ApiError>) -> Response {
+    match done {
+        Ok(()) => with_page_headers(Redirect::to(page_path(order)).into_response()),
+        Err(error) => {
+            let mut response = render(state, order, Some(error.message())).await;
+            *response.status_mut() = error.status();
+            response
+        }
+    }
+}
+
+/// The page's own path (`/o/{orderId}/{token}`), from its stored link.
+fn page_path(order: &Order) -> &str {
+    let link = order.page_url.as_deref().unwrap_or_default();
+    link.find("/o/").map_or(link, |at| &link[at..])
+}
+
+async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Response {
+    let events = match state.store.order_events(&order.id).await {
+        Ok(events) => events,
+        Err(error) => return ApiError::from(error).into_response(),
+    };
+    let Some(from) = currency(&order.from_code) else {
+        return ApiError::internal(format_args!(
+            "stored currency {} is unknown",
+            order.from_code
+        ))
+        .into_response();
+    };
+    let sandbox = state.mode == Mode::Sandbox;
+    let body = layout(
+        &format!("Order {}", order.id),
+        html! {
+            h1 { "Exchange " (order.from_code) " → " (order.to_code) }
+            p.muted { "Order " code { (order.id) } }
+            @if let Some(problem) = problem {
+                p.problem role="alert" { (problem) }
+            }
+            div #live data-final=(is_final(order.status)) {
+                (status_block(order))
+                (deposit_block(order, from, sandbox))
+                (emergency_block(order, from))
+                (terms_block(order))
+                (timeline(order, &events))
+            }
+        },
+    );
+    with_page_headers(Html(body.into_string()).into_response())
+}
+
+fn is_final(status: OrderStatus) -> bool {
+    matches!(
+        status,
+        OrderStatus::Completed | OrderStatus::Expired | OrderStatus::Refunded | OrderStatus::Failed
+    )
+}
+
+fn describe(order: &Order) -> String {
+    match order.status {
+        OrderStatus::New | OrderStatus::AwaitingDeposit => "Waiting for your deposit".into(),
+        OrderStatus::Confirming => "Deposit seen, waiting for confirmations".into(),
+        OrderStatus::Exchanging => "Exchanging".into(),
+        OrderStatus::Withdrawing => format!("Sending your {}", order.to_code),
+        OrderStatus::Completed => "Completed".into(),
+        OrderStatus::Expired => "Expired: no deposit arrived in time".into(),
+        OrderStatus::Emergency => "Your decision is needed".into(),
+        OrderStatus::Refunding => "Refunding your deposit".into(),
+        OrderStatus::Refunded => "Refunded".into(),
+        OrderStatus::Failed => "Failed".into(),
+    }
+}
+
+fn status_block(order: &Order) -> Markup {
+    let view = order.view();
+    html! {
+        section.status {
+            p { "Status: " strong #status data-status=(view.status) { (describe(order)) } }
+            @for deposit in &view.from.received {
+                p.received { "Received " (deposit.amount) " " (order.from_code) " ("
+                    (deposit.confirmations.min(deposit.required_confirmations)) " of "
+                    (deposit.required_confirmations) " confirmations), transaction "
+                    code { (deposit.tx_id) } }
+            }
+            @if let Some(tx) = &view.to.tx_id {
+                p { "Sent " (view.to.amount) " " (order.to_code) " in transaction "
+                    code #payout-tx { (tx) } }
+            }
+            @if let Some(tx) = &view.refund.tx_id {
+                p { "Your deposit was sent back in transaction " code #refund-tx { (tx) } }
+            }
+            @if let Some(reason) = &order.failure_reason {
+                p { "Reason: " (reason) }
+            }
+        }
+    }
+}
+
+fn deposit_block(order: &Order, from: &CurrencyDef, sandbox: bool) -> Markup {
+    if !matches!(
+        order.status,
+        OrderStatus::New | OrderStatus::AwaitingDeposit
+    ) {
+        return html! {};
+    }
+    let amount = Amount::parse(&order.from_amount, from.precision).ok();
+    let uri = swapd_core::payment_uri::wallet_uri(
+        from,
+        &order.deposit_address,
+        order.deposit_tag.as_deref(),
+        amount,
+    );
+    let qr = crate::qr::images(&uri).map(|(_, svg)| svg);
+    let expires = order.expires_at_ms / 1000;
+    let tag_name = from.network.tag_name().unwrap_or("memo");
+    html! {
+        section.deposit {
+            h2 { "Send exactly" }
+            p.amount { span #amount { (order.from_amount) } " " (order.from_code) " "
+                button.copy type="button" data-copy=(order.from_amount) { "Copy" } }
+            p { "to this address:" }
+            p.address { code #deposit-address { (order.deposit_address) } " "
+                button.copy type="button" data-copy=(order.deposit_address) { "Copy" } }
+            @if let Some(tag) = &order.deposit_tag {
+                p.tag { "with " (tag_name) ": " code #deposit-tag { (tag) } " "
+                    button.copy type="button" data-copy=(tag) { "Copy" } }
+                p.warning { "Without the " (tag_name) " your deposit cannot be credited." }
+            }
+            @if let Some(svg) = qr {
+                img #qr src=(svg) alt="QR code of the deposit" data-payload=(uri) width="220" height="220";
+            }
+            p { "Send it before " (utc(expires)) " " span #countdown data-expires=(expires) {} }
+            @if sandbox {
+                form method="post" action=(format!("{}/deposit", page_path(order))) {
+                    button #simulate-deposit type="submit" { "Simulate a deposit (sandbox)" }
+                }
+            }
+        }
+    }
+}
+
+fn emergency_block(order: &Order, from: &CurrencyDef) -> Markup {
+    let Some(emergency) = order
+        .emergency
+        .as_ref()
+        .filter(|_| order.status == OrderStatus::Emergency)
+    else {
+        return html! {};
+    };
+    let view = order.view();
+    let Some(case) = view.emergency else {
+        return html! {};
+    };
+    if let Some(choice) = &case.choice {
+        return html! { section.emergency { p { "Your choice: " strong { (choice) } ". It is being carried out." } } };
+    }
+    let tag_name = from.network.tag_name();
+    html! {
+        section.emergency {
+            h2 { "Something went wrong with your deposit" }
+            ul { @for reason in &case.reasons { li { (reason_text(reason)) } } }
+            p { "Choose what happens to it before " (utc(emergency.deadline_ms / 1000)) "." }
+            form #emergency method="post" action=(format!("{}/emergency", page_path(order))) {
+                @for allowed in &case.allowed_choices {
+                    label.choice {
+                        input type="radio" name="choice" value=(allowed) required;
+                        " " (choice_text(allowed))
+                    }
+                }
+                label { "Refund address (" (order.from_code) ")"
+                    input name="refundAddress" autocomplete="off"
+                        value=(order.refund_address.clone().unwrap_or_default()); }
+                @if let Some(tag_name) = tag_name {
+                    label { "Refund " (tag_name)
+                        input name="refundTag" value=(order.refund_tag.clone().unwrap_or_default()); }
+                }
+                button type="submit" { "Confirm" }
+            }
+        }
+    }
+}
+
+fn reason_text(reason: &str) -> &'static str {
+    match reason {
+        "EXPIRED" => "The deposit arrived after the order expired.",
+        "LESS" => "Less than the agreed amount arrived.",
+        "MORE" => "More than the agreed amount arrived.",
+        "LIMIT" => "The amount is outside what this exchange accepts.",
+        _ => "The deposit cannot be exchanged as agreed.",
+    }
+}
+
+fn choice_text(choice: &str) -> &'static str {
+    match choice {
+        "EXCHANGE" => "Exchange what arrived at the current rate",
+        "REFUND" => "Refund my deposit",
+        _ => "Other",
+    }
+}
+
+fn terms_block(order: &Order) -> Markup {
+    let view = order.view();
+    let rate_kind = match order.rate_type {
+        swapd_core::market::RateType::Fixed => "fixed: locked until the order expires",
+        swapd_core::market::RateType::Float => "floating: taken when your deposit is exchanged",
+    };
+    html! {
+        section.terms {
+            h2 { "Terms" }
+            dl {
+                dt { "You send" } dd { (view.from.amount) " " (order.from_code) }
+                dt { "You receive" } dd { (view.to.amount) " " (order.to_code) }
+                dt { "To" } dd { code { (order.to_address) }
+                    @if let Some(tag) = &order.to_tag { " (" (tag) ")" } }
+                dt { "Rate" } dd { "1 " (order.from_code) " = " (view.rate) " " (order.to_code) " (" (rate_kind) ")" }
+            }
+        }
+    }
+}
+
+fn timeline(order: &Order, events: &[OrderEvent]) -> Markup {
+    // One entry per status the order reached, at the time it reached it.
+    let mut steps: Vec<(String, i64)> = Vec::new();
+    for event in events {
+        let status = event.data["status"].as_str().unwrap_or_default().to_owned();
+        if steps.last().is_none_or(|(last, _)| *last != status) {
+            steps.push((status, event.created_at_ms / 1000));
+        }
+    }
+    html! {
+        section.timeline {
+            h2 { "What happened" }
+            ol #timeline {
+                @for (status, at) in &steps {
+                    li data-status=(status) { span.when { (utc(*at)) } " " (status_text(status, order)) }
+                }
+            }
+        }
+    }
+}
+
+fn status_text(status: &str, order: &Order) -> String {
+    if status == OrderStatus::New.as_str() {
+        return "Order created".into();
+    }
+    status
+        .parse::<OrderStatus>()
+        .map(|status| {
+            describe(&Order {
+                status,
+                ..order.clone()
+            })
+        })
+        .unwrap_or_else(|_| status.to_owned())
+}
+
+/// `secs` as `2026-11-26 16:05:09 UTC`.
+fn utc(secs: i64) -> String {
+    let Ok(at) = time::OffsetDateTime::from_unix_timestamp(secs) else {
+        return secs.to_string();
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
+}
+
+fn layout(title: &str, main: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                title { (title) }
+                noscript { meta http-equiv="refresh" content="15"; }
+                style { (PreEscaped(STYLE)) }
+            }
+            body { main { (main) } script { (PreEscaped(SCRIPT)) } }
+        }
+    }
+}
+
+/// The page is the order's alone: never cached, never framed, no referrer leaking its link.
+fn with_page_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
+             script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; \
+             base-uri 'none'; frame-ancestors 'none'",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+const STYLE: &str = "
+body{font-family:system-ui,-apple-system,sans-serif;margin:0;background:#f6f7f9;color:#1c2330}
+main{max-width:40rem;margin:0 auto;padding:1rem}
+h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:1.5rem}
+section{background:#fff;border-radius:.6rem;padding:.8rem 1rem;margin:.8rem 0;box-shadow:0 1px 2px #0001}
+code{word-break:break-all;background:#eef1f5;padding:.1rem .3rem;border-radius:.3rem}
+.amount{font-size:1.3rem}.muted{color:#667}.problem{background:#fde8e8;padding:.6rem;border-radius:.4rem}
+.warning{color:#a15c00}button{font:inherit;padding:.45rem .9rem;border-radius:.4rem;border:1px solid #889;background:#fff;cursor:pointer}
+button[type=submit]{background:#1f5eff;color:#fff;border-color:#1f5eff}
+img#qr{display:block;margin:.6rem 0;max-width:100%;height:auto}
+label{display:block;margin:.5rem 0}input[name]{display:block;width:100%;box-sizing:border-box;padding:.4rem;margin-top:.2rem}
+label.choice input{display:inline;width:auto}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.3rem .8rem}dd{margin:0;overflow-wrap:anywhere}
+ol#timeline{padding-left:1.2rem}.when{color:#667;font-size:.85rem}
+";
+
+/// Copy buttons, the countdown, and the live part refreshed from the page itself every two
+/// seconds until the order is final (not while the customer is filling in a form).
+const SCRIPT: &str = r#"
+(function () {
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest("button.copy");
+    if (b && navigator.clipboard) { navigator.clipboard.writeText(b.dataset.copy); b.textContent = "Copied"; }
+  });
+  function tick() {
+    var c = document.getElementById("countdown");
+    if (!c) return;
+    var left = Number(c.dataset.expires) - Math.floor(Date.now() / 1000);
+    if (left <= 0) { c.textContent = "(expired)"; return; }
+    var m = Math.floor(left / 60), s = left % 60;
+    c.textContent = "(" + m + " min " + (s < 10 ? "0" : "") + s + " s left)";
+  }
+  function refresh() {
+    var live = document.getElementById("live");
+    if (!live || live.dataset.final === "true") return;
+    var active = document.activeElement;
+    if (active && active.form) { setTimeout(refresh, 2000); return; }
+    fetch(location.pathname, { cache: "no-store" }).then(function (r) { return r.text(); }).then(function (html) {
+      var next = new DOMParser().parseFromString(html, "text/html").getElementById("live");
+      if (next) { live.replaceWith(next); tick(); }
+    }).catch(function () {}).finally(function () { setTimeout(refresh, 2000); });
+  }
+  tick(); setInterval(tick, 1000); setTimeout(refresh, 2000);
+})();
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn times_are_shown_in_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_795_708_800), "2026-11-26 00:00:00 UTC");
+        assert_eq!(utc(951_825_600 + 86_399), "2000-02-29 23:59:59 UTC");
+    }
+}
