@@ -1,11 +1,12 @@
-//! The hosted order page for the partner's customer (docs/order-page.md): `GET
-//! /o/{orderId}/{token}` shows where and how much to send, the QR code, the countdown, the
-//! rate, and the live timeline; in an emergency it takes the customer's choice through the same
-//! use case as `POST /api/v3/orders/{orderId}/emergency`; in sandbox mode it simulates the
-//! deposit through the sandbox deposit's use case. The token in the link is the order's own (the
-//! order stores its link), so the page needs no API key and shows nothing of any other order.
-//! Server-rendered: everything reads without JavaScript; a little script copies, counts down
-//! and refreshes the live part.
+//! The hosted pages for the partner's customer (docs/order-page.md). `GET
+//! /o/{orderId}/{token}` shows an order: where and how much to send, the QR code, the
+//! countdown, the rate, and the live timeline; in an emergency it takes the customer's choice
+//! through the same use case as `POST /api/v3/orders/{orderId}/emergency`; in sandbox mode it
+//! simulates the deposit through the sandbox deposit's use case. `GET /x/{planId}/{token}` shows
+//! an onchain execution: its status, steps, transactions and what arrived. The token in a link
+//! is the order's (or plan's) own, stored with it, so the pages need no API key and show
+//! nothing of anything else. Server-rendered: everything reads without JavaScript; a little
+//! script copies, counts down and refreshes the live part.
 
 use axum::extract::{Form, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -23,11 +24,24 @@ use swapd_types::sandbox::DepositInput;
 
 use crate::{ApiError, AppState};
 
-/// A new order page link for order `order_id`: `{public_url}/o/{orderId}/{token}`, the token
-/// 128 random bits.
-pub(crate) fn new_link(public_url: &str, order_id: &str) -> String {
+/// What a hosted page shows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Page {
+    /// An offchain order: `/o/…`.
+    Order,
+    /// An onchain execution plan: `/x/…`.
+    Execution,
+}
+
+/// A new page link for `id`: `{public_url}/o/{id}/{token}` (or `/x/`), the token 128 random
+/// bits.
+pub(crate) fn new_link(public_url: &str, page: Page, id: &str) -> String {
+    let prefix = match page {
+        Page::Order => "o",
+        Page::Execution => "x",
+    };
     format!(
-        "{}/o/{order_id}/{}",
+        "{}/{prefix}/{id}/{}",
         public_url.trim_end_matches('/'),
         swapd_core::ids::new_id("")
     )
@@ -38,6 +52,13 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .route("/o/{order_id}/{token}", get(page))
         .route("/o/{order_id}/{token}/emergency", post(choose))
         .route("/o/{order_id}/{token}/deposit", post(deposit))
+        .route("/x/{plan_id}/{token}", get(execution_page))
+}
+
+/// Whether `token` is the one in `link` (a stored page link), compared in constant time.
+fn token_matches(link: Option<&str>, token: &str) -> bool {
+    link.and_then(|url| url.rsplit('/').next())
+        .is_some_and(|own| bool::from(own.as_bytes().ct_eq(token.as_bytes())))
 }
 
 /// The order `id` if `token` is its page token; `None` for anything else (unknown order, wrong
@@ -48,22 +69,17 @@ async fn order_with_token(state: &AppState, id: &str, token: &str) -> Result<Ord
         .order_for_page(id)
         .await
         .map_err(|e| ApiError::from(e).into_response())?;
-    let matches = |order: &Order| {
-        order
-            .page_url
-            .as_deref()
-            .and_then(|url| url.rsplit('/').next())
-            .is_some_and(|own| bool::from(own.as_bytes().ct_eq(token.as_bytes())))
-    };
-    order.filter(matches).ok_or_else(not_found)
+    order
+        .filter(|order| token_matches(order.page_url.as_deref(), token))
+        .ok_or_else(|| not_found("Order"))
 }
 
-fn not_found() -> Response {
+fn not_found(what: &str) -> Response {
     let body = layout(
-        "Order not found",
+        &format!("{what} not found"),
         html! {
-            h1 { "Order not found" }
-            p { "This link is not valid. Ask whoever gave it to you for the order's link again." }
+            h1 { (what) " not found" }
+            p { "This link is not valid. Ask whoever gave it to you for the link again." }
         },
     );
     with_page_headers((StatusCode::NOT_FOUND, Html(body.into_string())).into_response())
@@ -127,7 +143,7 @@ async fn deposit(
         Err(answer) => return answer,
     };
     if state.mode != Mode::Sandbox {
-        return not_found();
+        return not_found("Order");
     }
     let input = DepositInput {
         amount: order.from_amount.clone(),
@@ -186,6 +202,78 @@ async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Respo
         },
     );
     with_page_headers(Html(body.into_string()).into_response())
+}
+
+async fn execution_page(
+    State(state): State<AppState>,
+    Path((id, token)): Path<(String, String)>,
+) -> Response {
+    let plan = match state.store.execution_plan_for_page(&id).await {
+        Ok(plan) => plan.filter(|plan| token_matches(plan.page_url.as_deref(), &token)),
+        Err(error) => return ApiError::from(error).into_response(),
+    };
+    let Some(plan) = plan else {
+        return not_found("Execution");
+    };
+    let view = plan.view(state.clock.now_ms());
+    let body = layout(
+        &format!("Execution {}", plan.id),
+        html! {
+            h1 { "Swap " (view.from_ccy) " → " (view.to_ccy) " onchain" }
+            p.muted { "Execution " code { (view.execution_plan_id) } " with " (view.execution_provider) }
+            div #live data-final=(view.terminal) {
+                section.status {
+                    p { "Status: " strong #status data-status=(view.status.as_str()) {
+                        (execution_text(view.status)) }
+                        @if let Some(detail) = &view.substatus { " (" (detail.replace('_', " ")) ")" } }
+                    @if let (Some(amount), Some(token)) = (&view.received_amount, &view.received_token) {
+                        p { "Arrived: " strong #received { (amount) " " (token) } }
+                    }
+                }
+                section.terms {
+                    h2 { "Terms" }
+                    dl {
+                        dt { "You send" } dd { (view.from_amount) " " (view.from_ccy) }
+                        dt { "You receive" } dd { "about " (view.expected_output_amount) " " (view.to_ccy)
+                            ", at least " (view.min_output_amount) }
+                        dt { "Wallet" } dd { code { (view.wallet_address) } }
+                        @if let Some(recipient) = &view.recipient_address {
+                            dt { "To" } dd { code { (recipient) } }
+                        }
+                        dt { "Report by" } dd { (utc(view.expires_at)) }
+                    }
+                }
+                section.steps {
+                    h2 { "Steps" }
+                    ol #steps { @for step in &plan.steps {
+                        li data-kind=(step.kind) { (step.description) " " span.muted { "(" (step.kind) " on " (step.chain) ")" } }
+                    } }
+                }
+                section.transactions {
+                    h2 { "Transactions" }
+                    @if view.tx_hashes.is_empty() {
+                        p.muted { "None reported yet." }
+                    }
+                    ul #transactions { @for tx in &view.tx_hashes {
+                        li data-role=(tx.role) { (tx.role) " on " (tx.chain) ": " code { (tx.tx_hash) } }
+                    } }
+                }
+            }
+        },
+    );
+    with_page_headers(Html(body.into_string()).into_response())
+}
+
+fn execution_text(status: swapd_core::onchain::ExecutionStatus) -> &'static str {
+    use swapd_core::onchain::ExecutionStatus::*;
+    match status {
+        AwaitingUser => "Waiting for the wallet to sign",
+        Submitted => "Submitted, waiting for the chain",
+        Pending => "In progress",
+        Done => "Done",
+        Failed => "Failed",
+        Expired => "Expired: nothing was reported in time",
+    }
 }
 
 fn is_final(status: OrderStatus) -> bool {

@@ -101,6 +101,9 @@ pub struct ExecutionPlan {
     pub received_amount: Option<String>,
     pub received_token: Option<String>,
     pub updated_at_ms: i64,
+    /// The hosted execution page, its link carrying the plan's page token (docs/order-page.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_url: Option<String>,
     /// When the tracker looks at it next; `None` once terminal.
     pub next_check_at_ms: Option<i64>,
 }
@@ -142,6 +145,8 @@ pub struct NewPlan {
     pub gasless: bool,
     pub steps: Vec<PlanStep>,
     pub provider_state: Option<serde_json::Value>,
+    /// The hosted execution page's link (with its token).
+    pub page_url: Option<String>,
     pub now_ms: i64,
     pub expires_at_ms: i64,
 }
@@ -188,6 +193,7 @@ impl ExecutionPlan {
             received_amount: None,
             received_token: None,
             updated_at_ms: new.now_ms,
+            page_url: new.page_url,
             next_check_at_ms: Some(new.expires_at_ms),
         }
     }
@@ -343,6 +349,7 @@ impl ExecutionPlan {
             expires_at: shown.expires_at_ms / 1000,
             reported_at: shown.reported_at_ms.map(|ms| ms / 1000),
             updated_at: self.updated_at_ms.max(shown.updated_at_ms) / 1000,
+            execution_page_url: shown.page_url,
         }
     }
 }
@@ -626,6 +633,7 @@ mod tests {
             received_amount: None,
             received_token: None,
             updated_at_ms: 0,
+            page_url: None,
             next_check_at_ms: Some(1_000),
         }
     }

@@ -179,6 +179,7 @@ pub fn plan(
         received_amount: None,
         received_token: None,
         updated_at_ms: 10_000,
+        page_url: None,
         next_check_at_ms: Some(10_000),
     }
 }

@@ -1539,6 +1539,7 @@ fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionP
         received_amount: None,
         received_token: None,
         updated_at_ms: now,
+        page_url: None,
         next_check_at_ms: Some(now + 300_000),
     }
 }

@@ -72,6 +72,19 @@ macro_rules! impl_plans {
                 body.map(|body| decode_json(&body)).transpose()
             }
 
+            async fn execution_plan_for_page(
+                &self,
+                id: &str,
+            ) -> Result<Option<ExecutionPlan>, StoreError> {
+                let body: Option<String> =
+                    sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1")
+                        .bind(id)
+                        .fetch_optional(&self.pool)
+                        .await
+                        .map_err(map_sqlx_error)?;
+                body.map(|body| decode_json(&body)).transpose()
+            }
+
             async fn update_execution_plan(
                 &self,
                 plan: &ExecutionPlan,

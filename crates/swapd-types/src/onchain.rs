@@ -162,6 +162,10 @@ pub struct ExecutionPlanView {
     /// `true` when the steps are signatures and a relayer pays the gas.
     pub gasless: bool,
     pub steps: Vec<PlanStep>,
+    /// The hosted page of this execution (status, steps, transactions, what arrived), for a
+    /// human to follow; its link carries a token of this execution alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_page_url: Option<String>,
 }
 
 /// One signature of an execution report.
@@ -230,4 +234,7 @@ pub struct ExecutionView {
     pub expires_at: i64,
     pub reported_at: Option<i64>,
     pub updated_at: i64,
+    /// The hosted page of this execution; see [`ExecutionPlanView::execution_page_url`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_page_url: Option<String>,
 }

@@ -31,6 +31,7 @@ use super::routes::owned_route;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
 use crate::json::Json;
+use crate::order_page::Page;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 use swapd_x402::siwx::Wallet;
@@ -214,6 +215,7 @@ async fn build_plan(
         )
     })?
     .map_err(|e| ApiError::new(ErrorCode::ProviderError, format!("{}: {e}", route.provider)))?;
+    let page_url = crate::order_page::new_link(state.public_url(), Page::Execution, &plan_id);
     Ok(ExecutionPlan::open(NewPlan {
         id: plan_id,
         owner: owner.to_owned(),
@@ -233,6 +235,7 @@ async fn build_plan(
         gasless: !built.steps.is_empty() && built.steps.iter().all(|step| step.signature.is_some()),
         steps: built.steps,
         provider_state: built.provider_state,
+        page_url: Some(page_url),
         now_ms,
         expires_at_ms,
     }))
@@ -260,6 +263,7 @@ fn plan_view(state: &AppState, plan: &ExecutionPlan) -> ExecutionPlanView {
         slippage_bps: plan.slippage_bps,
         gasless: plan.gasless,
         steps: plan.steps.clone(),
+        execution_page_url: plan.page_url.clone(),
     }
 }
 

@@ -146,7 +146,11 @@ pub(crate) async fn create_order(
             .seal(token.as_bytes(), &token_context(&order_id))
     });
 
-    let page_url = crate::order_page::new_link(state.public_url(), &order_id);
+    let page_url = crate::order_page::new_link(
+        state.public_url(),
+        crate::order_page::Page::Order,
+        &order_id,
+    );
     let (order, events) = lifecycle::open(OpenOrder {
         id: order_id,
         owner,

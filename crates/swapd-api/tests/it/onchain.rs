@@ -160,6 +160,23 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
     assert_eq!(data(&awaiting)["substatus"], "awaiting_transaction");
     assert_eq!(data(&awaiting)["terminal"], false);
 
+    // The execution's hosted page, linked from the plan and its status.
+    let page = text(&plan["executionPageUrl"]).to_owned();
+    assert_eq!(data(&awaiting)["executionPageUrl"], page.as_str());
+    assert!(page.starts_with(&format!("{}/x/{id}/", server.base)));
+    let html = |url: String| async move {
+        let response = reqwest::get(&url).await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let (code, shown) = html(page.clone()).await;
+    assert_eq!(code, 200);
+    assert!(shown.contains(r#"data-status="awaiting_user""#), "{shown}");
+    assert!(shown.contains(text(&steps[0]["description"])));
+    assert!(shown.contains("None reported yet."));
+    assert!(!shown.contains(&key.id) && !shown.contains(&token));
+    let (code, _) = html(format!("{}/x/{id}/{}", server.base, "0".repeat(32))).await;
+    assert_eq!(code, 404);
+
     let hash = evm_hash(0x01);
     let resp = report(
         &server,
@@ -198,6 +215,9 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
     assert_eq!(done["receivedToken"], "USDCETH");
     assert_eq!(done["receivedAmount"], card["expectedOutputAmount"]);
     assert_eq!(done["txHashes"].as_array().unwrap().len(), 1);
+    let (_, shown) = html(page.clone()).await;
+    assert!(shown.contains(r#"data-status="done""#), "{shown}");
+    assert!(shown.contains(&hash) && shown.contains(text(&done["receivedAmount"])));
 
     // Terminal: more passes change nothing.
     blocks(&server, 50).await;

@@ -31,6 +31,10 @@ pub trait PlanStore: Send + Sync + 'static {
         owner: &str,
     ) -> Result<Option<ExecutionPlan>, StoreError>;
 
+    /// The plan `id` whoever resolved it: only for the hosted execution page, which checks the
+    /// plan's page token before showing anything.
+    async fn execution_plan_for_page(&self, id: &str) -> Result<Option<ExecutionPlan>, StoreError>;
+
     /// Stores `plan` (whose `version` was increased by one) only if the stored version is still
     /// the one it was read at, completing `finish` in the same transaction when given. `false`:
     /// another writer changed the plan first; nothing was written.
