@@ -9,11 +9,13 @@ use swapd_core::{Clock, Mode, Store};
 
 pub mod business;
 mod client_address;
+pub mod console;
 mod error;
 mod handlers;
 pub mod idempotency;
 pub mod ip_limits;
 mod json;
+pub mod keys;
 mod layers;
 pub mod openapi;
 mod ops;
@@ -88,4 +90,6 @@ pub struct AppParts {
     pub worker_health: swapd_core::health::WorkerHealth,
     /// Replays one webhook subscription may ask for per minute.
     pub replays_per_minute: u32,
+    /// The operator console; `None` when it is off (`/console` answers 404).
+    pub console: Option<Arc<console::Console>>,
 }

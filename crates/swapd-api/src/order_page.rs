@@ -587,7 +587,7 @@ mod tests {
     #[test]
     fn times_are_shown_in_utc() {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_795_708_800), "2026-11-26 00:00:00 UTC");
+        assert_eq!(utc(1_795_651_200), "2026-11-26 00:00:00 UTC");
         assert_eq!(utc(951_825_600 + 86_399), "2000-02-29 23:59:59 UTC");
     }
 }

@@ -36,6 +36,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::business::router(&state))
         .merge(crate::x402::router(&state))
         .merge(crate::order_page::router())
+        .merge(crate::console::router())
         .merge(extra)
         .nest("/api/v3", business)
         .nest("/api/x402", x402)

@@ -1033,6 +1033,47 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
         Some(order.clone())
     );
     assert_eq!(store.order("ord_plain", "key:two").await.unwrap(), None);
+    // The console searches every owner's orders.
+    use swapd_core::store::OrderSearch;
+    let search = |search: OrderSearch| async move { store.search_orders(&search).await.unwrap() };
+    let all = OrderSearch {
+        limit: 10,
+        ..OrderSearch::default()
+    };
+    assert_eq!(search(all.clone()).await, vec![order.clone()]);
+    let by_id = OrderSearch {
+        id: Some("ord_plain".into()),
+        ..all.clone()
+    };
+    assert_eq!(search(by_id).await.len(), 1);
+    for miss in [
+        OrderSearch {
+            owner: Some("key:two".into()),
+            ..all.clone()
+        },
+        OrderSearch {
+            status: Some(swapd_core::orders::OrderStatus::Completed),
+            ..all.clone()
+        },
+        OrderSearch {
+            created_from_ms: Some(now + 1),
+            ..all.clone()
+        },
+        OrderSearch {
+            created_until_ms: Some(now),
+            ..all.clone()
+        },
+    ] {
+        assert!(search(miss.clone()).await.is_empty(), "{miss:?}");
+    }
+    let hit = OrderSearch {
+        owner: Some("key:one".into()),
+        status: Some(order.status),
+        created_from_ms: Some(now),
+        created_until_ms: Some(now + 1),
+        ..all.clone()
+    };
+    assert_eq!(search(hit).await.len(), 1);
     // The hosted page reads it whoever owns it (it checks the page token itself).
     assert_eq!(
         store.order_for_page("ord_plain").await.unwrap(),
@@ -2092,7 +2133,10 @@ async fn queue(
     let key = format!("idem-queue-{}", subscription.id);
     let mut lease = String::new();
     let finish = finish_with(store, &subscription.owner, &key, &mut lease, &response, now).await;
-    store.queue_deliveries(&deliveries, finish).await.unwrap();
+    store
+        .queue_deliveries(&deliveries, Some(finish))
+        .await
+        .unwrap();
     deliveries.into_iter().map(|d| d.id).collect()
 }
 
@@ -2471,6 +2515,13 @@ pub async fn x402_settlements_happen_once_and_payments_buy_one_call(store: &Arc<
         begin("0xnonce", "idem-1", "node-a", now).await,
         PurchaseStep::Used
     );
+    // The console lists what was received, newest first.
+    let received = store.recent_purchases(10).await.unwrap();
+    let served = received.iter().find(|p| p.nonce == "0xnonce").unwrap();
+    assert_eq!(served.payer, "0xpayer");
+    assert_eq!(served.state, "served");
+    assert_eq!(served.transaction.as_deref(), Some("0xtx"));
+    assert_eq!(store.recent_purchases(1).await.unwrap().len(), 1);
 
     // A refused payment moved nothing: forgotten, it may be presented again.
     assert_eq!(

@@ -156,6 +156,28 @@ macro_rules! impl_orders {
                 body.map(|body| decode_json(&body)).transpose()
             }
 
+            async fn search_orders(
+                &self,
+                search: &swapd_core::store::OrderSearch,
+            ) -> Result<Vec<Order>, StoreError> {
+                let bodies: Vec<String> = sqlx::query_scalar(
+                    "SELECT body FROM orders WHERE ($1 IS NULL OR id = $1) \
+                     AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR owner = $3) \
+                     AND ($4 IS NULL OR created_at >= $4) AND ($5 IS NULL OR created_at < $5) \
+                     ORDER BY created_at DESC, id LIMIT $6",
+                )
+                .bind(search.id.as_deref())
+                .bind(search.status.map(|s| s.as_str()))
+                .bind(search.owner.as_deref())
+                .bind(search.created_from_ms)
+                .bind(search.created_until_ms)
+                .bind(i64::from(search.limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                bodies.iter().map(|body| decode_json(body)).collect()
+            }
+
             async fn update_order(
                 &self,
                 order: &Order,

@@ -353,7 +353,7 @@ macro_rules! impl_webhooks {
             async fn queue_deliveries(
                 &self,
                 deliveries: &[QueuedDelivery],
-                finish: IdempotentFinish<'_>,
+                finish: Option<IdempotentFinish<'_>>,
             ) -> Result<(), StoreError> {
                 let mut tx = self.write_tx().await?;
                 for delivery in deliveries {
@@ -371,7 +371,9 @@ macro_rules! impl_webhooks {
                     .await
                     .map_err(map_sqlx_error)?;
                 }
-                finish_idempotent_in!(tx, finish);
+                if let Some(finish) = finish {
+                    finish_idempotent_in!(tx, finish);
+                }
                 let works = [swapd_core::wakeup::Work::Deliveries];
                 <$store>::announce_in(&mut tx, &works).await?;
                 tx.commit().await.map_err(map_sqlx_error)?;

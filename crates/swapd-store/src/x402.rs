@@ -201,6 +201,33 @@ macro_rules! impl_x402 {
                 .map_err(map_sqlx_error)
             }
 
+            async fn recent_purchases(
+                &self,
+                limit: u32,
+            ) -> Result<Vec<swapd_core::store::PurchaseRecord>, StoreError> {
+                let rows: Vec<(String, String, String, String, Option<String>, i64)> = sqlx::query_as(
+                    "SELECT payer, nonce, resource, state, tx_hash, created_at FROM x402_purchases \
+                     ORDER BY created_at DESC, payer, nonce LIMIT $1",
+                )
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(payer, nonce, resource, state, transaction, created_at_ms)| {
+                        swapd_core::store::PurchaseRecord {
+                            payer,
+                            nonce,
+                            resource,
+                            state,
+                            transaction,
+                            created_at_ms,
+                        }
+                    })
+                    .collect())
+            }
+
             async fn release_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
                 sqlx::query(
                     "UPDATE x402_purchases SET lease_until = 0, lease_holder = NULL \

@@ -563,6 +563,13 @@ impl Runtime {
             Sharing::Redis(redis) => ip_limits.shared(redis.clone()),
             Sharing::Local | Sharing::Database => ip_limits,
         };
+        let console = (!config.console.password_hash.is_empty()).then(|| {
+            Arc::new(swapd_api::console::Console::new(
+                &config.console.password_hash,
+                &self.master_key,
+                &config.public_url,
+            ))
+        });
         AppState::new(swapd_api::AppParts {
             store: self.store.clone(),
             clock: self.clock.clone(),
@@ -584,6 +591,7 @@ impl Runtime {
             request_timeout: Duration::from_millis(config.security.request_timeout_ms),
             worker_health: self.worker_health.clone(),
             replays_per_minute: config.webhooks.replays_per_minute,
+            console,
         })
     }
 

@@ -52,6 +52,9 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The operator console (`/console`).
+    #[command(subcommand)]
+    Console(ConsoleCommand),
     /// Write the OpenAPI documents of both surfaces (or check the committed ones).
     #[command(
         after_help = "Examples:\n  swapd openapi --out openapi\n  swapd openapi --out openapi --check"
@@ -64,6 +67,14 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConsoleCommand {
+    /// Read the operator password from standard input (one line) and print its argon2 hash for
+    /// `console.password_hash` (env SWAPD_CONSOLE__PASSWORD_HASH).
+    #[command(after_help = "Example:\n  printf '%s' \"$PASSWORD\" | swapd console hash-password")]
+    HashPassword,
 }
 
 #[derive(Debug, Args)]

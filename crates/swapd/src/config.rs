@@ -52,6 +52,16 @@ pub struct Config {
     pub mail: MailConfig,
     pub webhooks: WebhooksConfig,
     pub shared: SharedConfig,
+    pub console: ConsoleConfig,
+}
+
+/// The operator console at `/console` (docs/operations.md, "The console").
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleConfig {
+    /// The operator password's argon2 hash (PHC string, from `swapd console hash-password`).
+    /// Empty: the console is off and `/console` answers 404.
+    pub password_hash: String,
 }
 
 /// Where several nodes keep the state every request touches (docs/operations.md, "Several
@@ -380,13 +390,14 @@ impl Default for Config {
                 redis_url: String::new(),
                 redis_prefix: "swapd".into(),
             },
+            console: ConsoleConfig::default(),
         }
     }
 }
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 18] = [
+const ENV_KEYS: [&str; 19] = [
     "mode",
     "listen",
     "data_dir",
@@ -405,6 +416,7 @@ const ENV_KEYS: [&str; 18] = [
     "mail",
     "webhooks",
     "shared",
+    "console",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -501,6 +513,10 @@ impl Config {
         if !self.master_key.is_empty() {
             swapd_core::secrets::MasterKey::from_hex(&self.master_key)
                 .map_err(|e| setting("master_key", e.to_string()))?;
+        }
+        if !self.console.password_hash.is_empty() {
+            swapd_api::console::Console::check_hash(&self.console.password_hash)
+                .map_err(|p| setting("console.password_hash", p))?;
         }
         if self.log.level.trim().is_empty() {
             return Err(setting(
@@ -885,6 +901,7 @@ impl Config {
             &mut shown.providers.zerox.api_key,
             &mut shown.providers.relay.api_key,
             &mut shown.providers.jupiter.api_key,
+            &mut shown.console.password_hash,
         ] {
             if !secret.is_empty() {
                 *secret = REDACTED.into();

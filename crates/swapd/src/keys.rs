@@ -4,8 +4,6 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
 
-use swapd_api::business::guards::{KEY_CACHE_TTL_MS, Sharing};
-
 use crate::app::Runtime;
 use crate::cli::{CreateKeyArgs, KeysCommand};
 
@@ -41,18 +39,12 @@ pub async fn run(runtime: &Runtime, command: KeysCommand) -> anyhow::Result<()> 
         }
         KeysCommand::Revoke { id, json } => {
             let now = runtime.clock.now_ms();
-            let Some(key) = runtime.store.revoke_api_key(&id, now).await? else {
+            let sharing = runtime.sharing().await?;
+            let revoked =
+                swapd_api::keys::revoke(runtime.store.as_ref(), &sharing, &id, now).await?;
+            let Some(key) = revoked else {
                 bail!("no API key `{id}` (list them with `swapd keys list`)");
             };
-            // With Redis, every node forgets the key now instead of within its cache's life.
-            if let Sharing::Redis(redis) = runtime.sharing().await? {
-                redis.publish_revoked(&key.id).await.with_context(|| {
-                    format!(
-                        "the key is revoked, but the nodes could not be told at once; they stop accepting it within {} s",
-                        KEY_CACHE_TTL_MS / 1000
-                    )
-                })?;
-            }
             print_key(&key, json)
         }
     }
@@ -73,8 +65,13 @@ async fn create(runtime: &Runtime, args: CreateKeyArgs) -> anyhow::Result<()> {
         limits,
     )
     .context("invalid key policy")?;
-    let issued = ApiKey::issue(policy, &runtime.master_key, runtime.clock.now_ms());
-    runtime.store.insert_api_key(&issued.key).await?;
+    let issued = swapd_api::keys::issue(
+        runtime.store.as_ref(),
+        &runtime.master_key,
+        policy,
+        runtime.clock.now_ms(),
+    )
+    .await?;
     let mut record = describe(&issued.key);
     record["apiSecret"] = Value::String(issued.secret.clone());
     if args.json {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::Parser;
 use swapd::app::{App, Roles, Runtime, cancel_on_signal, open_store};
-use swapd::cli::{Cli, Command, ConfigCommand};
+use swapd::cli::{Cli, Command, ConfigCommand, ConsoleCommand};
 use swapd::config::Config;
 use swapd::{keys, logging};
 use swapd_core::Mode;
@@ -52,6 +52,20 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Keys(command) => keys::run(&Runtime::open(config).await?, command).await,
+        Command::Console(ConsoleCommand::HashPassword) => {
+            let mut password = String::new();
+            std::io::stdin()
+                .read_line(&mut password)
+                .context("cannot read the password from standard input")?;
+            let password = password.trim_end_matches(['\r', '\n']);
+            if password.chars().count() < 12 {
+                anyhow::bail!("the operator password must have at least 12 characters");
+            }
+            let hash =
+                swapd_api::console::Console::hash_password(password).map_err(anyhow::Error::msg)?;
+            println!("{hash}");
+            Ok(())
+        }
         Command::Config(ConfigCommand::Show) => {
             print!("{}", config.redacted_toml());
             Ok(())

@@ -274,7 +274,6 @@ pub(crate) async fn replay(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<ReplayInput>,
 ) -> Result<Response, ApiError> {
-    let owner = caller.scope();
     let now_ms = state.clock.now_ms();
     let selection = match (&input.event_id, input.since) {
         (Some(event_id), None) if input.until.is_none() && input.limit.is_none() => {
@@ -302,7 +301,20 @@ pub(crate) async fn replay(
             ));
         }
     };
-    let subscription = load(&state, &owner, &id).await?;
+    replay_selected(&state, &caller.scope(), &id, &selection, Some(&claim)).await
+}
+
+/// Queues the replay of `selection` to `owner`'s subscription `id`, for the API (with the
+/// request's idempotency claim) and the operator console: the same checks and limits.
+pub(crate) async fn replay_selected(
+    state: &AppState,
+    owner: &str,
+    id: &str,
+    selection: &ReplaySelection,
+    claim: Option<&IdempotencyClaim>,
+) -> Result<Response, ApiError> {
+    let now_ms = state.clock.now_ms();
+    let subscription = load(state, owner, id).await?;
     if subscription.status != SubscriptionStatus::Active {
         return Err(ApiError::new(
             ErrorCode::WebhookDisabled,
@@ -333,9 +345,9 @@ pub(crate) async fn replay(
     }
     let events = state
         .store
-        .replay_events(&owner, &selection, &subscription.events)
+        .replay_events(owner, selection, &subscription.events)
         .await?;
-    if let ReplaySelection::Event(event_id) = &selection
+    if let ReplaySelection::Event(event_id) = selection
         && events.is_empty()
     {
         return Err(ApiError::new(
@@ -352,7 +364,7 @@ pub(crate) async fn replay(
             id: ids::new_id("dlv_"),
             subscription_id: subscription.id.clone(),
             event_id: event_id.clone(),
-            owner: owner.clone(),
+            owner: owner.to_owned(),
             created_at_ms: now_ms,
         })
         .collect();
@@ -375,7 +387,7 @@ pub(crate) async fn replay(
     };
     state
         .store
-        .queue_deliveries(&queued, claim.finish(&response))
+        .queue_deliveries(&queued, claim.map(|claim| claim.finish(&response)))
         .await?;
     Ok(committed(json_response(StatusCode::ACCEPTED, body)))
 }

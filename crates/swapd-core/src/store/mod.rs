@@ -19,12 +19,12 @@ use async_trait::async_trait;
 pub use idempotency::{IdempotencyStore, IdempotentFinish, KeyHold};
 pub use jobs::JobStore;
 pub use keys::{KeyStore, NonceOutcome, NonceRecord};
-pub use orders::OrderStore;
+pub use orders::{OrderSearch, OrderStore};
 pub use plans::PlanStore;
 pub use quotes::{EXPIRED_RETENTION_MS, QuoteStore, RateObservation};
 pub use sandbox::{SandboxChainStore, SandboxDeposit, SandboxTransfer};
 pub use webhooks::WebhookStore;
-pub use x402::{WindowDecision, X402Settlement, X402Store};
+pub use x402::{PurchaseRecord, WindowDecision, X402Settlement, X402Store};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

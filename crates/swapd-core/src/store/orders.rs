@@ -7,6 +7,18 @@ use super::{IdempotentFinish, StoreError};
 use crate::market::routes::RedeemError;
 use crate::orders::{Order, OrderEvent};
 
+/// What the operator console searches orders by (every field optional); newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrderSearch {
+    pub id: Option<String>,
+    pub status: Option<crate::orders::OrderStatus>,
+    /// The caller scope that created them (`key:<id>`, `wallet:<address>`).
+    pub owner: Option<String>,
+    pub created_from_ms: Option<i64>,
+    pub created_until_ms: Option<i64>,
+    pub limit: u32,
+}
+
 #[async_trait]
 pub trait OrderStore: Send + Sync + 'static {
     /// Creates `order` with its first `events` and completes the request's idempotency record,
@@ -29,6 +41,10 @@ pub trait OrderStore: Send + Sync + 'static {
     /// order's page token before showing anything (never an API handler: they read with
     /// [`OrderStore::order`]).
     async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError>;
+
+    /// The orders matching `search` across every owner, newest first: only for the operator
+    /// console.
+    async fn search_orders(&self, search: &OrderSearch) -> Result<Vec<Order>, StoreError>;
 
     /// Stores `order` (whose `version` was increased by one) with its `events`, only if the
     /// stored version is still the one it was read at, completing `finish` in the same

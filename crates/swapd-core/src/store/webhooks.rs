@@ -61,12 +61,12 @@ pub trait WebhookStore: Send + Sync + 'static {
         types: &[EventType],
     ) -> Result<Vec<(String, EventType)>, StoreError>;
 
-    /// Queues replay deliveries and completes the request's idempotency record, in one
-    /// transaction.
+    /// Queues replay deliveries and completes the request's idempotency record (when given), in
+    /// one transaction.
     async fn queue_deliveries(
         &self,
         deliveries: &[QueuedDelivery],
-        finish: IdempotentFinish<'_>,
+        finish: Option<IdempotentFinish<'_>>,
     ) -> Result<(), StoreError>;
 
     /// The newest `limit` deliveries of a subscription of `owner`, with their attempts.

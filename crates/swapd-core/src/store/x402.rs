@@ -19,6 +19,19 @@ pub struct X402Settlement {
     pub settled_at_ms: i64,
 }
 
+/// A payment as the operator console lists it: what it bought and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurchaseRecord {
+    pub payer: String,
+    pub nonce: String,
+    /// The request it paid for (URL).
+    pub resource: String,
+    /// `settling`, `settled` (the call is owed) or `served`.
+    pub state: String,
+    pub transaction: Option<String>,
+    pub created_at_ms: i64,
+}
+
 /// What [`X402Store::consume_window`] decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowDecision {
@@ -71,6 +84,9 @@ pub trait X402Store: Send + Sync + 'static {
 
     /// The call was answered: the payment is spent.
     async fn purchase_served(&self, payer: &str, nonce: &str) -> Result<(), StoreError>;
+
+    /// The newest `limit` payments received, whatever they bought: for the operator console.
+    async fn recent_purchases(&self, limit: u32) -> Result<Vec<PurchaseRecord>, StoreError>;
 
     /// Ends the attempt without finishing the purchase (its outcome unknown, or its call
     /// failed), so that the same payment presented again carries on at once.

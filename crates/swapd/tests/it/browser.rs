@@ -154,3 +154,132 @@ async fn the_order_page_runs_an_order_and_an_emergency_in_chromium() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+/// A webhook receiver: the event ids it was sent, in order.
+async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let log = log.clone();
+            async move {
+                let event: Value = serde_json::from_slice(&body).unwrap_or_default();
+                log.lock()
+                    .unwrap()
+                    .push(event["id"].as_str().unwrap_or_default().to_owned());
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn the_console_manages_keys_and_replays_a_delivery_in_chromium() {
+    if let Some(reason) = missing() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "browser test cannot run under CI: {reason}"
+        );
+        eprintln!("skipping the browser test: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let password = "correct horse battery staple";
+    let mut hashing = swapd(dir.path())
+        .args(["console", "hash-password"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    writeln!(hashing.stdin.take().unwrap(), "{password}").unwrap();
+    let hashed = hashing.wait_with_output().unwrap();
+    assert!(hashed.status.success());
+    let hash = String::from_utf8(hashed.stdout).unwrap().trim().to_owned();
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+
+    let key = create_key(dir.path(), "orders:create,orders:read,webhooks:write");
+    let (mut server, base, _log) = serve_watched(
+        swapd(dir.path())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("SWAPD_CONSOLE__PASSWORD_HASH", &hash),
+    );
+    let client = BusinessClient::new(
+        &base,
+        Credentials::new(
+            key["apiKey"].as_str().unwrap(),
+            key["apiSecret"].as_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    let (hook, seen) = receiver().await;
+    client
+        .send(
+            Method::POST,
+            "/api/v3/webhooks",
+            &[],
+            Some(&json!({"url": hook, "events": ["order.created"]})),
+        )
+        .await
+        .unwrap();
+    create(&client).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the event was not delivered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-artifacts");
+    let run = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/browser/console.py"
+        ))
+        .args(["--base", &base, "--password", password])
+        .arg("--artifacts")
+        .arg(&artifacts)
+        .env("SWAPD_TEST_CHROMIUM", chromium())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(
+        run.status.success(),
+        "the console's browser checks failed:\n{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let created: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+
+    // The key the console created and revoked: known to the API, and refused as revoked.
+    let revoked = BusinessClient::new(
+        &base,
+        Credentials::new(
+            created["key"].as_str().unwrap(),
+            created["secret"].as_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    let refused = revoked
+        .send(Method::GET, "/api/v3", &[], None::<&()>)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some(swapd_types::ErrorCode::ApiKeyRevoked));
+    // The replayed delivery arrived: the same event twice.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let events = seen.lock().unwrap().clone();
+        if events.len() >= 2 && events[1..].contains(&events[0]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no replay arrived: {events:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(artifacts.join("console-keys.png").exists());
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

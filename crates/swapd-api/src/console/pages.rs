@@ -1,0 +1,581 @@
+//! The console's pages: API keys, orders, webhooks and their deliveries, providers, x402
+//! payments. Reads go to the store; every change is the API's or the CLI's use case.
+
+use axum::extract::{Form, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use maud::{Markup, html};
+use serde::Deserialize;
+use strum::VariantArray;
+use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
+use swapd_core::orders::OrderStatus;
+use swapd_core::store::OrderSearch;
+use swapd_core::webhooks::ReplaySelection;
+use swapd_types::Permission;
+
+use super::{CsrfOnly, Operator, forged, layout, page_headers, refused};
+use crate::AppState;
+
+pub(super) fn router() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/console/keys", get(keys).post(create_key))
+        .route("/console/keys/{id}/revoke", post(revoke_key))
+        .route("/console/orders", get(orders))
+        .route("/console/orders/{id}", get(order))
+        .route("/console/webhooks", get(webhooks))
+        .route("/console/webhooks/{id}", get(deliveries))
+        .route("/console/webhooks/{id}/replay", post(replay))
+        .route("/console/providers", get(providers))
+        .route("/console/payments", get(payments))
+}
+
+fn page(title: &str, operator: &Operator, main: Markup) -> Response {
+    page_headers(Html(layout(title, Some(operator), main).into_string()).into_response())
+}
+
+fn failed(error: impl std::fmt::Display) -> Response {
+    tracing::error!(%error, "console page failed");
+    refused(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "The database could not be read; retry.",
+    )
+}
+
+fn when(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    time::OffsetDateTime::from_unix_timestamp(secs).map_or_else(
+        |_| secs.to_string(),
+        |t| {
+            format!(
+                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second()
+            )
+        },
+    )
+}
+
+// --- API keys -----------------------------------------------------------------------------
+
+async fn keys(State(state): State<AppState>, operator: Operator) -> Response {
+    keys_page(&state, &operator, None, None).await
+}
+
+async fn keys_page(
+    state: &AppState,
+    operator: &Operator,
+    created: Option<(&ApiKey, &str)>,
+    problem: Option<&str>,
+) -> Response {
+    let all = match state.store.list_api_keys().await {
+        Ok(all) => all,
+        Err(error) => return failed(error),
+    };
+    let defaults = RateLimits::default();
+    page(
+        "API keys",
+        operator,
+        html! {
+            h1 { "API keys" }
+            @if let Some(problem) = problem { p.problem role="alert" { (problem) } }
+            @if let Some((key, secret)) = created {
+                section.secret #created {
+                    p { "Created " strong { (key.policy.name()) } ". The secret is shown only now: store it safely." }
+                    p { "apiKey: " code #new-key { (key.id) } }
+                    p { "apiSecret: " code #new-secret { (secret) } }
+                }
+            }
+            table #keys {
+                tr { th { "Key" } th { "Name" } th { "Status" } th { "Permissions" } th { "Created" } th {} }
+                @for key in &all {
+                    tr data-key=(key.id) {
+                        td { code { (key.id) } }
+                        td { (key.policy.name()) }
+                        td.status { (key.status) }
+                        td { (key.policy.permissions().iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")) }
+                        td { (when(key.created_at_ms)) }
+                        td { @if key.is_active() {
+                            form method="post" action=(format!("/console/keys/{}/revoke", key.id)) {
+                                input type="hidden" name="csrf" value=(operator.csrf);
+                                button type="submit" { "Revoke" }
+                            }
+                        } }
+                    }
+                }
+            }
+            section {
+                h2 { "Create a key" }
+                form #create-key method="post" action="/console/keys" {
+                    input type="hidden" name="csrf" value=(operator.csrf);
+                    label { "Name " input name="name" required maxlength="64"; }
+                    fieldset { legend { "Permissions" }
+                        @for permission in Permission::VARIANTS {
+                            label { input type="checkbox" name="permission" value=(permission.as_str()); " " (permission.as_str()) }
+                        }
+                    }
+                    label { "Allowed IP ranges (comma-separated CIDR; empty: any) " input name="ipAllow"; }
+                    label { "Allowed browser origins (comma-separated; empty: none) " input name="origins"; }
+                    label { "Requests per minute " input name="perMinute" type="number" min="1" value=(defaults.per_minute); }
+                    label { "Requests per hour " input name="perHour" type="number" min="1" value=(defaults.per_hour); }
+                    label { "Weight per hour " input name="weightPerHour" type="number" min="1" value=(defaults.weight_per_hour); }
+                    button type="submit" { "Create" }
+                }
+            }
+        },
+    )
+}
+
+/// The create form's fields: repeated `permission` values, so read as pairs.
+async fn create_key(
+    State(state): State<AppState>,
+    operator: Operator,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.trim())
+            .unwrap_or_default()
+    };
+    if !operator.sent(field("csrf")) {
+        return forged();
+    }
+    let list = |name: &str| -> Vec<String> {
+        field(name)
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let permissions: Result<Vec<Permission>, _> = fields
+        .iter()
+        .filter(|(key, _)| key == "permission")
+        .map(|(_, value)| value.parse::<Permission>())
+        .collect();
+    let number = |name: &str, default: u32| -> Result<u32, String> {
+        match field(name) {
+            "" => Ok(default),
+            text => text
+                .parse()
+                .map_err(|_| format!("{name} must be a whole number")),
+        }
+    };
+    let defaults = RateLimits::default();
+    let limits = (|| {
+        Ok::<_, String>(RateLimits {
+            per_minute: number("perMinute", defaults.per_minute)?,
+            per_hour: number("perHour", defaults.per_hour)?,
+            weight_per_hour: number("weightPerHour", defaults.weight_per_hour)?,
+        })
+    })();
+    let policy = match (permissions, limits) {
+        (Ok(permissions), Ok(limits)) => ApiKeyPolicy::new(
+            field("name"),
+            permissions,
+            &list("ipAllow"),
+            &list("origins"),
+            limits,
+        )
+        .map_err(|e| e.to_string()),
+        (Err(_), _) => Err("unknown permission".to_owned()),
+        (_, Err(problem)) => Err(problem),
+    };
+    let policy = match policy {
+        Ok(policy) => policy,
+        Err(problem) => {
+            let mut response = keys_page(&state, &operator, None, Some(&problem)).await;
+            *response.status_mut() = StatusCode::BAD_REQUEST;
+            return response;
+        }
+    };
+    let now = state.clock.now_ms();
+    match crate::keys::issue(state.store.as_ref(), &state.master_key, policy, now).await {
+        Ok(issued) => {
+            tracing::info!(key = %issued.key.id, "API key created in the console");
+            keys_page(&state, &operator, Some((&issued.key, &issued.secret)), None).await
+        }
+        Err(error) => failed(error),
+    }
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfOnly>,
+) -> Response {
+    if !operator.sent(&form.csrf) {
+        return forged();
+    }
+    let now = state.clock.now_ms();
+    match crate::keys::revoke(state.store.as_ref(), state.guards.sharing(), &id, now).await {
+        Ok(Some(key)) => {
+            tracing::info!(key = %key.id, "API key revoked in the console");
+            page_headers(axum::response::Redirect::to("/console/keys").into_response())
+        }
+        Ok(None) => refused(StatusCode::NOT_FOUND, "No such API key."),
+        Err(error) => refused(StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
+    }
+}
+
+// --- Orders -------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OrderQuery {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    status: String,
+    /// An API key id (`key_…`) or a wallet address.
+    #[serde(default)]
+    owner: String,
+    /// `YYYY-MM-DD` (UTC).
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    until: String,
+}
+
+fn day_ms(text: &str) -> Result<Option<i64>, String> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let refuse = || format!("`{text}` is not a date (YYYY-MM-DD)");
+    let mut parts = text.splitn(3, '-').map(str::parse::<u16>);
+    let (Some(Ok(year)), Some(Ok(month)), Some(Ok(day))) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(refuse());
+    };
+    let month = u8::try_from(month)
+        .ok()
+        .and_then(|m| time::Month::try_from(m).ok());
+    let day = u8::try_from(day).ok();
+    let (Some(month), Some(day)) = (month, day) else {
+        return Err(refuse());
+    };
+    time::Date::from_calendar_date(i32::from(year), month, day)
+        .map(|date| Some(date.midnight().assume_utc().unix_timestamp() * 1000))
+        .map_err(|_| refuse())
+}
+
+async fn orders(
+    State(state): State<AppState>,
+    operator: Operator,
+    Query(query): Query<OrderQuery>,
+) -> Response {
+    let status = match query.status.as_str() {
+        "" => Ok(None),
+        text => text
+            .parse::<OrderStatus>()
+            .map(Some)
+            .map_err(|_| format!("unknown status `{text}`")),
+    };
+    let owner = match query.owner.trim() {
+        "" => None,
+        key if key.starts_with("key_") => Some(format!("key:{key}")),
+        wallet => Some(format!("wallet:{wallet}")),
+    };
+    let search = (|| {
+        Ok::<_, String>(OrderSearch {
+            id: Some(query.id.trim().to_owned()).filter(|id| !id.is_empty()),
+            status: status?,
+            owner,
+            created_from_ms: day_ms(query.from.trim())?,
+            created_until_ms: day_ms(query.until.trim())?.map(|ms| ms + 86_400_000),
+            limit: 100,
+        })
+    })();
+    let (found, problem) = match search {
+        Ok(search) => match state.store.search_orders(&search).await {
+            Ok(found) => (found, None),
+            Err(error) => return failed(error),
+        },
+        Err(problem) => (Vec::new(), Some(problem)),
+    };
+    page(
+        "Orders",
+        &operator,
+        html! {
+            h1 { "Orders" }
+            form #search method="get" action="/console/orders" {
+                label { "Order id " input name="id" value=(query.id); }
+                label { "Status " select name="status" {
+                    option value="" { "any" }
+                    @for status in OrderStatus::VARIANTS {
+                        option value=(status.as_str()) selected[query.status == status.as_str()] { (status.as_str()) }
+                    }
+                } }
+                label { "API key or wallet " input name="owner" value=(query.owner); }
+                label { "Created from (UTC) " input type="date" name="from" value=(query.from); }
+                label { "until " input type="date" name="until" value=(query.until); }
+                button type="submit" { "Search" }
+            }
+            @if let Some(problem) = problem { p.problem role="alert" { (problem) } }
+            p.muted { (found.len()) " found (at most 100, newest first)" }
+            table #orders {
+                tr { th { "Order" } th { "Status" } th { "Pair" } th { "Amount" } th { "Owner" } th { "Created" } }
+                @for order in &found {
+                    tr {
+                        td { a href=(format!("/console/orders/{}", order.id)) { code { (order.id) } } }
+                        td { (order.status.as_str()) }
+                        td { (order.from_code) " → " (order.to_code) }
+                        td { (order.from_amount) }
+                        td { code { (order.owner) } }
+                        td { (when(order.created_at_ms)) }
+                    }
+                }
+            }
+        },
+    )
+}
+
+async fn order(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path(id): Path<String>,
+) -> Response {
+    let order = match state.store.order_for_page(&id).await {
+        Ok(Some(order)) => order,
+        Ok(None) => return refused(StatusCode::NOT_FOUND, "No such order."),
+        Err(error) => return failed(error),
+    };
+    let events = match state.store.order_events(&id).await {
+        Ok(events) => events,
+        Err(error) => return failed(error),
+    };
+    // Its webhook deliveries: those of its owner's subscriptions for its events.
+    let mut deliveries = Vec::new();
+    match state.store.subscriptions(&order.owner).await {
+        Ok(subscriptions) => {
+            for subscription in subscriptions {
+                match state
+                    .store
+                    .deliveries(&subscription.id, &order.owner, 100)
+                    .await
+                {
+                    Ok(found) => deliveries.extend(
+                        found
+                            .into_iter()
+                            .filter(|d| events.iter().any(|e| e.id == d.event_id)),
+                    ),
+                    Err(error) => return failed(error),
+                }
+            }
+        }
+        Err(error) => return failed(error),
+    }
+    let view = order.view();
+    page(
+        &format!("Order {id}"),
+        &operator,
+        html! {
+            h1 { "Order " code { (order.id) } }
+            section {
+                p { "Status: " strong #order-status { (view.status) } " · " (order.from_amount) " " (order.from_code) " → " (view.to.amount) " " (order.to_code) " · " (order.provider) }
+                p { "Owner: " code { (order.owner) } " · created " (when(order.created_at_ms)) }
+                p { "Deposit address: " code { (order.deposit_address) } }
+                @if let Some(link) = &order.page_url { p { a href=(link) { "Order page" } } }
+            }
+            h2 { "Deposits" }
+            table { tr { th { "Transaction" } th { "Amount" } th { "Confirmations" } th { "Seen" } }
+                @for deposit in &order.deposits {
+                    tr { td { code { (deposit.tx_id) } } td { (deposit.amount) } td { (deposit.confirmations) " / " (deposit.required_confirmations) } td { (when(deposit.seen_at_ms)) } }
+                } }
+            h2 { "Events" }
+            table #events { tr { th { "#" } th { "Event" } th { "Status" } th { "At" } th { "E-mail" } }
+                @for event in &events {
+                    tr { td { (event.sequence) } td { code { (event.id) } " " (event.event_type.as_str()) }
+                        td { (event.data["status"].as_str().unwrap_or_default()) } td { (when(event.created_at_ms)) }
+                        td { (event.notify_email.clone().unwrap_or_default()) } }
+                } }
+            h2 { "Webhook deliveries" }
+            (delivery_table(&deliveries, None))
+        },
+    )
+}
+
+// --- Webhooks -----------------------------------------------------------------------------
+
+async fn webhooks(State(state): State<AppState>, operator: Operator) -> Response {
+    let keys = match state.store.list_api_keys().await {
+        Ok(keys) => keys,
+        Err(error) => return failed(error),
+    };
+    let mut all = Vec::new();
+    for key in &keys {
+        match state.store.subscriptions(&format!("key:{}", key.id)).await {
+            Ok(found) => all.extend(found),
+            Err(error) => return failed(error),
+        }
+    }
+    page(
+        "Webhooks",
+        &operator,
+        html! {
+            h1 { "Webhook subscriptions" }
+            table #subscriptions {
+                tr { th { "Subscription" } th { "Owner" } th { "URL" } th { "Events" } th { "Status" } }
+                @for subscription in &all {
+                    tr {
+                        td { a href=(format!("/console/webhooks/{}?owner={}", subscription.id, subscription.owner)) { code { (subscription.id) } } }
+                        td { code { (subscription.owner) } }
+                        td { (subscription.url) }
+                        td { (subscription.events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")) }
+                        td { (format!("{:?}", subscription.status).to_lowercase())
+                            @if let Some(reason) = &subscription.disabled_reason { " (" (reason) ")" } }
+                    }
+                }
+            }
+        },
+    )
+}
+
+#[derive(Deserialize)]
+struct OwnerQuery {
+    #[serde(default)]
+    owner: String,
+}
+
+async fn deliveries(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path(id): Path<String>,
+    Query(query): Query<OwnerQuery>,
+) -> Response {
+    deliveries_page(&state, &operator, &id, &query.owner, None).await
+}
+
+async fn deliveries_page(
+    state: &AppState,
+    operator: &Operator,
+    id: &str,
+    owner: &str,
+    notice: Option<&str>,
+) -> Response {
+    let found = match state.store.deliveries(id, owner, 100).await {
+        Ok(found) => found,
+        Err(error) => return failed(error),
+    };
+    page(
+        "Deliveries",
+        operator,
+        html! {
+            h1 { "Deliveries of " code { (id) } }
+            @if let Some(notice) = notice { p.secret #notice role="status" { (notice) } }
+            (delivery_table(&found, Some((operator, id, owner))))
+        },
+    )
+}
+
+/// Deliveries with their attempts; with `replay`, a replay button per delivery.
+fn delivery_table(
+    deliveries: &[swapd_core::webhooks::Delivery],
+    replay: Option<(&Operator, &str, &str)>,
+) -> Markup {
+    html! {
+        table #deliveries {
+            tr { th { "Delivery" } th { "Event" } th { "Kind" } th { "Status" } th { "Attempts" } th { "Last answer" } th { "Created" } th {} }
+            @for delivery in deliveries {
+                tr {
+                    td { code { (delivery.id) } }
+                    td { code { (delivery.event_id) } }
+                    td { (delivery.kind) }
+                    td { (format!("{:?}", delivery.status).to_lowercase()) }
+                    td { (delivery.attempts) }
+                    td { @if let Some(code) = delivery.last_status_code { (code) } " " (delivery.last_error.clone().unwrap_or_default()) }
+                    td { (when(delivery.created_at_ms)) }
+                    td { @if let Some((operator, id, owner)) = replay {
+                        form method="post" action=(format!("/console/webhooks/{id}/replay")) {
+                            input type="hidden" name="csrf" value=(operator.csrf);
+                            input type="hidden" name="owner" value=(owner);
+                            input type="hidden" name="eventId" value=(delivery.event_id);
+                            button type="submit" { "Replay" }
+                        }
+                    } }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplayForm {
+    #[serde(default)]
+    csrf: String,
+    owner: String,
+    event_id: String,
+}
+
+/// Replays one event to the subscription: the API's replay use case, limits included.
+async fn replay(
+    State(state): State<AppState>,
+    operator: Operator,
+    Path(id): Path<String>,
+    Form(form): Form<ReplayForm>,
+) -> Response {
+    if !operator.sent(&form.csrf) {
+        return forged();
+    }
+    let selection = ReplaySelection::Event(form.event_id.clone());
+    let replayed =
+        crate::handlers::webhooks::replay_selected(&state, &form.owner, &id, &selection, None)
+            .await;
+    let notice = match replayed {
+        Ok(_) => format!("Replay of {} queued.", form.event_id),
+        Err(error) => return refused(error.status(), error.message()),
+    };
+    tracing::info!(subscription = %id, event = %form.event_id, "delivery replayed in the console");
+    deliveries_page(&state, &operator, &id, &form.owner, Some(&notice)).await
+}
+
+// --- Providers and payments ------------------------------------------------------------------
+
+async fn providers(State(state): State<AppState>, operator: Operator) -> Response {
+    let health = state.market.health(state.clock.now_ms());
+    page(
+        "Providers",
+        &operator,
+        html! {
+            h1 { "Providers" }
+            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (format!("{:?}", state.guards.sharing().state()).to_lowercase()) "." }
+            table #providers {
+                tr { th { "Provider" } th { "State" } th { "Last failure" } }
+                @for provider in &health {
+                    tr { td { (provider.id) } td { (format!("{:?}", provider.state).to_lowercase()) } td { (provider.last_failure.clone().unwrap_or_default()) } }
+                }
+            }
+        },
+    )
+}
+
+async fn payments(State(state): State<AppState>, operator: Operator) -> Response {
+    let received = match state.store.recent_purchases(200).await {
+        Ok(received) => received,
+        Err(error) => return failed(error),
+    };
+    page(
+        "x402 payments",
+        &operator,
+        html! {
+            h1 { "x402 payments received" }
+            p.muted { "The newest 200: what each payment bought and where it stands (settling, settled: the call is owed, served)." }
+            table #payments {
+                tr { th { "Payer" } th { "Paid for" } th { "State" } th { "Transaction" } th { "At" } }
+                @for payment in &received {
+                    tr { td { code { (payment.payer) } } td { (payment.resource) } td { (payment.state) }
+                        td { code { (payment.transaction.clone().unwrap_or_default()) } } td { (when(payment.created_at_ms)) } }
+                }
+            }
+        },
+    )
+}
