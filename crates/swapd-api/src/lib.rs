@@ -12,6 +12,7 @@ mod client_address;
 pub mod console;
 mod error;
 mod handlers;
+mod html;
 pub mod idempotency;
 pub mod ip_limits;
 mod json;

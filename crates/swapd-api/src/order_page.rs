@@ -9,7 +9,7 @@
 //! script copies, counts down and refreshes the live part.
 
 use axum::extract::{Form, Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
@@ -22,6 +22,7 @@ use swapd_core::orders::{Order, OrderEvent, OrderStatus};
 use swapd_types::orders::{EmergencyChoice, EmergencyInput};
 use swapd_types::sandbox::DepositInput;
 
+use crate::html::utc;
 use crate::{ApiError, AppState};
 
 /// What a hosted page shows.
@@ -481,22 +482,6 @@ fn status_text(status: &str, order: &Order) -> String {
         .unwrap_or_else(|_| status.to_owned())
 }
 
-/// `secs` as `2026-11-26 16:05:09 UTC`.
-fn utc(secs: i64) -> String {
-    let Ok(at) = time::OffsetDateTime::from_unix_timestamp(secs) else {
-        return secs.to_string();
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
-        at.year(),
-        u8::from(at.month()),
-        at.day(),
-        at.hour(),
-        at.minute(),
-        at.second()
-    )
-}
-
 fn layout(title: &str, main: Markup) -> Markup {
     html! {
         (DOCTYPE)
@@ -514,24 +499,16 @@ fn layout(title: &str, main: Markup) -> Markup {
     }
 }
 
-/// The page is the order's alone: never cached, never framed, no referrer leaking its link.
-fn with_page_headers(mut response: Response) -> Response {
-    let headers = response.headers_mut();
-    for (name, value) in [
-        (header::CACHE_CONTROL, "no-store"),
-        (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
-             script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; \
-             base-uri 'none'; frame-ancestors 'none'",
-        ),
-    ] {
-        headers.insert(name, HeaderValue::from_static(value));
-    }
-    response
+/// The pages are the order's (or plan's) alone: never cached, never framed, no referrer
+/// leaking their link; only their own inline style and script, `data:` images, and requests to
+/// themselves.
+fn with_page_headers(response: Response) -> Response {
+    crate::html::secured(
+        response,
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
+         script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; \
+         base-uri 'none'; frame-ancestors 'none'",
+    )
 }
 
 const STYLE: &str = "
@@ -579,15 +556,3 @@ const SCRIPT: &str = r#"
   tick(); setInterval(tick, 1000); setTimeout(refresh, 2000);
 })();
 "#;
-
-#[cfg(test)]
-mod tests {
-    use super::utc;
-
-    #[test]
-    fn times_are_shown_in_utc() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_795_651_200), "2026-11-26 00:00:00 UTC");
-        assert_eq!(utc(951_825_600 + 86_399), "2000-02-29 23:59:59 UTC");
-    }
-}

@@ -332,22 +332,12 @@ pub(crate) fn layout(title: &str, operator: Option<&Operator>, main: Markup) -> 
 }
 
 /// Console answers are never cached, framed or referred, and run no script.
-pub(crate) fn page_headers(mut response: Response) -> Response {
-    let headers = response.headers_mut();
-    for (name, value) in [
-        (header::CACHE_CONTROL, "no-store"),
-        (header::X_FRAME_OPTIONS, "DENY"),
-        (header::REFERRER_POLICY, "no-referrer"),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
-             base-uri 'none'; frame-ancestors 'none'",
-        ),
-    ] {
-        headers.insert(name, HeaderValue::from_static(value));
-    }
-    response
+pub(crate) fn page_headers(response: Response) -> Response {
+    crate::html::secured(
+        response,
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
+         base-uri 'none'; frame-ancestors 'none'",
+    )
 }
 
 const STYLE: &str = "

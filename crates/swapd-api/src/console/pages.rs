@@ -43,21 +43,7 @@ fn failed(error: impl std::fmt::Display) -> Response {
 }
 
 fn when(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    time::OffsetDateTime::from_unix_timestamp(secs).map_or_else(
-        |_| secs.to_string(),
-        |t| {
-            format!(
-                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-                t.year(),
-                u8::from(t.month()),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second()
-            )
-        },
-    )
+    crate::html::utc(ms.div_euclid(1000))
 }
 
 // --- API keys -----------------------------------------------------------------------------

@@ -42,6 +42,19 @@ fn missing() -> Option<String> {
     }
 }
 
+/// Whether the browser tests can run here; under CI they must.
+fn can_run() -> bool {
+    let Some(reason) = missing() else {
+        return true;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "browser test cannot run under CI: {reason}"
+    );
+    eprintln!("skipping the browser test: {reason}");
+    false
+}
+
 async fn order(client: &BusinessClient, id: &str) -> Value {
     client
         .send(
@@ -79,12 +92,7 @@ async fn wait_for_status(client: &BusinessClient, id: &str, status: &str) -> Val
 
 #[tokio::test]
 async fn the_order_page_runs_an_order_and_an_emergency_in_chromium() {
-    if let Some(reason) = missing() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "browser test cannot run under CI: {reason}"
-        );
-        eprintln!("skipping the browser test: {reason}");
+    if !can_run() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -180,12 +188,7 @@ async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
 
 #[tokio::test]
 async fn the_console_manages_keys_and_replays_a_delivery_in_chromium() {
-    if let Some(reason) = missing() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "browser test cannot run under CI: {reason}"
-        );
-        eprintln!("skipping the browser test: {reason}");
+    if !can_run() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
