@@ -8,16 +8,12 @@
 
 mod pages;
 
-use std::net::IpAddr;
-use std::num::NonZeroU32;
-
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::extract::{Form, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use governor::{DefaultKeyedRateLimiter, Quota};
 use hmac::{Hmac, Mac};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
@@ -40,7 +36,6 @@ pub struct Console {
     session_key: [u8; 32],
     /// `Secure` on cookies when the public URL is https.
     secure: bool,
-    logins: DefaultKeyedRateLimiter<IpAddr>,
 }
 
 impl Console {
@@ -56,12 +51,10 @@ impl Console {
     /// [`Console::check_hash`]: a hash that does not parse lets nobody in); `public_url` says
     /// whether cookies are `Secure`.
     pub fn new(password_hash: &str, master: &MasterKey, public_url: &str) -> Self {
-        let quota = Quota::per_minute(NonZeroU32::new(LOGINS_PER_MINUTE).expect("not zero"));
         Self {
             password_hash: password_hash.to_owned(),
             session_key: master.derive("console sessions"),
             secure: public_url.starts_with("https://"),
-            logins: DefaultKeyedRateLimiter::keyed(quota),
         }
     }
 
@@ -243,14 +236,34 @@ async fn login(
         return off();
     };
     let address = crate::client_address::client_ip(&parts, &state.trusted_proxies);
-    if let Some(address) = address
-        && console.logins.check_key(&address).is_err()
-    {
-        return login_form(
-            console,
-            Some("Too many login attempts from this address; wait a minute."),
-            StatusCode::TOO_MANY_REQUESTS,
-        );
+    if let Some(address) = address {
+        // Counted where the node counts its other windows: in Redis or the shared database
+        // when there are several nodes, so the limit is the deployment's, not each node's.
+        let window = state
+            .guards
+            .consume_window(
+                &format!("console-login|{address}"),
+                60_000,
+                LOGINS_PER_MINUTE,
+            )
+            .await;
+        match window {
+            Ok(window) if window.allowed => {}
+            Ok(_) => {
+                return login_form(
+                    console,
+                    Some("Too many login attempts from this address; wait a minute."),
+                    StatusCode::TOO_MANY_REQUESTS,
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "console login attempts cannot be counted");
+                return refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Login attempts cannot be counted right now; retry shortly.",
+                );
+            }
+        }
     }
     let pre = read_cookie(&parts, LOGIN_COOKIE).unwrap_or_default();
     if pre.is_empty() || !same(&console.mac("login", pre), &form.csrf) {
