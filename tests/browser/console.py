@@ -8,7 +8,7 @@ webhook subscription with deliveries, and an order:
 Logs in (after a wrong password), creates an API key (its secret shown once), revokes it,
 replays a webhook delivery, reads an order, the providers and the payments, shows that a form
 posted without its CSRF token is refused and that login attempts are limited. Prints the created
-key as JSON on its last line, for the test to check against the API. Exits non-zero on the first
+key as JSON on its last line (`{apiKey, apiSecret}`, as `swapd keys create --json`), for the test to check against the API. Exits non-zero on the first
 failure.
 """
 
@@ -112,7 +112,7 @@ def main() -> int:
         assert statuses[-1] == 429, statuses
         browser.close()
     print("console: all browser checks passed")
-    print(json.dumps({"key": key, "secret": secret}))
+    print(json.dumps({"apiKey": key, "apiSecret": secret}))
     return 0
 
 

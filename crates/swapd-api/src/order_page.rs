@@ -19,7 +19,7 @@ use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::orders::{Order, OrderEvent, OrderStatus};
-use swapd_types::orders::{EmergencyChoice, EmergencyInput};
+use swapd_types::orders::{EmergencyChoice, EmergencyInput, OrderView};
 use swapd_types::sandbox::DepositInput;
 
 use crate::html::utc;
@@ -185,6 +185,7 @@ async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Respo
         .into_response();
     };
     let sandbox = state.mode == Mode::Sandbox;
+    let view = order.view();
     let body = layout(
         &format!("Order {}", order.id),
         html! {
@@ -194,10 +195,10 @@ async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Respo
                 p.problem role="alert" { (problem) }
             }
             div #live data-final=(is_final(order.status)) {
-                (status_block(order))
+                (status_block(order, &view))
                 (deposit_block(order, from, sandbox))
-                (emergency_block(order, from))
-                (terms_block(order))
+                (emergency_block(order, &view, from))
+                (terms_block(order, &view))
                 (timeline(order, &events))
             }
         },
@@ -284,12 +285,13 @@ fn is_final(status: OrderStatus) -> bool {
     )
 }
 
-fn describe(order: &Order) -> String {
-    match order.status {
+/// A status in the customer's words; `to_code` is the currency paid out.
+fn describe(status: OrderStatus, to_code: &str) -> String {
+    match status {
         OrderStatus::New | OrderStatus::AwaitingDeposit => "Waiting for your deposit".into(),
         OrderStatus::Confirming => "Deposit seen, waiting for confirmations".into(),
         OrderStatus::Exchanging => "Exchanging".into(),
-        OrderStatus::Withdrawing => format!("Sending your {}", order.to_code),
+        OrderStatus::Withdrawing => format!("Sending your {to_code}"),
         OrderStatus::Completed => "Completed".into(),
         OrderStatus::Expired => "Expired: no deposit arrived in time".into(),
         OrderStatus::Emergency => "Your decision is needed".into(),
@@ -299,11 +301,10 @@ fn describe(order: &Order) -> String {
     }
 }
 
-fn status_block(order: &Order) -> Markup {
-    let view = order.view();
+fn status_block(order: &Order, view: &OrderView) -> Markup {
     html! {
         section.status {
-            p { "Status: " strong #status data-status=(view.status) { (describe(order)) } }
+            p { "Status: " strong #status data-status=(view.status) { (describe(order.status, &order.to_code)) } }
             @for deposit in &view.from.received {
                 p.received { "Received " (deposit.amount) " " (order.from_code) " ("
                     (deposit.confirmations.min(deposit.required_confirmations)) " of "
@@ -367,7 +368,7 @@ fn deposit_block(order: &Order, from: &CurrencyDef, sandbox: bool) -> Markup {
     }
 }
 
-fn emergency_block(order: &Order, from: &CurrencyDef) -> Markup {
+fn emergency_block(order: &Order, view: &OrderView, from: &CurrencyDef) -> Markup {
     let Some(emergency) = order
         .emergency
         .as_ref()
@@ -375,8 +376,7 @@ fn emergency_block(order: &Order, from: &CurrencyDef) -> Markup {
     else {
         return html! {};
     };
-    let view = order.view();
-    let Some(case) = view.emergency else {
+    let Some(case) = &view.emergency else {
         return html! {};
     };
     if let Some(choice) = &case.choice {
@@ -426,8 +426,7 @@ fn choice_text(choice: &str) -> &'static str {
     }
 }
 
-fn terms_block(order: &Order) -> Markup {
-    let view = order.view();
+fn terms_block(order: &Order, view: &OrderView) -> Markup {
     let rate_kind = match order.rate_type {
         swapd_core::market::RateType::Fixed => "fixed: locked until the order expires",
         swapd_core::market::RateType::Float => "floating: taken when your deposit is exchanged",
@@ -473,12 +472,7 @@ fn status_text(status: &str, order: &Order) -> String {
     }
     status
         .parse::<OrderStatus>()
-        .map(|status| {
-            describe(&Order {
-                status,
-                ..order.clone()
-            })
-        })
+        .map(|status| describe(status, &order.to_code))
         .unwrap_or_else(|_| status.to_owned())
 }
 

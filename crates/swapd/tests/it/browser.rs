@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use swapd_client::{BusinessClient, Credentials};
+use swapd_client::BusinessClient;
 
-use super::crash::{create_key, payouts, serve_watched, swapd};
+use super::crash::{client_for, create_key, payouts, serve_watched, swapd};
 
 const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -99,14 +99,7 @@ async fn the_order_page_runs_an_order_and_an_emergency_in_chromium() {
     let key = create_key(dir.path(), "orders:create,orders:read");
     let (mut server, base, _log) =
         serve_watched(swapd(dir.path()).args(["serve", "--listen", "127.0.0.1:0"]));
-    let client = BusinessClient::new(
-        &base,
-        Credentials::new(
-            key["apiKey"].as_str().unwrap(),
-            key["apiSecret"].as_str().unwrap(),
-        ),
-    )
-    .unwrap();
+    let client = client_for(&base, &key);
 
     let to_complete = create(&client).await;
     let short = create(&client).await;
@@ -212,14 +205,7 @@ async fn the_console_manages_keys_and_replays_a_delivery_in_chromium() {
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("SWAPD_CONSOLE__PASSWORD_HASH", &hash),
     );
-    let client = BusinessClient::new(
-        &base,
-        Credentials::new(
-            key["apiKey"].as_str().unwrap(),
-            key["apiSecret"].as_str().unwrap(),
-        ),
-    )
-    .unwrap();
+    let client = client_for(&base, &key);
     let (hook, seen) = receiver().await;
     client
         .send(
@@ -258,14 +244,7 @@ async fn the_console_manages_keys_and_replays_a_delivery_in_chromium() {
     let created: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
 
     // The key the console created and revoked: known to the API, and refused as revoked.
-    let revoked = BusinessClient::new(
-        &base,
-        Credentials::new(
-            created["key"].as_str().unwrap(),
-            created["secret"].as_str().unwrap(),
-        ),
-    )
-    .unwrap();
+    let revoked = client_for(&base, &created);
     let refused = revoked
         .send(Method::GET, "/api/v3", &[], None::<&()>)
         .await

@@ -105,6 +105,19 @@ pub(crate) fn create_key(dir: &Path, permissions: &str) -> Value {
     serde_json::from_slice(&created.stdout).unwrap()
 }
 
+/// A Business API client of the server at `base` signing with `key` (`{apiKey, apiSecret}`, as
+/// `swapd keys create --json` prints it).
+pub(crate) fn client_for(base: &str, key: &Value) -> swapd_client::BusinessClient {
+    swapd_client::BusinessClient::new(
+        base,
+        swapd_client::Credentials::new(
+            key["apiKey"].as_str().unwrap(),
+            key["apiSecret"].as_str().unwrap(),
+        ),
+    )
+    .unwrap()
+}
+
 /// A sandbox order (0.05 BTC to USDT on Tron) and its whole deposit, simulated: its id.
 pub(crate) async fn paid_order(client: &swapd_client::BusinessClient) -> String {
     let order = client
@@ -152,14 +165,7 @@ async fn a_worker_killed_between_payout_and_commit_pays_once_after_restart() {
     let dir = tempfile::tempdir().unwrap();
     let key = create_key(dir.path(), "orders:create,orders:read");
     let (mut api, base) = serve_api(dir.path());
-    let client = swapd_client::BusinessClient::new(
-        &base,
-        swapd_client::Credentials::new(
-            key["apiKey"].as_str().unwrap(),
-            key["apiSecret"].as_str().unwrap(),
-        ),
-    )
-    .unwrap();
+    let client = client_for(&base, &key);
 
     let (mut doomed, doomed_log) = spawn_watched(
         swapd(dir.path())
