@@ -54,6 +54,9 @@ pub enum ClaimAt {
     /// answer its response. Only for handlers whose effects before the write are harmless to
     /// repeat.
     Commit,
+    /// [`ClaimAt::Commit`] where the deployment's desks open exchanges without an upstream
+    /// write, else [`ClaimAt::Start`]: resolved when the router is built.
+    CommitUnlessUpstream,
 }
 
 /// The sandbox fault header (honoured only with `AppState::sandbox_fault_header`).
@@ -170,11 +173,26 @@ pub async fn idempotent(
         Started::Unclaimed(request) => next.run(request).await,
         Started::Answer(response) => response,
         Started::Claimed(request, claim) => {
-            let unfinished = ReleaseIfDropped::new(&state, &claim);
-            let response = next.run(request).await;
-            unfinished.disarm();
-            finish(&state, &claim, response).await
+            detached(async move {
+                let unfinished = ReleaseIfDropped::new(&state, &claim);
+                let response = next.run(request).await;
+                unfinished.disarm();
+                finish(&state, &claim, response).await
+            })
+            .await
         }
+    }
+}
+
+/// Runs a claimed mutation to its end even when its request is dropped (the client went away,
+/// or the server's request timeout fired): an upstream write (a desk's create) must not be cut
+/// short and its key freed while it may have happened. The execution stores its answer, and
+/// the retry gets it (docs/authentication.md, "Idempotency").
+pub async fn detached(execution: impl Future<Output = Response> + Send + 'static) -> Response {
+    match tokio::spawn(execution).await {
+        Ok(response) => response,
+        // A panic: its claim was released as the task unwound.
+        Err(error) => ApiError::internal(&error).into_response(),
     }
 }
 
@@ -296,7 +314,7 @@ pub async fn begin(state: &AppState, scope: &str, request: Request, claim_at: Cl
                 Err(error) => return Started::Answer(ApiError::from(error).into_response()),
             }
         }
-        ClaimAt::Commit => match state
+        ClaimAt::Commit | ClaimAt::CommitUnlessUpstream => match state
             .store
             .idempotent_answer(scope, &key, &fingerprint, now)
             .await

@@ -48,6 +48,9 @@ pub struct ProviderReadiness {
     pub state: &'static str,
     /// Its last failure, when it is not up.
     pub last_failure: Option<String>,
+    /// What swapd lacks for it to serve every pair it trades (a chain node), when it lacks
+    /// something: its route cards say `provider_not_configured` meanwhile.
+    pub not_configured: Option<String>,
 }
 
 /// Liveness: the process is up. Never touches the database.
@@ -101,6 +104,7 @@ pub(crate) async fn readyz(
                     id: health.id,
                     state: health.state.into(),
                     last_failure: health.last_failure,
+                    not_configured: health.not_configured,
                 })
                 .collect(),
         }))),

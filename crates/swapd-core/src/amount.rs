@@ -49,6 +49,24 @@ impl Amount {
         Self { units, decimals }
     }
 
+    /// `units` base units of a token with `decimals` of them per whole, also a token with more
+    /// decimals than an amount keeps (some have 24): then cut to [`MAX_DECIMALS`], rounded as
+    /// asked.
+    pub fn from_base_units(units: U256, decimals: u8, rounding: Rounding) -> Self {
+        if decimals <= MAX_DECIMALS {
+            return Self::from_units(units, decimals);
+        }
+        let units = match U256::from(10u8).checked_pow(U256::from(decimals - MAX_DECIMALS)) {
+            Some(divisor) => div_round(units, divisor, rounding),
+            // A divisor beyond 256 bits: any amount is less than one unit kept.
+            None => U256::from(u8::from(rounding == Rounding::Up && !units.is_zero())),
+        };
+        Self {
+            units,
+            decimals: MAX_DECIMALS,
+        }
+    }
+
     /// Parses a display-unit decimal string with at most `precision` fraction digits, scaled to
     /// `precision` decimals.
     pub fn parse(text: &str, precision: u8) -> Result<Self, AmountError> {
@@ -317,5 +335,20 @@ mod tests {
             prop_assert!(up.units() * U256::from(den) >= exact);
             prop_assert!(up.units() - down.units() <= U256::from(1u8));
         }
+    }
+
+    #[test]
+    fn base_units_of_tokens_with_more_decimals_than_kept_are_cut_as_asked() {
+        let units = U256::from(1_234_567u64) * pow10(18);
+        let down = Amount::from_base_units(units + U256::from(1u8), 24, Rounding::Down);
+        assert_eq!(down.to_string(), "1.234567");
+        let up = Amount::from_base_units(units + U256::from(1u8), 24, Rounding::Up);
+        assert_eq!(up.to_string(), "1.234567000000000001");
+        assert_eq!(
+            Amount::from_base_units(U256::from(5u8), 6, Rounding::Down).to_string(),
+            "0.000005"
+        );
+        assert!(Amount::from_base_units(U256::from(5u8), 255, Rounding::Down).is_zero());
+        assert!(!Amount::from_base_units(U256::from(5u8), 255, Rounding::Up).is_zero());
     }
 }

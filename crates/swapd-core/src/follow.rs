@@ -89,7 +89,12 @@ pub fn follow(
         events.push(event);
     }
     next.next_check_at_ms = next_check(&next, rules, now_ms);
-    if events.is_empty() && next.next_check_at_ms == order.next_check_at_ms {
+    // The desk answered: back to the normal cadence.
+    next.desk_failures = 0;
+    if events.is_empty()
+        && next.next_check_at_ms == order.next_check_at_ms
+        && order.desk_failures == 0
+    {
         return None;
     }
     next.version = order.version + 1;
@@ -99,12 +104,61 @@ pub fn follow(
     })
 }
 
-/// `order` looked at again after `delay_ms`, because its desk could not be asked now.
-pub fn retry_later(order: &Order, now_ms: i64, delay_ms: i64) -> Order {
+/// Why the desk could not be asked, as the backoff weighs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeskFailure {
+    /// The desk's `Retry-After`, when it said one (milliseconds).
+    pub retry_after_ms: Option<i64>,
+    /// Until when the desk's circuit breaker skips it (Unix milliseconds), when it does.
+    pub skipped_until_ms: Option<i64>,
+}
+
+/// The longest `Retry-After` swapd honours: a desk asking for more is asked at this point.
+pub const MAX_RETRY_AFTER_MS: i64 = 10 * 60 * 1000;
+
+/// `order` looked at again later because its desk could not be asked now: the poll interval
+/// doubled for each failure in a row, with jitter (`jitter_permille`, 0 to 999, drawn by the
+/// caller) spreading the orders of one desk over the upper half of the wait, capped at the
+/// quiet interval ([`MAX_POLL_MS`]); never before the desk's `Retry-After` nor while its
+/// circuit breaker skips it. The first answer from the desk ([`follow`]) brings the normal
+/// cadence back (docs/orders.md).
+pub fn retry_later(
+    order: &Order,
+    rules: &LifecycleRules,
+    failure: DeskFailure,
+    jitter_permille: u16,
+    now_ms: i64,
+) -> Order {
     let mut later = order.clone();
     later.version += 1;
-    later.next_check_at_ms = Some(now_ms + delay_ms);
+    later.desk_failures = order.desk_failures.saturating_add(1);
+    let delay = backoff_ms(rules.poll_interval_ms, later.desk_failures, jitter_permille);
+    let not_before = [
+        failure
+            .retry_after_ms
+            .map(|ms| now_ms + ms.clamp(0, MAX_RETRY_AFTER_MS)),
+        failure.skipped_until_ms,
+    ];
+    later.next_check_at_ms = Some(
+        not_before
+            .into_iter()
+            .flatten()
+            .fold(now_ms + delay, i64::max),
+    );
     later
+}
+
+/// The wait after `failures` failures in a row (1 or more): `poll × 2^failures` capped at the
+/// quiet interval, of which the lower half is always waited and the upper half scaled by the
+/// jitter.
+pub fn backoff_ms(poll_interval_ms: i64, failures: u32, jitter_permille: u16) -> i64 {
+    let cap = MAX_POLL_MS.max(poll_interval_ms);
+    let full = poll_interval_ms
+        .max(1)
+        .saturating_mul(1_i64 << failures.min(30))
+        .min(cap);
+    let half = full / 2;
+    half + (full - half) * i64::from(jitter_permille.min(999)) / 1000
 }
 
 /// The status of an order in `current` whose desk reports `status`.

@@ -92,6 +92,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         updated_at_ms: now_ms,
         expires_at_ms: now_ms + lifetime,
         next_check_at_ms: Some(now_ms),
+        desk_failures: 0,
         event_sequence: 0,
         failure_reason: None,
     };
@@ -712,6 +713,7 @@ pub(crate) mod tests {
             updated_at_ms: T0,
             expires_at_ms: T0 + 30 * 60 * 1000,
             next_check_at_ms: Some(T0),
+            desk_failures: 0,
             event_sequence: 2,
             failure_reason: None,
         }

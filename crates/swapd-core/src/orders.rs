@@ -289,6 +289,10 @@ pub struct Order {
     /// When the lifecycle engine looks at the order next; `None` when it is finished.
     #[serde(default)]
     pub next_check_at_ms: Option<i64>,
+    /// Looks at the order's desk that failed in a row (down, timing out, rate limiting): the
+    /// engine backs off while they last (`follow::retry_later`).
+    #[serde(default)]
+    pub desk_failures: u32,
     /// Sequence number of the order's latest outbox event.
     #[serde(default)]
     pub event_sequence: i64,

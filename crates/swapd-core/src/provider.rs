@@ -197,6 +197,10 @@ pub enum ProviderError {
     /// The provider is down, refused, or answered something unusable.
     #[error("{0}")]
     Unavailable(String),
+    /// swapd lacks a setting the provider needs for this pair (a chain node to follow its
+    /// executions): the operator's to fix.
+    #[error("{0}")]
+    NotConfigured(String),
 }
 
 fn range_text(min: &Amount, max: Option<&Amount>, code: &str) -> String {
@@ -217,6 +221,7 @@ impl ProviderError {
             ProviderError::RecipientRequired(_) => "recipient_required",
             ProviderError::WalletUnsupported(_) => "wallet_unsupported",
             ProviderError::Unavailable(_) => "provider_unavailable",
+            ProviderError::NotConfigured(_) => "provider_not_configured",
         }
     }
 }
@@ -229,7 +234,12 @@ pub struct PlanRequest {
     pub from: &'static CurrencyDef,
     pub to: &'static CurrencyDef,
     pub from_amount: Amount,
+    /// The least output the plan's transactions enforce: before [`PlanRequest::accept`], the
+    /// card's expected output less the accepted slippage (what a provider that takes a minimum,
+    /// the sandbox's, is asked for); after it, the provider's own guarantee.
     pub min_output: Amount,
+    /// What the route card showed the user, which the plan must still honour.
+    pub shown: ShownTerms,
     pub wallet_address: String,
     /// Where the output goes; the wallet when `None`.
     pub recipient: Option<String>,
@@ -242,6 +252,50 @@ pub struct PlanRequest {
     pub deadline_secs: i64,
 }
 
+/// The output a route card showed: what the user agreed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShownTerms {
+    pub expected_output: Amount,
+    /// The card's `minOutputAmount`.
+    pub min_output: Amount,
+}
+
+impl PlanRequest {
+    /// The provider's fresh terms for the plan, checked against what the user was shown
+    /// (docs/onchain.md, "Resolving"): refused when its guarantee falls below the card's
+    /// minimum, or its expected output below the card's less the slippage the user accepted;
+    /// otherwise the request with the provider's guarantee as the plan's minimum, which is
+    /// what its transactions enforce.
+    pub fn accept(
+        &self,
+        provider: &str,
+        expected: Amount,
+        guaranteed: Amount,
+    ) -> Result<PlanRequest, ProviderError> {
+        let code = self.to.code;
+        let shown = self.shown;
+        if guaranteed < shown.min_output {
+            return Err(ProviderError::Unavailable(format!(
+                "the price moved: {provider} now guarantees {guaranteed} {code}, below the \
+                 minimum of {} {code} the route showed; fetch routes again",
+                shown.min_output
+            )));
+        }
+        let floor = crate::market::routes::less_bps(shown.expected_output, self.slippage_bps);
+        if expected < floor {
+            return Err(ProviderError::Unavailable(format!(
+                "the price moved: {provider} now expects {expected} {code}, more than the \
+                 accepted {} bps below the {} {code} the route showed; fetch routes again",
+                self.slippage_bps, shown.expected_output
+            )));
+        }
+        Ok(PlanRequest {
+            min_output: guaranteed,
+            ..self.clone()
+        })
+    }
+}
+
 /// What a provider built for a plan: the steps the wallet performs, and what the provider needs
 /// later to pass signatures on or to follow the execution (its request id, the endpoints its
 /// signatures go to). The state is stored with the plan and never shown to clients.
@@ -249,13 +303,17 @@ pub struct PlanRequest {
 pub struct BuiltPlan {
     pub steps: Vec<swapd_types::onchain::PlanStep>,
     pub provider_state: Option<serde_json::Value>,
+    /// The least output the steps' transactions enforce: the plan's `minOutputAmount`.
+    pub min_output: Amount,
 }
 
-impl From<Vec<swapd_types::onchain::PlanStep>> for BuiltPlan {
-    fn from(steps: Vec<swapd_types::onchain::PlanStep>) -> Self {
+impl BuiltPlan {
+    /// `steps` built for `request`, enforcing its minimum.
+    pub fn of(steps: Vec<swapd_types::onchain::PlanStep>, request: &PlanRequest) -> Self {
         Self {
             steps,
             provider_state: None,
+            min_output: request.min_output,
         }
     }
 }
@@ -283,6 +341,12 @@ pub trait Provider: Send + Sync + 'static {
     /// The provider as an offchain desk, when it is one: the order engine follows its
     /// exchanges through it.
     fn as_desk(self: Arc<Self>) -> Option<Arc<dyn crate::desk::Desk>> {
+        None
+    }
+
+    /// What swapd lacks for this provider to serve every pair it trades (a chain node), in
+    /// swapd's words, for readiness; `None` when nothing.
+    fn unconfigured(&self) -> Option<String> {
         None
     }
 
@@ -317,5 +381,69 @@ pub trait Provider: Send + Sync + 'static {
             "{} builds no onchain plans, so it tracks none",
             self.info().id
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::market::currencies::currency;
+
+    /// A plan request for a card that showed `expected` and a minimum of `min` USDC, resolved
+    /// with 1 % slippage.
+    fn request(expected: &str, min: &str) -> PlanRequest {
+        let (from, to) = (currency("ETH").unwrap(), currency("USDCBASE").unwrap());
+        let amount = |text: &str| Amount::parse(text, to.precision).unwrap();
+        PlanRequest {
+            plan_id: "ocx_1".into(),
+            from,
+            to,
+            from_amount: Amount::parse("1", from.precision).unwrap(),
+            min_output: crate::market::routes::less_bps(amount(expected), 100),
+            shown: ShownTerms {
+                expected_output: amount(expected),
+                min_output: amount(min),
+            },
+            wallet_address: "0x1111111111111111111111111111111111111111".into(),
+            recipient: None,
+            slippage_bps: 100,
+            gasless: false,
+            deadline_secs: 0,
+        }
+    }
+
+    fn usdc(text: &str) -> Amount {
+        Amount::parse(text, 6).unwrap()
+    }
+
+    #[test]
+    fn an_unchanged_quote_whose_guarantee_is_wider_than_the_slippage_is_accepted_with_it() {
+        // A multi-step route: the provider guarantees 3 % under its expected output, more than
+        // the 1 % the user accepted; the card showed exactly these figures.
+        let request = request("3000", "2910");
+        let accepted = request.accept("LI.FI", usdc("3000"), usdc("2910")).unwrap();
+        assert_eq!(accepted.min_output, usdc("2910"), "the provider's guarantee");
+        // A one-unit tick down between routes and resolve is no reason to refuse.
+        let ticked = request
+            .accept("LI.FI", usdc("2999.999999"), usdc("2910"))
+            .unwrap();
+        assert_eq!(ticked.min_output, usdc("2910"));
+    }
+
+    #[test]
+    fn a_guarantee_below_the_cards_minimum_or_an_expected_output_past_the_slippage_is_refused() {
+        let request = request("3000", "2910");
+        let below = request
+            .accept("LI.FI", usdc("3000"), usdc("2909.999999"))
+            .unwrap_err();
+        let text = below.to_string();
+        assert!(text.contains("2909.999999") && text.contains("2910"), "{text}");
+        // 1 % under 3000 is 2970: an expected output under it moved past what was accepted.
+        let moved = request
+            .accept("LI.FI", usdc("2969.999999"), usdc("2950"))
+            .unwrap_err();
+        let text = moved.to_string();
+        assert!(text.contains("2969.999999") && text.contains("3000"), "{text}");
+        assert!(request.accept("LI.FI", usdc("2970"), usdc("2950")).is_ok());
     }
 }

@@ -106,6 +106,7 @@ async fn changenow_quotes_fixed_rates_and_opens_exchanges_once() {
             refund_address: None,
             refund_tag: None,
             rate_id: Some(&rate_id),
+            reference: None,
         })
         .await;
     assert!(

@@ -156,8 +156,8 @@ impl Market for Aggregator {
         state.view.clone().expect("refresh always sets a view")
     }
 
-    fn allows(&self, id: &str, now_ms: i64) -> bool {
-        self.breakers().get(id).is_none_or(|b| b.allows(now_ms))
+    fn skipped_until(&self, id: &str, now_ms: i64) -> Option<i64> {
+        self.breakers().get(id)?.skipped_until(now_ms)
     }
 
     fn record(&self, id: &str, failure: Option<String>, now_ms: i64) {
@@ -177,6 +177,7 @@ impl Market for Aggregator {
                     id,
                     state: breaker.state(now_ms),
                     last_failure: breaker.last_failure().map(str::to_owned),
+                    not_configured: provider.unconfigured(),
                 }
             })
             .collect()

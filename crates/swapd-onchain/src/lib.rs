@@ -47,6 +47,11 @@ impl Chains {
         self.evm.iter().find(|chain| chain.network() == network)
     }
 
+    /// The EVM networks swapd reads.
+    pub fn evm_networks(&self) -> Vec<Network> {
+        self.evm.iter().map(|chain| chain.network()).collect()
+    }
+
     pub fn solana(&self) -> Option<&Arc<dyn SolanaChain>> {
         self.solana.as_ref()
     }
@@ -104,7 +109,7 @@ fn currency_at(
 
 /// `units` base units of `currency` in its display precision, rounded as `rounding` says.
 fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
-    Amount::from_units(units, currency.decimals).rescale(currency.precision, rounding)
+    Amount::from_base_units(units, currency.decimals, rounding).rescale(currency.precision, rounding)
 }
 
 /// The headers that carry an API key (when one is set), marked sensitive so they are never
@@ -129,6 +134,20 @@ fn provider_state<T: DeserializeOwned>(
         .clone()
         .and_then(|state| serde_json::from_value(state).ok())
         .ok_or_else(|| ProviderError::Unavailable(format!("the plan lacks {provider}'s state")))
+}
+
+/// A transaction's gas limit as a provider gave it (decimal or `0x` hex): `None` when it gave
+/// none, or 0, which no transaction can be mined with; the wallet then estimates it.
+fn gas_limit(text: Option<&str>) -> Result<Option<String>, ProviderError> {
+    let Some(text) = text.map(str::trim).filter(|text| !text.is_empty()) else {
+        return Ok(None);
+    };
+    let gas = match text.strip_prefix("0x") {
+        Some(hex) => U256::from_str_radix(hex, 16),
+        None => U256::from_str_radix(text, 10),
+    }
+    .map_err(|_| ProviderError::Unavailable("a gas limit that is not a number".into()))?;
+    Ok((!gas.is_zero()).then(|| gas.to_string()))
 }
 
 /// `amount` of `currency` in its base units (an amount never holds more digits than these).

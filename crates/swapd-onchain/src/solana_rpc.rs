@@ -1,6 +1,6 @@
 //! Solana read through a node's JSON-RPC: `getSignatureStatuses` (with the history searched)
-//! for where a signature stands, and `getTransaction` (finalized, `jsonParsed`, versioned
-//! transactions included) for the balances it changed.
+//! for where a signature stands, and `getTransaction` (at the configured commitment,
+//! `jsonParsed`, versioned transactions included) for the balances it changed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,13 +15,55 @@ use crate::evm_rpc::JsonRpc;
 
 pub struct SolanaRpc {
     node: JsonRpc,
+    commitment: Commitment,
 }
 
 impl SolanaRpc {
-    pub fn new(rpc_url: &str, timeout: Duration) -> Result<Self, String> {
+    pub fn new(rpc_url: &str, timeout: Duration, commitment: Commitment) -> Result<Self, String> {
         Ok(Self {
             node: JsonRpc::new(Network::Solana, rpc_url, timeout)?,
+            commitment,
         })
+    }
+}
+
+/// How settled a Solana transaction must be before swapd counts it: Solana has commitment
+/// levels, not a count of blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commitment {
+    /// Voted on by a supermajority of the cluster.
+    Confirmed,
+    /// Rooted: 31 or more confirmed blocks on top, never rolled back.
+    Finalized,
+}
+
+impl Commitment {
+    /// Confirmed blocks on top of a finalized one.
+    pub const FINALIZED_CONFIRMATIONS: u64 = 31;
+
+    /// The commitment a chain's `confirmations` setting stands for (docs/configuration.md):
+    /// unset or 31 and more is finalized, fewer is confirmed (never `processed`, which a fork
+    /// can undo).
+    pub fn for_confirmations(confirmations: Option<u64>) -> Self {
+        match confirmations {
+            Some(count) if count < Self::FINALIZED_CONFIRMATIONS => Commitment::Confirmed,
+            _ => Commitment::Finalized,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Commitment::Confirmed => "confirmed",
+            Commitment::Finalized => "finalized",
+        }
+    }
+
+    /// Whether a signature at `status` (its `confirmationStatus`) has reached this commitment.
+    fn reached(self, status: Option<&str>) -> bool {
+        match self {
+            Commitment::Confirmed => matches!(status, Some("confirmed" | "finalized")),
+            Commitment::Finalized => status == Some("finalized"),
+        }
     }
 }
 
@@ -160,7 +202,9 @@ impl SolanaChain for SolanaRpc {
             .flatten()
             .map(|status| SolanaStatus {
                 failed: status.err.is_some_and(|err| !err.is_null()),
-                finalized: status.confirmation_status.as_deref() == Some("finalized"),
+                finalized: self
+                    .commitment
+                    .reached(status.confirmation_status.as_deref()),
             }))
     }
 
@@ -169,7 +213,8 @@ impl SolanaChain for SolanaRpc {
             .node
             .call(
                 "getTransaction",
-                serde_json::json!([signature, {"encoding": "jsonParsed", "commitment": "finalized",
+                serde_json::json!([signature, {"encoding": "jsonParsed",
+                                               "commitment": self.commitment.as_str(),
                                                "maxSupportedTransactionVersion": 0}]),
             )
             .await?;
@@ -201,7 +246,8 @@ mod tests {
             )
             .mount(&server)
             .await;
-        let rpc = SolanaRpc::new(&server.uri(), Duration::from_secs(2)).unwrap();
+        let rpc = SolanaRpc::new(&server.uri(), Duration::from_secs(2), Commitment::Finalized)
+            .unwrap();
         (server, rpc)
     }
 
@@ -263,5 +309,18 @@ mod tests {
         );
         let (_server, rpc) = node("getTransaction", serde_json::json!(null)).await;
         assert_eq!(rpc.transaction(SIGNATURE).await.unwrap(), None);
+    }
+
+    #[test]
+    fn confirmations_map_to_a_commitment_that_a_status_reaches() {
+        assert_eq!(Commitment::for_confirmations(None), Commitment::Finalized);
+        assert_eq!(Commitment::for_confirmations(Some(31)), Commitment::Finalized);
+        assert_eq!(Commitment::for_confirmations(Some(1)), Commitment::Confirmed);
+        assert_eq!(Commitment::for_confirmations(Some(0)), Commitment::Confirmed);
+        assert!(Commitment::Confirmed.reached(Some("confirmed")));
+        assert!(Commitment::Confirmed.reached(Some("finalized")));
+        assert!(!Commitment::Confirmed.reached(Some("processed")));
+        assert!(!Commitment::Finalized.reached(Some("confirmed")));
+        assert!(Commitment::Finalized.reached(Some("finalized")));
     }
 }

@@ -3,7 +3,7 @@
 //! tracking").
 
 use alloy_primitives::{Address, U256};
-use swapd_core::amount::Amount;
+use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{self, EvmLog, EvmReceipt, SolanaTx, SourceTx};
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::onchain::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
@@ -206,7 +206,9 @@ pub fn completed(to: &CurrencyDef, units: U256, tx_hashes: Vec<ExecutionTx>) -> 
         substatus: Some("completed".into()),
         outcome: Some(Outcome::Completed),
         tx_hashes,
-        received_amount: Some(Amount::from_units(units, to.decimals).to_string()),
+        received_amount: Some(
+            Amount::from_base_units(units, to.decimals, Rounding::Down).to_string(),
+        ),
         received_token: Some(to.code.into()),
     }
 }

@@ -205,6 +205,7 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Orde
         updated_at_ms: now,
         expires_at_ms: now + 1_800_000,
         next_check_at_ms: Some(now),
+        desk_failures: 0,
         event_sequence: 0,
         failure_reason: None,
         page_url: None,

@@ -204,7 +204,7 @@ pub struct RouteCard {
     /// `true` for routes a wallet signs.
     pub wallet_required: bool,
     pub is_available: bool,
-    /// Stable code: `provider_unavailable`, `amount_out_of_range`, `recipient_required`,
+    /// Stable code: `provider_unavailable`, `provider_not_configured`, `amount_out_of_range`, `recipient_required`,
     /// `wallet_unsupported`, `pair_unsupported`.
     pub unavailable_reason: Option<String>,
     /// Human explanation of `unavailableReason`.

@@ -86,8 +86,10 @@ pub enum PlanTransaction {
         data: String,
         /// Native value sent, in base units (wei).
         value: String,
-        /// Gas limit suggested.
-        gas: String,
+        /// Gas limit suggested, in gas units; `null` when the provider gave none: the wallet
+        /// estimates it (`eth_estimateGas`), as it does for any transaction. Never `"0"`.
+        #[serde(default)]
+        gas: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     Solana {

@@ -25,8 +25,6 @@ const MAX_LOOKS: usize = 32;
 const BATCH: u32 = 100;
 /// Orders followed at once in a pass, so one slow desk does not hold up the others' orders.
 const CONCURRENT_ORDERS: usize = 8;
-/// A desk that could not be asked is asked again after this many poll intervals.
-const RETRY_POLLS: i64 = 3;
 
 pub struct OrderEngine {
     store: Arc<dyn Store>,
@@ -93,11 +91,24 @@ impl OrderEngine {
                 let Err(error) = self.drive(&order).await else {
                     return;
                 };
-                tracing::warn!(order = %order.id, provider = %order.provider, %error, "cannot follow the order's desk now; retrying later");
-                let later = follow::retry_later(
-                    &order,
-                    self.clock.now_ms(),
-                    RETRY_POLLS * self.rules.poll_interval_ms,
+                let now_ms = self.clock.now_ms();
+                let failure = follow::DeskFailure {
+                    retry_after_ms: match &error {
+                        StepError::Desk(DeskError::RateLimited { retry_after }) => retry_after
+                            .map(|wait| i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)),
+                        _ => None,
+                    },
+                    skipped_until_ms: self.market.skipped_until(&order.provider, now_ms),
+                };
+                let jitter = rand::random_range(0..1000);
+                let later = follow::retry_later(&order, &self.rules, failure, jitter, now_ms);
+                tracing::warn!(
+                    order = %order.id,
+                    provider = %order.provider,
+                    %error,
+                    failures = later.desk_failures,
+                    next_check_in_ms = later.next_check_at_ms.unwrap_or(now_ms) - now_ms,
+                    "cannot follow the order's desk now; backing off"
                 );
                 if let Err(error) = self.store.update_order(&later, &[], None).await {
                     tracing::warn!(order = %order.id, %error, "cannot reschedule the order");

@@ -61,6 +61,14 @@ fn live_providers(
                             &desk.api_key,
                             timeout(desk.timeout_ms),
                         )
+                        .and_then(|client| {
+                            client.with_lookup(
+                                &desk.base_url,
+                                &desk.private_api_key,
+                                desk.payload_reference,
+                                timeout(desk.timeout_ms),
+                            )
+                        })
                         .map_err(|e| anyhow::anyhow!("providers.changenow: {e}"))?;
                         Ok(Arc::new(changenow::ChangeNowDesk::new(client)))
                     }
@@ -138,8 +146,9 @@ fn chains(config: &crate::config::Config) -> anyhow::Result<swapd_onchain::Chain
         let network = crate::config::chain_network(name).map_err(failed)?;
         let timeout = Duration::from_millis(chain.timeout_ms);
         if network == Network::Solana {
-            let reader = swapd_onchain::solana_rpc::SolanaRpc::new(&chain.rpc_url, timeout)
-                .map_err(failed)?;
+            use swapd_onchain::solana_rpc::{Commitment, SolanaRpc};
+            let commitment = Commitment::for_confirmations(chain.confirmations);
+            let reader = SolanaRpc::new(&chain.rpc_url, timeout, commitment).map_err(failed)?;
             solana = Some(Arc::new(reader));
             continue;
         }

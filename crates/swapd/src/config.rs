@@ -84,7 +84,8 @@ pub struct ChainConfig {
     /// The node's JSON-RPC URL (an API key in its path is redacted when shown).
     pub rpc_url: String,
     /// Blocks on top of a transaction's own before it counts as final; the network's default
-    /// (docs/configuration.md) when unset.
+    /// (docs/configuration.md) when unset. On Solana, the commitment: fewer than 31 is
+    /// `confirmed`, unset or more `finalized`.
     #[serde(default)]
     pub confirmations: Option<u64>,
     /// How long one call may take, in milliseconds.
@@ -295,6 +296,12 @@ pub struct DeskConfig {
     pub api_key: String,
     /// The key's secret (FixedFloat signs every request with it; ChangeNOW has none).
     pub api_secret: String,
+    /// ChangeNOW only: the partner's private API key, which lists the account's exchanges
+    /// (`GET /v2/exchanges`), so a create whose answer was lost is found and adopted.
+    pub private_api_key: String,
+    /// ChangeNOW only: the account has the `payload` partner field enabled, so creates carry
+    /// swapd's order reference and a lost create is matched by it.
+    pub payload_reference: bool,
     /// How long one call may take, in milliseconds.
     pub timeout_ms: u64,
 }
@@ -305,6 +312,8 @@ impl DeskConfig {
             base_url: base_url.into(),
             api_key: String::new(),
             api_secret: String::new(),
+            private_api_key: String::new(),
+            payload_reference: false,
             timeout_ms: 10_000,
         }
     }
@@ -596,6 +605,15 @@ impl Config {
                 return Err(setting(key, "timeout_ms must be at least 1".into()));
             }
         }
+        let fixedfloat = &self.providers.fixedfloat;
+        if !fixedfloat.private_api_key.is_empty() || fixedfloat.payload_reference {
+            return Err(setting(
+                "providers.fixedfloat",
+                "private_api_key and payload_reference are ChangeNOW's: FixedFloat has no \
+                 exchange lookup"
+                    .into(),
+            ));
+        }
         for (key, router) in [
             ("providers.lifi", &self.providers.lifi),
             ("providers.zerox", &self.providers.zerox),
@@ -610,13 +628,7 @@ impl Config {
         }
         for (name, chain) in &self.chains {
             let key = format!("chains.{name}");
-            let network = chain_network(name).map_err(|problem| setting(&key, problem))?;
-            if network == swapd_core::address::Network::Solana && chain.confirmations.is_some() {
-                return Err(setting(
-                    &key,
-                    "Solana transactions count once finalized: confirmations does not apply".into(),
-                ));
-            }
+            chain_network(name).map_err(|problem| setting(&key, problem))?;
             check_http_url(&chain.rpc_url)
                 .map_err(|problem| setting(&key, format!("rpc_url: {problem}")))?;
             if chain.timeout_ms == 0 {
@@ -895,6 +907,7 @@ impl Config {
             &mut shown.x402.access_token_secret,
             &mut shown.providers.changenow.api_key,
             &mut shown.providers.changenow.api_secret,
+            &mut shown.providers.changenow.private_api_key,
             &mut shown.providers.fixedfloat.api_key,
             &mut shown.providers.fixedfloat.api_secret,
             &mut shown.providers.lifi.api_key,
@@ -1312,6 +1325,15 @@ mod tests {
             ChainConfig::default_confirmations(chain_network("ETH").unwrap()),
             12
         );
+        // Solana takes `confirmations` like every chain, as its commitment (fewer than 31:
+        // confirmed; unset or more: finalized).
+        for (section, confirmations) in [
+            ("[chains.sol]\nrpc_url = \"http://127.0.0.1:8899\"\nconfirmations = 1\n", Some(1)),
+            ("[chains.sol]\nrpc_url = \"http://127.0.0.1:8899\"\n", None),
+        ] {
+            let config = load(&[], Some(section)).unwrap();
+            assert_eq!(config.chains["sol"].confirmations, confirmations);
+        }
 
         // Keys in a node's path and LI.FI's key are not shown.
         let shown = config.redacted_toml();
@@ -1333,10 +1355,6 @@ mod tests {
             (
                 "[chains.xrp]\nrpc_url = \"http://x\"\n",
                 "EVM chains and Solana only",
-            ),
-            (
-                "[chains.sol]\nrpc_url = \"http://x\"\nconfirmations = 3\n",
-                "finalized",
             ),
             ("[chains.base]\nrpc_url = \"ftp://x\"\n", "chains.base"),
             (

@@ -81,8 +81,9 @@ fn declare() -> BusinessRoutes {
         .route(routes!(route_handlers::discover_routes), PricesRead, 5)
         .route(routes!(route_handlers::resolve), OrdersCreate, 2)
         .route(routes!(orders::create_order), OrdersCreate, 5)
-        // An exchange opened at a desk is funded by nobody unless its order is stored.
-        .claimed_at_commit()
+        // An exchange opened at a desk is funded by nobody unless its order is stored; a live
+        // desk's create is an upstream write, so there the key is held from the start.
+        .claimed_at_commit_unless_upstream()
         .route(routes!(orders::get_order), OrdersRead, 1)
         .route(routes!(orders::get_order_status), OrdersRead, 1)
         .route(routes!(orders::emergency), OrdersUpdate, 2)
@@ -180,6 +181,16 @@ impl BusinessRoutes {
         self
     }
 
+    /// As [`BusinessRoutes::claimed_at_commit`] when the deployment's desks write nothing upstream to open an
+    /// exchange (the sandbox's); with live desks it holds the key from the start
+    /// ([`ClaimAt::Start`]), so a retry never opens a second exchange.
+    pub fn claimed_at_commit_unless_upstream(mut self) -> Self {
+        if let Some(last) = self.routes.last_mut() {
+            last.claim_at = ClaimAt::CommitUnlessUpstream;
+        }
+        self
+    }
+
     fn push(
         mut self,
         method: Method,
@@ -216,6 +227,13 @@ impl BusinessRoutes {
             let gate = Gate {
                 state: state.clone(),
                 route: Arc::new(spec),
+            };
+            let claim_at = match claim_at {
+                ClaimAt::CommitUnlessUpstream if state.market.desks_open_upstream() => {
+                    ClaimAt::Start
+                }
+                ClaimAt::CommitUnlessUpstream => ClaimAt::Commit,
+                other => other,
             };
             let handler = handler
                 .route_layer(middleware::from_fn_with_state(

@@ -18,7 +18,7 @@ use swapd_core::onchain::{
     self, ACCESS_TOKEN_TTL_MS, Accepted, DEFAULT_SLIPPAGE_BPS, ExecutionPlan, ExecutionReport,
     MAX_SIGNATURES, MAX_SLIPPAGE_BPS, NewPlan, PLAN_TTL_MS, ReportError,
 };
-use swapd_core::provider::PlanRequest;
+use swapd_core::provider::{PlanRequest, ShownTerms};
 use swapd_core::{Store, StoreError};
 use swapd_types::onchain::{
     ACCESS_TOKEN_HEADER, ExecutionPlanView, ExecutionReportInput, ExecutionView,
@@ -197,6 +197,10 @@ async fn build_plan(
             to,
             from_amount,
             min_output,
+            shown: ShownTerms {
+                expected_output: expected,
+                min_output: stored_amount(&route.min_output, to)?,
+            },
             wallet_address: wallet_address.to_owned(),
             recipient: route.recipient.clone(),
             gasless: route.gasless,
@@ -228,7 +232,8 @@ async fn build_plan(
         recipient: route.recipient.clone(),
         from_amount,
         expected_output: expected,
-        min_output,
+        // What the plan's transactions enforce: the provider's guarantee.
+        min_output: built.min_output,
         slippage_bps,
         // A provider may build a plan of transactions for a gasless card (0x, for a token
         // without a gasless approval): the steps decide how the plan is reported.

@@ -54,6 +54,20 @@ pub struct RouteGate {
 }
 
 pub async fn gate(State(gate): State<RouteGate>, request: Request, next: Next) -> Response {
+    // A paid mutation settles and may write upstream: it runs to its end even if its client
+    // goes away (see `idempotency::detached`).
+    if gate.route.access != Access::Free
+        && matches!(
+            *request.method(),
+            axum::http::Method::POST | axum::http::Method::PATCH
+        )
+    {
+        return idempotency::detached(gated(gate, request, next)).await;
+    }
+    gated(gate, request, next).await
+}
+
+async fn gated(gate: RouteGate, request: Request, next: Next) -> Response {
     let RouteGate { state, route } = &gate;
     if route.access == Access::Free {
         return next.run(request).await;

@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use swapd_core::Clock;
 use swapd_core::orders::EventType;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead, WebhooksWrite};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
@@ -71,6 +72,31 @@ fn fixture(name: &str) -> Vec<u8> {
 /// A fake ChangeNOW: its currencies, a range, fixed and float estimates, one exchange to open
 /// (only with the fixed estimate's `rateId` for a fixed rate) and the exchange the test moves.
 async fn fake_changenow(exchange: &Exchange) -> MockServer {
+    let server = fake_changenow_without_create(exchange).await;
+    Mock::given(method("POST"))
+        .and(path("/v2/exchange"))
+        .and(header("x-changenow-api-key", API_KEY))
+        .and(body_partial_json(
+            json!({"address": PAYOUT, "refundAddress": REFUND}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(opened_exchange()))
+        .expect(1)
+        .named("one exchange opened")
+        .mount(&server)
+        .await;
+    server
+}
+
+/// ChangeNOW's answer to the create.
+fn opened_exchange() -> Value {
+    json!({
+        "id": "cn-e2e-1", "payinAddress": PAYIN, "payinExtraId": "",
+        "fromAmount": 0.1, "toAmount": 4312.55
+    })
+}
+
+/// The fake ChangeNOW without its create, for tests that answer it their own way.
+async fn fake_changenow_without_create(exchange: &Exchange) -> MockServer {
     let server = MockServer::start().await;
     let keyed = || header("x-changenow-api-key", API_KEY);
     Mock::given(method("GET"))
@@ -104,20 +130,6 @@ async fn fake_changenow(exchange: &Exchange) -> MockServer {
             .mount(&server)
             .await;
     }
-    Mock::given(method("POST"))
-        .and(path("/v2/exchange"))
-        .and(keyed())
-        .and(body_partial_json(
-            json!({"address": PAYOUT, "refundAddress": REFUND}),
-        ))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "id": "cn-e2e-1", "payinAddress": PAYIN, "payinExtraId": "",
-            "fromAmount": 0.1, "toAmount": 4312.55
-        })))
-        .expect(1)
-        .named("one exchange opened")
-        .mount(&server)
-        .await;
     Mock::given(method("GET"))
         .and(path("/v2/exchange/by-id"))
         .and(query_param("id", "cn-e2e-1"))
@@ -129,11 +141,20 @@ async fn fake_changenow(exchange: &Exchange) -> MockServer {
 }
 
 async fn live_server(desk: &MockServer) -> TestServer {
+    live_server_with(desk, |_| {}).await
+}
+
+/// A live server in front of `desk`, its ChangeNOW settings changed by `set`.
+async fn live_server_with(
+    desk: &MockServer,
+    set: impl FnOnce(&mut swapd::config::DeskConfig),
+) -> TestServer {
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["changenow".into()];
     providers.changenow.base_url = format!("{}/v2/", desk.uri());
     providers.changenow.api_key = API_KEY.into();
     providers.changenow.timeout_ms = 2_000;
+    set(&mut providers.changenow);
     TestServer::start_with(Options {
         live: Some(Live {
             providers,
@@ -572,4 +593,257 @@ async fn engines_on_several_nodes_ask_the_desk_once_per_look() {
         assert_eq!(a + b, 1, "the order was claimed by one engine");
         assert_eq!(reads().await, look, "one read of the exchange per look");
     }
+}
+
+/// ChangeNOW's create, answered slowly: each create's body is kept, the exchange is opened
+/// at once (it shows in the partner's list), and the answer comes after `delay`.
+#[derive(Clone)]
+struct SlowCreate {
+    bodies: Arc<Mutex<Vec<Value>>>,
+    delay: std::time::Duration,
+}
+
+impl SlowCreate {
+    fn new(delay_ms: u64) -> Self {
+        Self {
+            bodies: Arc::default(),
+            delay: std::time::Duration::from_millis(delay_ms),
+        }
+    }
+
+    fn creates(&self) -> usize {
+        self.bodies.lock().unwrap().len()
+    }
+}
+
+impl Respond for SlowCreate {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        self.bodies.lock().unwrap().push(body);
+        ResponseTemplate::new(200)
+            .set_body_json(opened_exchange())
+            .set_delay(self.delay)
+    }
+}
+
+/// `GET /v2/exchanges` under the private key: the exchanges the slow creates opened, as
+/// ChangeNOW lists them (with each create's `payload`), after another order's exchange to the
+/// same address.
+struct PartnerList(SlowCreate);
+
+impl Respond for PartnerList {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        let item = |id: &str, payload: &Value| {
+            json!({
+                "createdAt": "2026-11-26T12:00:05.000Z", "updatedAt": "2026-11-26T12:00:05.000Z",
+                "exchangeId": id, "requestId": format!("req-{id}"), "status": "waiting",
+                "validUntil": null, "flow": "standard",
+                "payin": {"currency": "btc", "address": if id == "cn-e2e-1" { PAYIN } else { "bc1q-other" },
+                          "extraId": null, "amount": null, "expectedAmount": 0.1, "hash": null},
+                "payout": {"currency": "usdt", "address": PAYOUT, "extraId": null, "hash": null},
+                "refund": {"currency": "btc", "address": REFUND, "extra_id": null, "hash": null},
+                "partnerInfo": {"commission": null, "userId": null, "payload": payload}
+            })
+        };
+        let mut exchanges = vec![item("cn-other", &json!({"swapdReference": "ord_someone_else"}))];
+        for body in self.0.bodies.lock().unwrap().iter() {
+            exchanges.push(item("cn-e2e-1", &body["payload"]));
+        }
+        ResponseTemplate::new(200).set_body_json(json!({"count": exchanges.len(), "exchanges": exchanges}))
+    }
+}
+
+fn float_order() -> Vec<u8> {
+    serde_json::to_vec(&json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1",
+        "type": "float", "toAddress": PAYOUT, "refundAddress": REFUND}))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn retries_of_one_idempotency_key_while_the_desks_create_is_slow_open_one_exchange() {
+    let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+    let desk = fake_changenow_without_create(&exchange).await;
+    let create = SlowCreate::new(2_500);
+    Mock::given(method("POST"))
+        .and(path("/v2/exchange"))
+        .respond_with(create.clone())
+        .mount(&desk)
+        .await;
+    let server = live_server_with(&desk, |changenow| changenow.timeout_ms = 10_000).await;
+    let key = server.key(&[OrdersCreate, OrdersRead]).await;
+    let idempotency_key = swapd_client::new_idempotency_key();
+    let body = float_order();
+    let attempt = || {
+        server
+            .sign(&key, "POST", "/api/v3/orders", "", &body)
+            .set("Idempotency-Key", &idempotency_key)
+    };
+
+    // The client gives up while the desk is still opening the exchange...
+    let gave_up = server
+        .send_within(&attempt(), std::time::Duration::from_millis(300))
+        .await;
+    assert_eq!(gave_up, None, "the first attempt is still at the desk");
+    // ...and retries at once, several times concurrently: each is held back, none reaches
+    // the desk.
+    let requests = [attempt(), attempt(), attempt(), attempt()];
+    let (a, b, c, d) = tokio::join!(
+        server.send(&requests[0]),
+        server.send(&requests[1]),
+        server.send(&requests[2]),
+        server.send(&requests[3]),
+    );
+    for retry in [&a, &b, &c, &d] {
+        retry.expect(409, "idempotency_key_in_use");
+        assert!(retry.headers.contains_key("retry-after"), "{:?}", retry.headers);
+    }
+    // Once the first attempt is done, a retry gets its answer.
+    let mut answer = None;
+    for _ in 0..100 {
+        let retry = server.send(&attempt()).await;
+        if retry.status != 409 {
+            answer = Some(retry);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let answer = answer.expect("the first attempt's answer");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.headers["idempotent-replayed"], "true");
+    let id = answer.body["data"]["orderId"].as_str().unwrap().to_owned();
+    assert_eq!(order(&server, &key, &id).await["from"]["depositAddress"], PAYIN);
+    assert_eq!(create.creates(), 1, "exactly one exchange opened at the desk");
+}
+
+#[tokio::test]
+async fn a_create_answered_after_swapds_timeout_is_found_in_the_partner_list_and_adopted() {
+    let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+    let desk = fake_changenow_without_create(&exchange).await;
+    // The desk opens the exchange but answers after swapd's own 300 ms timeout.
+    let create = SlowCreate::new(1_500);
+    Mock::given(method("POST"))
+        .and(path("/v2/exchange"))
+        .and(header("x-changenow-api-key", API_KEY))
+        .respond_with(create.clone())
+        .mount(&desk)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v2/exchanges"))
+        .and(header("x-changenow-api-key", "cn-private-key"))
+        .and(query_param("payoutAddress", PAYOUT))
+        .respond_with(PartnerList(create.clone()))
+        .mount(&desk)
+        .await;
+    let server = live_server_with(&desk, |changenow| {
+        changenow.timeout_ms = 300;
+        changenow.private_api_key = "cn-private-key".into();
+        changenow.payload_reference = true;
+    })
+    .await;
+    let key = server.key(&[OrdersCreate, OrdersRead]).await;
+    let created = server
+        .send(&server.sign(&key, "POST", "/api/v3/orders", "", &float_order()))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let order = &created.body["data"];
+    let id = order["orderId"].as_str().unwrap();
+    // The create carried swapd's reference; the lookup found the exchange by it (not the
+    // other order's one to the same address) and the order is on it.
+    let sent = create.bodies.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "one create");
+    assert_eq!(sent[0]["payload"]["swapdReference"], id);
+    assert_eq!(order["from"]["depositAddress"], PAYIN);
+    let stored = server.state.store.order_for_page(id).await.unwrap().unwrap();
+    assert_eq!(stored.provider_ref, "cn-e2e-1");
+    let looked_up = desk
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.url.path() == "/v2/exchanges")
+        .count();
+    assert!(looked_up >= 1);
+}
+
+#[tokio::test]
+async fn a_create_answered_after_swapds_timeout_without_a_private_key_opens_no_order() {
+    let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+    let desk = fake_changenow_without_create(&exchange).await;
+    let create = SlowCreate::new(1_500);
+    Mock::given(method("POST"))
+        .and(path("/v2/exchange"))
+        .respond_with(create.clone())
+        .mount(&desk)
+        .await;
+    let server = live_server_with(&desk, |changenow| changenow.timeout_ms = 300).await;
+    let key = server.key(&[OrdersCreate, OrdersRead]).await;
+    let created = server
+        .send(&server.sign(&key, "POST", "/api/v3/orders", "", &float_order()))
+        .await;
+    // Today's documented behaviour: nothing is stored, the client is told to retry; no
+    // payload was sent (the account's partner field is not known to be on).
+    assert!(created.status >= 500, "{}", created.body);
+    assert!(create.bodies.lock().unwrap()[0].get("payload").is_none());
+}
+
+#[tokio::test]
+async fn the_engine_backs_off_while_a_desk_fails_and_returns_to_its_cadence_after() {
+    let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+    let desk = fake_changenow(&exchange).await;
+    let server = live_server(&desk).await;
+    let key = server.key(&[OrdersCreate, OrdersRead]).await;
+    let created = server
+        .send(&server.sign(&key, "POST", "/api/v3/orders", "", &float_order()))
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
+    let poll = 1_000; // the test server's orders.poll_interval_ms
+    let stored = || async { server.state.store.order_for_page(&id).await.unwrap().unwrap() };
+    // One look at the scheduled time; the wait until the next.
+    let look = || async {
+        let due = stored().await.next_check_at_ms.unwrap();
+        let now = server.clock.now_ms();
+        if due > now {
+            server.clock.advance_ms(due - now);
+        }
+        server.engine.run_due().await;
+        let order = stored().await;
+        (order.next_check_at_ms.unwrap() - server.clock.now_ms(), order.desk_failures)
+    };
+    assert_eq!(look().await, (poll, 0), "the normal cadence");
+
+    // The desk answers 503: the waits grow, each within the upper half of its doubling,
+    // and never before the breaker lets the desk be asked again.
+    exchange.set(None);
+    let mut waits = Vec::new();
+    for failures in 1..=8u32 {
+        let (wait, counted) = look().await;
+        assert_eq!(counted, failures);
+        let full = (poll << failures).min(60_000);
+        assert!(
+            wait >= full / 2 && wait <= full.max(swapd_core::market::breaker::OPEN_FOR_MS),
+            "failure {failures}: waited {wait} ms, doubling to {full}"
+        );
+        waits.push(wait);
+    }
+    assert!(waits[0] < waits[3] && waits[3] <= waits[7], "{waits:?}");
+    assert!(*waits.last().unwrap() <= 60_000, "capped at the quiet interval: {waits:?}");
+    // While failing, the desk was asked once per look (the transport's own retries aside),
+    // not at the normal cadence.
+    let asked = desk
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/v2/exchange/by-id")
+        .count();
+    assert!(asked <= 3 * 9, "{asked} reads");
+
+    // The first good answer brings the normal cadence back.
+    exchange.set(Some("waiting"));
+    let (wait, failures) = look().await;
+    assert_eq!(failures, 0);
+    assert_eq!(wait, poll, "back to the poll interval");
+    let health = readiness(&server, "changenow").await;
+    assert_eq!(health["state"], "up", "{health}");
 }

@@ -178,7 +178,22 @@ impl LocalChain {
             chain_id: 8453,
             nonce: u64::from_str_radix(nonce.as_str().unwrap().trim_start_matches("0x"), 16)
                 .unwrap(),
-            gas_limit: quantity(&transaction["gas"]),
+            gas_limit: match transaction["gas"] {
+                // No gas limit in the plan: the wallet estimates it, as wallets do.
+                Value::Null => {
+                    let estimate = self
+                        .rpc(
+                            "eth_estimateGas",
+                            json!([{"from": wallet.address(), "to": transaction["to"],
+                                    "data": transaction["data"],
+                                    "value": format!("{:#x}", transaction["value"].as_str().unwrap().parse::<u128>().unwrap())}]),
+                        )
+                        .await;
+                    u64::from_str_radix(estimate.as_str().unwrap().trim_start_matches("0x"), 16)
+                        .unwrap()
+                }
+                ref gas => quantity(gas),
+            },
             max_fee_per_gas: 20_000_000_000,
             max_priority_fee_per_gas: 1_000_000_000,
             to: TxKind::Call(transaction["to"].as_str().unwrap().parse().unwrap()),
@@ -833,5 +848,134 @@ async fn trackers_on_several_nodes_split_the_executions_and_never_ask_twice() {
         *status_reads.lock().unwrap(),
         4,
         "taken over after the lease"
+    );
+}
+
+/// A fake Relay quoting 0.01 ETH → USDC on Base as one transaction that calls the router, as
+/// Relay's step items may: without a gas limit. The router pays 30.000123 USDC.
+struct FakeRelayWithoutGas {
+    recipient: Address,
+}
+
+impl Respond for FakeRelayWithoutGas {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        if request.url.path() != "/quote/v2" {
+            return ResponseTemplate::new(404);
+        }
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let native = Address::ZERO;
+        let data = swapNativeForTokenCall {
+            token: USDC_BASE,
+            amountOut: U256::from(30_000_123u64),
+            minAmountOut: U256::from(29_100_000u64),
+            recipient: self.recipient,
+        }
+        .abi_encode();
+        let side = |address: Address, decimals: u8, amount: &str, minimum: &str| {
+            json!({"currency": {"chainId": 8453, "address": address, "decimals": decimals, "symbol": "T"},
+                   "amount": amount, "minimumAmount": minimum})
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "steps": [{"id": "deposit", "kind": "transaction", "requestId": RELAY_REQUEST,
+                       "items": [{"status": "incomplete", "data": {
+                           "from": body["user"], "to": ROUTER, "data": Bytes::from(data),
+                           "value": "10000000000000000", "chainId": 8453}}]}],
+            "fees": {},
+            // Relay guarantees 3 % under what it expects: wider than the resolve's slippage.
+            "details": {"currencyIn": side(native, 18, "10000000000000000", "10000000000000000"),
+                        "currencyOut": side(USDC_BASE, 6, "30000000", "29100000"),
+                        "timeEstimate": 5}
+        }))
+    }
+}
+
+#[tokio::test]
+async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() {
+    if !chain_dir().join("node_modules/.bin/hardhat").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: npm ci --prefix tests/npm-chain (.ci/run does)"
+        );
+        println!("SKIPPED: run `npm ci --prefix tests/npm-chain` to install the local chain");
+        return;
+    }
+    let chain = LocalChain::start().await;
+    chain.deploy().await;
+    let wallet = PrivateKeySigner::random();
+    chain
+        .rpc(
+            "hardhat_setBalance",
+            json!([wallet.address(), "0xde0b6b3a7640000"]),
+        )
+        .await;
+    let relay = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(FakeRelayWithoutGas {
+            recipient: wallet.address(),
+        })
+        .mount(&relay)
+        .await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["relay".into()];
+    providers.relay.base_url = relay.uri();
+    providers.relay.timeout_ms = 5_000;
+    let chains = [(
+        "base".to_owned(),
+        swapd::config::ChainConfig {
+            rpc_url: chain.url.clone(),
+            confirmations: Some(1),
+            timeout_ms: 5_000,
+        },
+    )]
+    .into();
+    let server = TestServer::start_with(Options {
+        live: Some(Live { providers, chains }),
+        ..Options::default()
+    })
+    .await;
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    let query = format!(
+        "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}",
+        wallet.address()
+    );
+    let resp = server.call(&key, "GET", "/api/v3/routes", &query, b"").await;
+    let card = data(&resp)["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|card| card["executionProvider"] == "relay")
+        .cloned()
+        .unwrap_or_else(|| panic!("no Relay card: {}", resp.body));
+    assert_eq!(card["minOutputAmount"], "29.1", "{card}");
+    // The quote is unchanged at resolve, its guarantee 3 % under the expected output, wider
+    // than the default 0.5 % slippage: accepted, and the plan shows Relay's own guarantee.
+    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet.address()});
+    let resp = server
+        .call(
+            &key,
+            "POST",
+            "/api/v3/onchain/routes/resolve",
+            "",
+            &serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+    let plan = data(&resp).clone();
+    assert_eq!(plan["minOutputAmount"], "29.1", "{plan}");
+    assert_eq!(plan["expectedOutputAmount"], "30");
+    let step = &plan["steps"][0];
+    assert!(
+        step["description"].as_str().unwrap().contains("at least 29.1 USDC"),
+        "{step}"
+    );
+    let transaction = &step["transaction"];
+    assert_eq!(transaction["gas"], Value::Null, "never a gas limit of 0: {transaction}");
+
+    // A wallet estimates the gas and sends it; it is mined and pays out.
+    let hash = chain.sign_and_send(&wallet, transaction).await;
+    let receipt = chain.rpc("eth_getTransactionReceipt", json!([hash])).await;
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert_eq!(
+        chain.token_balance(wallet.address()).await,
+        U256::from(30_000_123u64)
     );
 }

@@ -37,6 +37,11 @@ impl Breaker {
         self.open_until_ms.is_none_or(|until| now_ms >= until)
     }
 
+    /// Until when the provider is skipped, while it is at `now_ms`.
+    pub fn skipped_until(&self, now_ms: i64) -> Option<i64> {
+        self.open_until_ms.filter(|until| now_ms < *until)
+    }
+
     pub fn succeeded(&mut self) {
         *self = Breaker::default();
     }

@@ -25,6 +25,16 @@ pub trait Market: Send + Sync + 'static {
         self.provider(id)?.as_desk()
     }
 
+    /// Whether any desk opens its exchanges at an upstream service ([`Desk::opens_upstream`]).
+    ///
+    /// [`Desk::opens_upstream`]: crate::desk::Desk::opens_upstream
+    fn desks_open_upstream(&self) -> bool {
+        self.providers()
+            .iter()
+            .filter_map(|info| self.desk(info.id))
+            .any(|desk| desk.opens_upstream())
+    }
+
     /// How long one provider may take to answer.
     fn deadline(&self) -> Duration;
 
@@ -43,7 +53,12 @@ pub trait Market: Send + Sync + 'static {
     fn health(&self, now_ms: i64) -> Vec<ProviderHealth>;
 
     /// Whether provider `id` may be called at `now_ms` (it is not skipped for failing).
-    fn allows(&self, id: &str, now_ms: i64) -> bool;
+    fn allows(&self, id: &str, now_ms: i64) -> bool {
+        self.skipped_until(id, now_ms).is_none()
+    }
+
+    /// Until when provider `id` is skipped for failing, when it is at `now_ms`.
+    fn skipped_until(&self, id: &str, now_ms: i64) -> Option<i64>;
 
     /// Counts a call made to provider `id` outside the market (the order engine's desk calls):
     /// `failure` when it could not be reached or answered unusably.
@@ -56,4 +71,8 @@ pub struct ProviderHealth {
     pub id: &'static str,
     pub state: ProviderState,
     pub last_failure: Option<String>,
+    /// What swapd lacks for it to serve every pair it trades ([`Provider::unconfigured`]).
+    ///
+    /// [`Provider::unconfigured`]: crate::provider::Provider::unconfigured
+    pub not_configured: Option<String>,
 }

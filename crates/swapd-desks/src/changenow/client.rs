@@ -18,19 +18,62 @@ pub const BASE_URL: &str = "https://api.changenow.io/v2/";
 
 pub struct ChangeNow {
     transport: Transport,
+    /// The same API under the partner's private key: only `GET /v2/exchanges` takes it.
+    private: Option<Transport>,
+    /// Whether the account has the `payload` partner field, so creates carry swapd's reference.
+    payload_reference: bool,
 }
 
 impl ChangeNow {
     /// A client of the API at `base_url` with the partner key `api_key`.
     pub fn new(base_url: &str, api_key: &str, timeout: Duration) -> Result<Self, String> {
-        let mut key =
-            HeaderValue::from_str(api_key).map_err(|_| "the API key is not a header value")?;
-        key.set_sensitive(true);
-        let mut headers = HeaderMap::new();
-        headers.insert("x-changenow-api-key", key);
         Ok(Self {
-            transport: Transport::new("ChangeNOW", base_url, timeout, headers)?,
+            transport: Transport::new("ChangeNOW", base_url, timeout, keyed(api_key)?)?,
+            private: None,
+            payload_reference: false,
         })
+    }
+
+    /// Looks exchanges up with the partner's private key after a create whose answer was lost
+    /// (`private_api_key`), and sends swapd's reference in the create's `payload`
+    /// (`payload_reference`, for accounts that have the field enabled).
+    pub fn with_lookup(
+        mut self,
+        base_url: &str,
+        private_api_key: &str,
+        payload_reference: bool,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        self.payload_reference = payload_reference;
+        if !private_api_key.is_empty() {
+            let headers = keyed(private_api_key).map_err(|_| "the private API key is not a header value")?;
+            self.private = Some(Transport::new("ChangeNOW", base_url, timeout, headers)?);
+        }
+        Ok(self)
+    }
+
+    /// Whether exchanges can be looked up after a lost create.
+    pub fn can_look_up(&self) -> bool {
+        self.private.is_some()
+    }
+
+    /// Whether creates carry swapd's reference.
+    pub fn sends_reference(&self) -> bool {
+        self.payload_reference
+    }
+
+    /// The exchange `request` opened, looked up among those created since `since_ms`.
+    pub async fn find_opened(
+        &self,
+        request: &CreateRequest<'_>,
+        since_ms: i64,
+    ) -> Result<super::Found, DeskError> {
+        let Some(private) = &self.private else {
+            return Ok(super::Found::Nothing);
+        };
+        let query = super::lookup_query(request.payout_address, since_ms);
+        let answer = private.get("exchanges", &query).await?;
+        read(answer, |body| super::find_opened(body, request))
     }
 
     /// The active currencies, as swapd's catalog.
@@ -90,6 +133,15 @@ impl ChangeNow {
         let answer = self.transport.get("exchange/by-id", &query).await?;
         read(answer, |body| super::exchange(body, from, to))
     }
+}
+
+/// `x-changenow-api-key` with `key`, marked sensitive (never logged).
+fn keyed(key: &str) -> Result<HeaderMap, String> {
+    let mut value = HeaderValue::from_str(key).map_err(|_| "the API key is not a header value")?;
+    value.set_sensitive(true);
+    let mut headers = HeaderMap::new();
+    headers.insert("x-changenow-api-key", value);
+    Ok(headers)
 }
 
 /// A 2xx answer read by `map`; anything else as ChangeNOW's error.

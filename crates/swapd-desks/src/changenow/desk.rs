@@ -4,6 +4,7 @@
 //! changes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use swapd_core::desk::{
@@ -15,7 +16,7 @@ use swapd_core::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
 
-use super::{ChangeNow, CreateRequest, Side};
+use super::{ChangeNow, CreateRequest, Found, Side};
 use crate::Listed;
 use crate::quoting::{self, Listings};
 
@@ -48,6 +49,61 @@ impl ChangeNowDesk {
             .sides(ID, (from, to), rate, self.client.currencies())
             .await
     }
+}
+
+/// How long after a lost create each lookup is made: the desk may still be writing it.
+const LOOKUPS_AFTER: [Duration; 3] = [
+    Duration::ZERO,
+    Duration::from_secs(1),
+    Duration::from_secs(3),
+];
+/// How far before the create a lookup reaches (clocks differ).
+const LOOKUP_MARGIN_MS: i64 = 5 * 60 * 1000;
+
+impl ChangeNowDesk {
+    /// The exchange a create whose answer was `lost` opened, looked up in the partner's list:
+    /// adopted when exactly one is the create's; when several could be, none is (an operator
+    /// is alerted); when none is found, the create's own failure stands.
+    async fn adopt(
+        &self,
+        create: &CreateRequest<'_>,
+        sent_at_ms: i64,
+        lost: DeskError,
+    ) -> Result<OpenedExchange, DeskError> {
+        let since_ms = sent_at_ms - LOOKUP_MARGIN_MS;
+        for wait in LOOKUPS_AFTER {
+            tokio::time::sleep(wait).await;
+            match self.client.find_opened(create, since_ms).await {
+                Ok(Found::One(opened)) => {
+                    tracing::info!(exchange = %opened.id, "adopted the exchange a lost create opened at ChangeNOW");
+                    counted("adopted");
+                    return Ok(opened);
+                }
+                Ok(Found::Several(count)) => {
+                    tracing::error!(
+                        count,
+                        payout_address = create.payout_address,
+                        "ALERT: several ChangeNOW exchanges match a lost create; none adopted, check them by hand"
+                    );
+                    counted("ambiguous");
+                    return Err(DeskError::Unavailable {
+                        detail: "the exchange's answer was lost and several exchanges match it"
+                            .into(),
+                    });
+                }
+                Ok(Found::Nothing) => {}
+                Err(error) => tracing::warn!(%error, "cannot look a lost create up at ChangeNOW"),
+            }
+        }
+        counted("not_found");
+        Err(lost)
+    }
+}
+
+/// A lookup after a lost create, by outcome, in `/metrics`.
+fn counted(outcome: &'static str) {
+    metrics::counter!("desk_lost_creates_total", "desk" => ID, "outcome" => outcome)
+        .increment(1);
 }
 
 fn side(listed: &Listed) -> Side<'_> {
@@ -105,24 +161,36 @@ impl Desk for ChangeNowDesk {
         DeskActions::default()
     }
 
+    /// Sent once. When its answer is lost (a timeout, a broken connection, a 5xx or an
+    /// unreadable answer) and the private key is configured, the exchange it may have opened is
+    /// looked up and adopted, so a retry never opens a second one (docs/providers.md, "A
+    /// create whose answer is lost").
     async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError> {
         let (from, to) = self
             .sides(request.from, request.to, request.rate_type)
             .await?;
-        self.client
-            .open(&CreateRequest {
-                from: side(&from),
-                to: side(&to),
-                rate: request.rate_type,
-                direction: Direction::From,
-                amount: request.from_amount,
-                payout_address: &request.payout.address,
-                payout_tag: request.payout.tag.as_deref(),
-                refund_address: request.refund.as_ref().map(|r| r.address.as_str()),
-                refund_tag: request.refund.as_ref().and_then(|r| r.tag.as_deref()),
-                rate_id: request.rate_lock.as_deref(),
-            })
-            .await
+        let create = CreateRequest {
+            from: side(&from),
+            to: side(&to),
+            rate: request.rate_type,
+            direction: Direction::From,
+            amount: request.from_amount,
+            payout_address: &request.payout.address,
+            payout_tag: request.payout.tag.as_deref(),
+            refund_address: request.refund.as_ref().map(|r| r.address.as_str()),
+            refund_tag: request.refund.as_ref().and_then(|r| r.tag.as_deref()),
+            rate_id: request.rate_lock.as_deref(),
+            reference: self
+                .client
+                .sends_reference()
+                .then_some(request.reference.as_str()),
+        };
+        match self.client.open(&create).await {
+            Err(lost @ DeskError::Unavailable { .. }) if self.client.can_look_up() => {
+                self.adopt(&create, request.now_ms, lost).await
+            }
+            answer => answer,
+        }
     }
 
     async fn exchange(&self, exchange: &ExchangeRef<'_>) -> Result<DeskExchange, DeskError> {

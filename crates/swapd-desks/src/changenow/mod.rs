@@ -1,4 +1,4 @@
-//! ChangeNOW API v2 (`x-changenow-api-key`, research: providers.md §1): its currencies,
+//! ChangeNOW API v2 (`x-changenow-api-key`, docs/providers.md, "ChangeNOW"): its currencies,
 //! exchanges, statuses and errors mapped onto swapd's desk model by pure functions; [`ChangeNow`]
 //! sends them.
 
@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
+use swapd_core::amount::Rounding::{self, Down, Up};
 use swapd_core::desk::{
     DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus, OpenedExchange,
     decimal,
@@ -155,7 +156,13 @@ pub struct CreateRequest<'a> {
     pub refund_address: Option<&'a str>,
     pub refund_tag: Option<&'a str>,
     pub rate_id: Option<&'a str>,
+    /// swapd's reference (the order id), sent in the `payload` partner field when the account
+    /// has it enabled.
+    pub reference: Option<&'a str>,
 }
+
+/// The key of swapd's reference in the create's `payload` partner field.
+pub const PAYLOAD_REFERENCE: &str = "swapdReference";
 
 /// The body of `POST /v2/exchange`.
 pub fn create_body(request: &CreateRequest<'_>) -> String {
@@ -163,7 +170,7 @@ pub fn create_body(request: &CreateRequest<'_>) -> String {
         Direction::From => (request.amount.to_string(), String::new(), "direct"),
         Direction::To => (String::new(), request.amount.to_string(), "reverse"),
     };
-    serde_json::json!({
+    let mut body = serde_json::json!({
         "fromCurrency": request.from.ticker,
         "fromNetwork": request.from.network(),
         "toCurrency": request.to.ticker,
@@ -177,17 +184,121 @@ pub fn create_body(request: &CreateRequest<'_>) -> String {
         "flow": flow(request.rate),
         "type": kind,
         "rateId": request.rate_id.unwrap_or_default(),
-    })
-    .to_string()
+    });
+    if let Some(reference) = request.reference {
+        body["payload"] = serde_json::json!({ PAYLOAD_REFERENCE: reference });
+    }
+    body.to_string()
+}
+
+/// The query of `GET /v2/exchanges` for the exchanges a create to `payout_address` may have
+/// opened since `since_ms` (Unix milliseconds): newest first, one page.
+pub fn lookup_query(payout_address: &str, since_ms: i64) -> Vec<(&'static str, String)> {
+    vec![
+        ("payoutAddress", payout_address.to_owned()),
+        ("dateFrom", iso_millis(since_ms)),
+        ("dateField", "createdAt".to_owned()),
+        ("sortField", "createdAt".to_owned()),
+        ("sortDirection", "DESC".to_owned()),
+        ("limit", "100".to_owned()),
+    ]
+}
+
+/// `2024-01-01T12:00:00.000Z`, as ChangeNOW's date filters take it.
+fn iso_millis(ms: i64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    at.format(&format).unwrap_or_default()
+}
+
+/// What a lookup after a lost create found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// Exactly one exchange is the create's: it is the order's.
+    One(OpenedExchange),
+    /// Nothing matches: the create did not open one (or not yet).
+    Nothing,
+    /// Several match and none can be told apart: none is adopted.
+    Several(usize),
+}
+
+/// The exchange of `GET /v2/exchanges` that `request` opened: the one whose `payload` carries
+/// its reference; else, among exchanges without swapd's reference that still await their
+/// deposit, the one with the request's pair, payout address and memo, and amount, when exactly
+/// one matches.
+pub fn find_opened(body: &[u8], request: &CreateRequest<'_>) -> Result<Found, DeskError> {
+    let list: wire::ExchangeList = parse_json(body)?;
+    let reference_of = |item: &wire::ListedExchange| {
+        item.partner_info
+            .as_ref()
+            .and_then(|info| info.payload.as_ref())
+            .and_then(|payload| payload.get(PAYLOAD_REFERENCE))
+            .and_then(|value| value.as_str().map(str::to_owned))
+    };
+    let pick = |matching: Vec<&wire::ListedExchange>| match matching.as_slice() {
+        [] => Found::Nothing,
+        [one] => Found::One(OpenedExchange {
+            id: one.exchange_id.clone(),
+            deposit_address: one.payin.address.clone(),
+            deposit_tag: present(one.payin.extra_id.clone()),
+            access_token: None,
+        }),
+        several => Found::Several(several.len()),
+    };
+    if let Some(reference) = request.reference {
+        let by_reference: Vec<_> = list
+            .exchanges
+            .iter()
+            .filter(|item| reference_of(item).as_deref() == Some(reference))
+            .collect();
+        if !by_reference.is_empty() {
+            return Ok(pick(by_reference));
+        }
+    }
+    let same_address = |ours: &str, theirs: &str| {
+        if request.to.currency.network.evm_chain_id().is_some() {
+            ours.eq_ignore_ascii_case(theirs)
+        } else {
+            ours == theirs
+        }
+    };
+    let precision = request.from.currency.precision;
+    let by_terms: Vec<_> = list
+        .exchanges
+        .iter()
+        .filter(|item| reference_of(item).is_none())
+        .filter(|item| matches!(item.status.as_str(), "new" | "waiting"))
+        .filter(|item| {
+            item.payin.currency.eq_ignore_ascii_case(request.from.ticker)
+                && item.payout.currency.eq_ignore_ascii_case(request.to.ticker)
+                && same_address(request.payout_address, &item.payout.address)
+                && present(item.payout.extra_id.clone()).as_deref() == request.payout_tag
+        })
+        .filter(|item| match request.direction {
+            Direction::From => {
+                item.payin
+                    .expected_amount
+                    .as_ref()
+                    .and_then(|value| decimal(value.get(), precision, Up))
+                    == Some(request.amount)
+            }
+            // A reverse exchange's deposit is the desk's figure: pair and address tell it.
+            Direction::To => true,
+        })
+        .collect();
+    Ok(pick(by_terms))
 }
 
 /// A pair's limits (`GET /v2/exchange/range`), in `from`. A maximum of `null` or 0 is none.
 pub fn limits(body: &[u8], from: &CurrencyDef) -> Result<DeskLimits, DeskError> {
     let wire: wire::Range = parse_json(body)?;
-    let min = number(&wire.min_amount, from.precision)?;
+    let min = number(&wire.min_amount, from.precision, Up)?;
     let max = match &wire.max_amount {
         None => None,
-        Some(max) => Some(number(max, from.precision)?).filter(|max| !max.is_zero()),
+        Some(max) => Some(number(max, from.precision, Down)?).filter(|max| !max.is_zero()),
     };
     Ok(DeskLimits { min, max })
 }
@@ -196,18 +307,20 @@ pub fn limits(body: &[u8], from: &CurrencyDef) -> Result<DeskLimits, DeskError> 
 /// locks them.
 pub fn quote(body: &[u8], from: &CurrencyDef, to: &CurrencyDef) -> Result<DeskQuote, DeskError> {
     let wire: wire::Estimate = parse_json(body)?;
-    let required = |number: &Option<wire::Number>, precision: u8, field: &str| match number {
-        Some(value) => self::number(value, precision),
+    let required = |number: &Option<wire::Number>, precision: u8, rounding, field: &str| match number {
+        Some(value) => self::number(value, precision, rounding),
         None => Err(DeskError::from(Unknown(format!(
             "estimate without `{field}`"
         )))),
     };
     Ok(DeskQuote {
-        from_amount: required(&wire.from_amount, from.precision, "fromAmount")?,
-        to_amount: required(&wire.to_amount, to.precision, "toAmount")?,
+        // What the user sends rounds up (a reverse estimate's required deposit), what the user
+        // gets down: never a promise above the desk's.
+        from_amount: required(&wire.from_amount, from.precision, Up, "fromAmount")?,
+        to_amount: required(&wire.to_amount, to.precision, Down, "toAmount")?,
         rate_lock: present(wire.rate_id),
         network_fee: match &wire.withdrawal_fee {
-            Some(fee) => Some(number(fee, to.precision)?),
+            Some(fee) => Some(number(fee, to.precision, Up)?),
             None => None,
         },
     })
@@ -248,14 +361,14 @@ pub fn exchange(
 ) -> Result<DeskExchange, DeskError> {
     let wire: wire::Exchange = parse_json(body)?;
     let status = status(&wire.status).map_err(DeskError::from)?;
-    let amount = |value: &Option<wire::Number>, precision: u8| {
-        value.as_ref().map(|v| number(v, precision)).transpose()
+    let amount = |value: &Option<wire::Number>, precision: u8, rounding| {
+        value.as_ref().map(|v| number(v, precision, rounding)).transpose()
     };
     let deposits = match wire.payin_hash.clone().filter(|h| !h.is_empty()) {
         None => Vec::new(),
         Some(tx_id) => vec![DeskDeposit {
             tx_id,
-            amount: amount(&wire.amount_from, from.precision)?,
+            amount: amount(&wire.amount_from, from.precision, Down)?,
             // ChangeNOW does not count confirmations: one stands for "enough", reached once
             // it is past `confirming`.
             confirmations: u32::from(!matches!(
@@ -270,13 +383,13 @@ pub fn exchange(
         status,
         deposit_address: wire.payin_address,
         deposit_tag: present(wire.payin_extra_id),
-        expected_from: amount(&wire.expected_amount_from, from.precision)?,
-        expected_to: amount(&wire.expected_amount_to, to.precision)?,
+        expected_from: amount(&wire.expected_amount_from, from.precision, Up)?,
+        expected_to: amount(&wire.expected_amount_to, to.precision, Down)?,
         deposits,
         payout_tx: present(wire.payout_hash),
-        payout_amount: amount(&wire.amount_to, to.precision)?,
+        payout_amount: amount(&wire.amount_to, to.precision, Down)?,
         refund_tx: present(wire.refund_hash),
-        refund_amount: amount(&wire.refund_amount, from.precision)?,
+        refund_amount: amount(&wire.refund_amount, from.precision, Down)?,
         deposit_deadline: None,
         failure_reason: None,
         id: wire.id,
@@ -317,9 +430,10 @@ pub fn error(status: u16, body: &[u8], retry_after: Option<Duration>) -> DeskErr
     }
 }
 
-/// A JSON number as an amount, or `Unavailable` when it is not a decimal.
-fn number(value: &wire::Number, precision: u8) -> Result<Amount, DeskError> {
-    decimal(value.get(), precision)
+/// A JSON number as an amount cut to `precision` (rounded as the figure's use asks:
+/// docs/providers.md, "Amounts"), or `Unavailable` when it is not a decimal.
+fn number(value: &wire::Number, precision: u8, rounding: Rounding) -> Result<Amount, DeskError> {
+    decimal(value.get(), precision, rounding)
         .ok_or_else(|| Unknown(format!("amount `{}`", printable(value.get()))).into())
 }
 

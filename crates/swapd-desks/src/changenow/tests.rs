@@ -271,6 +271,7 @@ fn requests_name_the_pair_by_ticker_and_network_with_exact_amounts() {
         refund_address: Some("bc1qxy2kgdygjrsqtzq2n0yrf2493p83kkfjhx0wlh"),
         refund_tag: None,
         rate_id: Some("K3LTgrXuMd5nzC0lW5rYrvvxbnJvmz5M"),
+        reference: None,
     });
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
@@ -283,4 +284,128 @@ fn requests_name_the_pair_by_ticker_and_network_with_exact_amounts() {
             "rateId": "K3LTgrXuMd5nzC0lW5rYrvvxbnJvmz5M"
         })
     );
+}
+
+fn create_request(reference: Option<&'static str>) -> CreateRequest<'static> {
+    CreateRequest {
+        from: Side {
+            ticker: "btc",
+            currency: def("BTC"),
+        },
+        to: Side {
+            ticker: "usdt",
+            currency: def("USDTETH"),
+        },
+        rate: RateType::Float,
+        direction: Direction::From,
+        amount: swapd_core::amount::Amount::parse("0.1", 8).unwrap(),
+        payout_address: "0x57f1887a8BF19b14fC0dF6Fd9B2acc9Af147eA85",
+        payout_tag: None,
+        refund_address: None,
+        refund_tag: None,
+        rate_id: None,
+        reference,
+    }
+}
+
+/// An item of `GET /v2/exchanges` as ChangeNOW's documentation shows it.
+fn listed(id: &str, payload: serde_json::Value, amount: &str, address: &str) -> serde_json::Value {
+    serde_json::from_str(&format!(
+        r#"{{"createdAt": "2026-11-26T12:00:05.000Z", "updatedAt": "2026-11-26T12:00:05.000Z",
+        "exchangeId": "{id}", "requestId": "req-{id}", "status": "waiting",
+        "validUntil": null, "flow": "standard",
+        "payin": {{"currency": "btc", "address": "bc1q-deposit-{id}", "extraId": null,
+                   "amount": null, "expectedAmount": {amount}, "hash": null}},
+        "payout": {{"currency": "usdt", "address": "{address}", "extraId": null, "hash": null}},
+        "refund": {{"currency": "btc", "address": null, "extra_id": null, "hash": null}},
+        "partnerInfo": {{"commission": {{"currency": "btc", "amount": 0, "percent": 0.4}},
+                         "userId": null, "payload": {payload}}}}}"#
+    ))
+    .unwrap()
+}
+
+fn found(items: &[serde_json::Value], request: &CreateRequest<'_>) -> Found {
+    let body = serde_json::json!({"count": items.len(), "exchanges": items});
+    find_opened(body.to_string().as_bytes(), request).unwrap()
+}
+
+#[test]
+fn a_create_carries_swapds_reference_in_payload_when_the_account_has_it() {
+    let body: serde_json::Value =
+        serde_json::from_str(&create_body(&create_request(Some("ord_1")))).unwrap();
+    assert_eq!(body["payload"], serde_json::json!({"swapdReference": "ord_1"}));
+    let body: serde_json::Value =
+        serde_json::from_str(&create_body(&create_request(None))).unwrap();
+    assert!(body.get("payload").is_none(), "{body}");
+}
+
+#[test]
+fn a_lost_create_is_found_by_its_reference_else_by_its_terms_when_one_matches() {
+    const PAYOUT: &str = "0x57f1887a8BF19b14fC0dF6Fd9B2acc9Af147eA85";
+    let ours = listed("cn-ours", serde_json::json!({"swapdReference": "ord_1"}), "0.1", PAYOUT);
+    let other_order = listed("cn-other", serde_json::json!({"swapdReference": "ord_2"}), "0.1", PAYOUT);
+    let unreferenced = listed("cn-plain", serde_json::Value::Null, "0.1", PAYOUT);
+    // By reference, whatever else is listed.
+    let Found::One(opened) = found(
+        &[other_order.clone(), unreferenced.clone(), ours],
+        &create_request(Some("ord_1")),
+    ) else {
+        panic!("not found by reference")
+    };
+    assert_eq!(opened.id, "cn-ours");
+    assert_eq!(opened.deposit_address, "bc1q-deposit-cn-ours");
+    // Without a reference: the one unreferenced exchange with the same terms (the address in
+    // any letter case on an EVM network); another order's exchange is never taken.
+    let lower = listed("cn-plain", serde_json::Value::Null, "1e-1", &PAYOUT.to_lowercase());
+    assert!(matches!(
+        found(&[other_order.clone(), lower], &create_request(None)),
+        Found::One(opened) if opened.id == "cn-plain"
+    ));
+    // Another amount or address is not the create's.
+    let other_amount = listed("cn-x", serde_json::Value::Null, "0.2", PAYOUT);
+    let other_address = listed("cn-y", serde_json::Value::Null, "0.1", "0x0000000000000000000000000000000000000001");
+    assert_eq!(
+        found(&[other_amount, other_address, other_order], &create_request(None)),
+        Found::Nothing
+    );
+    // Two candidates: neither is adopted.
+    let twin = listed("cn-twin", serde_json::Value::Null, "0.1", PAYOUT);
+    assert_eq!(
+        found(&[unreferenced, twin], &create_request(None)),
+        Found::Several(2)
+    );
+}
+
+#[test]
+fn the_lookup_asks_for_the_payout_address_since_the_create() {
+    let query = lookup_query("0xabc", 1_764_158_400_123);
+    assert!(query.contains(&("payoutAddress", "0xabc".into())));
+    assert!(query.contains(&("dateFrom", "2025-11-26T12:00:00.123Z".into())), "{query:?}");
+    assert!(query.contains(&("limit", "100".into())));
+}
+
+#[test]
+fn float_noise_in_every_answer_is_read_and_cut_against_promising_more() {
+    // Estimates: what the user gets rounds down, a reverse estimate's deposit up.
+    let estimate = br#"{"fromAmount": 5.123456789012345e-05, "toAmount": 7.46249999999999999999,
+        "rateId": null, "withdrawalFee": 1.0000000000000000001, "flow": "standard"}"#;
+    let quote = quote(estimate, def("BTC"), def("USDTETH")).unwrap();
+    assert_eq!(quote.from_amount.to_string(), "0.00005124");
+    assert_eq!(quote.to_amount.to_string(), "7.462499");
+    assert_eq!(quote.network_fee.unwrap().to_string(), "1.000001");
+    // Limits: the minimum up, the maximum down.
+    let range = br#"{"minAmount": 4.9999999999999996e-04, "maxAmount": 1.24999999999999999}"#;
+    let limits = limits(range, def("BTC")).unwrap();
+    assert_eq!(limits.min.to_string(), "0.0005");
+    assert_eq!(limits.max.unwrap().to_string(), "1.24999999");
+    // An exchange: the deposit to send up; what arrived, was paid out or refunded, down.
+    let body = String::from_utf8(fixture("exchange.json"))
+        .unwrap()
+        .replace("\"expectedAmountFrom\": 0.1", "\"expectedAmountFrom\": 0.100000000000000006")
+        .replace("\"amountFrom\": 0.1", "\"amountFrom\": 9.9999999999999992e-02")
+        .replace("\"amountTo\": 4312.549871", "\"amountTo\": 4312.54987199999999999");
+    let exchange = exchange(body.as_bytes(), def("BTC"), def("USDTETH")).unwrap();
+    assert_eq!(exchange.expected_from.unwrap().to_string(), "0.10000001");
+    assert_eq!(exchange.deposits[0].amount.unwrap().to_string(), "0.09999999");
+    assert_eq!(exchange.payout_amount.unwrap().to_string(), "4312.549871");
 }

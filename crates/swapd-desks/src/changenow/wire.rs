@@ -1,4 +1,4 @@
-//! ChangeNOW API v2 as it is written on the wire (research: providers.md §1). Amounts are JSON
+//! ChangeNOW API v2 as it is written on the wire (docs/providers.md, "ChangeNOW"). Amounts are JSON
 //! numbers, kept as their raw text ([`Number`]) so that no digit passes through a float.
 
 use serde::Deserialize;
@@ -106,6 +106,53 @@ pub struct Exchange {
     pub refund_amount: Option<Number>,
     #[serde(default)]
     pub valid_until: Option<String>,
+}
+
+/// `GET /v2/exchanges` (the partner's list, read with the private API key).
+#[derive(Debug, Deserialize)]
+pub struct ExchangeList {
+    #[serde(default)]
+    pub exchanges: Vec<ListedExchange>,
+}
+
+/// An item of `GET /v2/exchanges`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedExchange {
+    pub exchange_id: String,
+    pub status: String,
+    pub payin: ListedPayin,
+    pub payout: ListedPayout,
+    #[serde(default)]
+    pub partner_info: Option<PartnerInfo>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedPayin {
+    /// The ticker (`btc`).
+    pub currency: String,
+    pub address: String,
+    #[serde(default)]
+    pub extra_id: Option<String>,
+    #[serde(default)]
+    pub expected_amount: Option<Number>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedPayout {
+    pub currency: String,
+    pub address: String,
+    #[serde(default)]
+    pub extra_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PartnerInfo {
+    /// The partner fields sent on create, when the account has them enabled.
+    #[serde(default)]
+    pub payload: Option<serde_json::Value>,
 }
 
 /// The body of a refused request: `{"error": "<code>", "message": "<text>"}`.

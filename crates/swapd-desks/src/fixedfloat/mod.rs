@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 use sha2::Sha256;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
+use swapd_core::amount::Rounding::{self, Down, Up};
 use swapd_core::desk::{
     DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus, EmergencyCase,
     OpenedExchange, decimal,
@@ -159,15 +160,15 @@ pub fn quote(
     to: &CurrencyDef,
 ) -> Result<(DeskQuote, DeskLimits), DeskError> {
     let price: wire::Price = data(body)?;
-    let bound = |value: &Option<wire::Scalar>| {
+    let bound = |value: &Option<wire::Scalar>, rounding| {
         value
             .as_deref()
-            .map(|v| amount(v, from.precision))
+            .map(|v| amount(v, from.precision, rounding))
             .transpose()
     };
     let limits = DeskLimits {
-        min: bound(&price.from.min)?.unwrap_or_else(|| Amount::zero(from.precision)),
-        max: bound(&price.from.max)?,
+        min: bound(&price.from.min, Up)?.unwrap_or_else(|| Amount::zero(from.precision)),
+        max: bound(&price.from.max, Down)?,
     };
     if price.errors.iter().any(|e| e.starts_with("LIMIT_")) {
         return Err(DeskError::OutOfRange {
@@ -179,8 +180,8 @@ pub fn quote(
         return Err(DeskError::PairUnsupported);
     }
     let quote = DeskQuote {
-        from_amount: amount(&price.from.amount, from.precision)?,
-        to_amount: amount(&price.to.amount, to.precision)?,
+        from_amount: amount(&price.from.amount, from.precision, Up)?,
+        to_amount: amount(&price.to.amount, to.precision, Down)?,
         rate_lock: None,
         network_fee: None,
     };
@@ -250,14 +251,17 @@ pub fn exchange(
 ) -> Result<DeskExchange, DeskError> {
     let order: wire::Order = data(body)?;
     let status = status(&order)?;
-    let optional = |value: &Option<wire::Scalar>, precision: u8| {
-        value.as_deref().map(|v| amount(v, precision)).transpose()
+    let optional = |value: &Option<wire::Scalar>, precision: u8, rounding| {
+        value
+            .as_deref()
+            .map(|v| amount(v, precision, rounding))
+            .transpose()
     };
     let deposits = match order.from.tx.id.clone().filter(|id| !id.is_empty()) {
         None => Vec::new(),
         Some(tx_id) => vec![DeskDeposit {
             tx_id,
-            amount: optional(&order.from.tx.amount, from.precision)?,
+            amount: optional(&order.from.tx.amount, from.precision, Down)?,
             confirmations: order
                 .from
                 .tx
@@ -273,13 +277,13 @@ pub fn exchange(
         status,
         deposit_address: order.from.address.clone().unwrap_or_default(),
         deposit_tag: order.from.tag.as_deref().and_then(text),
-        expected_from: optional(&order.from.amount, from.precision)?,
-        expected_to: optional(&order.to.amount, to.precision)?,
+        expected_from: optional(&order.from.amount, from.precision, Up)?,
+        expected_to: optional(&order.to.amount, to.precision, Down)?,
         deposits,
         payout_tx: order.to.tx.id.clone().filter(|id| !id.is_empty()),
-        payout_amount: optional(&order.to.tx.amount, to.precision)?,
+        payout_amount: optional(&order.to.tx.amount, to.precision, Down)?,
         refund_tx: order.back.tx.id.clone().filter(|id| !id.is_empty()),
-        refund_amount: optional(&order.back.tx.amount, from.precision)?,
+        refund_amount: optional(&order.back.tx.amount, from.precision, Down)?,
         deposit_deadline: order
             .time
             .expiration
@@ -346,9 +350,11 @@ fn present(id: &Option<String>) -> bool {
     id.as_deref().is_some_and(|id| !id.is_empty())
 }
 
-/// A decimal written as a string (`"0.50000000"`) or a number.
-fn amount(value: &RawValue, precision: u8) -> Result<Amount, DeskError> {
-    decimal(value.get().trim_matches('"'), precision).ok_or_else(|| Unknown("amount".into()).into())
+/// A decimal written as a string (`"0.50000000"`) or a number, cut to `precision` rounded as
+/// the figure's use asks (docs/providers.md, "Amounts").
+fn amount(value: &RawValue, precision: u8, rounding: Rounding) -> Result<Amount, DeskError> {
+    decimal(value.get().trim_matches('"'), precision, rounding)
+        .ok_or_else(|| Unknown("amount".into()).into())
 }
 
 fn rate_name(rate: RateType) -> &'static str {

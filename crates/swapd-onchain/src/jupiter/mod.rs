@@ -69,6 +69,10 @@ fn query(
     ]
 }
 
+/// Why Jupiter offers nothing without a Solana node.
+pub const NO_SOLANA_NODE: &str =
+    "swapd follows Jupiter swaps on Solana and reads no Solana node: set [chains.sol]";
+
 /// The `/quote` query of a card. Refused without asking: off Solana, to another recipient, or
 /// when swapd does not read Solana.
 pub fn card_query(
@@ -88,7 +92,7 @@ pub fn card_query(
         return refuse("Jupiter pays the signing wallet only".into());
     }
     if !reads_solana {
-        return refuse("swapd follows Jupiter swaps on Solana and reads no Solana node".into());
+        return Err(ProviderError::NotConfigured(NO_SOLANA_NODE.into()));
     }
     Ok(query(
         from,
@@ -162,24 +166,24 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
     })
 }
 
-/// The plan's quote, checked against its minimum: the body `/swap` takes back unchanged.
+/// The plan's quote, checked against what the card showed ([`PlanRequest::accept`]): the body
+/// `/swap` takes back unchanged, and the request holding Jupiter's guaranteed output.
 pub fn checked_quote(
     body: &[u8],
     request: &PlanRequest,
-) -> Result<serde_json::Value, ProviderError> {
+) -> Result<(serde_json::Value, PlanRequest), ProviderError> {
     let (from, to) = (request.from, request.to);
     let quote = usable(body, from, to)?;
     if integer(&quote.in_amount)? != units(request.from_amount, from) {
         return Err(confused("a quote for another amount"));
     }
-    let guaranteed = display(integer(&quote.other_amount_threshold)?, to, Rounding::Down);
-    if guaranteed < request.min_output {
-        return Err(ProviderError::Unavailable(format!(
-            "the price moved: Jupiter now guarantees {guaranteed} {}, below the card's minimum of {} {}; fetch routes again",
-            to.code, request.min_output, to.code
-        )));
-    }
-    serde_json::from_slice(body).map_err(|_| confused("malformed JSON"))
+    let accepted = request.accept(
+        "Jupiter",
+        display(integer(&quote.out_amount)?, to, Rounding::Down),
+        display(integer(&quote.other_amount_threshold)?, to, Rounding::Down),
+    )?;
+    let quote = serde_json::from_slice(body).map_err(|_| confused("malformed JSON"))?;
+    Ok((quote, accepted))
 }
 
 /// `/swap`'s body: the quote as Jupiter gave it, for the wallet, SOL wrapped and unwrapped.

@@ -66,6 +66,13 @@ impl Provider for Jupiter {
         Ok(super::catalog(self.chains.solana().is_some()))
     }
 
+    fn unconfigured(&self) -> Option<String> {
+        self.chains
+            .solana()
+            .is_none()
+            .then(|| super::NO_SOLANA_NODE.to_owned())
+    }
+
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         let query = super::card_query(request, self.chains.solana().is_some())?;
         let body = self.quote_body(&query).await?;
@@ -74,7 +81,8 @@ impl Provider for Jupiter {
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         let body = self.quote_body(&super::plan_query(request)).await?;
-        let quote = super::checked_quote(&body, request)?;
+        let (quote, request) = super::checked_quote(&body, request)?;
+        let request = &request;
         // `/swap` builds a transaction and changes nothing at Jupiter: retried like a read.
         let answer = self
             .transport
@@ -86,7 +94,7 @@ impl Provider for Jupiter {
             )
             .await?;
         let steps = read(answer, |body| super::plan_step(body, request))?;
-        Ok(steps.into())
+        Ok(BuiltPlan::of(steps, request))
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

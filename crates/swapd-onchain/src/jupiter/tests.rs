@@ -79,6 +79,10 @@ fn plan_request(min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse("2.5", from.precision).unwrap(),
         min_output: Amount::parse(min, to.precision).unwrap(),
+        shown: swapd_core::provider::ShownTerms {
+            expected_output: Amount::parse(min, to.precision).unwrap(),
+            min_output: Amount::parse(min, to.precision).unwrap(),
+        },
         wallet_address: WALLET.into(),
         recipient: None,
         slippage_bps: 50,
@@ -147,13 +151,17 @@ async fn routes_jupiter_cannot_take_are_refused_without_asking_it() {
             Err(ProviderError::PairUnsupported(_))
         ));
     }
+    // Without a Solana node swapd cannot follow its swaps: the card says why, and so does
+    // readiness.
     let blind = jupiter(&server, Chains::default()).await;
-    assert!(matches!(
-        blind
-            .quote(&request("SOL", "USDCSOL", "1", Direction::From))
-            .await,
-        Err(ProviderError::PairUnsupported(_))
-    ));
+    let refused = blind
+        .quote(&request("SOL", "USDCSOL", "1", Direction::From))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.reason_code(), "provider_not_configured");
+    assert!(refused.to_string().contains("[chains.sol]"), "{refused}");
+    assert!(blind.unconfigured().is_some());
+    assert_eq!(jupiter_reading.unconfigured(), None);
     assert!(blind.catalog(0).await.unwrap().is_empty());
     assert!(!jupiter_reading.catalog(0).await.unwrap().is_empty());
     assert!(server.received_requests().await.unwrap().is_empty());

@@ -17,7 +17,7 @@ use swapd_core::market::RateType;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::onchain::{ExecutionStatus, Outcome, Tracked};
 use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, PlanRequest, ProviderError, ProviderQuote, QuoteRequest,
+    BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, ProviderError, ProviderQuote, QuoteRequest,
 };
 use swapd_types::onchain::{ExecutionTx, PlanStep, PlanTransaction};
 
@@ -274,9 +274,10 @@ fn gas_fees(estimate: &wire::Estimate, network: Network) -> Result<Vec<Fee>, Pro
 }
 
 /// The steps of a plan from LI.FI's quote for the plan's wallet: the approval its
-/// `approvalAddress` needs (ERC-20 inputs), then its `transactionRequest`. Refused when the
-/// transaction's guaranteed output fell below the plan's minimum since the card was priced.
-pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, ProviderError> {
+/// `approvalAddress` needs (ERC-20 inputs), then its `transactionRequest`, enforcing LI.FI's
+/// guaranteed output. Refused when the price moved past what the card showed
+/// ([`PlanRequest::accept`]).
+pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
     let quote: wire::Quote = parse_json(body)?;
     let (from, to) = (request.from, request.to);
     check_tokens(&quote, from, to)?;
@@ -284,13 +285,11 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
     if sent != units(request.from_amount, from) {
         return Err(confused("a transaction for another amount"));
     }
-    let guaranteed = display(integer(&quote.estimate.to_amount_min)?, to, Rounding::Down);
-    if guaranteed < request.min_output {
-        return Err(ProviderError::Unavailable(format!(
-            "the price moved: LI.FI now guarantees {guaranteed} {}, below the card's minimum of {} {}; fetch routes again",
-            to.code, request.min_output, to.code
-        )));
-    }
+    let request = &request.accept(
+        "LI.FI",
+        display(integer(&quote.estimate.to_amount)?, to, Rounding::Down),
+        display(integer(&quote.estimate.to_amount_min)?, to, Rounding::Down),
+    )?;
     let transaction = quote
         .transaction_request
         .as_ref()
@@ -310,7 +309,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
         quote.tool
     );
     if from.network == Network::Solana {
-        return Ok(vec![PlanStep {
+        let step = PlanStep {
             step_id: "swap".into(),
             kind: "transaction".into(),
             description,
@@ -321,7 +320,8 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
                 last_valid_block_height: None,
             }),
             signature: None,
-        }]);
+        };
+        return Ok(BuiltPlan::of(vec![step], request));
     }
     let chain_id = from.network.evm_chain_id();
     if transaction.chain_id.is_some_and(|id| Some(id) != chain_id) {
@@ -336,14 +336,11 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
         .value
         .as_deref()
         .map_or(Ok(U256::ZERO), integer)?;
-    let gas = transaction
-        .gas_limit
-        .as_deref()
-        .map_or(Ok(U256::ZERO), integer)?;
+    let gas = crate::gas_limit(transaction.gas_limit.as_deref())?;
     let data =
         crate::calldata(&transaction.data).ok_or_else(|| confused("calldata that is not hex"))?;
     let step =
-        |step_id: &str, description: String, to: Address, data: String, value: U256, gas: U256| {
+        |step_id: &str, description: String, to: Address, data: String, value: U256, gas| {
             PlanStep {
                 step_id: step_id.into(),
                 kind: "transaction".into(),
@@ -354,7 +351,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
                     to: to.to_checksum(None),
                     data,
                     value: value.to_string(),
-                    gas: gas.to_string(),
+                    gas,
                 }),
                 signature: None,
             }
@@ -373,7 +370,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
             address(token)?,
             approve_calldata(spender, sent),
             U256::ZERO,
-            U256::from(APPROVE_GAS),
+            Some(APPROVE_GAS.to_string()),
         ));
     }
     steps.push(step(
@@ -388,7 +385,7 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, P
         value,
         gas,
     ));
-    Ok(steps)
+    Ok(BuiltPlan::of(steps, request))
 }
 
 /// What LI.FI's status says about an execution from `from` to `to` whose source transaction is
@@ -481,7 +478,8 @@ fn done(
         },
         |def| def.code.to_owned(),
     );
-    let received_amount = Amount::from_units(amount, token.decimals).to_string();
+    let received_amount =
+        Amount::from_base_units(amount, token.decimals, Rounding::Down).to_string();
     let mut tx_hashes = vec![source.clone()];
     if let Some(hash) = receiving
         .tx_hash

@@ -188,7 +188,7 @@ impl Provider for LiFi {
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         let query = super::plan_query(request, &self.integrator)?;
         let body = self.quote_body(query, request.from).await?;
-        super::plan_steps(&body, request).map(BuiltPlan::from)
+        super::plan_steps(&body, request)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

@@ -127,6 +127,10 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse(amount, from.precision).unwrap(),
         min_output: Amount::parse(min, to.precision).unwrap(),
+        shown: swapd_core::provider::ShownTerms {
+            expected_output: Amount::parse(min, to.precision).unwrap(),
+            min_output: Amount::parse(min, to.precision).unwrap(),
+        },
         wallet_address: WALLET.into(),
         recipient: None,
         slippage_bps: 50,
@@ -342,7 +346,7 @@ async fn a_token_input_plan_approves_the_approval_address_then_sends_the_transac
         panic!("an EVM approval");
     };
     assert_eq!(to, USDC_ETH);
-    assert_eq!((value.as_str(), gas.as_str()), ("0", "60000"));
+    assert_eq!((value.as_str(), gas.as_deref().unwrap_or_default()), ("0", "60000"));
     let approve = approveCall::abi_decode(&hex_bytes(data)).unwrap();
     assert_eq!(
         approve.spender,
@@ -361,7 +365,7 @@ async fn a_token_input_plan_approves_the_approval_address_then_sends_the_transac
     assert_eq!(to, DIAMOND);
     assert_eq!(data, "0x4630a0d8abcdef");
     // Hex quantities as exact decimal base units.
-    assert_eq!((value.as_str(), gas.as_str()), ("0", "350000"));
+    assert_eq!((value.as_str(), gas.as_deref().unwrap_or_default()), ("0", "350000"));
     assert_eq!(steps[1].chain, "eip155:1");
     assert_eq!(steps[1].chain_id, Some(1));
 }

@@ -308,13 +308,8 @@ pub fn plan(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, ProviderErr
     if integer(&quote.details.currency_in.amount)? != units(request.from_amount, from) {
         return Err(confused("a quote for another amount"));
     }
-    let (_, guaranteed) = output(&quote, to)?;
-    if guaranteed < request.min_output {
-        return Err(ProviderError::Unavailable(format!(
-            "the price moved: Relay now guarantees {guaranteed} {}, below the card's minimum of {} {}; fetch routes again",
-            to.code, request.min_output, to.code
-        )));
-    }
+    let (expected, guaranteed) = output(&quote, to)?;
+    let request = &request.accept("Relay", expected, guaranteed)?;
     let request_id = quote
         .steps
         .iter()
@@ -397,7 +392,7 @@ pub fn plan(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, ProviderErr
                         to: to_address.to_checksum(None),
                         data,
                         value: integer(tx.value.as_deref().unwrap_or("0"))?.to_string(),
-                        gas: integer(tx.gas.as_deref().unwrap_or("0"))?.to_string(),
+                        gas: crate::gas_limit(tx.gas.as_deref())?,
                     }),
                     signature: None,
                 });
@@ -409,8 +404,8 @@ pub fn plan(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, ProviderErr
     }
     let state = RelayState { request_id, posts };
     Ok(BuiltPlan {
-        steps,
         provider_state: Some(serde_json::to_value(state).expect("state serializes")),
+        ..BuiltPlan::of(steps, request)
     })
 }
 

@@ -130,6 +130,10 @@ fn plan_request(min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse("25", 6).unwrap(),
         min_output: Amount::parse(min, 6).unwrap(),
+        shown: swapd_core::provider::ShownTerms {
+            expected_output: Amount::parse(min, 6).unwrap(),
+            min_output: Amount::parse(min, 6).unwrap(),
+        },
         wallet_address: WALLET.into(),
         recipient: None,
         slippage_bps: 50,
@@ -281,7 +285,7 @@ async fn transaction_items_become_the_plans_transactions() {
         panic!("a transaction");
     };
     assert_eq!(to, "0xf70da97812CB96acDF810712Aa562db8dfA3dbEF");
-    assert_eq!((data.as_str(), gas.as_str()), ("0x00fad611", "120000"));
+    assert_eq!((data.as_str(), gas.as_deref().unwrap_or_default()), ("0x00fad611", "120000"));
     let state: RelayState = serde_json::from_value(built.provider_state.unwrap()).unwrap();
     assert_eq!(state.request_id, REQUEST_ID);
     assert!(state.posts.is_empty());

@@ -107,10 +107,11 @@ pub fn card_query(request: &QuoteRequest, reads_chain: bool) -> Result<Query, Pr
         return refuse("0x prices an input amount only".into());
     }
     if !reads_chain {
-        return refuse(format!(
-            "swapd follows 0x swaps on their chain and reads no {} node",
-            from.network
-        ));
+        return Err(ProviderError::NotConfigured(format!(
+            "swapd follows 0x swaps on their chain and reads no {} node: set [chains.{}]",
+            from.network,
+            from.network.code().to_ascii_lowercase()
+        )));
     }
     let taker = request.wallet.as_ref().and_then(|w| w.address.as_deref());
     Ok(query(
@@ -242,17 +243,15 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
     let (from, to) = (request.from, request.to);
     let sent = units(request.from_amount, from);
     let quote = usable(body, from, to, sent)?;
-    let guaranteed = display(
-        integer(quote.min_buy_amount.as_deref())?,
-        to,
-        Rounding::Down,
-    );
-    if guaranteed < request.min_output {
-        return Err(ProviderError::Unavailable(format!(
-            "the price moved: 0x now guarantees {guaranteed} {}, below the card's minimum of {} {}; fetch routes again",
-            to.code, request.min_output, to.code
-        )));
-    }
+    let request = &request.accept(
+        "0x",
+        display(integer(quote.buy_amount.as_deref())?, to, Rounding::Down),
+        display(
+            integer(quote.min_buy_amount.as_deref())?,
+            to,
+            Rounding::Down,
+        ),
+    )?;
     let chain_id = from.network.evm_chain_id().unwrap_or_default();
     let chain = from.network.caip2().unwrap_or_default();
     let description = format!(
@@ -302,8 +301,8 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
             trade_hash: None,
         };
         return Ok(Planned::Built(BuiltPlan {
-            steps,
             provider_state: Some(serde_json::to_value(state).expect("state serializes")),
+            ..BuiltPlan::of(steps, request)
         }));
     }
     let transaction = quote
@@ -314,7 +313,7 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
             .map_err(|_| confused("a transaction without a valid address"))
     };
     let step =
-        |id: &str, description: String, to: Address, data: String, value: U256, gas: U256| {
+        |id: &str, description: String, to: Address, data: String, value: U256, gas| {
             PlanStep {
                 step_id: id.into(),
                 kind: "transaction".into(),
@@ -325,7 +324,7 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
                     to: to.to_checksum(None),
                     data,
                     value: value.to_string(),
-                    gas: gas.to_string(),
+                    gas,
                 }),
                 signature: None,
             }
@@ -342,7 +341,7 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
             address(token)?,
             approve_calldata(spender, sent),
             U256::ZERO,
-            U256::from(APPROVE_GAS),
+            Some(APPROVE_GAS.to_string()),
         ));
     }
     let data =
@@ -356,12 +355,9 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
             Some(value) => integer(Some(value))?,
             None => U256::ZERO,
         },
-        match transaction.gas.as_deref() {
-            Some(gas) => integer(Some(gas))?,
-            None => U256::ZERO,
-        },
+        crate::gas_limit(transaction.gas.as_deref())?,
     ));
-    Ok(Planned::Built(steps.into()))
+    Ok(Planned::Built(BuiltPlan::of(steps, request)))
 }
 
 /// `/gasless/submit`'s body: each signature (`r‖s‖v`, as reported) split as 0x takes it, with

@@ -152,6 +152,13 @@ impl Provider for ZeroX {
         Ok(super::catalog(|network| self.chains.evm(network).is_some()))
     }
 
+    fn unconfigured(&self) -> Option<String> {
+        self.chains.evm_networks().is_empty().then(|| {
+            "swapd follows 0x swaps on their chain and reads no EVM node: set [chains.<network>]"
+                .to_owned()
+        })
+    }
+
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         let reads = self.chains.evm(request.from.network).is_some();
         let query = super::card_query(request, reads)?;

@@ -61,6 +61,10 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse(amount, from.precision).unwrap(),
         min_output: Amount::parse(min, to.precision).unwrap(),
+        shown: swapd_core::provider::ShownTerms {
+            expected_output: Amount::parse(min, to.precision).unwrap(),
+            min_output: Amount::parse(min, to.precision).unwrap(),
+        },
         wallet_address: WALLET.into(),
         recipient: None,
         slippage_bps: 100,
@@ -176,7 +180,6 @@ async fn routes_0x_cannot_take_are_refused_without_asking_it() {
     fixed_output.direction = Direction::To;
     for refused in [
         request("ETHBASE", "USDCARB", "0.01"),
-        request("ETH", "USDCETH", "0.01"),
         to_someone,
         fixed_output,
     ] {
@@ -185,6 +188,20 @@ async fn routes_0x_cannot_take_are_refused_without_asking_it() {
             Err(ProviderError::PairUnsupported(_))
         ));
     }
+    // A chain swapd reads no node of: the card says what to set.
+    let unread = zerox
+        .quote(&request("ETH", "USDCETH", "0.01"))
+        .await
+        .unwrap_err();
+    assert_eq!(unread.reason_code(), "provider_not_configured");
+    assert!(unread.to_string().contains("[chains.eth]"), "{unread}");
+    assert_eq!(zerox.unconfigured(), None, "it reads Base");
+    assert!(
+        self::zerox(&server, Chains::default())
+            .await
+            .unconfigured()
+            .is_some()
+    );
     assert!(server.received_requests().await.unwrap().is_empty());
     // Only the chains swapd reads are in its catalog.
     let catalog = zerox.catalog(0).await.unwrap();
@@ -282,7 +299,7 @@ async fn a_native_input_plan_is_the_quotes_transaction() {
     };
     assert_eq!((to.as_str(), data.as_str()), (SETTLER, "0x1fff991f00aa"));
     assert_eq!(
-        (value.as_str(), gas.as_str()),
+        (value.as_str(), gas.as_deref().unwrap_or_default()),
         ("10000000000000000", "280000")
     );
     assert_eq!(built.provider_state, None);

@@ -372,6 +372,10 @@ impl Desk for SandboxDesk {
         }
     }
 
+    fn opens_upstream(&self) -> bool {
+        false
+    }
+
     /// Deposit addresses derive from the reference, so opening the same exchange twice answers
     /// the same; the book is recorded at the first look (see the module's doc).
     async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError> {

@@ -130,6 +130,10 @@ impl Desk for Faulty<dyn Desk> {
         self.inner.actions()
     }
 
+    fn opens_upstream(&self) -> bool {
+        self.inner.opens_upstream()
+    }
+
     async fn open(&self, request: &ExchangeRequest) -> Result<OpenedExchange, DeskError> {
         self.check_desk().await?;
         self.inner.open(request).await

@@ -224,7 +224,7 @@ impl Provider for Dex {
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
-        plans::dex_plan(self.id, request).map(BuiltPlan::from)
+        plans::dex_plan(self.id, request).map(|steps| BuiltPlan::of(steps, request))
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
@@ -340,7 +340,7 @@ impl Provider for Bridge {
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
-        plans::bridge_plan(self.id, request).map(BuiltPlan::from)
+        plans::bridge_plan(self.id, request).map(|steps| BuiltPlan::of(steps, request))
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

@@ -163,7 +163,7 @@ fn evm_step(
             to: to.to_checksum(None),
             data: format!("0x{}", hex::encode(data)),
             value: value.to_string(),
-            gas: gas.to_string(),
+            gas: Some(gas.to_string()),
         }),
         signature: None,
     }
@@ -730,6 +730,10 @@ mod tests {
             to,
             from_amount: Amount::parse(amount, from.precision).unwrap(),
             min_output: Amount::parse(min, to.precision).unwrap(),
+            shown: swapd_core::provider::ShownTerms {
+                expected_output: Amount::parse(min, to.precision).unwrap(),
+                min_output: Amount::parse(min, to.precision).unwrap(),
+            },
             wallet_address: "0x1111111111111111111111111111111111111111".into(),
             recipient: None,
             slippage_bps: 50,

@@ -663,6 +663,17 @@ impl TestServer {
         }
     }
 
+    /// Sends, and gives up (drops the connection) after `patience`, as an impatient client
+    /// does: `None` then.
+    pub async fn send_within(&self, request: &Signed, patience: std::time::Duration) -> Option<u16> {
+        self.request(request)
+            .timeout(patience)
+            .send()
+            .await
+            .ok()
+            .map(|response| response.status().as_u16())
+    }
+
     /// Sends and returns `None` when the connection fails (a handler that crashed).
     pub async fn try_send(&self, request: &Signed) -> Option<u16> {
         self.request(request)
