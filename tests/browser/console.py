@@ -5,9 +5,11 @@ webhook subscription with deliveries, and an order:
 
   console.py --base URL --password PASSWORD --artifacts DIR
 
-Logs in (after a wrong password), creates an API key (its secret shown once), revokes it,
-replays a webhook delivery, reads an order, the providers and the payments, shows that a form
-posted without its CSRF token is refused and that login attempts are limited. Prints the created
+Logs in (after a wrong password), creates an API key (its secret shown once, and a reload of
+that page creates no second key), revokes it, replays a webhook delivery, reads an order, the
+providers and the payments, shows that a form posted without its CSRF token or from another
+site is refused, that a logged-out session's cookie no longer works, and that failed logins
+are limited (429 with Retry-After). Prints the created
 key as JSON on its last line (`{apiKey, apiSecret}`, as `swapd keys create --json`), for the test to check against the API. Exits non-zero on the first
 failure.
 """
@@ -51,10 +53,15 @@ def main() -> int:
         page.check("form#create-key input[name=permission][value='prices:read']")
         page.click("form#create-key button[type=submit]")
         expect(page.locator("#new-secret")).to_be_visible()
+        expect(page).to_have_url(base + "/console/keys")
         key = page.locator("#new-key").inner_text()
         secret = page.locator("#new-secret").inner_text()
         assert secret.startswith("sec_"), secret
         page.screenshot(path=os.path.join(args.artifacts, "console-keys.png"), full_page=True)
+        # The form answered with a redirect: a reload shows the list, creates nothing.
+        page.reload()
+        assert secret not in page.content(), "the secret is shown only once"
+        assert page.locator("#keys tr", has_text="browser key").count() == 1
         page.goto(base + "/console/keys")
         assert secret not in page.content(), "the secret is shown only once"
         row = page.locator(f"tr[data-key='{key}']")
@@ -73,6 +80,15 @@ def main() -> int:
             base + f"/console/keys/{key}/revoke", form={"csrf": "0" * 64}, max_redirects=0
         )
         assert forged_revoke.status == 403, forged_revoke.status
+        # A form with its CSRF token but posted from another site is refused too.
+        csrf = page.locator("form#create-key input[name=csrf]").get_attribute("value")
+        cross_site = context.request.post(
+            base + "/console/keys",
+            form={"csrf": csrf, "name": "cross-site", "permission": "prices:read"},
+            headers={"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"},
+            max_redirects=0,
+        )
+        assert cross_site.status == 403, cross_site.status
 
         # Webhooks: the subscription's deliveries, one replayed.
         page.goto(base + "/console/webhooks")
@@ -94,22 +110,42 @@ def main() -> int:
         page.goto(base + "/console/payments")
         expect(page.locator("h1")).to_have_text("x402 payments received")
 
-        # Logged out: the console is closed again.
-        page.click("nav button", timeout=5_000)
+        # Logged out: the console is closed again, also to a copy of the old cookie.
+        page.goto(base + "/console/keys")
+        csrf = page.locator("form#create-key input[name=csrf]").get_attribute("value")
+        old_cookies = context.cookies()
+        page.get_by_role("button", name="Log out", exact=True).click(timeout=5_000)
         page.goto(base + "/console/keys")
         expect(page).to_have_url(base + "/console/login")
+        stolen = browser.new_context()
+        stolen.add_cookies(old_cookies)
+        replayed = stolen.new_page()
+        replayed.goto(base + "/console/keys")
+        expect(replayed).to_have_url(base + "/console/login")
+        after_logout = stolen.request.post(
+            base + "/console/keys",
+            form={"csrf": csrf, "name": "after logout", "permission": "prices:read"},
+            max_redirects=0,
+        )
+        assert after_logout.status == 303, after_logout.status
+        assert after_logout.headers["location"] == "/console/login", after_logout.headers
+        stolen.close()
 
-        # Login attempts are limited per address (5 a minute).
+        # Failed logins are limited per address (5 a minute, the wrong password above
+        # included); a successful one counts nothing.
         statuses = []
-        for _ in range(6):
+        retry_after = None
+        for _ in range(5):
             login = context.new_page()
             login.goto(base + "/console/login")
             login.fill("input[name=password]", "guess")
             with login.expect_response(lambda r: r.url.endswith("/console/login") and r.request.method == "POST") as answer:
                 login.click("form#login button[type=submit]")
             statuses.append(answer.value.status)
+            retry_after = answer.value.headers.get("retry-after")
             login.close()
-        assert statuses[-1] == 429, statuses
+        assert statuses == [401, 401, 401, 401, 429], statuses
+        assert retry_after is not None and 1 <= int(retry_after) <= 61, retry_after
         browser.close()
     print("console: all browser checks passed")
     print(json.dumps({"apiKey": key, "apiSecret": secret}))

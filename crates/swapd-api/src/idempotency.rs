@@ -48,6 +48,9 @@ pub enum ClaimAt {
     /// the database must not be repeated.
     #[default]
     Start,
+    /// As [`ClaimAt::Start`], and the execution runs to its end even when its request is
+    /// dropped (see [`detached`]): for handlers that write upstream.
+    StartToCompletion,
     /// By the handler's own write, in its transaction: claim, effect and stored answer are one
     /// write (docs/authentication.md, "Idempotency"). Attempts with one key that run at the
     /// same moment may each execute up to that write; the first to commit wins and the others
@@ -55,7 +58,7 @@ pub enum ClaimAt {
     /// repeat.
     Commit,
     /// [`ClaimAt::Commit`] where the deployment's desks open exchanges without an upstream
-    /// write, else [`ClaimAt::Start`]: resolved when the router is built.
+    /// write, else [`ClaimAt::StartToCompletion`]: resolved when the router is built.
     CommitUnlessUpstream,
 }
 
@@ -173,21 +176,26 @@ pub async fn idempotent(
         Started::Unclaimed(request) => next.run(request).await,
         Started::Answer(response) => response,
         Started::Claimed(request, claim) => {
-            detached(async move {
+            let execution = async move {
                 let unfinished = ReleaseIfDropped::new(&state, &claim);
                 let response = next.run(request).await;
                 unfinished.disarm();
                 finish(&state, &claim, response).await
-            })
-            .await
+            };
+            match claim_at {
+                ClaimAt::StartToCompletion => detached(execution).await,
+                _ => execution.await,
+            }
         }
     }
 }
 
-/// Runs a claimed mutation to its end even when its request is dropped (the client went away,
-/// or the server's request timeout fired): an upstream write (a desk's create) must not be cut
-/// short and its key freed while it may have happened. The execution stores its answer, and
-/// the retry gets it (docs/authentication.md, "Idempotency").
+/// Runs a claimed mutation that writes upstream to its end even when its request is dropped
+/// (the client went away, or the server's request timeout fired): the write (a live desk's
+/// create, an x402 settlement) must not be cut short and its key freed while it may have
+/// happened. The execution stores its answer, and the retry gets it (docs/authentication.md,
+/// "Idempotency"). Other mutations are simply dropped: their transaction never committed, and
+/// their key is freed for the retry.
 pub async fn detached(execution: impl Future<Output = Response> + Send + 'static) -> Response {
     match tokio::spawn(execution).await {
         Ok(response) => response,
@@ -302,7 +310,7 @@ pub async fn begin(state: &AppState, scope: &str, request: Request, claim_at: Cl
 
     let now = state.clock.now_ms();
     let hold = match claim_at {
-        ClaimAt::Start => {
+        ClaimAt::Start | ClaimAt::StartToCompletion => {
             let token = ids::new_id("lease_");
             match state
                 .store

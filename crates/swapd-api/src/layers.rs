@@ -7,7 +7,7 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -81,17 +81,50 @@ pub(crate) fn prometheus() -> &'static PrometheusHandle {
     })
 }
 
-/// Counts requests by route template, method and status, and times them.
+/// The methods swapd answers. Any other is refused before a layer records or logs it: the
+/// method is a metric label, and a client must not mint series (or log lines) of its own.
+const KNOWN_METHODS: [Method; 7] = [
+    Method::GET,
+    Method::HEAD,
+    Method::POST,
+    Method::PUT,
+    Method::PATCH,
+    Method::DELETE,
+    Method::OPTIONS,
+];
+
+/// A method as a metric label: one of [`KNOWN_METHODS`], or `other`.
+pub(crate) fn method_label(method: &Method) -> &'static str {
+    KNOWN_METHODS
+        .iter()
+        .find(|known| *known == method)
+        .map_or("other", Method::as_str)
+}
+
+/// Refuses a method outside [`KNOWN_METHODS`] (405 `method_not_allowed`).
+pub(crate) async fn refuse_unknown_methods(request: Request, next: Next) -> Response {
+    if method_label(request.method()) == "other" {
+        return ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            "swapd answers GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS only",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Counts requests by route template, method and status, and times them. Every label is from
+/// a fixed set: route templates (`unmatched` for any other path), known methods, status codes.
 pub(crate) async fn record_metrics(request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let started = Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
-    metrics::counter!(REQUESTS_TOTAL, "route" => route.clone(), "method" => method.clone(), "status" => status)
+    metrics::counter!(REQUESTS_TOTAL, "route" => route.clone(), "method" => method, "status" => status)
         .increment(1);
     metrics::histogram!(REQUEST_DURATION, "route" => route, "method" => method)
         .record(started.elapsed().as_secs_f64());

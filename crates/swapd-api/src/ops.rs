@@ -46,7 +46,8 @@ pub struct ProviderReadiness {
     /// `up`; `degraded` (its last calls failed, it is still asked); `down` (it kept failing
     /// and is skipped for a while).
     pub state: &'static str,
-    /// Its last failure, when it is not up.
+    /// Its last failure, when it is not up: in swapd's words in sandbox mode, the stable code
+    /// `provider_unavailable` in live mode.
     pub last_failure: Option<String>,
     /// What swapd lacks for it to serve every pair it trades (a chain node), when it lacks
     /// something: its route cards say `provider_not_configured` meanwhile.
@@ -103,7 +104,14 @@ pub(crate) async fn readyz(
                 .map(|health| ProviderReadiness {
                     id: health.id,
                     state: health.state.into(),
-                    last_failure: health.last_failure,
+                    // Anyone may read readiness: in live mode only the stable code of why a
+                    // provider fails (the words are in the log and the console).
+                    last_failure: match state.mode {
+                        swapd_core::Mode::Live => health
+                            .last_failure
+                            .map(|_| "provider_unavailable".to_owned()),
+                        swapd_core::Mode::Sandbox => health.last_failure,
+                    },
                     not_configured: health.not_configured,
                 })
                 .collect(),

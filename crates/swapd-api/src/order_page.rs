@@ -54,6 +54,10 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .route("/o/{order_id}/{token}/emergency", post(choose))
         .route("/o/{order_id}/{token}/deposit", post(deposit))
         .route("/x/{plan_id}/{token}", get(execution_page))
+        // Every answer under these paths, the framework's JSON refusals included.
+        .layer(axum::middleware::map_response(|response: Response| async {
+            with_page_headers(response)
+        }))
 }
 
 /// Whether `token` is the one in `link` (a stored page link), compared in constant time.
@@ -120,7 +124,11 @@ async fn choose(
     let choice = match form.choice.as_str() {
         "EXCHANGE" => EmergencyChoice::Exchange,
         "REFUND" => EmergencyChoice::Refund,
-        _ => return render(&state, &order, Some("Choose EXCHANGE or REFUND.")).await,
+        _ => {
+            let mut response = render(&state, &order, Some("Choose EXCHANGE or REFUND.")).await;
+            *response.status_mut() = StatusCode::BAD_REQUEST;
+            return response;
+        }
     };
     let filled = |text: String| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
     let input = EmergencyInput {
@@ -145,6 +153,14 @@ async fn deposit(
     };
     if state.mode != Mode::Sandbox {
         return not_found("Order");
+    }
+    if !matches!(
+        order.status,
+        OrderStatus::New | OrderStatus::AwaitingDeposit
+    ) {
+        let mut response = render(&state, &order, Some("This order is not awaiting a deposit.")).await;
+        *response.status_mut() = StatusCode::CONFLICT;
+        return response;
     }
     let input = DepositInput {
         amount: order.from_amount.clone(),
@@ -222,7 +238,8 @@ async fn execution_page(
         &format!("Execution {}", plan.id),
         html! {
             h1 { "Swap " (view.from_ccy) " → " (view.to_ccy) " onchain" }
-            p.muted { "Execution " code { (view.execution_plan_id) } " with " (view.execution_provider) }
+            // No provider named: partners put these pages in front of their own customers.
+            p.muted { "Execution " code { (view.execution_plan_id) } }
             div #live data-final=(view.terminal) {
                 section.status {
                     p { "Status: " strong #status data-status=(view.status.as_str()) {
@@ -494,15 +511,21 @@ fn layout(title: &str, main: Markup) -> Markup {
 }
 
 /// The pages are the order's (or plan's) alone: never cached, never framed, no referrer
-/// leaking their link; only their own inline style and script, `data:` images, and requests to
-/// themselves.
+/// leaking their link; only their own inline style, `data:` images, requests to themselves,
+/// and their one script, allowed by its hash: no other script runs, inline or injected.
 fn with_page_headers(response: Response) -> Response {
-    crate::html::secured(
-        response,
-        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
-         script-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; \
-         base-uri 'none'; frame-ancestors 'none'",
-    )
+    static CSP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let csp = CSP.get_or_init(|| {
+        use base64::Engine;
+        use sha2::{Digest, Sha256};
+        let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT));
+        format!(
+            "default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
+             script-src 'sha256-{hash}'; connect-src 'self'; form-action 'self'; \
+             base-uri 'none'; frame-ancestors 'none'"
+        )
+    });
+    crate::html::secured(response, csp)
 }
 
 const STYLE: &str = "

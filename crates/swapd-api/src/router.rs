@@ -11,7 +11,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::layers::{
     MakeReqId, answer_panic, envelope_framework_errors, keep_sane_request_id, limit_request_head,
-    record_metrics, require_canonical_path,
+    record_metrics, refuse_unknown_methods, require_canonical_path,
 };
 use crate::{AppState, MAX_BODY_BYTES, openapi, ops};
 
@@ -55,6 +55,8 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             ServiceBuilder::new()
                 .layer(middleware::from_fn(keep_sane_request_id))
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeReqId))
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(middleware::from_fn(refuse_unknown_methods))
                 .layer(TraceLayer::new_for_http().make_span_with(
                     |request: &axum::http::Request<axum::body::Body>| {
                         let request_id = request
@@ -70,7 +72,6 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                         )
                     },
                 ))
-                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(middleware::from_fn(envelope_framework_errors))
                 .layer(CatchPanicLayer::custom(answer_panic))
                 .layer(TimeoutLayer::with_status_code(

@@ -16,6 +16,17 @@ pub struct Mail {
 #[error("cannot send e-mail: {0}")]
 pub struct MailError(pub String);
 
+/// How many times a status e-mail is tried (one attempt per notifier lease, about a minute
+/// apart) before it is marked failed: an SMTP server down for half an hour loses nothing, an
+/// address nobody can deliver to is not retried forever.
+pub const MAX_MAIL_ATTEMPTS: u32 = 30;
+
+/// Whether a mailer can send to `address`: parsed by the mailer's own parser (lettre's
+/// `Address`), so an address the API takes is one the notifier can send to.
+pub fn can_send_to(address: &str) -> bool {
+    address.parse::<lettre::Address>().is_ok()
+}
+
 /// Sends e-mails: SMTP in live mode, `.eml` files in sandbox mode.
 #[async_trait]
 pub trait Mailer: Send + Sync + 'static {
@@ -78,5 +89,26 @@ pub fn order_mail(event: &OrderEvent, to: &str) -> Mail {
         to: to.to_owned(),
         subject: format!("Order {} is {status}", event.order_id),
         text,
+    }
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::can_send_to;
+
+    #[test]
+    fn only_addresses_the_mailer_can_send_to_are_taken() {
+        for good in ["ops@example.com", "first.last+tag@sub.example.org"] {
+            assert!(can_send_to(good), "{good}");
+        }
+        for bad in [
+            "<script>alert(1)</script>@evil.com",
+            "a b@example.com",
+            "(comment)x@example.com",
+            "nobody",
+            "x@",
+        ] {
+            assert!(!can_send_to(bad), "{bad}");
+        }
     }
 }

@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, console_logouts_end_one_session_or_every_earlier_one_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -181,6 +181,42 @@ pub async fn revocation_is_idempotent_and_keeps_the_first_time(store: &Arc<dyn S
     assert_eq!(store.api_key(&key.id).await.unwrap(), Some(again));
 
     assert_eq!(store.revoke_api_key("key_missing", 1).await.unwrap(), None);
+}
+
+pub async fn console_logouts_end_one_session_or_every_earlier_one_until_purged(
+    store: &Arc<dyn Store>,
+) {
+    let store = store.as_ref();
+    let ended = |session: &'static str, issued_at_ms: i64| async move {
+        store
+            .console_session_ended(session, issued_at_ms)
+            .await
+            .unwrap()
+    };
+    assert!(!ended("sess-a", 1_000).await);
+    store
+        .end_console_session("sess-a", 2_000, 50_000)
+        .await
+        .unwrap();
+    assert!(ended("sess-a", 1_000).await, "logged out");
+    assert!(!ended("sess-b", 1_000).await, "another session lives on");
+    // Everywhere: every session issued until then, not one issued later.
+    store
+        .end_console_session(swapd_core::store::EVERY_CONSOLE_SESSION, 3_000, 60_000)
+        .await
+        .unwrap();
+    assert!(ended("sess-b", 1_000).await);
+    assert!(ended("sess-c", 3_000).await);
+    assert!(!ended("sess-d", 3_001).await);
+    // A second logout everywhere moves the line.
+    store
+        .end_console_session(swapd_core::store::EVERY_CONSOLE_SESSION, 4_000, 70_000)
+        .await
+        .unwrap();
+    assert!(ended("sess-d", 3_001).await);
+    // Purged once the sessions would have expired anyway.
+    store.purge_expired(70_000).await.unwrap();
+    assert!(!ended("sess-a", 1_000).await && !ended("sess-d", 3_001).await);
 }
 
 pub async fn nonces_are_single_use_per_key_until_purged(store: &Arc<dyn Store>) {

@@ -197,6 +197,44 @@ macro_rules! impl_keys {
                 .map_err(map_sqlx_error)?;
                 row.map_or(Ok(RateState::default()), RateRow::into_state)
             }
+
+            async fn end_console_session(
+                &self,
+                session: &str,
+                now_ms: i64,
+                expires_at_ms: i64,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "INSERT INTO console_logouts (session, at_ms, expires_at_ms) VALUES ($1, $2, $3) \
+                     ON CONFLICT (session) DO UPDATE SET at_ms = excluded.at_ms, \
+                     expires_at_ms = excluded.expires_at_ms",
+                )
+                .bind(session)
+                .bind(now_ms)
+                .bind(expires_at_ms)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
+            }
+
+            async fn console_session_ended(
+                &self,
+                session: &str,
+                issued_at_ms: i64,
+            ) -> Result<bool, StoreError> {
+                let ended: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM console_logouts WHERE session = $1 \
+                     OR (session = $2 AND at_ms >= $3)",
+                )
+                .bind(session)
+                .bind(swapd_core::store::EVERY_CONSOLE_SESSION)
+                .bind(issued_at_ms)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                Ok(ended > 0)
+            }
         }
     };
 }

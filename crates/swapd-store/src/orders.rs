@@ -245,9 +245,22 @@ macro_rules! impl_orders {
                 limit: u32,
             ) -> Result<Vec<OrderEvent>, StoreError> {
                 let mut tx = self.write_tx().await?;
+                // Tried enough: failed, not claimed again.
+                sqlx::query(
+                    "UPDATE order_events SET mail_failed_at = $1 WHERE notify_email IS NOT NULL \
+                     AND mailed_at IS NULL AND mail_failed_at IS NULL AND mail_attempts >= $2 \
+                     AND (mail_lease_until IS NULL OR mail_lease_until <= $1)",
+                )
+                .bind(now_ms)
+                .bind(i64::from(swapd_core::notify::MAX_MAIL_ATTEMPTS))
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
                 let rows: Vec<EventRow> = sqlx::query_as(concat!(
-                    "UPDATE order_events SET mail_lease_until = $2 WHERE id IN (",
+                    "UPDATE order_events SET mail_lease_until = $2, mail_attempts = mail_attempts + 1 ",
+                    "WHERE id IN (",
                     "SELECT id FROM order_events WHERE notify_email IS NOT NULL AND mailed_at IS NULL ",
+                    "AND mail_failed_at IS NULL ",
                     "AND (mail_lease_until IS NULL OR mail_lease_until <= $1) ",
                     "ORDER BY created_at, order_id, sequence LIMIT $3",
                     $skip_locked,
@@ -283,6 +296,48 @@ macro_rules! impl_orders {
                     .await
                     .map(drop)
                     .map_err(map_sqlx_error)
+            }
+
+            async fn mark_notification_failed(
+                &self,
+                event_id: &str,
+                now_ms: i64,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "UPDATE order_events SET mail_failed_at = $2 WHERE id = $1 AND mailed_at IS NULL",
+                )
+                .bind(event_id)
+                .bind(now_ms)
+                .execute(&self.pool)
+                .await
+                .map(drop)
+                .map_err(map_sqlx_error)
+            }
+
+            async fn order_mails(
+                &self,
+                order_id: &str,
+            ) -> Result<Vec<swapd_core::store::EventMail>, StoreError> {
+                let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = sqlx::query_as(
+                    "SELECT id, CAST(mail_attempts AS BIGINT), mailed_at, mail_failed_at \
+                     FROM order_events WHERE order_id = $1 AND notify_email IS NOT NULL \
+                     ORDER BY sequence",
+                )
+                .bind(order_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(event_id, attempts, sent_at_ms, failed_at_ms)| {
+                        swapd_core::store::EventMail {
+                            event_id,
+                            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                            sent_at_ms,
+                            failed_at_ms,
+                        }
+                    })
+                    .collect())
             }
 
             async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {

@@ -126,8 +126,20 @@ impl Notifier {
             let Some(to) = &event.notify_email else {
                 continue;
             };
+            if !swapd_core::notify::can_send_to(to) {
+                // Taken before the API checked addresses this way: it will never go out.
+                tracing::warn!(event = %event.id, "status e-mail to an address no mailer takes; marked failed");
+                if let Err(error) = self
+                    .store
+                    .mark_notification_failed(&event.id, self.clock.now_ms())
+                    .await
+                {
+                    tracing::warn!(event = %event.id, %error, "cannot mark the e-mail failed");
+                }
+                continue;
+            }
             if let Err(error) = self.mailer.send(&order_mail(&event, to)).await {
-                tracing::warn!(event = %event.id, %error, "status e-mail not sent; retrying next pass");
+                tracing::warn!(event = %event.id, %error, "status e-mail not sent; retrying later (a bounded number of times)");
                 continue;
             }
             sent += 1;

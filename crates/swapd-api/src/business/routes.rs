@@ -182,8 +182,8 @@ impl BusinessRoutes {
     }
 
     /// As [`BusinessRoutes::claimed_at_commit`] when the deployment's desks write nothing upstream to open an
-    /// exchange (the sandbox's); with live desks it holds the key from the start
-    /// ([`ClaimAt::Start`]), so a retry never opens a second exchange.
+    /// exchange (the sandbox's); with live desks it holds the key from the start and runs to
+    /// completion ([`ClaimAt::StartToCompletion`]), so a retry never opens a second exchange.
     pub fn claimed_at_commit_unless_upstream(mut self) -> Self {
         if let Some(last) = self.routes.last_mut() {
             last.claim_at = ClaimAt::CommitUnlessUpstream;
@@ -230,7 +230,7 @@ impl BusinessRoutes {
             };
             let claim_at = match claim_at {
                 ClaimAt::CommitUnlessUpstream if state.market.desks_open_upstream() => {
-                    ClaimAt::Start
+                    ClaimAt::StartToCompletion
                 }
                 ClaimAt::CommitUnlessUpstream => ClaimAt::Commit,
                 other => other,

@@ -1,8 +1,11 @@
 //! The operator console at `/console` (docs/operations.md, "The console"): API keys, orders,
 //! webhook subscriptions and their deliveries, provider health and the x402 payments received,
 //! server-rendered. It has its own login: the operator password, checked against its argon2
-//! hash from the configuration; a session is a signed, HttpOnly, SameSite=Strict cookie, every
-//! form carries a CSRF token bound to the session, and login attempts are limited per address.
+//! hash from the configuration; a session is a signed, HttpOnly, SameSite=Strict cookie whose
+//! signing key derives from the password hash (a new password ends every session), and whose
+//! logout is recorded in the store, so it holds on every node. Every form carries a CSRF token
+//! bound to the session and must come from the console's own origin; failed logins are limited
+//! per address and across all addresses.
 //! Every action is one of the API's or the CLI's use cases (`crate::keys`, the webhook replay):
 //! the console adds no rule of its own.
 
@@ -27,13 +30,19 @@ const SESSION_COOKIE: &str = "swapd_console";
 const LOGIN_COOKIE: &str = "swapd_console_login";
 /// How long a session lasts after its login.
 const SESSION_SECS: i64 = 8 * 3600;
-/// Login attempts per address and minute.
-const LOGINS_PER_MINUTE: u32 = 5;
+/// Failed logins per address and minute.
+const FAILED_LOGINS_PER_MINUTE: u32 = 5;
+/// Failed logins per minute from all addresses together (a guesser with many addresses).
+const FAILED_LOGINS_PER_MINUTE_IN_ALL: u32 = 30;
+/// The cookie that carries a created key's secret to the page after the redirect, once.
+const CREATED_COOKIE: &str = "swapd_console_created";
 
 /// The console's settings and state; `None` in [`crate::AppParts::console`] when it is off.
 pub struct Console {
     password_hash: String,
     session_key: [u8; 32],
+    /// Seals what a redirect carries to the next page (a created key's secret).
+    master: MasterKey,
     /// `Secure` on cookies when the public URL is https.
     secure: bool,
 }
@@ -51,9 +60,14 @@ impl Console {
     /// [`Console::check_hash`]: a hash that does not parse lets nobody in); `public_url` says
     /// whether cookies are `Secure`.
     pub fn new(password_hash: &str, master: &MasterKey, public_url: &str) -> Self {
+        // Keyed by the password hash too: a session signed under another password is not one.
+        let mut key = Hmac::<Sha256>::new_from_slice(&master.derive("console sessions"))
+            .expect("any key length");
+        key.update(password_hash.as_bytes());
         Self {
             password_hash: password_hash.to_owned(),
-            session_key: master.derive("console sessions"),
+            session_key: key.finalize().into_bytes().into(),
+            master: master.clone(),
             secure: public_url.starts_with("https://"),
         }
     }
@@ -96,12 +110,14 @@ impl Console {
         format!("{body}.{mac}")
     }
 
-    fn session_valid(&self, session: &str, now_secs: i64) -> bool {
-        let Some((body, mac)) = session.rsplit_once('.') else {
-            return false;
-        };
-        let expires = body.split('.').next().and_then(|e| e.parse::<i64>().ok());
-        expires.is_some_and(|expires| expires > now_secs) && same(&self.mac("session", body), mac)
+    /// The session's expiry and random id when it is signed by this console and not expired
+    /// (whether it was logged out is the store's to say).
+    fn session(&self, session: &str, now_secs: i64) -> Option<(i64, String)> {
+        let (body, mac) = session.rsplit_once('.')?;
+        let (expires, id) = body.split_once('.')?;
+        let expires = expires.parse::<i64>().ok()?;
+        (expires > now_secs && same(&self.mac("session", body), mac))
+            .then(|| (expires, id.to_owned()))
     }
 
     fn cookie(&self, name: &str, value: &str, max_age: i64) -> HeaderValue {
@@ -122,6 +138,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .route("/console", get(|| async { Redirect::to("/console/keys") }))
         .route("/console/login", get(login_page).post(login))
         .route("/console/logout", post(logout))
+        .route("/console/logout-everywhere", post(logout_everywhere))
         .merge(pages::router())
 }
 
@@ -142,10 +159,14 @@ fn read_cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-/// A logged-in operator: the session cookie checked. Without one, the login page.
+/// A logged-in operator: the session cookie checked (signed, not expired, not logged out).
+/// Without one, the login page. A form post must also come from the console's own origin.
 pub(crate) struct Operator {
     /// The CSRF token every form of this session carries.
     pub csrf: String,
+    /// The session's random id and expiry (Unix seconds), for its logout.
+    session: String,
+    expires: i64,
 }
 
 impl FromRequestParts<AppState> for Operator {
@@ -153,12 +174,32 @@ impl FromRequestParts<AppState> for Operator {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let console = state.console.as_deref().ok_or_else(off)?;
+        if parts.method == axum::http::Method::POST && !same_origin(parts) {
+            return Err(cross_origin());
+        }
         let now = state.clock.now_ms() / 1000;
-        match read_cookie(parts, SESSION_COOKIE).filter(|s| console.session_valid(s, now)) {
-            Some(session) => Ok(Operator {
-                csrf: console.mac("csrf", session),
+        let login = || page_headers(Redirect::to("/console/login").into_response());
+        let Some(cookie) = read_cookie(parts, SESSION_COOKIE) else {
+            return Err(login());
+        };
+        let Some((expires, session)) = console.session(cookie, now) else {
+            return Err(login());
+        };
+        let issued_ms = (expires - SESSION_SECS) * 1000;
+        match state.store.console_session_ended(&session, issued_ms).await {
+            Ok(false) => Ok(Operator {
+                csrf: console.mac("csrf", cookie),
+                session,
+                expires,
             }),
-            None => Err(page_headers(Redirect::to("/console/login").into_response())),
+            Ok(true) => Err(login()),
+            Err(error) => {
+                tracing::warn!(%error, "console sessions cannot be checked");
+                Err(refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The session cannot be checked right now; retry shortly.",
+                ))
+            }
         }
     }
 }
@@ -168,6 +209,41 @@ impl Operator {
     pub fn sent(&self, token: &str) -> bool {
         same(&self.csrf, token)
     }
+
+    /// The context that seals what this session carries across a redirect.
+    fn flash_context(&self) -> String {
+        format!("console flash|{}", self.session)
+    }
+}
+
+/// Whether a form post comes from the console's own pages: the browser's `Sec-Fetch-Site`
+/// says `same-origin` (or `none`: typed by the user), and `Origin`, when sent, names the host
+/// the request is for. Clients that send neither are left to the CSRF token.
+fn same_origin(parts: &Parts) -> bool {
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+    };
+    if header("sec-fetch-site").is_some_and(|site| !matches!(site, "same-origin" | "none")) {
+        return false;
+    }
+    match (header("origin"), header("host")) {
+        (None, _) => true,
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host)),
+        (Some(_), None) => false,
+    }
+}
+
+/// The answer to a form posted from another site (403).
+fn cross_origin() -> Response {
+    refused(
+        StatusCode::FORBIDDEN,
+        "This form was posted from another site; the console takes forms from its own pages only.",
+    )
 }
 
 /// The answer to a form whose CSRF token is not its session's (403).
@@ -235,26 +311,37 @@ async fn login(
     let Some(console) = state.console.as_deref() else {
         return off();
     };
+    if !same_origin(&parts) {
+        return cross_origin();
+    }
     let address = crate::client_address::client_ip(&parts, &state.trusted_proxies);
-    if let Some(address) = address {
-        // Counted where the node counts its other windows: in Redis or the shared database
-        // when there are several nodes, so the limit is the deployment's, not each node's.
-        let window = state
-            .guards
-            .consume_window(
-                &format!("console-login|{address}"),
-                60_000,
-                LOGINS_PER_MINUTE,
-            )
-            .await;
-        match window {
-            Ok(window) if window.allowed => {}
-            Ok(_) => {
-                return login_form(
+    // Only failed logins count, in the node's shared windows (Redis or the shared database
+    // when there are several nodes): per address, and for all addresses together.
+    let windows = [
+        (
+            address.map(|address| format!("console-login-failed|{address}")),
+            FAILED_LOGINS_PER_MINUTE,
+        ),
+        (
+            Some("console-login-failed".to_owned()),
+            FAILED_LOGINS_PER_MINUTE_IN_ALL,
+        ),
+    ];
+    for (window, limit) in &windows {
+        let Some(window) = window else { continue };
+        match state.guards.peek_window(window, 60_000).await {
+            Ok(counted) if counted.used < *limit => {}
+            Ok(counted) => {
+                let wait_secs = (counted.resets_at_ms - state.clock.now_ms()).max(0) / 1000 + 1;
+                let mut response = login_form(
                     console,
-                    Some("Too many login attempts from this address; wait a minute."),
+                    Some("Too many failed logins; wait a minute."),
                     StatusCode::TOO_MANY_REQUESTS,
                 );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(wait_secs));
+                return response;
             }
             Err(error) => {
                 tracing::warn!(%error, "console login attempts cannot be counted");
@@ -274,6 +361,13 @@ async fn login(
     }
     if !console.password_matches(&form.password) {
         tracing::warn!(?address, "console login refused");
+        for (window, limit) in &windows {
+            if let Some(window) = window
+                && let Err(error) = state.guards.consume_window(window, 60_000, *limit).await
+            {
+                tracing::warn!(%error, "a failed console login cannot be counted");
+            }
+        }
         return login_form(console, Some("Wrong password."), StatusCode::UNAUTHORIZED);
     }
     tracing::info!(?address, "console login");
@@ -294,6 +388,39 @@ pub(crate) struct CsrfOnly {
     pub csrf: String,
 }
 
+/// Logs this session out on every node (`everywhere`: every session, on every node).
+async fn end_sessions(state: &AppState, operator: &Operator, everywhere: bool) -> Response {
+    let Some(console) = state.console.as_deref() else {
+        return off();
+    };
+    let now_ms = state.clock.now_ms();
+    let (session, until_ms) = if everywhere {
+        (
+            swapd_core::store::EVERY_CONSOLE_SESSION,
+            now_ms + SESSION_SECS * 1000,
+        )
+    } else {
+        (operator.session.as_str(), operator.expires * 1000)
+    };
+    if let Err(error) = state
+        .store
+        .end_console_session(session, now_ms, until_ms)
+        .await
+    {
+        tracing::warn!(%error, "a console logout cannot be recorded");
+        return refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The logout cannot be recorded right now; retry shortly.",
+        );
+    }
+    tracing::info!(everywhere, "console logout");
+    let mut response = Redirect::to("/console/login").into_response();
+    response
+        .headers_mut()
+        .append(header::SET_COOKIE, console.cookie(SESSION_COOKIE, "", 0));
+    page_headers(response)
+}
+
 async fn logout(
     State(state): State<AppState>,
     operator: Operator,
@@ -302,14 +429,57 @@ async fn logout(
     if !operator.sent(&form.csrf) {
         return forged();
     }
+    end_sessions(&state, &operator, false).await
+}
+
+async fn logout_everywhere(
+    State(state): State<AppState>,
+    operator: Operator,
+    Form(form): Form<CsrfOnly>,
+) -> Response {
+    if !operator.sent(&form.csrf) {
+        return forged();
+    }
+    end_sessions(&state, &operator, true).await
+}
+
+/// A redirect to `to` that carries `value` to the next page in a short-lived cookie sealed for
+/// this session (a created key's secret, shown once: a reload of that page shows nothing).
+pub(crate) fn redirect_with_flash(
+    state: &AppState,
+    operator: &Operator,
+    to: &str,
+    value: &str,
+) -> Response {
     let Some(console) = state.console.as_deref() else {
         return off();
     };
-    let mut response = Redirect::to("/console/login").into_response();
+    let sealed = console
+        .master
+        .seal(value.as_bytes(), &operator.flash_context());
+    let mut response = Redirect::to(to).into_response();
     response
         .headers_mut()
-        .append(header::SET_COOKIE, console.cookie(SESSION_COOKIE, "", 0));
+        .append(header::SET_COOKIE, console.cookie(CREATED_COOKIE, &sealed, 60));
     page_headers(response)
+}
+
+/// The value [`redirect_with_flash`] carried here, opened; the cookie that carried it is
+/// cleared by the cookie [`clear_flash`] returns.
+pub(crate) fn take_flash(state: &AppState, operator: &Operator, parts: &Parts) -> Option<String> {
+    let console = state.console.as_deref()?;
+    let sealed = read_cookie(parts, CREATED_COOKIE).filter(|v| !v.is_empty())?;
+    let opened = console
+        .master
+        .open(sealed, &operator.flash_context())
+        .ok()?;
+    String::from_utf8(opened).ok()
+}
+
+/// The `Set-Cookie` that clears the flash cookie.
+pub(crate) fn clear_flash(state: &AppState) -> Option<HeaderValue> {
+    let console = state.console.as_deref()?;
+    Some(console.cookie(CREATED_COOKIE, "", 0))
 }
 
 /// A console page: its navigation (with the logout form) when `operator` is logged in.
@@ -335,6 +505,10 @@ pub(crate) fn layout(title: &str, operator: Option<&Operator>, main: Markup) -> 
                         form.inline method="post" action="/console/logout" {
                             input type="hidden" name="csrf" value=(operator.csrf);
                             button type="submit" { "Log out" }
+                        }
+                        form.inline method="post" action="/console/logout-everywhere" {
+                            input type="hidden" name="csrf" value=(operator.csrf);
+                            button type="submit" { "Log out everywhere" }
                         }
                     }
                 }
@@ -368,3 +542,52 @@ button{font:inherit;padding:.35rem .8rem;border-radius:.35rem;border:1px solid #
 .problem{background:#fde8e8;padding:.6rem;border-radius:.4rem}.secret{background:#fff6d6;padding:.6rem;border-radius:.4rem}
 .muted{color:#667}
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_valid_under_the_password_it_was_issued_for_only() {
+        let master = MasterKey::generate();
+        let first = Console::new(&Console::hash_password("first password!").unwrap(), &master, "");
+        let session = first.new_session(1_000);
+        let (expires, id) = first.session(&session, 1_001).unwrap();
+        assert_eq!(expires, 1_000 + SESSION_SECS);
+        assert_eq!(id.len(), 32);
+        assert!(first.session(&session, expires).is_none(), "expired");
+        // The operator changed the password and restarted: every session is over.
+        let changed =
+            Console::new(&Console::hash_password("second password").unwrap(), &master, "");
+        assert!(changed.session(&session, 1_001).is_none());
+        // A forged expiry breaks the signature.
+        let forged = session.replacen(&expires.to_string(), &(expires + 3_600).to_string(), 1);
+        assert!(first.session(&forged, 1_001).is_none());
+    }
+
+    fn parts(headers: &[(&str, &str)]) -> Parts {
+        let mut request = axum::http::Request::post("/console/keys");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn forms_are_taken_from_the_consoles_own_origin_only() {
+        assert!(same_origin(&parts(&[("host", "ops.example:8080")])));
+        assert!(same_origin(&parts(&[
+            ("host", "ops.example:8080"),
+            ("origin", "https://ops.example:8080"),
+            ("sec-fetch-site", "same-origin"),
+        ])));
+        for headers in [
+            &[("host", "ops.example:8080"), ("origin", "https://evil.example")][..],
+            &[("host", "ops.example:8080"), ("sec-fetch-site", "cross-site")],
+            &[("host", "ops.example:8080"), ("sec-fetch-site", "same-site")],
+            &[("origin", "https://ops.example:8080")],
+        ] {
+            assert!(!same_origin(&parts(headers)), "{headers:?}");
+        }
+    }
+}

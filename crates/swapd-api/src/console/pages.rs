@@ -8,7 +8,7 @@ use axum::routing::{get, post};
 use maud::{Markup, html};
 use serde::Deserialize;
 use strum::VariantArray;
-use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
+use swapd_core::api_keys::{ApiKeyPolicy, RateLimits};
 use swapd_core::orders::OrderStatus;
 use swapd_core::store::OrderSearch;
 use swapd_core::webhooks::ReplaySelection;
@@ -48,14 +48,30 @@ fn when(ms: i64) -> String {
 
 // --- API keys -----------------------------------------------------------------------------
 
-async fn keys(State(state): State<AppState>, operator: Operator) -> Response {
-    keys_page(&state, &operator, None, None).await
+/// The keys; right after a key was created, its secret, once (carried by the redirect).
+async fn keys(
+    State(state): State<AppState>,
+    operator: Operator,
+    parts: axum::http::request::Parts,
+) -> Response {
+    let created = super::take_flash(&state, &operator, &parts)
+        .and_then(|flash| serde_json::from_str::<(String, String)>(&flash).ok());
+    let created = created
+        .as_ref()
+        .map(|(id, secret)| (id.as_str(), secret.as_str()));
+    let mut response = keys_page(&state, &operator, created, None).await;
+    if let Some(clear) = super::clear_flash(&state) {
+        response
+            .headers_mut()
+            .append(axum::http::header::SET_COOKIE, clear);
+    }
+    response
 }
 
 async fn keys_page(
     state: &AppState,
     operator: &Operator,
-    created: Option<(&ApiKey, &str)>,
+    created: Option<(&str, &str)>,
     problem: Option<&str>,
 ) -> Response {
     let all = match state.store.list_api_keys().await {
@@ -69,10 +85,11 @@ async fn keys_page(
         html! {
             h1 { "API keys" }
             @if let Some(problem) = problem { p.problem role="alert" { (problem) } }
-            @if let Some((key, secret)) = created {
+            @if let Some((id, secret)) = created {
                 section.secret #created {
-                    p { "Created " strong { (key.policy.name()) } ". The secret is shown only now: store it safely." }
-                    p { "apiKey: " code #new-key { (key.id) } }
+                    p { "Created " strong { (all.iter().find(|key| key.id == id).map(|key| key.policy.name()).unwrap_or_default()) }
+                        ". The secret is shown only now: store it safely." }
+                    p { "apiKey: " code #new-key { (id) } }
                     p { "apiSecret: " code #new-secret { (secret) } }
                 }
             }
@@ -105,7 +122,7 @@ async fn keys_page(
                         }
                     }
                     label { "Allowed IP ranges (comma-separated CIDR; empty: any) " input name="ipAllow"; }
-                    label { "Allowed browser origins (comma-separated; empty: none) " input name="origins"; }
+                    label { "Allowed browser origins (comma-separated; empty: any) " input name="origins"; }
                     label { "Requests per minute " input name="perMinute" type="number" min="1" value=(defaults.per_minute); }
                     label { "Requests per hour " input name="perHour" type="number" min="1" value=(defaults.per_hour); }
                     label { "Weight per hour " input name="weightPerHour" type="number" min="1" value=(defaults.weight_per_hour); }
@@ -185,7 +202,10 @@ async fn create_key(
     match crate::keys::issue(state.store.as_ref(), &state.master_key, policy, now).await {
         Ok(issued) => {
             tracing::info!(key = %issued.key.id, "API key created in the console");
-            keys_page(&state, &operator, Some((&issued.key, &issued.secret)), None).await
+            // Post, redirect, get: a reload of the page that shows the secret creates nothing.
+            let flash = serde_json::to_string(&(&issued.key.id, &issued.secret))
+                .expect("strings serialize");
+            super::redirect_with_flash(&state, &operator, "/console/keys", &flash)
         }
         Err(error) => failed(error),
     }
@@ -338,6 +358,10 @@ async fn order(
         Ok(events) => events,
         Err(error) => return failed(error),
     };
+    let mails = match state.store.order_mails(&id).await {
+        Ok(mails) => mails,
+        Err(error) => return failed(error),
+    };
     // Its webhook deliveries: those of its owner's subscriptions for its events.
     let mut deliveries = Vec::new();
     match state.store.subscriptions(&order.owner).await {
@@ -381,7 +405,8 @@ async fn order(
                 @for event in &events {
                     tr { td { (event.sequence) } td { code { (event.id) } " " (event.event_type.as_str()) }
                         td { (event.data["status"].as_str().unwrap_or_default()) } td { (when(event.created_at_ms)) }
-                        td { (event.notify_email.clone().unwrap_or_default()) } }
+                        td { (event.notify_email.clone().unwrap_or_default()) " "
+                            (mail_state(mails.iter().find(|mail| mail.event_id == event.id))) } }
                 } }
             h2 { "Webhook deliveries" }
             (delivery_table(&deliveries, None))
@@ -564,4 +589,16 @@ async fn payments(State(state): State<AppState>, operator: Operator) -> Response
             }
         },
     )
+}
+
+/// How an event's status e-mail stands, in words: sent, failed for good, or still being tried.
+fn mail_state(mail: Option<&swapd_core::store::EventMail>) -> String {
+    match mail {
+        None => String::new(),
+        Some(mail) if mail.sent_at_ms.is_some() => "(sent)".into(),
+        Some(mail) if mail.failed_at_ms.is_some() => {
+            format!("(failed after {} attempts)", mail.attempts)
+        }
+        Some(mail) => format!("(pending, {} attempts)", mail.attempts),
+    }
 }

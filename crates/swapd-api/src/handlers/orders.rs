@@ -308,7 +308,7 @@ fn check_tag(currency: &CurrencyDef, tag: Option<&str>, field: &str) -> Result<(
 }
 
 fn check_email(email: &str) -> Result<(), ApiError> {
-    if swapd_types::orders::is_email_address(email) {
+    if swapd_types::orders::is_email_address(email) && swapd_core::notify::can_send_to(email) {
         Ok(())
     } else {
         Err(invalid("email", "is not an e-mail address"))

@@ -711,6 +711,10 @@ async fn status_changes_are_emailed_after_an_address_is_attached() {
     attach("not-an-address")
         .await
         .expect(400, "validation_failed");
+    // An address the mailer's own parser refuses is refused here too, not retried forever.
+    attach("<script>alert(1)</script>@evil.com")
+        .await
+        .expect(400, "validation_failed");
     let attached = attach("ops@example.com").await;
     assert_eq!(attached.status, 200, "{}", attached.body);
     assert_eq!(attached.body["data"]["emailAttached"], true);
@@ -981,4 +985,67 @@ async fn a_refused_payout_or_refund_fails_the_order() {
     let failed = order(&server, &key, &id).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(failed["refund"]["txId"], Value::Null);
+}
+
+/// A mail server that is down.
+struct MailServerDown;
+
+#[async_trait::async_trait]
+impl swapd_core::notify::Mailer for MailServerDown {
+    async fn send(
+        &self,
+        _mail: &swapd_core::notify::Mail,
+    ) -> Result<(), swapd_core::notify::MailError> {
+        Err(swapd_core::notify::MailError("connection refused".into()))
+    }
+}
+
+#[tokio::test]
+async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
+    use swapd_core::notify::MAX_MAIL_ATTEMPTS;
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
+        "toAddress": TRON_ADDRESS, "email": "ops@example.com"})).await;
+    let id = text(&created["orderId"]).to_owned();
+    deposit(&server, &key, &id, "0.05").await;
+    step(&server, 0).await;
+    let store = server.state.store.clone();
+    let pending = store.order_mails(&id).await.unwrap();
+    assert!(!pending.is_empty(), "a status change with an e-mail");
+
+    let down = swapd_worker::Notifier::new(
+        store.clone(),
+        std::sync::Arc::new(MailServerDown),
+        server.clock.clone(),
+    );
+    for _ in 0..MAX_MAIL_ATTEMPTS {
+        down.run_pending().await;
+        server.clock.advance_ms(swapd_worker::LEASE_MS + 1);
+    }
+    down.run_pending().await;
+    let mails = store.order_mails(&id).await.unwrap();
+    for mail in &mails {
+        assert_eq!(mail.attempts, MAX_MAIL_ATTEMPTS, "{mail:?}");
+        assert!(mail.failed_at_ms.is_some() && mail.sent_at_ms.is_none(), "{mail:?}");
+    }
+    // Failed: not tried again, also not by a notifier whose mail server works.
+    server.clock.advance_ms(swapd_worker::LEASE_MS + 1);
+    assert_eq!(server.notifier.run_pending().await, 0);
+    assert_eq!(store.order_mails(&id).await.unwrap(), mails);
+
+    // An address stored before addresses were checked this way fails at once, unsent.
+    let mut order = store.order_for_page(&id).await.unwrap().unwrap();
+    order.email = Some("<script>alert(1)</script>@evil.com".into());
+    order.version += 1;
+    assert!(store.update_order(&order, &[], None).await.unwrap());
+    step(&server, 2).await;
+    assert_eq!(server.notifier.run_pending().await, 0);
+    let later = store.order_mails(&id).await.unwrap();
+    assert!(later.len() > mails.len(), "the later status changes have their e-mail");
+    for mail in &later[mails.len()..] {
+        assert_eq!(mail.attempts, 1, "{mail:?}");
+        assert!(mail.failed_at_ms.is_some(), "{mail:?}");
+    }
+    assert!(mailed_subjects(&server).is_empty(), "{:?}", mailed_subjects(&server));
 }

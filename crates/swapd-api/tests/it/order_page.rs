@@ -164,6 +164,66 @@ async fn the_order_page_shows_the_order_to_whoever_has_its_link_and_nobody_else(
     );
     let (status, _, _) = post_form(&format!("{}/o/{id}/wrong/deposit", server.base), "").await;
     assert_eq!(status, 404);
+    // A deposit posted to the page after the order completed is refused, nothing recorded.
+    let (status, _, html) = post_form(&format!("{link}/deposit"), "").await;
+    assert_eq!(status, 409, "{html}");
+    assert!(html.contains("not awaiting a deposit"), "{html}");
+    assert_eq!(
+        server
+            .state
+            .store
+            .sandbox_deposits(deposit_address, None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_pages_run_only_their_own_script_and_every_answer_carries_their_headers() {
+    let server = TestServer::start().await;
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let link = page_url(&created);
+    let (status, headers, html) = get(&link).await;
+    assert_eq!(status, 200);
+    let csp = headers["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(!csp.contains("'unsafe-inline'; connect"), "{csp}");
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src"))
+        .unwrap();
+    assert!(!script_src.contains("unsafe-inline"), "{csp}");
+    // The one script of the page is the one its hash allows.
+    let script = html
+        .split("<script>")
+        .nth(1)
+        .and_then(|rest| rest.split("</script>").next())
+        .unwrap();
+    use base64::Engine;
+    use sha2::Digest;
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script));
+    assert_eq!(script_src, format!("script-src 'sha256-{hash}'"));
+
+    // A refusal by the framework (a form that is not one) is JSON, with the pages' headers.
+    let response = browser()
+        .post(format!("{link}/emergency"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error());
+    for header in ["content-security-policy", "cache-control", "referrer-policy", "x-frame-options"] {
+        assert!(response.headers().contains_key(header), "{header}: {:?}", response.headers());
+    }
 }
 
 #[tokio::test]
@@ -180,6 +240,11 @@ async fn an_emergency_is_answered_from_the_page_once_through_the_api_use_case() 
         "{html}"
     );
     assert!(html.contains(r#"value="EXCHANGE""#) && html.contains(r#"value="REFUND""#));
+
+    // A choice that is not one: 400, as the API answers it, nothing changes.
+    let (status, _, html) = post_form(&format!("{link}/emergency"), "choice=MAYBE").await;
+    assert_eq!(status, 400, "{html}");
+    assert_eq!(order(&server, &key, &id).await["status"], "emergency");
 
     // A refund address of the wrong network: refused as the API refuses it, nothing changes.
     let (status, _, html) = post_form(

@@ -68,4 +68,23 @@ pub trait KeyStore: Send + Sync + 'static {
 
     /// The stored rate-limit state of `key_id` (default when none).
     async fn rate_state(&self, key_id: &str) -> Result<RateState, StoreError>;
+
+    /// Ends the operator console session `session` (its random id; `*` ends every session
+    /// issued up to `now_ms`), on every node, until `expires_at_ms`.
+    async fn end_console_session(
+        &self,
+        session: &str,
+        now_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Whether the console session `session`, issued at `issued_at_ms`, was ended.
+    async fn console_session_ended(
+        &self,
+        session: &str,
+        issued_at_ms: i64,
+    ) -> Result<bool, StoreError>;
 }
+
+/// The console-session id that stands for every session ([`KeyStore::end_console_session`]).
+pub const EVERY_CONSOLE_SESSION: &str = "*";

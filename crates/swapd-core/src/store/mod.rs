@@ -18,8 +18,8 @@ use async_trait::async_trait;
 
 pub use idempotency::{IdempotencyStore, IdempotentFinish, KeyHold};
 pub use jobs::JobStore;
-pub use keys::{KeyStore, NonceOutcome, NonceRecord};
-pub use orders::{OrderSearch, OrderStore};
+pub use keys::{EVERY_CONSOLE_SESSION, KeyStore, NonceOutcome, NonceRecord};
+pub use orders::{EventMail, OrderSearch, OrderStore};
 pub use plans::PlanStore;
 pub use quotes::{EXPIRED_RETENTION_MS, QuoteStore, RateObservation};
 pub use sandbox::{SandboxChainStore, SandboxDeposit, SandboxTransfer};

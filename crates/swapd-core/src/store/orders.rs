@@ -69,7 +69,9 @@ pub trait OrderStore: Send + Sync + 'static {
     ) -> Result<Vec<Order>, StoreError>;
 
     /// Leases up to `limit` events with an e-mail not sent yet (and not leased to another
-    /// notifier until after `now_ms`), oldest first, until `lease_until_ms`.
+    /// notifier until after `now_ms`), oldest first, until `lease_until_ms`. Each claim counts
+    /// an attempt: an e-mail claimed [`crate::notify::MAX_MAIL_ATTEMPTS`] times without being
+    /// sent is marked failed instead, and failed ones are never claimed.
     async fn claim_notifications(
         &self,
         now_ms: i64,
@@ -80,6 +82,25 @@ pub trait OrderStore: Send + Sync + 'static {
     /// Records that the e-mail of event `event_id` was sent.
     async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError>;
 
+    /// Records that the e-mail of event `event_id` cannot be sent (its address is refused):
+    /// it is not tried again.
+    async fn mark_notification_failed(&self, event_id: &str, now_ms: i64)
+    -> Result<(), StoreError>;
+
     /// Every outbox event of one order, by sequence.
     async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError>;
+
+    /// Where the status e-mails of one order's events stand, by sequence (events without an
+    /// e-mail left out): for the console.
+    async fn order_mails(&self, order_id: &str) -> Result<Vec<EventMail>, StoreError>;
+}
+
+/// Where an event's status e-mail stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventMail {
+    pub event_id: String,
+    /// Times a notifier took it to send.
+    pub attempts: u32,
+    pub sent_at_ms: Option<i64>,
+    pub failed_at_ms: Option<i64>,
 }

@@ -10,6 +10,7 @@ mod http;
 mod npm_x402;
 mod postgres;
 mod sdk_x402;
+mod web_surface;
 mod webhook_durability;
 
 /// A sandbox configuration in `dir`: its SQLite file there, listening on a free local port.
