@@ -158,7 +158,12 @@ async fn deposit(
         order.status,
         OrderStatus::New | OrderStatus::AwaitingDeposit
     ) {
-        let mut response = render(&state, &order, Some("This order is not awaiting a deposit.")).await;
+        let mut response = render(
+            &state,
+            &order,
+            Some("This order is not awaiting a deposit."),
+        )
+        .await;
         *response.status_mut() = StatusCode::CONFLICT;
         return response;
     }

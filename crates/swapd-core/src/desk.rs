@@ -362,7 +362,9 @@ pub fn decimal(text: &str, precision: u8, rounding: Rounding) -> Option<Amount> 
     let amount = Amount::parse(&cut, precision).ok()?;
     let more = dropped.bytes().any(|b| b != b'0');
     Some(match rounding {
-        Rounding::Up if more => amount + Amount::from_units(alloy_primitives::U256::from(1u8), precision),
+        Rounding::Up if more => {
+            amount + Amount::from_units(alloy_primitives::U256::from(1u8), precision)
+        }
         _ => amount,
     })
 }
@@ -421,14 +423,20 @@ mod tests {
             shown("5.123456789012345e-05", 8).as_deref(),
             Some("0.00005123")
         );
-        assert_eq!(up("5.123456789012345e-05", 8).as_deref(), Some("0.00005124"));
+        assert_eq!(
+            up("5.123456789012345e-05", 8).as_deref(),
+            Some("0.00005124")
+        );
         assert_eq!(
             shown("5.123456789012345e-05", 18).as_deref(),
             Some("0.000051234567890123")
         );
         assert_eq!(shown("1e-19", 18).as_deref(), Some("0"));
         assert_eq!(up("1e-19", 18).as_deref(), Some("0.000000000000000001"));
-        assert_eq!(shown("4312.549871000000000000001", 6).as_deref(), Some("4312.549871"));
+        assert_eq!(
+            shown("4312.549871000000000000001", 6).as_deref(),
+            Some("4312.549871")
+        );
     }
 
     #[test]

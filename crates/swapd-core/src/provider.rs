@@ -422,7 +422,11 @@ mod tests {
         // the 1 % the user accepted; the card showed exactly these figures.
         let request = request("3000", "2910");
         let accepted = request.accept("LI.FI", usdc("3000"), usdc("2910")).unwrap();
-        assert_eq!(accepted.min_output, usdc("2910"), "the provider's guarantee");
+        assert_eq!(
+            accepted.min_output,
+            usdc("2910"),
+            "the provider's guarantee"
+        );
         // A one-unit tick down between routes and resolve is no reason to refuse.
         let ticked = request
             .accept("LI.FI", usdc("2999.999999"), usdc("2910"))
@@ -437,13 +441,19 @@ mod tests {
             .accept("LI.FI", usdc("3000"), usdc("2909.999999"))
             .unwrap_err();
         let text = below.to_string();
-        assert!(text.contains("2909.999999") && text.contains("2910"), "{text}");
+        assert!(
+            text.contains("2909.999999") && text.contains("2910"),
+            "{text}"
+        );
         // 1 % under 3000 is 2970: an expected output under it moved past what was accepted.
         let moved = request
             .accept("LI.FI", usdc("2969.999999"), usdc("2950"))
             .unwrap_err();
         let text = moved.to_string();
-        assert!(text.contains("2969.999999") && text.contains("3000"), "{text}");
+        assert!(
+            text.contains("2969.999999") && text.contains("3000"),
+            "{text}"
+        );
         assert!(request.accept("LI.FI", usdc("2970"), usdc("2950")).is_ok());
     }
 }

@@ -1,4 +1,4 @@
-//! An EVM chain read through its node's JSON-RPC (research: providers.md §8.1):
+//! An EVM chain read through its node's JSON-RPC (docs/providers.md, "Chain readers"):
 //! `eth_getTransactionReceipt` and `eth_blockNumber`. JSON-RPC errors arrive with HTTP 200 as
 //! `{"error": {...}}`; both they and transport failures become [`ChainError::Unavailable`] in
 //! swapd's words.
@@ -197,7 +197,7 @@ mod tests {
     use wiremock::matchers::{body_partial_json, method};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
-    /// The log of providers.md §8.1 in a receipt.
+    /// A real `Transfer` log in a receipt.
     const RECEIPT: &str = r#"{"jsonrpc":"2.0","id":1,"result":{
         "blockNumber":"0x26cb170","status":"0x1","transactionHash":"0x1f7d7a104380670016abac815a01820029b366a9c3ef82da9f655e3dcaa950bc",
         "from":"0x65081cb48d74a32e9ccfed75164b8c09972dbcf1","gasUsed":"0x5208","effectiveGasPrice":"0x3b9aca00",

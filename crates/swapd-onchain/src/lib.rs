@@ -109,7 +109,8 @@ fn currency_at(
 
 /// `units` base units of `currency` in its display precision, rounded as `rounding` says.
 fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
-    Amount::from_base_units(units, currency.decimals, rounding).rescale(currency.precision, rounding)
+    Amount::from_base_units(units, currency.decimals, rounding)
+        .rescale(currency.precision, rounding)
 }
 
 /// The headers that carry an API key (when one is set), marked sensitive so they are never

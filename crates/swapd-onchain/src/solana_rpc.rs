@@ -246,8 +246,8 @@ mod tests {
             )
             .mount(&server)
             .await;
-        let rpc = SolanaRpc::new(&server.uri(), Duration::from_secs(2), Commitment::Finalized)
-            .unwrap();
+        let rpc =
+            SolanaRpc::new(&server.uri(), Duration::from_secs(2), Commitment::Finalized).unwrap();
         (server, rpc)
     }
 
@@ -314,9 +314,18 @@ mod tests {
     #[test]
     fn confirmations_map_to_a_commitment_that_a_status_reaches() {
         assert_eq!(Commitment::for_confirmations(None), Commitment::Finalized);
-        assert_eq!(Commitment::for_confirmations(Some(31)), Commitment::Finalized);
-        assert_eq!(Commitment::for_confirmations(Some(1)), Commitment::Confirmed);
-        assert_eq!(Commitment::for_confirmations(Some(0)), Commitment::Confirmed);
+        assert_eq!(
+            Commitment::for_confirmations(Some(31)),
+            Commitment::Finalized
+        );
+        assert_eq!(
+            Commitment::for_confirmations(Some(1)),
+            Commitment::Confirmed
+        );
+        assert_eq!(
+            Commitment::for_confirmations(Some(0)),
+            Commitment::Confirmed
+        );
         assert!(Commitment::Confirmed.reached(Some("confirmed")));
         assert!(Commitment::Confirmed.reached(Some("finalized")));
         assert!(!Commitment::Confirmed.reached(Some("processed")));

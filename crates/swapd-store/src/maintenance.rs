@@ -59,7 +59,10 @@ macro_rules! impl_maintenance {
                     ("DELETE FROM route_quotes WHERE expires_at <= $1", retained),
                     ("DELETE FROM create_tokens WHERE expires_at <= $1", retained),
                     ("DELETE FROM siwx_nonces WHERE expires_at <= $1", retained),
-                    ("DELETE FROM console_logouts WHERE expires_at_ms <= $1", now_ms),
+                    (
+                        "DELETE FROM console_logouts WHERE expires_at_ms <= $1",
+                        now_ms,
+                    ),
                 ] {
                     purged += sqlx::query(statement)
                         .bind(cutoff)

@@ -1328,7 +1328,10 @@ mod tests {
         // Solana takes `confirmations` like every chain, as its commitment (fewer than 31:
         // confirmed; unset or more: finalized).
         for (section, confirmations) in [
-            ("[chains.sol]\nrpc_url = \"http://127.0.0.1:8899\"\nconfirmations = 1\n", Some(1)),
+            (
+                "[chains.sol]\nrpc_url = \"http://127.0.0.1:8899\"\nconfirmations = 1\n",
+                Some(1),
+            ),
             ("[chains.sol]\nrpc_url = \"http://127.0.0.1:8899\"\n", None),
         ] {
             let config = load(&[], Some(section)).unwrap();

@@ -455,7 +455,11 @@ impl Guards {
 
     /// How much of `key`'s window of `window_ms` is used, counting nothing: a limit of 0 is
     /// refused at once, and a refused request is never counted.
-    pub async fn peek_window(&self, key: &str, window_ms: i64) -> Result<WindowDecision, StoreError> {
+    pub async fn peek_window(
+        &self,
+        key: &str,
+        window_ms: i64,
+    ) -> Result<WindowDecision, StoreError> {
         self.consume_window(key, window_ms, 0).await
     }
 

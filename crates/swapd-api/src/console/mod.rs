@@ -217,8 +217,8 @@ impl Operator {
 }
 
 /// Whether a form post comes from the console's own pages: the browser's `Sec-Fetch-Site`
-/// says `same-origin` (or `none`: typed by the user), and `Origin`, when sent, names the host
-/// the request is for. Clients that send neither are left to the CSRF token.
+/// says `same-origin` (or `none`: typed by the user), and `Origin`, when sent and not `null`,
+/// names the host the request is for. Clients that send neither are left to the CSRF token.
 fn same_origin(parts: &Parts) -> bool {
     let header = |name: &str| {
         parts
@@ -230,7 +230,9 @@ fn same_origin(parts: &Parts) -> bool {
         return false;
     }
     match (header("origin"), header("host")) {
-        (None, _) => true,
+        // `null`: the console's pages send no referrer, so browsers hide their origin (the
+        // `Sec-Fetch-Site` above spoke for them).
+        (None | Some("null"), _) => true,
         (Some(origin), Some(host)) => origin
             .split_once("://")
             .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host)),
@@ -458,9 +460,10 @@ pub(crate) fn redirect_with_flash(
         .master
         .seal(value.as_bytes(), &operator.flash_context());
     let mut response = Redirect::to(to).into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, console.cookie(CREATED_COOKIE, &sealed, 60));
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        console.cookie(CREATED_COOKIE, &sealed, 60),
+    );
     page_headers(response)
 }
 
@@ -550,15 +553,22 @@ mod tests {
     #[test]
     fn a_session_is_valid_under_the_password_it_was_issued_for_only() {
         let master = MasterKey::generate();
-        let first = Console::new(&Console::hash_password("first password!").unwrap(), &master, "");
+        let first = Console::new(
+            &Console::hash_password("first password!").unwrap(),
+            &master,
+            "",
+        );
         let session = first.new_session(1_000);
         let (expires, id) = first.session(&session, 1_001).unwrap();
         assert_eq!(expires, 1_000 + SESSION_SECS);
         assert_eq!(id.len(), 32);
         assert!(first.session(&session, expires).is_none(), "expired");
         // The operator changed the password and restarted: every session is over.
-        let changed =
-            Console::new(&Console::hash_password("second password").unwrap(), &master, "");
+        let changed = Console::new(
+            &Console::hash_password("second password").unwrap(),
+            &master,
+            "",
+        );
         assert!(changed.session(&session, 1_001).is_none());
         // A forged expiry breaks the signature.
         let forged = session.replacen(&expires.to_string(), &(expires + 3_600).to_string(), 1);
@@ -581,10 +591,25 @@ mod tests {
             ("origin", "https://ops.example:8080"),
             ("sec-fetch-site", "same-origin"),
         ])));
+        // What Chromium sends from a page with `Referrer-Policy: no-referrer`.
+        assert!(same_origin(&parts(&[
+            ("host", "ops.example:8080"),
+            ("origin", "null"),
+            ("sec-fetch-site", "same-origin"),
+        ])));
         for headers in [
-            &[("host", "ops.example:8080"), ("origin", "https://evil.example")][..],
-            &[("host", "ops.example:8080"), ("sec-fetch-site", "cross-site")],
-            &[("host", "ops.example:8080"), ("sec-fetch-site", "same-site")],
+            &[
+                ("host", "ops.example:8080"),
+                ("origin", "https://evil.example"),
+            ][..],
+            &[
+                ("host", "ops.example:8080"),
+                ("sec-fetch-site", "cross-site"),
+            ],
+            &[
+                ("host", "ops.example:8080"),
+                ("sec-fetch-site", "same-site"),
+            ],
             &[("origin", "https://ops.example:8080")],
         ] {
             assert!(!same_origin(&parts(headers)), "{headers:?}");

@@ -1005,8 +1005,13 @@ async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
     use swapd_core::notify::MAX_MAIL_ATTEMPTS;
     let server = TestServer::start().await;
     let key = key(&server).await;
-    let created = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
-        "toAddress": TRON_ADDRESS, "email": "ops@example.com"})).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
+        "toAddress": TRON_ADDRESS, "email": "ops@example.com"}),
+    )
+    .await;
     let id = text(&created["orderId"]).to_owned();
     deposit(&server, &key, &id, "0.05").await;
     step(&server, 0).await;
@@ -1027,7 +1032,10 @@ async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
     let mails = store.order_mails(&id).await.unwrap();
     for mail in &mails {
         assert_eq!(mail.attempts, MAX_MAIL_ATTEMPTS, "{mail:?}");
-        assert!(mail.failed_at_ms.is_some() && mail.sent_at_ms.is_none(), "{mail:?}");
+        assert!(
+            mail.failed_at_ms.is_some() && mail.sent_at_ms.is_none(),
+            "{mail:?}"
+        );
     }
     // Failed: not tried again, also not by a notifier whose mail server works.
     server.clock.advance_ms(swapd_worker::LEASE_MS + 1);
@@ -1042,10 +1050,17 @@ async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
     step(&server, 2).await;
     assert_eq!(server.notifier.run_pending().await, 0);
     let later = store.order_mails(&id).await.unwrap();
-    assert!(later.len() > mails.len(), "the later status changes have their e-mail");
+    assert!(
+        later.len() > mails.len(),
+        "the later status changes have their e-mail"
+    );
     for mail in &later[mails.len()..] {
         assert_eq!(mail.attempts, 1, "{mail:?}");
         assert!(mail.failed_at_ms.is_some(), "{mail:?}");
     }
-    assert!(mailed_subjects(&server).is_empty(), "{:?}", mailed_subjects(&server));
+    assert!(
+        mailed_subjects(&server).is_empty(),
+        "{:?}",
+        mailed_subjects(&server)
+    );
 }

@@ -938,7 +938,9 @@ async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() 
         "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}",
         wallet.address()
     );
-    let resp = server.call(&key, "GET", "/api/v3/routes", &query, b"").await;
+    let resp = server
+        .call(&key, "GET", "/api/v3/routes", &query, b"")
+        .await;
     let card = data(&resp)["routes"]
         .as_array()
         .unwrap()
@@ -964,11 +966,18 @@ async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() 
     assert_eq!(plan["expectedOutputAmount"], "30");
     let step = &plan["steps"][0];
     assert!(
-        step["description"].as_str().unwrap().contains("at least 29.1 USDC"),
+        step["description"]
+            .as_str()
+            .unwrap()
+            .contains("at least 29.1 USDC"),
         "{step}"
     );
     let transaction = &step["transaction"];
-    assert_eq!(transaction["gas"], Value::Null, "never a gas limit of 0: {transaction}");
+    assert_eq!(
+        transaction["gas"],
+        Value::Null,
+        "never a gas limit of 0: {transaction}"
+    );
 
     // A wallet estimates the gas and sends it; it is mined and pays out.
     let hash = chain.sign_and_send(&wallet, transaction).await;

@@ -193,7 +193,10 @@ async fn the_pages_run_only_their_own_script_and_every_answer_carries_their_head
     let link = page_url(&created);
     let (status, headers, html) = get(&link).await;
     assert_eq!(status, 200);
-    let csp = headers["content-security-policy"].to_str().unwrap().to_owned();
+    let csp = headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert!(!csp.contains("'unsafe-inline'; connect"), "{csp}");
     let script_src = csp
         .split(';')
@@ -221,8 +224,17 @@ async fn the_pages_run_only_their_own_script_and_every_answer_carries_their_head
         .await
         .unwrap();
     assert!(response.status().is_client_error());
-    for header in ["content-security-policy", "cache-control", "referrer-policy", "x-frame-options"] {
-        assert!(response.headers().contains_key(header), "{header}: {:?}", response.headers());
+    for header in [
+        "content-security-policy",
+        "cache-control",
+        "referrer-policy",
+        "x-frame-options",
+    ] {
+        assert!(
+            response.headers().contains_key(header),
+            "{header}: {:?}",
+            response.headers()
+        );
     }
 }
 

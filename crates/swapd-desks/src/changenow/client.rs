@@ -46,7 +46,8 @@ impl ChangeNow {
     ) -> Result<Self, String> {
         self.payload_reference = payload_reference;
         if !private_api_key.is_empty() {
-            let headers = keyed(private_api_key).map_err(|_| "the private API key is not a header value")?;
+            let headers =
+                keyed(private_api_key).map_err(|_| "the private API key is not a header value")?;
             self.private = Some(Transport::new("ChangeNOW", base_url, timeout, headers)?);
         }
         Ok(self)

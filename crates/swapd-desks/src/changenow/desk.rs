@@ -102,8 +102,7 @@ impl ChangeNowDesk {
 
 /// A lookup after a lost create, by outcome, in `/metrics`.
 fn counted(outcome: &'static str) {
-    metrics::counter!("desk_lost_creates_total", "desk" => ID, "outcome" => outcome)
-        .increment(1);
+    metrics::counter!("desk_lost_creates_total", "desk" => ID, "outcome" => outcome).increment(1);
 }
 
 fn side(listed: &Listed) -> Side<'_> {

@@ -1,4 +1,4 @@
-//! ChangeNOW API v2 (`x-changenow-api-key`, docs/providers.md, "ChangeNOW"): its currencies,
+//! ChangeNOW API v2 (`x-changenow-api-key`, docs/providers.md, "The desks"): its currencies,
 //! exchanges, statuses and errors mapped onto swapd's desk model by pure functions; [`ChangeNow`]
 //! sends them.
 
@@ -272,7 +272,9 @@ pub fn find_opened(body: &[u8], request: &CreateRequest<'_>) -> Result<Found, De
         .filter(|item| reference_of(item).is_none())
         .filter(|item| matches!(item.status.as_str(), "new" | "waiting"))
         .filter(|item| {
-            item.payin.currency.eq_ignore_ascii_case(request.from.ticker)
+            item.payin
+                .currency
+                .eq_ignore_ascii_case(request.from.ticker)
                 && item.payout.currency.eq_ignore_ascii_case(request.to.ticker)
                 && same_address(request.payout_address, &item.payout.address)
                 && present(item.payout.extra_id.clone()).as_deref() == request.payout_tag
@@ -307,12 +309,13 @@ pub fn limits(body: &[u8], from: &CurrencyDef) -> Result<DeskLimits, DeskError> 
 /// locks them.
 pub fn quote(body: &[u8], from: &CurrencyDef, to: &CurrencyDef) -> Result<DeskQuote, DeskError> {
     let wire: wire::Estimate = parse_json(body)?;
-    let required = |number: &Option<wire::Number>, precision: u8, rounding, field: &str| match number {
-        Some(value) => self::number(value, precision, rounding),
-        None => Err(DeskError::from(Unknown(format!(
-            "estimate without `{field}`"
-        )))),
-    };
+    let required =
+        |number: &Option<wire::Number>, precision: u8, rounding, field: &str| match number {
+            Some(value) => self::number(value, precision, rounding),
+            None => Err(DeskError::from(Unknown(format!(
+                "estimate without `{field}`"
+            )))),
+        };
     Ok(DeskQuote {
         // What the user sends rounds up (a reverse estimate's required deposit), what the user
         // gets down: never a promise above the desk's.
@@ -362,7 +365,10 @@ pub fn exchange(
     let wire: wire::Exchange = parse_json(body)?;
     let status = status(&wire.status).map_err(DeskError::from)?;
     let amount = |value: &Option<wire::Number>, precision: u8, rounding| {
-        value.as_ref().map(|v| number(v, precision, rounding)).transpose()
+        value
+            .as_ref()
+            .map(|v| number(v, precision, rounding))
+            .transpose()
     };
     let deposits = match wire.payin_hash.clone().filter(|h| !h.is_empty()) {
         None => Vec::new(),
@@ -418,7 +424,7 @@ pub fn error(status: u16, body: &[u8], retry_after: Option<Duration>) -> DeskErr
     match refusal.error.as_str() {
         "not_valid_address" => DeskError::AddressRefused,
         // ChangeNOW also says `pair_is_inactive` for an amount below the real minimum; the
-        // caller checks the range before telling the user the pair is off (providers.md §1.7).
+        // caller checks the range before telling the user the pair is off (ChangeNOW's minimums differ between its endpoints).
         "pair_is_inactive" | "fixed_rate_not_enabled" => DeskError::PairUnsupported,
         "deposit_too_small" | "less_min_amount" | "max_amount_exceeded" => DeskError::OutOfRange {
             min: None,

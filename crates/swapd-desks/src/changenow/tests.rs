@@ -1,4 +1,4 @@
-//! ChangeNOW's documented shapes (research: providers.md §1), read as swapd reads them.
+//! ChangeNOW's documented shapes (docs/providers.md, "The desks"), read as swapd reads them.
 
 use std::time::Duration;
 
@@ -333,7 +333,10 @@ fn found(items: &[serde_json::Value], request: &CreateRequest<'_>) -> Found {
 fn a_create_carries_swapds_reference_in_payload_when_the_account_has_it() {
     let body: serde_json::Value =
         serde_json::from_str(&create_body(&create_request(Some("ord_1")))).unwrap();
-    assert_eq!(body["payload"], serde_json::json!({"swapdReference": "ord_1"}));
+    assert_eq!(
+        body["payload"],
+        serde_json::json!({"swapdReference": "ord_1"})
+    );
     let body: serde_json::Value =
         serde_json::from_str(&create_body(&create_request(None))).unwrap();
     assert!(body.get("payload").is_none(), "{body}");
@@ -342,8 +345,18 @@ fn a_create_carries_swapds_reference_in_payload_when_the_account_has_it() {
 #[test]
 fn a_lost_create_is_found_by_its_reference_else_by_its_terms_when_one_matches() {
     const PAYOUT: &str = "0x57f1887a8BF19b14fC0dF6Fd9B2acc9Af147eA85";
-    let ours = listed("cn-ours", serde_json::json!({"swapdReference": "ord_1"}), "0.1", PAYOUT);
-    let other_order = listed("cn-other", serde_json::json!({"swapdReference": "ord_2"}), "0.1", PAYOUT);
+    let ours = listed(
+        "cn-ours",
+        serde_json::json!({"swapdReference": "ord_1"}),
+        "0.1",
+        PAYOUT,
+    );
+    let other_order = listed(
+        "cn-other",
+        serde_json::json!({"swapdReference": "ord_2"}),
+        "0.1",
+        PAYOUT,
+    );
     let unreferenced = listed("cn-plain", serde_json::Value::Null, "0.1", PAYOUT);
     // By reference, whatever else is listed.
     let Found::One(opened) = found(
@@ -356,16 +369,29 @@ fn a_lost_create_is_found_by_its_reference_else_by_its_terms_when_one_matches() 
     assert_eq!(opened.deposit_address, "bc1q-deposit-cn-ours");
     // Without a reference: the one unreferenced exchange with the same terms (the address in
     // any letter case on an EVM network); another order's exchange is never taken.
-    let lower = listed("cn-plain", serde_json::Value::Null, "1e-1", &PAYOUT.to_lowercase());
+    let lower = listed(
+        "cn-plain",
+        serde_json::Value::Null,
+        "1e-1",
+        &PAYOUT.to_lowercase(),
+    );
     assert!(matches!(
         found(&[other_order.clone(), lower], &create_request(None)),
         Found::One(opened) if opened.id == "cn-plain"
     ));
     // Another amount or address is not the create's.
     let other_amount = listed("cn-x", serde_json::Value::Null, "0.2", PAYOUT);
-    let other_address = listed("cn-y", serde_json::Value::Null, "0.1", "0x0000000000000000000000000000000000000001");
+    let other_address = listed(
+        "cn-y",
+        serde_json::Value::Null,
+        "0.1",
+        "0x0000000000000000000000000000000000000001",
+    );
     assert_eq!(
-        found(&[other_amount, other_address, other_order], &create_request(None)),
+        found(
+            &[other_amount, other_address, other_order],
+            &create_request(None)
+        ),
         Found::Nothing
     );
     // Two candidates: neither is adopted.
@@ -380,7 +406,10 @@ fn a_lost_create_is_found_by_its_reference_else_by_its_terms_when_one_matches() 
 fn the_lookup_asks_for_the_payout_address_since_the_create() {
     let query = lookup_query("0xabc", 1_764_158_400_123);
     assert!(query.contains(&("payoutAddress", "0xabc".into())));
-    assert!(query.contains(&("dateFrom", "2025-11-26T12:00:00.123Z".into())), "{query:?}");
+    assert!(
+        query.contains(&("dateFrom", "2025-11-26T12:00:00.123Z".into())),
+        "{query:?}"
+    );
     assert!(query.contains(&("limit", "100".into())));
 }
 
@@ -401,11 +430,23 @@ fn float_noise_in_every_answer_is_read_and_cut_against_promising_more() {
     // An exchange: the deposit to send up; what arrived, was paid out or refunded, down.
     let body = String::from_utf8(fixture("exchange.json"))
         .unwrap()
-        .replace("\"expectedAmountFrom\": 0.1", "\"expectedAmountFrom\": 0.100000000000000006")
-        .replace("\"amountFrom\": 0.1", "\"amountFrom\": 9.9999999999999992e-02")
-        .replace("\"amountTo\": 4312.549871", "\"amountTo\": 4312.54987199999999999");
+        .replace(
+            "\"expectedAmountFrom\": 0.1",
+            "\"expectedAmountFrom\": 0.100000000000000006",
+        )
+        .replace(
+            "\"amountFrom\": 0.1",
+            "\"amountFrom\": 9.9999999999999992e-02",
+        )
+        .replace(
+            "\"amountTo\": 4312.549871",
+            "\"amountTo\": 4312.54987199999999999",
+        );
     let exchange = exchange(body.as_bytes(), def("BTC"), def("USDTETH")).unwrap();
     assert_eq!(exchange.expected_from.unwrap().to_string(), "0.10000001");
-    assert_eq!(exchange.deposits[0].amount.unwrap().to_string(), "0.09999999");
+    assert_eq!(
+        exchange.deposits[0].amount.unwrap().to_string(),
+        "0.09999999"
+    );
     assert_eq!(exchange.payout_amount.unwrap().to_string(), "4312.549871");
 }

@@ -1,4 +1,4 @@
-//! ChangeNOW API v2 as it is written on the wire (docs/providers.md, "ChangeNOW"). Amounts are JSON
+//! ChangeNOW API v2 as it is written on the wire (docs/providers.md, "The desks"). Amounts are JSON
 //! numbers, kept as their raw text ([`Number`]) so that no digit passes through a float.
 
 use serde::Deserialize;

@@ -1,4 +1,4 @@
-//! FixedFloat API v2 (research: providers.md §2): every method is `POST /api/v2/{method}` with a
+//! FixedFloat API v2 (docs/providers.md, "The desks"): every method is `POST /api/v2/{method}` with a
 //! JSON body signed by `X-API-SIGN` = lowercase hex HMAC-SHA256 of the exact body bytes under the
 //! API secret, answered `{code, msg, data}`. Here: the request bodies and their signature, and
 //! the answers mapped onto swapd's desk model by pure functions; [`FixedFloat`] sends them.

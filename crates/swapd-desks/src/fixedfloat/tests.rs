@@ -1,4 +1,4 @@
-//! FixedFloat's captured lifecycle (research: providers.md §2), read as swapd reads it.
+//! FixedFloat's captured lifecycle (docs/providers.md, "The desks"), read as swapd reads it.
 
 use swapd_core::desk::{DeskError, DeskStatus, EmergencyCase};
 use swapd_core::market::currencies::currency;

@@ -1,4 +1,4 @@
-//! FixedFloat API v2 as it is written on the wire (research: providers.md §2): every method a
+//! FixedFloat API v2 as it is written on the wire (docs/providers.md, "The desks"): every method a
 //! signed POST answered `{code, msg, data}`. Field types vary between answers (strings, numbers,
 //! booleans, `null`), so scalars are kept as raw JSON and read leniently ([`Scalar`]).
 

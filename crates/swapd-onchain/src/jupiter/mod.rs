@@ -1,4 +1,4 @@
-//! Jupiter (research: providers.md §6): swaps on Solana through its Metis swap API (`/quote`,
+//! Jupiter (docs/providers.md, "Jupiter"): swaps on Solana through its Metis swap API (`/quote`,
 //! then `/swap` for the wallet's unsigned transaction), behind `base_url` and `api_key`
 //! settings since its public endpoints are moving. Offered only when swapd reads Solana: a
 //! swap has no status API and is followed on the chain. The pure functions here map its wire
@@ -224,7 +224,7 @@ pub fn plan_step(body: &[u8], request: &PlanRequest) -> Result<Vec<PlanStep>, Pr
     }])
 }
 
-/// Jupiter's refusal as swapd's error (providers.md §6.4), never Jupiter's words.
+/// Jupiter's refusal as swapd's error (docs/providers.md, "Jupiter"), never Jupiter's words.
 pub fn error(status: u16, body: &[u8]) -> ProviderError {
     let error: wire::Error = serde_json::from_slice(body).unwrap_or_default();
     match (status, error.error_code.as_deref()) {

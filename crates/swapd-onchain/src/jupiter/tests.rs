@@ -1,4 +1,4 @@
-//! Jupiter against its recorded wire format (providers.md §6), served locally.
+//! Jupiter against its recorded wire format (docs/providers.md, "Jupiter"), served locally.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +28,7 @@ const WSOL: &str = "So11111111111111111111111111111111111111112";
 const SIGNATURE: &str =
     "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW";
 
-/// The real capture of providers.md §6.2, for 2.5 SOL → USDC.
+/// A real capture of Jupiter's `/quote`, for 2.5 SOL → USDC.
 fn sol_to_usdc() -> serde_json::Value {
     json!({
         "inputMint": WSOL, "inAmount": "2500000000", "outputMint": USDC, "outAmount": "375123456",

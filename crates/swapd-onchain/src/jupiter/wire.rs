@@ -1,4 +1,4 @@
-//! Jupiter's Metis swap API v1 (research: providers.md §6.2), the fields swapd reads. Amounts
+//! Jupiter's Metis swap API v1 (docs/providers.md, "Jupiter"), the fields swapd reads. Amounts
 //! are base-unit integer strings.
 
 use serde::Deserialize;

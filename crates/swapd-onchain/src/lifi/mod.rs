@@ -1,4 +1,4 @@
-//! LI.FI (research: providers.md §4): same-chain swaps and cross-chain routes on the EVM chains
+//! LI.FI (docs/providers.md, "LI.FI"): same-chain swaps and cross-chain routes on the EVM chains
 //! and Solana. Its quotes, transaction requests, statuses and errors are mapped onto swapd's
 //! provider model by the pure functions here; [`LiFi`] sends them and follows executions on
 //! their chains (docs/providers.md, "LI.FI").
@@ -339,23 +339,22 @@ pub fn plan_steps(body: &[u8], request: &PlanRequest) -> Result<BuiltPlan, Provi
     let gas = crate::gas_limit(transaction.gas_limit.as_deref())?;
     let data =
         crate::calldata(&transaction.data).ok_or_else(|| confused("calldata that is not hex"))?;
-    let step =
-        |step_id: &str, description: String, to: Address, data: String, value: U256, gas| {
-            PlanStep {
-                step_id: step_id.into(),
-                kind: "transaction".into(),
-                description,
-                chain_id,
-                chain: chain.clone(),
-                transaction: Some(PlanTransaction::Evm {
-                    to: to.to_checksum(None),
-                    data,
-                    value: value.to_string(),
-                    gas,
-                }),
-                signature: None,
-            }
-        };
+    let step = |step_id: &str, description: String, to: Address, data: String, value: U256, gas| {
+        PlanStep {
+            step_id: step_id.into(),
+            kind: "transaction".into(),
+            description,
+            chain_id,
+            chain: chain.clone(),
+            transaction: Some(PlanTransaction::Evm {
+                to: to.to_checksum(None),
+                data,
+                value: value.to_string(),
+                gas,
+            }),
+            signature: None,
+        }
+    };
     let mut steps = Vec::new();
     if let (Some(token), Some(spender)) =
         (from.contract, quote.estimate.approval_address.as_deref())
@@ -515,7 +514,7 @@ fn done(
     })
 }
 
-/// LI.FI's refusal as swapd's error (providers.md §4.4): no route (404, or tool errors of
+/// LI.FI's refusal as swapd's error (docs/providers.md, "LI.FI"): no route (404, or tool errors of
 /// `NO_POSSIBLE_ROUTE`/`INSUFFICIENT_LIQUIDITY`), below or above the amounts a route takes
 /// (`AMOUNT_TOO_LOW`/`AMOUNT_TOO_HIGH`), rate limits and failures. Never LI.FI's words.
 pub fn error(status: u16, body: &[u8], from: &CurrencyDef) -> ProviderError {

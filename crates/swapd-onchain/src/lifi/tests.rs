@@ -1,4 +1,4 @@
-//! LI.FI against its recorded wire format (providers.md §4), served locally.
+//! LI.FI against its recorded wire format (docs/providers.md, "LI.FI"), served locally.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ const WALLET: &str = "0x552008c0f6870c2f77e5cC1d2eb9bdff03e30Ea0";
 const USDC_ETH: &str = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48";
 const DIAMOND: &str = "0x1231DEB6f5749EF6cE6943a275A1D3E7486F4EaE";
 
-/// The docs' quote (providers.md §4.3), for swapd's ETH → USDC on Ethereum.
+/// The docs' quote (from LI.FI's documentation), for swapd's ETH → USDC on Ethereum.
 fn quote_body(
     from_token: &str,
     from_decimals: u8,
@@ -346,7 +346,10 @@ async fn a_token_input_plan_approves_the_approval_address_then_sends_the_transac
         panic!("an EVM approval");
     };
     assert_eq!(to, USDC_ETH);
-    assert_eq!((value.as_str(), gas.as_deref().unwrap_or_default()), ("0", "60000"));
+    assert_eq!(
+        (value.as_str(), gas.as_deref().unwrap_or_default()),
+        ("0", "60000")
+    );
     let approve = approveCall::abi_decode(&hex_bytes(data)).unwrap();
     assert_eq!(
         approve.spender,
@@ -365,7 +368,10 @@ async fn a_token_input_plan_approves_the_approval_address_then_sends_the_transac
     assert_eq!(to, DIAMOND);
     assert_eq!(data, "0x4630a0d8abcdef");
     // Hex quantities as exact decimal base units.
-    assert_eq!((value.as_str(), gas.as_deref().unwrap_or_default()), ("0", "350000"));
+    assert_eq!(
+        (value.as_str(), gas.as_deref().unwrap_or_default()),
+        ("0", "350000")
+    );
     assert_eq!(steps[1].chain, "eip155:1");
     assert_eq!(steps[1].chain_id, Some(1));
 }

@@ -1,4 +1,4 @@
-//! LI.FI's wire format (research: providers.md §4), the fields swapd reads. Amounts are
+//! LI.FI's wire format (docs/providers.md, "LI.FI"), the fields swapd reads. Amounts are
 //! base-unit integer strings; `transactionRequest`'s `value`, `gasLimit` and `gasPrice` are hex.
 
 use serde::Deserialize;

@@ -1,4 +1,4 @@
-//! Relay (research: providers.md §7): cross-chain and same-chain routes from EVM chains, to
+//! Relay (docs/providers.md, "Relay"): cross-chain and same-chain routes from EVM chains, to
 //! EVM chains and Solana (an EVM signer paying a Solana recipient). Its quote's steps become the
 //! plan's: transaction items are the wallet's transactions; signature items (a permit, an
 //! order) are EIP-712 typed data the wallet signs, which swapd then posts where Relay said. The
@@ -443,7 +443,7 @@ pub fn intent(body: &[u8]) -> Result<Intent, ProviderError> {
     })
 }
 
-/// Relay's refusal as swapd's error (providers.md §7.3), never Relay's words.
+/// Relay's refusal as swapd's error (from Relay's OpenAPI document), never Relay's words.
 pub fn error(status: u16, body: &[u8], from: &CurrencyDef) -> ProviderError {
     let error: wire::Error = serde_json::from_slice(body).unwrap_or_default();
     match (status, error.error_code.as_deref()) {

@@ -1,4 +1,4 @@
-//! Relay against its recorded wire format (providers.md §7), served locally.
+//! Relay against its recorded wire format (docs/providers.md, "Relay"), served locally.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,7 +48,7 @@ fn side(chain: u64, address: &str, decimals: u8, amount: &str, minimum: &str) ->
            "amount": amount, "amountFormatted": "x", "amountUsd": "x", "minimumAmount": minimum})
 }
 
-/// The OpenAPI example's shape (providers.md §7.3): 25 USDC on Base → Arbitrum with `steps`.
+/// The OpenAPI example's shape (from Relay's OpenAPI document): 25 USDC on Base → Arbitrum with `steps`.
 fn quote(steps: Value) -> Value {
     json!({
         "steps": steps,
@@ -285,7 +285,10 @@ async fn transaction_items_become_the_plans_transactions() {
         panic!("a transaction");
     };
     assert_eq!(to, "0xf70da97812CB96acDF810712Aa562db8dfA3dbEF");
-    assert_eq!((data.as_str(), gas.as_deref().unwrap_or_default()), ("0x00fad611", "120000"));
+    assert_eq!(
+        (data.as_str(), gas.as_deref().unwrap_or_default()),
+        ("0x00fad611", "120000")
+    );
     let state: RelayState = serde_json::from_value(built.provider_state.unwrap()).unwrap();
     assert_eq!(state.request_id, REQUEST_ID);
     assert!(state.posts.is_empty());

@@ -1,4 +1,4 @@
-//! Relay's wire format (research: providers.md §7), the fields swapd reads. Amounts are
+//! Relay's wire format (docs/providers.md, "Relay"), the fields swapd reads. Amounts are
 //! base-unit integer strings.
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! 0x Swap API v2 (research: providers.md §5): same-chain swaps on the EVM chains swapd reads.
+//! 0x Swap API v2 (docs/providers.md, "0x"): same-chain swaps on the EVM chains swapd reads.
 //! A native input is swapped through the AllowanceHolder API (the wallet sends a transaction);
 //! a token input through the Gasless API (the wallet signs the trade, and the token's approval
 //! when it needs one; 0x's relayer submits them). Mapped onto swapd's provider model by the
@@ -313,21 +313,19 @@ pub fn plan(body: &[u8], request: &PlanRequest, path: &str) -> Result<Planned, P
             .map_err(|_| confused("a transaction without a valid address"))
     };
     let step =
-        |id: &str, description: String, to: Address, data: String, value: U256, gas| {
-            PlanStep {
-                step_id: id.into(),
-                kind: "transaction".into(),
-                description,
-                chain_id: Some(chain_id),
-                chain: chain.clone(),
-                transaction: Some(PlanTransaction::Evm {
-                    to: to.to_checksum(None),
-                    data,
-                    value: value.to_string(),
-                    gas,
-                }),
-                signature: None,
-            }
+        |id: &str, description: String, to: Address, data: String, value: U256, gas| PlanStep {
+            step_id: id.into(),
+            kind: "transaction".into(),
+            description,
+            chain_id: Some(chain_id),
+            chain: chain.clone(),
+            transaction: Some(PlanTransaction::Evm {
+                to: to.to_checksum(None),
+                data,
+                value: value.to_string(),
+                gas,
+            }),
+            signature: None,
         };
     let mut steps = Vec::new();
     if let (Some(token), Some(allowance)) = (
@@ -447,7 +445,7 @@ pub fn gasless_status(body: &[u8]) -> Result<Gasless, ProviderError> {
     })
 }
 
-/// 0x's refusal as swapd's error (providers.md §5.3), never 0x's words.
+/// 0x's refusal as swapd's error (docs/providers.md, "0x"), never 0x's words.
 pub fn error(status: u16, body: &[u8], from: &CurrencyDef) -> ProviderError {
     let error: wire::Error = serde_json::from_slice(body).unwrap_or_default();
     match (status, error.name.as_deref()) {

@@ -1,4 +1,4 @@
-//! 0x against its recorded wire format (providers.md §5), served locally.
+//! 0x against its recorded wire format (docs/providers.md, "0x"), served locally.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +73,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
     }
 }
 
-/// The SDK's quote example (providers.md §5.2) for 0.01 ETH → USDC on Base.
+/// The SDK's quote example (from 0x's documentation) for 0.01 ETH → USDC on Base.
 fn eth_to_usdc() -> serde_json::Value {
     json!({
         "blockNumber": "21000000",

@@ -1,4 +1,4 @@
-//! 0x Swap API v2 and Gasless API v2 (research: providers.md §5), the fields swapd reads. All
+//! 0x Swap API v2 and Gasless API v2 (docs/providers.md, "0x"), the fields swapd reads. All
 //! amounts are base-unit decimal strings, `transaction`'s `gas` and `value` included.
 
 use serde::{Deserialize, Serialize};

@@ -23,17 +23,26 @@ async fn series(http: &reqwest::Client, base: &str) -> (usize, usize) {
 async fn junk_methods_and_paths_from_anyone_add_no_metric_series() {
     let dir = tempfile::tempdir().unwrap();
     // The per-address request limit is off: the point is what is recorded, not the count.
-    let (mut server, base, _log) = serve_watched(
+    let (server, base, _log) = serve_watched(
         swapd(dir.path())
             .args(["serve", "--api", "--listen", "127.0.0.1:0"])
             .env("SWAPD_SECURITY__IP_REQUESTS_PER_SECOND", "0"),
     );
+    let _server = KillOnDrop(server);
     let http = reqwest::Client::new();
     // One unknown path and one unknown method first: the series they may add exist now.
-    let unknown = http.get(format!("{base}/no/such/path")).send().await.unwrap();
+    let unknown = http
+        .get(format!("{base}/no/such/path"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(unknown.status(), 404);
     let junk = reqwest::Method::from_bytes(b"JUNKMETHOD").unwrap();
-    let refused = http.request(junk, format!("{base}/healthz")).send().await.unwrap();
+    let refused = http
+        .request(junk, format!("{base}/healthz"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(refused.status(), 405);
     let body: serde_json::Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "method_not_allowed");
@@ -59,11 +68,22 @@ async fn junk_methods_and_paths_from_anyone_add_no_metric_series() {
         assert_eq!(answer.status(), 404);
     }
     let (after, size_after) = series(&http, &base).await;
-    assert_eq!(after, before, "no series from client-chosen methods or paths");
+    assert_eq!(
+        after, before,
+        "no series from client-chosen methods or paths"
+    );
     assert!(
         size_after < size_before + 4_096,
         "/metrics grew from {size_before} to {size_after} bytes"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
+}
+
+/// Stops the server however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -665,7 +665,11 @@ impl TestServer {
 
     /// Sends, and gives up (drops the connection) after `patience`, as an impatient client
     /// does: `None` then.
-    pub async fn send_within(&self, request: &Signed, patience: std::time::Duration) -> Option<u16> {
+    pub async fn send_within(
+        &self,
+        request: &Signed,
+        patience: std::time::Duration,
+    ) -> Option<u16> {
         self.request(request)
             .timeout(patience)
             .send()
