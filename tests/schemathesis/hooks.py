@@ -85,8 +85,9 @@ RULES_BEYOND_THE_SCHEMA = {
     "webhook_url_unresolvable": None,
     "webhook_url_host_not_allowed": None,
     # a replay window's `until` after its `since`; a refund tag only with a refund address; a
+    # refund or REFUND choice gives refundAddress when the order was created without one; a
     # provider filter names a provider this deployment runs
-    "validation_failed": {"until", "refundTag", "provider", "routeConstraints"},
+    "validation_failed": {"until", "refundTag", "refundAddress", "provider", "routeConstraints"},
     # x402 credentials are base64 JSON, which no security scheme describes: schemathesis fills
     # PAYMENT-SIGNATURE and SIGN-IN-WITH-X with arbitrary text
     "invalid_payment_payload": None,

@@ -43,9 +43,13 @@ cd "$data" # schemathesis keeps its cache in the working directory
 status=0
 for document in v3 x402; do
     echo "==> schemathesis: openapi/$document.json"
+    # The e-mail pattern bounds its local part with a lookahead (at most 64 characters, as the
+    # mailer requires), which the generator meets by drawing and filtering: more filtering than
+    # hypothesis's health check likes, on that one field, so that check is off.
     "$venv/bin/schemathesis" --config-file "$here/schemathesis.toml" run \
         "$root/openapi/$document.json" --url "http://127.0.0.1:$port" \
         --phases examples,coverage,fuzzing,stateful --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-50}" --seed "${SCHEMATHESIS_SEED:-1}" \
+        --suppress-health-check=filter_too_much \
         --report junit --report-dir "$reports/$document" --no-color || status=1
 done
 if [ "$status" != 0 ]; then

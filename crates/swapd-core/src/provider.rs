@@ -1,6 +1,6 @@
 //! The liquidity-provider port. A provider answers in swapd's normalized terms; adapters keep
 //! their request/response mapping pure (unit-testable without a network) and share one HTTP
-//! transport. The aggregator in `swapd-providers` calls every provider concurrently, each under
+//! transport. The aggregator in `swapd-sandbox` calls every provider concurrently, each under
 //! its own deadline.
 
 use std::sync::Arc;

@@ -251,8 +251,8 @@ mod tests {
     use swapd_core::market::{Direction, RateType};
 
     use swapd_core::market::currencies::currency;
-    use swapd_providers::price_feed::PriceFeed;
-    use swapd_providers::sandbox::{self, Fault, Faults};
+    use swapd_sandbox::price_feed::PriceFeed;
+    use swapd_sandbox::sandbox::{self, Fault, Faults};
 
     use super::*;
 

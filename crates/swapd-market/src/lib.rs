@@ -1,7 +1,7 @@
 //! The aggregator behind [`swapd_core::market::Market`]: asks every provider at once, each
 //! under its own deadline, and keeps the currency catalog with its fallbacks (the providers'
 //! last good answers, then the shipped [`snapshot`]). The providers are adapters of
-//! `swapd-providers`; the API and the worker see only the port.
+//! `swapd-sandbox`; the API and the worker see only the port.
 
 mod aggregator;
 pub mod snapshot;

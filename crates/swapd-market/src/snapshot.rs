@@ -43,8 +43,8 @@ mod tests {
 
     use swapd_core::market::catalog::assemble;
 
-    use swapd_providers::price_feed::PriceFeed;
-    use swapd_providers::sandbox::{self, Faults};
+    use swapd_sandbox::price_feed::PriceFeed;
+    use swapd_sandbox::sandbox::{self, Faults};
 
     use super::*;
 

@@ -202,21 +202,28 @@ pub struct EmailInput {
     pub email: String,
 }
 
-/// An e-mail address as swapd takes it: at most 254
-/// characters; a local part of 1 to 64 printable ASCII characters other than `@`; a domain of
-/// two or more dot-separated labels of letters, digits and hyphens. Whether it exists is
-/// learned by sending to it.
+/// An e-mail address as swapd takes it, exactly as [`crate::schema::EMAIL_PATTERN`] says: at
+/// most 254 characters; a local part of 1 to 64 characters, dot-separated runs of the
+/// characters an unquoted address may use (letters, digits and ``!#$%&'*+/=?^_`{|}~-``); a
+/// domain of two or more dot-separated labels of 1 to 63 letters, digits and inner hyphens.
+/// Whether it exists is learned by sending to it.
 pub fn is_email_address(text: &str) -> bool {
+    let atext = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+/=?^_`{|}~-".contains(&b);
     let label = |label: &str| {
-        !label.is_empty()
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        let bytes = label.as_bytes();
+        (1..=63).contains(&bytes.len())
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+            && bytes[0] != b'-'
+            && bytes[bytes.len() - 1] != b'-'
     };
     text.len() <= 254
         && text.split_once('@').is_some_and(|(local, domain)| {
             (1..=64).contains(&local.len())
-                && local.bytes().all(|b| b.is_ascii_graphic() && b != b'@')
+                && local
+                    .split('.')
+                    .all(|run| !run.is_empty() && run.bytes().all(atext))
                 && domain.contains('.')
                 && domain.split('.').all(label)
         })
@@ -247,6 +254,14 @@ mod email_tests {
             "a@b_c.de",
             "a@.b.co",
             long_local.as_str(),
+            // What the mailer's parser refuses too.
+            "<script>alert(1)</script>@evil.com",
+            ".a@b.co",
+            "a.@b.co",
+            "a..b@b.co",
+            "a@-b.co",
+            "a@b-.co",
+            format!("a@{}.co", "b".repeat(64)).as_str(),
         ] {
             assert!(!is_email_address(bad), "{bad}");
         }

@@ -26,13 +26,18 @@ pub fn optional_amount() -> ObjectBuilder {
     nullable(amount())
 }
 
-/// [`crate::orders::is_email_address`].
+/// [`crate::orders::is_email_address`], as the mailer's parser also takes it: a local part of
+/// 1 to 64 characters an unquoted address may use (dot-separated, no empty part), and a domain
+/// of two or more labels of 1 to 63 letters, digits and inner hyphens.
 pub fn email() -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .max_length(Some(254))
-        .pattern(Some("^[!-?A-~]{1,64}@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+$"))
+        .pattern(Some(EMAIL_PATTERN))
 }
+
+/// The pattern of [`email`].
+pub const EMAIL_PATTERN: &str = "^(?=[^@]{1,64}@)[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$";
 
 pub fn optional_email() -> ObjectBuilder {
     nullable(email())

@@ -12,7 +12,7 @@ use swapd_api::business::guards::{Guards, SharedState, Sharing};
 use swapd_core::market::Market;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
-use swapd_providers::sandbox::{self, Fault, Faults};
+use swapd_sandbox::sandbox::{self, Fault, Faults};
 use swapd_store::StoreOptions;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -434,8 +434,7 @@ impl Runtime {
                         Fault::Fail("failing by configuration (providers.sandbox_failing)".into()),
                     );
                 }
-                let feed =
-                    swapd_providers::price_feed::PriceFeed::new(config.providers.sandbox_seed);
+                let feed = swapd_sandbox::price_feed::PriceFeed::new(config.providers.sandbox_seed);
                 let world = sandbox::SandboxWorld {
                     store: self.store.clone(),
                     block_ms: config.providers.sandbox_block_ms,

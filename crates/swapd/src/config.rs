@@ -825,13 +825,13 @@ impl Config {
             }
             if let Some(name) = names
                 .iter()
-                .find(|n| !swapd_providers::sandbox::PROVIDER_IDS.contains(&n.as_str()))
+                .find(|n| !swapd_sandbox::sandbox::PROVIDER_IDS.contains(&n.as_str()))
             {
                 return Err(setting(
                     key,
                     format!(
                         "unknown sandbox provider `{name}` (known: {})",
-                        swapd_providers::sandbox::PROVIDER_IDS.join(", ")
+                        swapd_sandbox::sandbox::PROVIDER_IDS.join(", ")
                     ),
                 ));
             }

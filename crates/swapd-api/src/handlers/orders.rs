@@ -473,12 +473,21 @@ fn check_desk_action(state: &AppState, order: &Order, choose: bool) -> Result<()
 }
 
 fn choice_error(error: ChoiceError) -> ApiError {
+    if let ChoiceError::RefundAddressMissing = error {
+        // A rule on the order's state: the body must give what the order lacks.
+        return ApiError::new(ErrorCode::ValidationFailed, error.to_string()).with_details(vec![
+            swapd_types::FieldProblem {
+                field: "refundAddress".into(),
+                problem: "is required: the order was created without one".into(),
+            },
+        ]);
+    }
     let code = match error {
         ChoiceError::NotInEmergency(_) | ChoiceError::AlreadyChosen(_) => {
             ErrorCode::OrderStateConflict
         }
         ChoiceError::NotAllowed { .. } => ErrorCode::ChoiceNotAllowed,
-        ChoiceError::RefundAddressMissing => ErrorCode::ValidationFailed,
+        ChoiceError::RefundAddressMissing => unreachable!("answered above"),
         ChoiceError::NotRefundable(_) => ErrorCode::OrderNotRefundable,
     };
     ApiError::new(code, error.to_string())

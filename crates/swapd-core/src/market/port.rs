@@ -1,6 +1,6 @@
 //! The market port: every liquidity provider as one, for the API and the worker. The
 //! aggregator behind it (fan-out under deadlines, the catalog with its fallbacks) lives in
-//! `swapd-market`; the providers themselves in `swapd-providers`.
+//! `swapd-market`; the providers themselves in `swapd-sandbox`.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -222,7 +222,7 @@ pub struct TestServer {
     pub master: MasterKey,
     pub counters: Arc<Counters>,
     /// Faults of the sandbox providers, switchable while the server runs.
-    pub faults: swapd_providers::sandbox::Faults,
+    pub faults: swapd_sandbox::sandbox::Faults,
     /// The order lifecycle engine on the same store and clock; tests run its passes.
     pub engine: swapd_worker::OrderEngine,
     /// The onchain execution tracker on the same store and clock; tests run its passes.
