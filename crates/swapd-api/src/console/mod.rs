@@ -297,6 +297,57 @@ fn login_form(console: &Console, problem: Option<&str>, status: StatusCode) -> R
     page_headers(response)
 }
 
+/// The windows failed logins count in, with their limits: only failures count, in the node's
+/// shared windows (Redis or the shared database when there are several nodes), per address
+/// (when known) and for all addresses together.
+fn failed_login_windows(address: Option<std::net::IpAddr>) -> Vec<(String, u32)> {
+    let mut windows = vec![(
+        "console-login-failed".to_owned(),
+        FAILED_LOGINS_PER_MINUTE_IN_ALL,
+    )];
+    if let Some(address) = address {
+        windows.push((
+            format!("console-login-failed|{address}"),
+            FAILED_LOGINS_PER_MINUTE,
+        ));
+    }
+    windows
+}
+
+/// The answer to a login while any of `windows` is full (429 with `Retry-After`), or while
+/// they cannot be read (503); `None` when the login may be tried.
+async fn too_many_failures(
+    state: &AppState,
+    console: &Console,
+    windows: &[(String, u32)],
+) -> Option<Response> {
+    for (window, limit) in windows {
+        match state.guards.peek_window(window, 60_000).await {
+            Ok(counted) if counted.used < *limit => {}
+            Ok(counted) => {
+                let wait_secs = (counted.resets_at_ms - state.clock.now_ms()).max(0) / 1000 + 1;
+                let mut response = login_form(
+                    console,
+                    Some("Too many failed logins; wait a minute."),
+                    StatusCode::TOO_MANY_REQUESTS,
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(wait_secs));
+                return Some(response);
+            }
+            Err(error) => {
+                tracing::warn!(%error, "console login attempts cannot be counted");
+                return Some(refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Login attempts cannot be counted right now; retry shortly.",
+                ));
+            }
+        }
+    }
+    None
+}
+
 #[derive(Deserialize)]
 struct LoginForm {
     #[serde(default)]
@@ -317,42 +368,9 @@ async fn login(
         return cross_origin();
     }
     let address = crate::client_address::client_ip(&parts, &state.trusted_proxies);
-    // Only failed logins count, in the node's shared windows (Redis or the shared database
-    // when there are several nodes): per address, and for all addresses together.
-    let windows = [
-        (
-            address.map(|address| format!("console-login-failed|{address}")),
-            FAILED_LOGINS_PER_MINUTE,
-        ),
-        (
-            Some("console-login-failed".to_owned()),
-            FAILED_LOGINS_PER_MINUTE_IN_ALL,
-        ),
-    ];
-    for (window, limit) in &windows {
-        let Some(window) = window else { continue };
-        match state.guards.peek_window(window, 60_000).await {
-            Ok(counted) if counted.used < *limit => {}
-            Ok(counted) => {
-                let wait_secs = (counted.resets_at_ms - state.clock.now_ms()).max(0) / 1000 + 1;
-                let mut response = login_form(
-                    console,
-                    Some("Too many failed logins; wait a minute."),
-                    StatusCode::TOO_MANY_REQUESTS,
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(wait_secs));
-                return response;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "console login attempts cannot be counted");
-                return refused(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Login attempts cannot be counted right now; retry shortly.",
-                );
-            }
-        }
+    let windows = failed_login_windows(address);
+    if let Some(refusal) = too_many_failures(&state, console, &windows).await {
+        return refusal;
     }
     let pre = read_cookie(&parts, LOGIN_COOKIE).unwrap_or_default();
     if pre.is_empty() || !same(&console.mac("login", pre), &form.csrf) {
@@ -364,9 +382,7 @@ async fn login(
     if !console.password_matches(&form.password) {
         tracing::warn!(?address, "console login refused");
         for (window, limit) in &windows {
-            if let Some(window) = window
-                && let Err(error) = state.guards.consume_window(window, 60_000, *limit).await
-            {
+            if let Err(error) = state.guards.consume_window(window, 60_000, *limit).await {
                 tracing::warn!(%error, "a failed console login cannot be counted");
             }
         }
