@@ -143,12 +143,18 @@ fn gas_limit(text: Option<&str>) -> Result<Option<String>, ProviderError> {
     let Some(text) = text.map(str::trim).filter(|text| !text.is_empty()) else {
         return Ok(None);
     };
-    let gas = match text.strip_prefix("0x") {
+    let gas = quantity(text)
+        .ok_or_else(|| ProviderError::Unavailable("a gas limit that is not a number".into()))?;
+    Ok((!gas.is_zero()).then(|| gas.to_string()))
+}
+
+/// An integer as EVM providers write them: decimal, or `0x` hex (JSON-RPC quantities).
+fn quantity(text: &str) -> Option<U256> {
+    match text.strip_prefix("0x") {
         Some(hex) => U256::from_str_radix(hex, 16),
         None => U256::from_str_radix(text, 10),
     }
-    .map_err(|_| ProviderError::Unavailable("a gas limit that is not a number".into()))?;
-    Ok((!gas.is_zero()).then(|| gas.to_string()))
+    .ok()
 }
 
 /// `amount` of `currency` in its base units (an amount never holds more digits than these).

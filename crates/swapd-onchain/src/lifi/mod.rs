@@ -181,11 +181,7 @@ pub fn plan_query(request: &PlanRequest, integrator: &str) -> Result<QuoteQuery,
 
 /// A base-unit integer string of LI.FI's (decimal, or `0x` hex in transaction requests).
 fn integer(text: &str) -> Result<U256, ProviderError> {
-    let parsed = match text.strip_prefix("0x") {
-        Some(hex) => U256::from_str_radix(hex, 16),
-        None => U256::from_str_radix(text, 10),
-    };
-    parsed.map_err(|_| confused("an amount that is not an integer"))
+    crate::quantity(text).ok_or_else(|| confused("an amount that is not an integer"))
 }
 
 fn confused(what: &str) -> ProviderError {
