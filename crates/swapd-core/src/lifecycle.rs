@@ -372,7 +372,13 @@ fn record_deposits(
     let mut changed = false;
     for seen in chain {
         match updated.deposits.iter_mut().find(|d| d.tx_id == seen.tx_id) {
-            Some(known) if known.confirmations != seen.confirmations => {
+            // Followed until confirmed, not after: a chain that adds blocks faster than the
+            // order is looked at would otherwise make every look a new count and the order
+            // never move on (docs/orders.md).
+            Some(known)
+                if known.confirmations < known.required_confirmations
+                    && known.confirmations != seen.confirmations =>
+            {
                 known.confirmations = seen.confirmations;
                 changed = true;
             }
@@ -934,6 +940,51 @@ pub(crate) mod tests {
             }
             panic!("the lifecycle did not settle");
         }
+    }
+
+    #[test]
+    fn a_confirmed_deposit_moves_on_although_a_block_comes_before_every_look() {
+        let mut world = World {
+            stored: new_order(RateType::Fixed, false),
+            chain: vec![],
+            transfers: BTreeMap::new(),
+            events: vec![],
+            now: T0,
+            deposits_made: 0,
+        };
+        world.chain.push(ChainDeposit {
+            tx_id: "dep1".into(),
+            amount: Amount::parse("1", 8).unwrap(),
+            confirmations: 0,
+            seen_at_ms: T0,
+        });
+        for _ in 0..32 {
+            // Each look finds more blocks than the last one did.
+            world.now += 3 * BLOCK;
+            let order = world.stored.clone();
+            let rules = LifecycleRules {
+                poll_interval_ms: BLOCK,
+                emergency_window_ms: 24 * 60 * 60 * 1000,
+                late_watch_ms: 24 * 60 * 60 * 1000,
+                tolerance_bps: 50,
+            };
+            match next(
+                &order,
+                &world.chain_view(),
+                Network::Bitcoin,
+                8,
+                &rules,
+                world.now,
+            ) {
+                Next::Save(updated, event) => world.save(*updated, event),
+                Next::Exchange { .. } => return,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        panic!(
+            "still {:?} after 32 looks, {} confirmations recorded",
+            world.stored.status, world.stored.deposits[0].confirmations
+        );
     }
 
     proptest! {
