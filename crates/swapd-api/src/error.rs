@@ -97,6 +97,42 @@ impl ApiError {
     }
 }
 
+/// A use case's refusal, with its stable code; a field problem names the field, a provider
+/// briefly out of reach says when to retry.
+impl From<swapd_app::Error> for ApiError {
+    #[track_caller]
+    fn from(error: swapd_app::Error) -> Self {
+        use swapd_app::Error;
+        match error {
+            Error::Store(error) => error.into(),
+            Error::Internal(cause) => ApiError::internal(cause),
+            Error::ProviderUnavailable {
+                message,
+                retry_after,
+            } => {
+                let refused = ApiError::new(ErrorCode::ServiceUnavailable, message);
+                match retry_after {
+                    Some(wait) => refused.with_header(
+                        axum::http::header::RETRY_AFTER,
+                        HeaderValue::from(wait.as_secs().max(1)),
+                    ),
+                    None => refused,
+                }
+            }
+            error => {
+                let refused = ApiError::new(error.code(), error.to_string());
+                match error.field_problem() {
+                    Some((field, problem)) => refused.with_details(vec![FieldProblem {
+                        field: field.to_owned(),
+                        problem,
+                    }]),
+                    None => refused,
+                }
+            }
+        }
+    }
+}
+
 /// Storage failures never leak their text to clients: they are logged here, with the place of
 /// the `?`, and answered with a generic message.
 impl From<StoreError> for ApiError {

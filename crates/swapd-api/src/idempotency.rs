@@ -117,38 +117,21 @@ impl IdempotencyClaim {
     }
 }
 
-/// A success answer prepared before the domain write that commits it as the idempotency record
-/// of the request: [`Prepared::finish`] goes to the write, [`Prepared::into_response`] answers.
-pub struct Prepared {
-    status: StatusCode,
-    stored: StoredResponse,
+impl swapd_app::IdempotencyKey for IdempotencyClaim {
+    fn finish<'a>(&'a self, answer: &'a StoredResponse) -> swapd_core::store::IdempotentFinish<'a> {
+        IdempotencyClaim::finish(self, answer)
+    }
 }
 
-impl Prepared {
-    /// `data` in the success envelope, answered with `status`.
-    pub fn new<T: serde::Serialize>(status: StatusCode, data: &T) -> Result<Self, ApiError> {
-        let body = serde_json::to_vec(&swapd_types::Success::new(data))
-            .map_err(|e| ApiError::internal(&e))?;
-        Ok(Self {
-            status,
-            stored: StoredResponse {
-                status: status.as_u16(),
-                body,
-            },
-        })
-    }
-
-    /// The record the domain write completes for `claim`.
-    pub fn finish<'a>(
-        &'a self,
-        claim: &'a IdempotencyClaim,
-    ) -> swapd_core::store::IdempotentFinish<'a> {
-        claim.finish(&self.stored)
-    }
-
-    /// The answer, marked as already recorded.
-    pub fn into_response(self) -> Response {
-        committed(crate::error::json_response(self.status, self.stored.body))
+/// A use case's answer: marked as already recorded when its write stored it under the
+/// request's key; otherwise this layer stores it as any other answer.
+pub fn respond(answer: swapd_app::Answer) -> Response {
+    let status = StatusCode::from_u16(answer.stored.status).unwrap_or(StatusCode::OK);
+    let response = crate::error::json_response(status, answer.stored.body);
+    if answer.recorded {
+        committed(response)
+    } else {
+        response
     }
 }
 

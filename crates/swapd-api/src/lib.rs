@@ -47,6 +47,19 @@ impl AppState {
     pub fn public_url(&self) -> &str {
         &self.x402.origin
     }
+
+    /// The use cases' view of this state.
+    pub fn app(&self) -> swapd_app::App<'_> {
+        swapd_app::App {
+            store: &self.store,
+            market: &self.market,
+            clock: &self.clock,
+            master_key: &self.master_key,
+            mode: self.mode,
+            order_lifetimes: self.order_lifetimes,
+            public_url: self.public_url(),
+        }
+    }
 }
 
 impl std::ops::Deref for AppState {

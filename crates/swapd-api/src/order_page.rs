@@ -15,38 +15,16 @@ use axum::routing::{get, post};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
+use swapd_app::orders::{self, RefundTo};
 use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::{CurrencyDef, currency};
-use swapd_core::orders::{Order, OrderEvent, OrderStatus};
-use swapd_types::orders::{EmergencyChoice, EmergencyInput, OrderView};
+use swapd_core::orders::{Choice, Order, OrderEvent, OrderStatus};
+use swapd_types::orders::OrderView;
 use swapd_types::sandbox::DepositInput;
 
 use crate::html::utc;
 use crate::{ApiError, AppState};
-
-/// What a hosted page shows.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Page {
-    /// An offchain order: `/o/…`.
-    Order,
-    /// An onchain execution plan: `/x/…`.
-    Execution,
-}
-
-/// A new page link for `id`: `{public_url}/o/{id}/{token}` (or `/x/`), the token 128 random
-/// bits.
-pub(crate) fn new_link(public_url: &str, page: Page, id: &str) -> String {
-    let prefix = match page {
-        Page::Order => "o",
-        Page::Execution => "x",
-    };
-    format!(
-        "{}/{prefix}/{id}/{}",
-        public_url.trim_end_matches('/'),
-        swapd_core::ids::new_id("")
-    )
-}
 
 pub(crate) fn router() -> axum::Router<AppState> {
     axum::Router::new()
@@ -122,8 +100,8 @@ async fn choose(
         Err(answer) => return answer,
     };
     let choice = match form.choice.as_str() {
-        "EXCHANGE" => EmergencyChoice::Exchange,
-        "REFUND" => EmergencyChoice::Refund,
+        "EXCHANGE" => Choice::Exchange,
+        "REFUND" => Choice::Refund,
         _ => {
             let mut response = render(&state, &order, Some("Choose EXCHANGE or REFUND.")).await;
             *response.status_mut() = StatusCode::BAD_REQUEST;
@@ -131,13 +109,12 @@ async fn choose(
         }
     };
     let filled = |text: String| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
-    let input = EmergencyInput {
-        choice,
-        refund_address: filled(form.refund_address),
-        refund_tag: filled(form.refund_tag),
+    let refund_to = RefundTo {
+        address: filled(form.refund_address),
+        tag: filled(form.refund_tag),
     };
     let answered =
-        crate::handlers::orders::answer_emergency(&state, &order.owner, &id, None, input).await;
+        orders::answer_emergency(state.app(), &order.owner, &id, choice, refund_to, None).await;
     after_action(&state, &order, answered.map(drop)).await
 }
 
@@ -151,7 +128,7 @@ async fn deposit(
         Ok(order) => order,
         Err(answer) => return answer,
     };
-    if state.mode != Mode::Sandbox {
+    if !swapd_app::sandbox::available(state.app()) {
         return not_found("Order");
     }
     if !matches!(
@@ -171,15 +148,19 @@ async fn deposit(
         amount: order.from_amount.clone(),
         confirmations: None,
     };
-    let sent =
-        crate::handlers::sandbox::simulate_deposit(&state, &order.owner, &id, input, None).await;
+    let sent = swapd_app::sandbox::deposit(state.app(), &order.owner, &id, input, None).await;
     after_action(&state, &order, sent.map(drop)).await
 }
 
-async fn after_action(state: &AppState, order: &Order, done: Result<(), ApiError>) -> Response {
+async fn after_action(
+    state: &AppState,
+    order: &Order,
+    done: Result<(), swapd_app::Error>,
+) -> Response {
     match done {
         Ok(()) => with_page_headers(Redirect::to(page_path(order)).into_response()),
         Err(error) => {
+            let error = ApiError::from(error);
             let mut response = render(state, order, Some(error.message())).await;
             *response.status_mut() = error.status();
             response

@@ -3,7 +3,7 @@
 
 use swapd_core::amount::Amount;
 use swapd_core::market::Direction;
-use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_types::ErrorCode;
 
 use crate::{ApiError, AppState, SignedQuery};
@@ -15,15 +15,7 @@ pub type QueryCheck = fn(&AppState, &SignedQuery) -> Result<(), ApiError>;
 // refuse them before any charge.
 
 pub(crate) fn pair_currency(code: &str) -> Result<&'static CurrencyDef, ApiError> {
-    currency(code).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::PairUnsupported,
-            format!(
-                "unknown currency `{}`; GET /currencies lists the codes",
-                code.chars().take(32).collect::<String>()
-            ),
-        )
-    })
+    Ok(swapd_app::input::pair_currency(code)?)
 }
 
 /// The amount of the side `direction` names, at that currency's precision; positive.
@@ -33,26 +25,7 @@ pub(crate) fn parse_amount(
     to: &CurrencyDef,
     direction: Direction,
 ) -> Result<Amount, ApiError> {
-    let side = match direction {
-        Direction::From => from,
-        Direction::To => to,
-    };
-    let amount = Amount::parse(text, side.precision).map_err(|e| {
-        ApiError::new(
-            ErrorCode::AmountInvalid,
-            format!(
-                "amount: {e} ({} has {} fraction digits)",
-                side.code, side.precision
-            ),
-        )
-    })?;
-    if amount.is_zero() {
-        return Err(ApiError::new(
-            ErrorCode::AmountInvalid,
-            "amount must be greater than zero",
-        ));
-    }
-    Ok(amount)
+    Ok(swapd_app::input::parse_amount(text, from, to, direction)?)
 }
 
 pub(crate) fn check_address(
@@ -60,10 +33,7 @@ pub(crate) fn check_address(
     address: &str,
     field: &str,
 ) -> Result<(), ApiError> {
-    currency
-        .network
-        .validate_address(address)
-        .map_err(|e| ApiError::new(ErrorCode::AddressInvalid, format!("{field}: {e}")))
+    Ok(swapd_app::input::check_address(currency, address, field)?)
 }
 
 pub(crate) fn required<'a>(query: &'a SignedQuery, name: &str) -> Result<&'a str, ApiError> {

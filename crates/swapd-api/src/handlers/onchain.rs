@@ -31,9 +31,9 @@ use super::routes::owned_route;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
 use crate::json::Json;
-use crate::order_page::Page;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
+use swapd_app::orders::Page;
 use swapd_x402::siwx::Wallet;
 
 /// Resolves an onchain route card into an execution plan.
@@ -219,7 +219,7 @@ async fn build_plan(
         )
     })?
     .map_err(|e| ApiError::new(ErrorCode::ProviderError, format!("{}: {e}", route.provider)))?;
-    let page_url = crate::order_page::new_link(state.public_url(), Page::Execution, &plan_id);
+    let page_url = swapd_app::orders::new_link(state.public_url(), Page::Execution, &plan_id);
     Ok(ExecutionPlan::open(NewPlan {
         id: plan_id,
         owner: owner.to_owned(),

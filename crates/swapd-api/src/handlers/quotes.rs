@@ -1,14 +1,11 @@
 //! `POST /quotes`, the legacy quote: the best offchain offer (docs/market.md).
 
 use axum::extract::State;
-use swapd_core::amount::Amount;
 use swapd_core::ids;
-use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::market::routes::{self, Candidate};
-use swapd_core::market::{ExecutionType, pricing};
-use swapd_core::provider::{ProviderError, ProviderQuote, QuoteRequest};
+use swapd_core::market::pricing;
+use swapd_core::provider::{ProviderQuote, QuoteRequest};
+use swapd_types::Success;
 use swapd_types::market::QuoteInput;
-use swapd_types::{ErrorCode, Success};
 
 use super::input::{check_address, known_provider, pair_currency, parse_amount};
 use crate::json::Json;
@@ -52,7 +49,7 @@ pub(crate) async fn quotes(
     }
     let now_ms = state.clock.now_ms();
     let request = QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms);
-    let (provider, quote) = best_offchain_quote(&state, &request, |id| {
+    let (provider, quote) = swapd_app::quotes::best_offchain_quote(state.app(), &request, |id| {
         constraints
             .providers
             .as_ref()
@@ -107,87 +104,4 @@ pub(super) fn record_rates<'a>(
             tracing::warn!(%error, "cannot record served rates");
         }
     });
-}
-
-/// The best answer of the offchain providers `allowed` keeps, or why there is none.
-pub(crate) async fn best_offchain_quote(
-    state: &AppState,
-    request: &QuoteRequest,
-    allowed: impl Fn(&str) -> bool + Sync,
-) -> Result<(&'static str, ProviderQuote), ApiError> {
-    let mut candidates = state
-        .market
-        .quote_all(request, &|info| {
-            info.execution_type == ExecutionType::Offchain && allowed(info.id)
-        })
-        .await;
-    routes::rank(&mut candidates, request.direction);
-    let best = candidates
-        .iter()
-        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q.clone())));
-    let (provider, mut quote) =
-        best.ok_or_else(|| no_quote(&candidates, request.from, request.to))?;
-    // The limits shown are the ones enforced: an amount any provider quotes is accepted.
-    if let Some((min, max)) = accepted_range(&candidates) {
-        (quote.min, quote.max) = (min, max);
-    }
-    Ok((provider, quote))
-}
-
-/// The amounts a request of this type is accepted for: the lowest minimum and the highest
-/// maximum of the providers that quote the pair (with a quote, or with their range).
-fn accepted_range(candidates: &[Candidate]) -> Option<(Amount, Option<Amount>)> {
-    candidates
-        .iter()
-        .filter_map(|c| match &c.outcome {
-            Ok(quote) => Some((quote.min, quote.max)),
-            Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
-            Err(_) => None,
-        })
-        .reduce(|(a, b), (c, d)| (a.min(c), b.zip(d).map(|(b, d)| b.max(d))))
-}
-
-/// Why no provider could quote: out of range (with the widest limits) over unsupported over
-/// unavailable.
-fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> ApiError {
-    if let Some((min, max)) = accepted_range(candidates) {
-        let refusal = ProviderError::OutOfRange {
-            min,
-            max,
-            code: from.code,
-        };
-        return ApiError::new(ErrorCode::AmountOutOfRange, refusal.to_string());
-    }
-    let unavailable: Vec<String> = candidates
-        .iter()
-        .filter_map(|c| match &c.outcome {
-            Err(error @ ProviderError::Unavailable(_)) => {
-                Some(format!("{}: {error}", c.provider.id))
-            }
-            _ => None,
-        })
-        .collect();
-    if !unavailable.is_empty() {
-        return ApiError::new(
-            ErrorCode::ProviderError,
-            format!(
-                "no provider could quote {} → {} now ({}); retry shortly",
-                from.code,
-                to.code,
-                unavailable.join("; ")
-            ),
-        );
-    }
-    let onchain = from.onchain_namespace().is_some() && to.onchain_namespace().is_some();
-    ApiError::new(
-        ErrorCode::PairUnsupported,
-        if onchain {
-            format!(
-                "no offchain provider trades {} → {}; onchain DEX and bridge routes are offered by GET /routes",
-                from.code, to.code
-            )
-        } else {
-            format!("no provider trades {} → {}", from.code, to.code)
-        },
-    )
 }

@@ -1,0 +1,79 @@
+//! swapd's use cases (docs/architecture.md, "Use cases"): what a caller asks of swapd, decided
+//! over the ports of `swapd-core` (store, market, clock) and answered with domain results or an
+//! [`Error`]. The HTTP handlers, the hosted order page, the console (and later MCP tools) parse
+//! their input, call one function here and respond; none of them calls another surface.
+//!
+//! A mutation writes its answer with its effect, in one transaction, when the caller holds an
+//! Idempotency-Key ([`IdempotencyKey`]); the answer comes back as an [`Answer`].
+
+use std::sync::Arc;
+
+use swapd_core::idempotency::StoredResponse;
+use swapd_core::market::Market;
+use swapd_core::orders::OrderLifetimes;
+use swapd_core::secrets::MasterKey;
+use swapd_core::store::IdempotentFinish;
+use swapd_core::{Clock, Mode, Store};
+
+mod error;
+pub mod input;
+pub mod orders;
+pub mod quotes;
+pub mod sandbox;
+
+pub use error::Error;
+
+/// The ports and settings the use cases work with, borrowed from the surface's state.
+#[derive(Clone, Copy)]
+pub struct App<'a> {
+    pub store: &'a Arc<dyn Store>,
+    pub market: &'a Arc<dyn Market>,
+    pub clock: &'a Arc<dyn Clock>,
+    pub master_key: &'a MasterKey,
+    pub mode: Mode,
+    /// How long new orders wait for their deposit.
+    pub order_lifetimes: OrderLifetimes,
+    /// The origin clients reach this server at, for the links it hands out.
+    pub public_url: &'a str,
+}
+
+/// The Idempotency-Key a mutation's caller holds: the write that makes the change records its
+/// answer under it, in the same transaction.
+pub trait IdempotencyKey: Sync {
+    fn finish<'a>(&'a self, answer: &'a StoredResponse) -> IdempotentFinish<'a>;
+}
+
+/// What a mutation answers: its status and the success envelope of its data, and whether the
+/// write that made the change stored it as the request's idempotent answer (when it did not, the
+/// surface stores it as any other answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub stored: StoredResponse,
+    pub recorded: bool,
+}
+
+impl Answer {
+    /// `data` in the success envelope, with `status`; not yet recorded.
+    pub fn json<T: serde::Serialize>(status: u16, data: &T) -> Result<Self, Error> {
+        let body = serde_json::to_vec(&swapd_types::Success::new(data))
+            .map_err(|e| Error::Internal(e.to_string()))?;
+        Ok(Self {
+            stored: StoredResponse { status, body },
+            recorded: false,
+        })
+    }
+
+    /// The record a write completes for `key`, when there is one.
+    pub fn finish<'a>(
+        &'a self,
+        key: Option<&'a dyn IdempotencyKey>,
+    ) -> Option<IdempotentFinish<'a>> {
+        key.map(|key| key.finish(&self.stored))
+    }
+
+    /// This answer, as written with the change (under the key, when there was one).
+    pub fn written(mut self, key: Option<&dyn IdempotencyKey>) -> Self {
+        self.recorded = key.is_some();
+        self
+    }
+}

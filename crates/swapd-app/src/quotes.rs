@@ -1,0 +1,87 @@
+//! The best offchain offer for a request (docs/market.md): the legacy quote and an order
+//! created without a createToken take it.
+
+use swapd_core::amount::Amount;
+use swapd_core::market::ExecutionType;
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::routes::{self, Candidate};
+use swapd_core::provider::{ProviderError, ProviderQuote, QuoteRequest};
+
+use crate::{App, Error};
+
+/// The best answer of the offchain providers `allowed` keeps, or why there is none.
+pub async fn best_offchain_quote(
+    app: App<'_>,
+    request: &QuoteRequest,
+    allowed: impl Fn(&str) -> bool + Sync,
+) -> Result<(&'static str, ProviderQuote), Error> {
+    let mut candidates = app
+        .market
+        .quote_all(request, &|info| {
+            info.execution_type == ExecutionType::Offchain && allowed(info.id)
+        })
+        .await;
+    routes::rank(&mut candidates, request.direction);
+    let best = candidates
+        .iter()
+        .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q.clone())));
+    let (provider, mut quote) =
+        best.ok_or_else(|| no_quote(&candidates, request.from, request.to))?;
+    // The limits shown are the ones enforced: an amount any provider quotes is accepted.
+    if let Some((min, max)) = accepted_range(&candidates) {
+        (quote.min, quote.max) = (min, max);
+    }
+    Ok((provider, quote))
+}
+
+/// The amounts a request of this type is accepted for: the lowest minimum and the highest
+/// maximum of the providers that quote the pair (with a quote, or with their range).
+fn accepted_range(candidates: &[Candidate]) -> Option<(Amount, Option<Amount>)> {
+    candidates
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Ok(quote) => Some((quote.min, quote.max)),
+            Err(ProviderError::OutOfRange { min, max, .. }) => Some((*min, *max)),
+            Err(_) => None,
+        })
+        .reduce(|(a, b), (c, d)| (a.min(c), b.zip(d).map(|(b, d)| b.max(d))))
+}
+
+/// Why no provider could quote: out of range (with the widest limits) over unsupported over
+/// unavailable.
+fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> Error {
+    if let Some((min, max)) = accepted_range(candidates) {
+        let refusal = ProviderError::OutOfRange {
+            min,
+            max,
+            code: from.code,
+        };
+        return Error::AmountOutOfRange(refusal.to_string());
+    }
+    let unavailable: Vec<String> = candidates
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Err(error @ ProviderError::Unavailable(_)) => {
+                Some(format!("{}: {error}", c.provider.id))
+            }
+            _ => None,
+        })
+        .collect();
+    if !unavailable.is_empty() {
+        return Error::Provider(format!(
+            "no provider could quote {} → {} now ({}); retry shortly",
+            from.code,
+            to.code,
+            unavailable.join("; ")
+        ));
+    }
+    let onchain = from.onchain_namespace().is_some() && to.onchain_namespace().is_some();
+    Error::PairUnsupported(if onchain {
+        format!(
+            "no offchain provider trades {} → {}; onchain DEX and bridge routes are offered by GET /routes",
+            from.code, to.code
+        )
+    } else {
+        format!("no provider trades {} → {}", from.code, to.code)
+    })
+}
