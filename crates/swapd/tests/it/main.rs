@@ -1,17 +1,37 @@
-//! The integration tests of the `swapd` binary and library in one test binary: each module
-//! starts real servers (in-process through `swapd::app::App`, or the built binary).
+//! The whole-system tests in one test binary (one link instead of one per file): each module
+//! starts real servers, in-process through `swapd::app` (the HTTP surfaces on the production
+//! wiring, from `support`) or the built binary (the CLI, crashes, several nodes).
+
+mod support;
 
 mod browser;
+mod business_auth;
 mod cli;
 mod cluster;
 mod crash;
 mod crash_mutations;
+mod database_restart;
 mod http;
+mod idempotency;
+mod json_extractor;
+mod lifecycle;
+mod live_desks;
+mod live_onchain;
+mod market;
+mod market_intel;
 mod npm_x402;
+mod onchain;
+mod ops;
+mod order_page;
+mod orders;
 mod postgres;
+mod rate_limits;
 mod sdk_x402;
+mod shared_redis;
 mod web_surface;
 mod webhook_durability;
+mod webhooks;
+mod x402;
 
 /// A sandbox configuration in `dir`: its SQLite file there, listening on a free local port.
 fn local_config(dir: &std::path::Path) -> swapd::config::Config {
