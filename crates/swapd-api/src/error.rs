@@ -119,6 +119,13 @@ impl From<swapd_app::Error> for ApiError {
                     None => refused,
                 }
             }
+            Error::RateLimited {
+                message,
+                retry_after,
+            } => ApiError::new(ErrorCode::RateLimitExceeded, message).with_header(
+                axum::http::header::RETRY_AFTER,
+                HeaderValue::from(retry_after.as_secs()),
+            ),
             error => {
                 let refused = ApiError::new(error.code(), error.to_string());
                 match error.field_problem() {

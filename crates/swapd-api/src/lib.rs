@@ -58,6 +58,8 @@ impl AppState {
             mode: self.mode,
             order_lifetimes: self.order_lifetimes,
             public_url: self.public_url(),
+            windows: self.guards.as_ref(),
+            replays_per_minute: self.replays_per_minute,
         }
     }
 }

@@ -44,6 +44,18 @@ pub enum Error {
     DeskActionUnsupported(String),
     #[error("the order keeps changing; read it and try again")]
     OrderKeepsChanging,
+    #[error("no webhook subscription with this id belongs to this key")]
+    WebhookNotFound,
+    #[error("the subscription is disabled; enable it (PATCH status: active) to replay")]
+    WebhookDisabled,
+    #[error("no event `{0}` of this key")]
+    EventNotFound(String),
+    /// A budget of the caller's is spent until `retry_after`.
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after: Duration,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     /// A fault of swapd's own (an unreadable stored value): logged, never shown.
@@ -82,6 +94,10 @@ impl Error {
             Self::Choice(ChoiceError::NotAllowed { .. }) => ErrorCode::ChoiceNotAllowed,
             Self::Choice(ChoiceError::NotRefundable(_)) => ErrorCode::OrderNotRefundable,
             Self::DeskActionUnsupported(_) => ErrorCode::DeskActionUnsupported,
+            Self::WebhookNotFound => ErrorCode::WebhookNotFound,
+            Self::WebhookDisabled => ErrorCode::WebhookDisabled,
+            Self::EventNotFound(_) => ErrorCode::EventNotFound,
+            Self::RateLimited { .. } => ErrorCode::RateLimitExceeded,
             Self::Internal(_) => ErrorCode::InternalError,
         }
     }

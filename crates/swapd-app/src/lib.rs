@@ -11,6 +11,7 @@ use std::sync::Arc;
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::market::Market;
 use swapd_core::orders::OrderLifetimes;
+use swapd_core::rate_limit::Windows;
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::IdempotentFinish;
 use swapd_core::{Clock, Mode, Store};
@@ -20,6 +21,7 @@ pub mod input;
 pub mod orders;
 pub mod quotes;
 pub mod sandbox;
+pub mod webhooks;
 
 pub use error::Error;
 
@@ -35,6 +37,10 @@ pub struct App<'a> {
     pub order_lifetimes: OrderLifetimes,
     /// The origin clients reach this server at, for the links it hands out.
     pub public_url: &'a str,
+    /// The fixed-window budgets (replays a minute).
+    pub windows: &'a dyn Windows,
+    /// Replays one webhook subscription may ask for per minute.
+    pub replays_per_minute: u32,
 }
 
 /// The Idempotency-Key a mutation's caller holds: the write that makes the change records its

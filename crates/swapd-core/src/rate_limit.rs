@@ -6,7 +6,23 @@
 //! route weights). A request is admitted only if every policy admits it, and a refused request
 //! consumes nothing.
 
+use crate::StoreError;
 use crate::api_keys::RateLimits;
+use crate::store::WindowDecision;
+
+/// Fixed windows (`n` a minute per key), counted wherever the deployment keeps its limits
+/// (memory, the store, Redis): the port use cases spend such budgets through.
+#[async_trait::async_trait]
+pub trait Windows: Send + Sync {
+    /// Counts one under `key` in its current window of `window_ms`, unless `limit` are counted
+    /// already; a refusal counts nothing.
+    async fn consume_window(
+        &self,
+        key: &str,
+        window_ms: i64,
+        limit: u32,
+    ) -> Result<WindowDecision, StoreError>;
+}
 
 const MINUTE_US: i64 = 60_000_000;
 const HOUR_MS: i64 = 3_600_000;

@@ -477,3 +477,15 @@ impl Guards {
         Ok(rate_limit::peek(state, key.policy.limits(), now))
     }
 }
+
+#[async_trait::async_trait]
+impl swapd_core::rate_limit::Windows for Guards {
+    async fn consume_window(
+        &self,
+        key: &str,
+        window_ms: i64,
+        limit: u32,
+    ) -> Result<WindowDecision, StoreError> {
+        Guards::consume_window(self, key, window_ms, limit).await
+    }
+}

@@ -15,7 +15,7 @@ use swapd_core::webhooks::ReplaySelection;
 use swapd_types::Permission;
 
 use super::{CsrfOnly, Operator, forged, layout, page_headers, refused};
-use crate::AppState;
+use crate::{ApiError, AppState};
 
 pub(super) fn router() -> axum::Router<AppState> {
     axum::Router::new()
@@ -539,9 +539,8 @@ async fn replay(
     }
     let selection = ReplaySelection::Event(form.event_id.clone());
     let replayed =
-        crate::handlers::webhooks::replay_selected(&state, &form.owner, &id, &selection, None)
-            .await;
-    let notice = match replayed {
+        swapd_app::webhooks::replay(state.app(), &form.owner, &id, &selection, None).await;
+    let notice = match replayed.map_err(ApiError::from) {
         Ok(_) => format!("Replay of {} queued.", form.event_id),
         Err(error) => return refused(error.status(), error.message()),
     };

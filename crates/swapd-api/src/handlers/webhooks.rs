@@ -9,16 +9,16 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use strum::VariantArray;
-use swapd_core::idempotency::StoredResponse;
+use swapd_app::webhooks as webhooks_app;
 use swapd_core::ids;
 use swapd_core::orders::EventType;
 use swapd_core::webhooks::{
-    self, AttemptOutcome, Delivery, QueuedDelivery, ReplaySelection, Subscription,
-    SubscriptionChange, SubscriptionStatus, UrlProblem,
+    self, AttemptOutcome, Delivery, ReplaySelection, Subscription, SubscriptionChange,
+    SubscriptionStatus, UrlProblem,
 };
 use swapd_delivery::Outgoing;
 use swapd_types::webhooks::{
-    DeliveryAttempt, DeliveryLog, QueuedReplay, ReplayInput, ReplayQueued, RotateInput, Rotated,
+    DeliveryAttempt, DeliveryLog, ReplayInput, ReplayQueued, RotateInput, Rotated,
     TestCallbackInput, TestCallbackResult, Webhook, WebhookCreated, WebhookDelivery, WebhookInput,
     WebhookList, WebhookPatch,
 };
@@ -26,7 +26,7 @@ use swapd_types::{ErrorCode, Success};
 
 use super::input::invalid;
 use crate::error::json_response;
-use crate::idempotency::{IdempotencyClaim, committed};
+use crate::idempotency::{IdempotencyClaim, committed, respond};
 use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
@@ -301,95 +301,9 @@ pub(crate) async fn replay(
             ));
         }
     };
-    replay_selected(&state, &caller.scope(), &id, &selection, Some(&claim)).await
-}
-
-/// Queues the replay of `selection` to `owner`'s subscription `id`, for the API (with the
-/// request's idempotency claim) and the operator console: the same checks and limits.
-pub(crate) async fn replay_selected(
-    state: &AppState,
-    owner: &str,
-    id: &str,
-    selection: &ReplaySelection,
-    claim: Option<&IdempotencyClaim>,
-) -> Result<Response, ApiError> {
-    let now_ms = state.clock.now_ms();
-    let subscription = load(state, owner, id).await?;
-    if subscription.status != SubscriptionStatus::Active {
-        return Err(ApiError::new(
-            ErrorCode::WebhookDisabled,
-            "the subscription is disabled; enable it (PATCH status: active) to replay",
-        ));
-    }
-    let window = state
-        .guards
-        .consume_window(
-            &format!("replay|{}", subscription.id),
-            60_000,
-            state.replays_per_minute,
-        )
-        .await?;
-    if !window.allowed {
-        let retry_after = ((window.resets_at_ms - now_ms).max(0) + 999) / 1000;
-        return Err(ApiError::new(
-            ErrorCode::RateLimitExceeded,
-            format!(
-                "at most {} replays per minute for one subscription; retry in {retry_after} s",
-                state.replays_per_minute
-            ),
-        )
-        .with_header(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from(retry_after),
-        ));
-    }
-    let events = state
-        .store
-        .replay_events(owner, selection, &subscription.events)
-        .await?;
-    if let ReplaySelection::Event(event_id) = selection
-        && events.is_empty()
-    {
-        return Err(ApiError::new(
-            ErrorCode::EventNotFound,
-            format!(
-                "no event `{}` of this key",
-                event_id.chars().take(64).collect::<String>()
-            ),
-        ));
-    }
-    let queued: Vec<QueuedDelivery> = events
-        .iter()
-        .map(|(event_id, _)| QueuedDelivery {
-            id: ids::new_id("dlv_"),
-            subscription_id: subscription.id.clone(),
-            event_id: event_id.clone(),
-            owner: owner.to_owned(),
-            created_at_ms: now_ms,
-        })
-        .collect();
-    let body = json_body(&ReplayQueued {
-        webhook_id: subscription.id.clone(),
-        queued: queued.len(),
-        deliveries: queued
-            .iter()
-            .zip(&events)
-            .map(|(delivery, (_, event_type))| QueuedReplay {
-                delivery_id: delivery.id.clone(),
-                event_id: delivery.event_id.clone(),
-                event_type: event_type.as_str().into(),
-            })
-            .collect(),
-    })?;
-    let response = StoredResponse {
-        status: 202,
-        body: body.clone(),
-    };
-    state
-        .store
-        .queue_deliveries(&queued, claim.map(|claim| claim.finish(&response)))
-        .await?;
-    Ok(committed(json_response(StatusCode::ACCEPTED, body)))
+    let answer =
+        webhooks_app::replay(state.app(), &caller.scope(), &id, &selection, Some(&claim)).await?;
+    Ok(respond(answer))
 }
 
 /// Sends one signed test delivery.
@@ -567,20 +481,7 @@ fn view(subscription: &Subscription, now_ms: i64) -> Webhook {
 }
 
 async fn load(state: &AppState, owner: &str, id: &str) -> Result<Subscription, ApiError> {
-    let not_found = || {
-        ApiError::new(
-            ErrorCode::WebhookNotFound,
-            "no webhook subscription with this id belongs to this key",
-        )
-    };
-    if !swapd_types::ids::is_valid_id(id, "whk_") {
-        return Err(not_found());
-    }
-    state
-        .store
-        .subscription(id, owner)
-        .await?
-        .ok_or_else(not_found)
+    Ok(webhooks_app::owned(state.app(), owner, id).await?)
 }
 
 /// Checks a URL under the mode's policy and resolves it, as a delivery would.
