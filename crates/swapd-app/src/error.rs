@@ -29,6 +29,13 @@ pub enum Error {
     CreateToken(#[from] RedeemError),
     #[error("{0}")]
     RouteUnavailable(String),
+    #[error("no route quote with this routeQuoteId was issued to this key")]
+    RouteNotFound,
+    #[error("{0}")]
+    QuoteExpired(String),
+    /// A bridge to another namespace than the signer's needs a recipient.
+    #[error("{0}")]
+    RecipientRequired(String),
     /// The provider refused or could not do what was asked (in swapd's words, never its own).
     #[error("{0}")]
     Provider(String),
@@ -44,6 +51,8 @@ pub enum Error {
     DeskActionUnsupported(String),
     #[error("the order keeps changing; read it and try again")]
     OrderKeepsChanging,
+    #[error("no market-intel job with this id belongs to this wallet")]
+    JobNotFound,
     #[error("no webhook subscription with this id belongs to this key")]
     WebhookNotFound,
     #[error("the subscription is disabled; enable it (PATCH status: active) to replay")]
@@ -85,6 +94,9 @@ impl Error {
             Self::CreateToken(RedeemError::Used) => ErrorCode::CreateTokenUsed,
             Self::CreateToken(RedeemError::Expired) => ErrorCode::CreateTokenExpired,
             Self::RouteUnavailable(_) => ErrorCode::RouteUnavailable,
+            Self::RouteNotFound => ErrorCode::RouteNotFound,
+            Self::QuoteExpired(_) => ErrorCode::QuoteExpired,
+            Self::RecipientRequired(_) => ErrorCode::RecipientRequired,
             Self::Provider(_) => ErrorCode::ProviderError,
             Self::ProviderUnavailable { .. } | Self::Store(_) => ErrorCode::ServiceUnavailable,
             // A rule on the order's state: the body must give what the order lacks.
@@ -94,6 +106,7 @@ impl Error {
             Self::Choice(ChoiceError::NotAllowed { .. }) => ErrorCode::ChoiceNotAllowed,
             Self::Choice(ChoiceError::NotRefundable(_)) => ErrorCode::OrderNotRefundable,
             Self::DeskActionUnsupported(_) => ErrorCode::DeskActionUnsupported,
+            Self::JobNotFound => ErrorCode::JobNotFound,
             Self::WebhookNotFound => ErrorCode::WebhookNotFound,
             Self::WebhookDisabled => ErrorCode::WebhookDisabled,
             Self::EventNotFound(_) => ErrorCode::EventNotFound,

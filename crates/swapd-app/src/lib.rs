@@ -18,8 +18,10 @@ use swapd_core::{Clock, Mode, Store};
 
 mod error;
 pub mod input;
+pub mod market_intel;
 pub mod orders;
 pub mod quotes;
+pub mod routes;
 pub mod sandbox;
 pub mod webhooks;
 

@@ -4,6 +4,7 @@
 use swapd_core::amount::Amount;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::pricing;
 use swapd_core::market::routes::{self, Candidate};
 use swapd_core::provider::{ProviderError, ProviderQuote, QuoteRequest};
 
@@ -84,4 +85,32 @@ fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> E
     } else {
         format!("no provider trades {} → {}", from.code, to.code)
     })
+}
+
+/// Files the rates just served (for `rate_history` jobs), in the background: serving never
+/// waits for it, and a failure to file loses only a statistic.
+pub fn record_rates<'a>(
+    app: App<'_>,
+    request: &QuoteRequest,
+    served: impl IntoIterator<Item = (&'a str, &'a ProviderQuote)>,
+) {
+    let pair = swapd_core::market_intel::rate_pair(request.from.code, request.to.code);
+    let observations: Vec<swapd_core::store::RateObservation> = served
+        .into_iter()
+        .map(|(provider, quote)| swapd_core::store::RateObservation {
+            pair: pair.clone(),
+            observed_at_ms: request.now_ms,
+            rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
+            provider: provider.to_owned(),
+        })
+        .collect();
+    if observations.is_empty() {
+        return;
+    }
+    let store = app.store.clone();
+    tokio::spawn(async move {
+        if let Err(error) = store.record_rates(&observations).await {
+            tracing::warn!(%error, "cannot record served rates");
+        }
+    });
 }

@@ -3,18 +3,13 @@
 
 use axum::Extension;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 
-use swapd_core::idempotency::StoredResponse;
-use swapd_core::ids;
-use swapd_core::market_intel::{self, Job};
+use swapd_app::market_intel as jobs;
+use swapd_types::Success;
 use swapd_types::market_intel::{JobInput, JobView};
-use swapd_types::{ErrorCode, Success};
 
-use super::input::invalid;
-use crate::error::json_response;
-use crate::idempotency::{IdempotencyClaim, committed};
+use crate::idempotency::{IdempotencyClaim, respond};
 use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
@@ -40,19 +35,8 @@ pub(crate) async fn create_job(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<Response, ApiError> {
-    let owner = caller.scope();
-    let request = market_intel::validate(&input).map_err(refused_job)?;
-    let job = Job::queue(ids::new_id("job_"), owner, request, state.clock.now_ms());
-    let body = serde_json::to_vec(&Success::new(job.view())).map_err(|e| ApiError::internal(&e))?;
-    let response = StoredResponse {
-        status: 202,
-        body: body.clone(),
-    };
-    state
-        .store
-        .insert_job(&job, claim.finish(&response))
-        .await?;
-    Ok(committed(json_response(StatusCode::ACCEPTED, body)))
+    let answer = jobs::queue(state.app(), &caller.scope(), &input, &claim).await?;
+    Ok(respond(answer))
 }
 
 /// A market-intel job of the wallet.
@@ -71,25 +55,6 @@ pub(crate) async fn get_job(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<JobView>>, ApiError> {
-    let owner = caller.scope();
-    let not_found = || {
-        ApiError::new(
-            ErrorCode::JobNotFound,
-            "no market-intel job with this id belongs to this wallet",
-        )
-    };
-    if !swapd_types::ids::is_valid_id(&id, "job_") {
-        return Err(not_found());
-    }
-    let job = state.store.job(&id, &owner).await?.ok_or_else(not_found)?;
+    let job = jobs::owned(state.app(), &caller.scope(), &id).await?;
     Ok(Json(Success::new(job.view())))
-}
-
-/// A refused job request as the API answers it.
-pub(crate) fn refused_job(problem: market_intel::InvalidJob) -> ApiError {
-    if problem.pair_unsupported {
-        ApiError::new(ErrorCode::PairUnsupported, problem.to_string())
-    } else {
-        invalid(problem.field, &problem.problem)
-    }
 }

@@ -27,7 +27,6 @@ use swapd_types::onchain::{
 use swapd_types::{ErrorCode, Success};
 
 use super::input::invalid;
-use super::routes::owned_route;
 use crate::error::json_response;
 use crate::idempotency::{IdempotencyClaim, committed};
 use crate::json::Json;
@@ -62,7 +61,7 @@ pub(crate) async fn resolve(
     ApiJson(input): ApiJson<OnchainResolveInput>,
 ) -> Result<Response, ApiError> {
     let owner = caller.scope();
-    let route = owned_route(&state, &owner, &input.route_quote_id).await?;
+    let route = swapd_app::routes::owned(state.app(), &owner, &input.route_quote_id).await?;
     if route.execution_type == ExecutionType::Offchain {
         return Err(ApiError::new(
             ErrorCode::RouteUnavailable,

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use swapd_core::ids;
 use swapd_core::market::pricing;
-use swapd_core::provider::{ProviderQuote, QuoteRequest};
+use swapd_core::provider::QuoteRequest;
 use swapd_types::Success;
 use swapd_types::market::QuoteInput;
 
@@ -60,7 +60,7 @@ pub(crate) async fn quotes(
                 .is_some_and(|list| list.iter().any(|p| p == id))
     })
     .await?;
-    record_rates(&state, &request, [(provider, &quote)]);
+    swapd_app::quotes::record_rates(state.app(), &request, [(provider, &quote)]);
     Ok(Json(Success::new(swapd_types::market::Quote {
         quote_id: ids::new_id("qte_"),
         from_ccy: from.code.into(),
@@ -76,32 +76,4 @@ pub(crate) async fn quotes(
         provider: provider.into(),
         expires_at: (now_ms + i64::from(quote.valid_for_secs) * 1000) / 1000,
     })))
-}
-
-/// Files the rates just served (for `rate_history` jobs), in the background: serving never
-/// waits for it, and a failure to file loses only a statistic.
-pub(super) fn record_rates<'a>(
-    state: &AppState,
-    request: &QuoteRequest,
-    served: impl IntoIterator<Item = (&'a str, &'a ProviderQuote)>,
-) {
-    let pair = swapd_core::market_intel::rate_pair(request.from.code, request.to.code);
-    let observations: Vec<swapd_core::store::RateObservation> = served
-        .into_iter()
-        .map(|(provider, quote)| swapd_core::store::RateObservation {
-            pair: pair.clone(),
-            observed_at_ms: request.now_ms,
-            rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
-            provider: provider.to_owned(),
-        })
-        .collect();
-    if observations.is_empty() {
-        return;
-    }
-    let store = state.store.clone();
-    tokio::spawn(async move {
-        if let Err(error) = store.record_rates(&observations).await {
-            tracing::warn!(%error, "cannot record served rates");
-        }
-    });
 }

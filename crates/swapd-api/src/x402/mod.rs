@@ -235,9 +235,8 @@ fn parses_as<T: serde::de::DeserializeOwned + serde::Serialize>(
 
 fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
     let input = parse_json::<swapd_types::market_intel::JobInput>(bytes)?;
-    swapd_core::market_intel::validate(&input)
-        .map(drop)
-        .map_err(market_intel::refused_job)
+    swapd_app::market_intel::check(&input)?;
+    Ok(())
 }
 
 pub use crate::handlers::input::QueryCheck;

@@ -1,0 +1,45 @@
+//! Market-intel jobs (docs/market-intel.md): queued for the caller, run by the worker, read
+//! back by the same caller.
+
+use swapd_core::ids;
+use swapd_core::market_intel::{self, InvalidJob, Job};
+use swapd_types::market_intel::JobInput;
+
+use crate::{Answer, App, Error, IdempotencyKey};
+
+/// Checks a job request as [`queue`] will read it.
+pub fn check(input: &JobInput) -> Result<market_intel::JobRequest, Error> {
+    market_intel::validate(input).map_err(Error::from)
+}
+
+/// Queues `owner`'s job (202 with the queued job), written with the answer.
+pub async fn queue(
+    app: App<'_>,
+    owner: &str,
+    input: &JobInput,
+    key: &dyn IdempotencyKey,
+) -> Result<Answer, Error> {
+    let request = check(input)?;
+    let job = Job::queue(ids::new_id("job_"), owner.to_owned(), request, app.clock.now_ms());
+    let answer = Answer::json(202, &job.view())?;
+    app.store.insert_job(&job, key.finish(&answer.stored)).await?;
+    Ok(answer.written(Some(key)))
+}
+
+/// `owner`'s job `id`: unknown ids and other callers' jobs are the same "not found".
+pub async fn owned(app: App<'_>, owner: &str, id: &str) -> Result<Job, Error> {
+    if !swapd_types::ids::is_valid_id(id, "job_") {
+        return Err(Error::JobNotFound);
+    }
+    app.store.job(id, owner).await?.ok_or(Error::JobNotFound)
+}
+
+impl From<InvalidJob> for Error {
+    fn from(problem: InvalidJob) -> Self {
+        if problem.pair_unsupported {
+            Error::PairUnsupported(problem.to_string())
+        } else {
+            Error::invalid(problem.field, problem.problem)
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Route discovery and the resolution of an offchain route into a createToken
+//! (docs/market.md): every provider asked at once, the answers ranked, each usable one kept as a
+//! route quote of the caller's.
+
+use swapd_core::amount::Amount;
+use swapd_core::ids;
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::routes::{self, ResolveError, RouteFee, RouteQuote};
+use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
+use swapd_core::provider::{Fee, ProviderError, ProviderQuote, QuoteRequest, Wallet};
+use swapd_types::market::{Resolved, RouteCard};
+
+use crate::quotes::record_rates;
+use crate::{Answer, App, Error, IdempotencyKey};
+
+/// What a route discovery asks, read and checked by the surface.
+pub struct RoutesAsk {
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub amount: Amount,
+    pub direction: Direction,
+    pub rate_type: RateType,
+    /// Only this provider.
+    pub provider: Option<String>,
+    /// The signer of onchain routes.
+    pub wallet: Option<Wallet>,
+    /// The destination of onchain routes, checked for `to`'s network.
+    pub recipient: Option<String>,
+}
+
+/// Asks every provider (or the one named) for `ask` and answers with route cards, best first;
+/// each usable card is stored as a route quote of `owner`'s, which it names.
+pub async fn discover(app: App<'_>, owner: &str, ask: RoutesAsk) -> Result<Vec<RouteCard>, Error> {
+    let now_ms = app.clock.now_ms();
+    let request = QuoteRequest {
+        from: ask.from,
+        to: ask.to,
+        amount: ask.amount,
+        direction: ask.direction,
+        rate_type: ask.rate_type,
+        wallet: ask.wallet.clone(),
+        recipient: ask.recipient.clone(),
+        now_ms,
+    };
+    let provider = ask.provider.as_deref();
+    let mut candidates = app
+        .market
+        .quote_all(&request, &|info| provider.is_none_or(|id| id == info.id))
+        .await;
+    if ask.wallet.is_some()
+        && let Some(Err(error)) = candidates
+            .iter()
+            .map(|c| &c.outcome)
+            .find(|o| matches!(o, Err(ProviderError::RecipientRequired(_))))
+    {
+        return Err(Error::RecipientRequired(error.to_string()));
+    }
+    if provider.is_none() {
+        candidates.retain(|c| !matches!(c.outcome, Err(ProviderError::PairUnsupported(_))));
+    }
+    if candidates.is_empty() {
+        return Err(Error::PairUnsupported(format!(
+            "no provider routes {} → {}",
+            ask.from.code, ask.to.code
+        )));
+    }
+    routes::rank(&mut candidates, ask.direction);
+    record_rates(
+        app,
+        &request,
+        candidates
+            .iter()
+            .filter_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q))),
+    );
+    let mut stored = Vec::new();
+    let cards = candidates
+        .into_iter()
+        .map(|candidate| {
+            let execution_type = candidate.provider.execution_type;
+            let mut card = empty_card(&ask, candidate.provider.id, execution_type);
+            match candidate.outcome {
+                Ok(quote) => {
+                    let record = route_quote(owner, candidate.provider.id, execution_type, &request, &quote);
+                    fill_card(&mut card, &record, &quote);
+                    stored.push(record);
+                }
+                Err(error) => {
+                    card.unavailable_reason = Some(error.reason_code().into());
+                    card.unavailable_detail = Some(error.to_string());
+                }
+            }
+            card
+        })
+        .collect();
+    app.store.save_route_quotes(&stored).await?;
+    Ok(cards)
+}
+
+/// The card of a provider that has not answered (yet): unavailable, no amounts.
+fn empty_card(ask: &RoutesAsk, provider: &str, execution_type: ExecutionType) -> RouteCard {
+    RouteCard {
+        route_quote_id: None,
+        execution_type,
+        execution_provider: provider.into(),
+        wallet_required: execution_type == ExecutionType::Onchain,
+        is_available: false,
+        unavailable_reason: None,
+        unavailable_detail: None,
+        from_ccy: ask.from.code.into(),
+        to_ccy: ask.to.code.into(),
+        from_amount: None,
+        expected_output_amount: None,
+        min_output_amount: None,
+        rate: None,
+        rate_type: match execution_type {
+            ExecutionType::Offchain => ask.rate_type,
+            ExecutionType::Onchain => RateType::Float,
+        },
+        fees: Vec::new(),
+        gasless: false,
+        estimated_duration_seconds: None,
+        expires_at: None,
+    }
+}
+
+/// A usable card: the terms of its stored route quote.
+fn fill_card(card: &mut RouteCard, record: &RouteQuote, quote: &ProviderQuote) {
+    card.route_quote_id = Some(record.id.clone());
+    card.is_available = true;
+    card.from_amount = Some(record.from_amount.clone());
+    card.expected_output_amount = Some(record.to_amount.clone());
+    card.min_output_amount = Some(record.min_output.clone());
+    card.rate = Some(record.rate.clone());
+    card.rate_type = quote.rate_type;
+    card.fees = record.fees.iter().map(fee_view).collect();
+    card.gasless = quote.gasless;
+    card.estimated_duration_seconds = Some(quote.estimated_duration_secs);
+    card.expires_at = Some(record.expires_at_ms / 1000);
+}
+
+fn route_quote(
+    owner: &str,
+    provider: &str,
+    execution_type: ExecutionType,
+    request: &QuoteRequest,
+    quote: &ProviderQuote,
+) -> RouteQuote {
+    RouteQuote {
+        id: ids::new_id("rqq_"),
+        owner: owner.into(),
+        provider: provider.into(),
+        execution_type,
+        rate_type: quote.rate_type,
+        direction: request.direction,
+        from_code: request.from.code.into(),
+        to_code: request.to.code.into(),
+        from_amount: quote.from_amount.to_string(),
+        to_amount: quote.to_amount.to_string(),
+        min_output: quote.min_output.to_string(),
+        rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
+        min: quote.min.to_string(),
+        max: quote.max.map(|a| a.to_string()),
+        fees: quote.fees.iter().map(route_fee).collect(),
+        estimated_duration_secs: quote.estimated_duration_secs,
+        wallet_address: request.wallet.as_ref().and_then(|w| w.address.clone()),
+        wallet_namespace: request.wallet.as_ref().map(|w| w.namespace.to_owned()),
+        recipient: request.recipient.clone(),
+        gasless: quote.gasless,
+        rate_lock: quote.rate_lock.clone(),
+        created_at_ms: request.now_ms,
+        expires_at_ms: request.now_ms + i64::from(quote.valid_for_secs) * 1000,
+    }
+}
+
+fn route_fee(fee: &Fee) -> RouteFee {
+    RouteFee {
+        kind: fee.kind.as_str().into(),
+        amount: fee.amount.to_string(),
+        currency: fee.currency.into(),
+    }
+}
+
+fn fee_view(fee: &RouteFee) -> swapd_types::market::Fee {
+    swapd_types::market::Fee {
+        kind: fee.kind.clone(),
+        amount: fee.amount.clone(),
+        currency: fee.currency.clone(),
+    }
+}
+
+/// The route quote `id` if `owner` received it: a malformed, unknown or foreign id is the same
+/// "not found".
+pub async fn owned(app: App<'_>, owner: &str, id: &str) -> Result<RouteQuote, Error> {
+    if !swapd_types::ids::is_valid_id(id, "rqq_") {
+        return Err(Error::RouteNotFound);
+    }
+    app.store
+        .route_quote(id, owner)
+        .await?
+        .ok_or(Error::RouteNotFound)
+}
+
+/// Locks the terms of `owner`'s offchain route quote `id` in a createToken (single use, usable
+/// only by `owner`), written with the answer (200).
+pub async fn resolve(
+    app: App<'_>,
+    owner: &str,
+    id: &str,
+    key: &dyn IdempotencyKey,
+) -> Result<Answer, Error> {
+    let route = owned(app, owner, id).await?;
+    let (token, record) = routes::resolve(route, owner, app.clock.now_ms())?;
+    let route = &record.route;
+    let answer = Answer::json(
+        200,
+        &Resolved {
+            create_token: token,
+            expires_at: record.expires_at_ms / 1000,
+            route_quote_id: route.id.clone(),
+            from_ccy: route.from_code.clone(),
+            to_ccy: route.to_code.clone(),
+            from_amount: route.from_amount.clone(),
+            to_amount: route.to_amount.clone(),
+            rate: route.rate.clone(),
+            rate_type: route.rate_type,
+            provider: route.provider.clone(),
+        },
+    )?;
+    app.store
+        .issue_create_token(&record, key.finish(&answer.stored))
+        .await?;
+    Ok(answer.written(Some(key)))
+}
+
+impl From<ResolveError> for Error {
+    fn from(error: ResolveError) -> Self {
+        match error {
+            ResolveError::Onchain => Error::RouteUnavailable(error.to_string()),
+            ResolveError::Expired => Error::QuoteExpired(error.to_string()),
+        }
+    }
+}
