@@ -511,11 +511,9 @@ impl Config {
         }
     }
 
+    /// Each section checks its own settings; what spans sections (the mode's faults, the live
+    /// requirements) is checked here.
     fn validate(&self) -> Result<(), ConfigError> {
-        let setting = |key: &str, problem: String| ConfigError::Setting {
-            key: key.to_owned(),
-            problem,
-        };
         Backend::from_url(&self.database_url)
             .map_err(|e| setting("database_url", e.to_string()))?;
         check_origin(&self.public_url).map_err(|p| setting("public_url", p))?;
@@ -523,220 +521,38 @@ impl Config {
             swapd_core::secrets::MasterKey::from_hex(&self.master_key)
                 .map_err(|e| setting("master_key", e.to_string()))?;
         }
-        if !self.console.password_hash.is_empty() {
-            swapd_api::console::Console::check_hash(&self.console.password_hash)
-                .map_err(|p| setting("console.password_hash", p))?;
-        }
-        if self.log.level.trim().is_empty() {
-            return Err(setting(
-                "log.level",
-                "must not be empty (e.g. `info`)".into(),
-            ));
-        }
-        if !(1..=1000).contains(&self.database.max_connections) {
-            return Err(setting(
-                "database.max_connections",
-                "must be 1 to 1000".into(),
-            ));
-        }
-        if !(100..=600_000).contains(&self.database.acquire_timeout_ms) {
-            return Err(setting(
-                "database.acquire_timeout_ms",
-                "must be 100 to 600000".into(),
-            ));
-        }
-        if !self.shared.redis_url.is_empty()
-            && !["redis://", "rediss://"]
-                .iter()
-                .any(|scheme| self.shared.redis_url.starts_with(scheme))
-        {
-            return Err(setting(
-                "shared.redis_url",
-                "must start with redis:// or rediss://".into(),
-            ));
-        }
-        if self.shared.redis_prefix.is_empty()
-            || !self
-                .shared
-                .redis_prefix
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(setting(
-                "shared.redis_prefix",
-                "must be 1 or more letters, digits, `-`, `_` or `.`".into(),
-            ));
-        }
-        if !matches!(self.x402.facilitator.as_str(), "ledger" | "http") {
-            return Err(setting(
-                "x402.facilitator",
-                "must be `ledger` or `http`".into(),
-            ));
-        }
-        if !self.x402.facilitator_url.is_empty() {
-            check_http_url(&self.x402.facilitator_url)
-                .map_err(|p| setting("x402.facilitator_url", p))?;
-        }
-        if !self.x402.pay_to.is_empty() && !is_evm_address(&self.x402.pay_to) {
-            return Err(setting(
-                "x402.pay_to",
-                "must be an EVM address: 0x followed by 40 hex digits".into(),
-            ));
-        }
-        if !is_caip2(&self.x402.network) {
-            return Err(setting(
-                "x402.network",
-                "must be a CAIP-2 chain id such as `eip155:8453`".into(),
-            ));
-        }
-        if !is_positive_decimal(&self.x402.price_usd) {
-            return Err(setting(
-                "x402.price_usd",
-                "must be a positive decimal string such as `0.05`".into(),
-            ));
-        }
-        for (key, desk) in [
-            ("providers.changenow", &self.providers.changenow),
-            ("providers.fixedfloat", &self.providers.fixedfloat),
-        ] {
-            check_http_url(&desk.base_url)
-                .map_err(|problem| setting(key, format!("base_url: {problem}")))?;
-            if desk.timeout_ms == 0 {
-                return Err(setting(key, "timeout_ms must be at least 1".into()));
-            }
-        }
-        let fixedfloat = &self.providers.fixedfloat;
-        if !fixedfloat.private_api_key.is_empty() || fixedfloat.payload_reference {
-            return Err(setting(
-                "providers.fixedfloat",
-                "private_api_key and payload_reference are ChangeNOW's: FixedFloat has no \
-                 exchange lookup"
-                    .into(),
-            ));
-        }
-        for (key, router) in [
-            ("providers.lifi", &self.providers.lifi),
-            ("providers.zerox", &self.providers.zerox),
-            ("providers.relay", &self.providers.relay),
-            ("providers.jupiter", &self.providers.jupiter),
-        ] {
-            check_http_url(&router.base_url)
-                .map_err(|problem| setting(key, format!("base_url: {problem}")))?;
-            if router.timeout_ms == 0 {
-                return Err(setting(key, "timeout_ms must be at least 1".into()));
-            }
-        }
+        self.console.validate()?;
+        self.log.validate()?;
+        self.database.validate()?;
+        self.shared.validate()?;
+        self.x402.validate()?;
+        self.providers.validate()?;
         for (name, chain) in &self.chains {
-            let key = format!("chains.{name}");
-            chain_network(name).map_err(|problem| setting(&key, problem))?;
-            check_http_url(&chain.rpc_url)
-                .map_err(|problem| setting(&key, format!("rpc_url: {problem}")))?;
-            if chain.timeout_ms == 0 {
-                return Err(setting(&key, "timeout_ms must be at least 1".into()));
+            chain.validate(name)?;
+        }
+        self.mail.validate()?;
+        if self.mode == Mode::Live {
+            let faults = [
+                (
+                    "orders.sandbox_pause_after_payout",
+                    self.orders.sandbox_pause_after_payout,
+                ),
+                ("sandbox_fault_header", self.sandbox_fault_header),
+                (
+                    "providers.sandbox_stalled",
+                    !self.providers.sandbox_stalled.is_empty(),
+                ),
+                (
+                    "providers.sandbox_failing",
+                    !self.providers.sandbox_failing.is_empty(),
+                ),
+            ];
+            if let Some((name, _)) = faults.iter().find(|(_, set)| *set) {
+                return Err(setting(name, "sandbox faults cannot be set in live mode"));
             }
         }
-        for name in &self.providers.live {
-            if !LIVE_PROVIDER_ADAPTERS.contains(&name.as_str()) {
-                return Err(setting(
-                    "providers.live",
-                    format!(
-                        "unknown live provider adapter `{name}` (this build has: {})",
-                        adapters_list()
-                    ),
-                ));
-            }
-        }
-        if self.mail.from.parse::<lettre::message::Mailbox>().is_err() {
-            return Err(setting(
-                "mail.from",
-                "must be an e-mail address, optionally with a name: `swapd <noreply@example.com>`"
-                    .into(),
-            ));
-        }
-        if !self.mail.smtp_url.is_empty()
-            && !["smtp://", "smtps://"]
-                .iter()
-                .any(|s| self.mail.smtp_url.starts_with(s))
-        {
-            return Err(setting(
-                "mail.smtp_url",
-                "must be an smtp:// or smtps:// URL".into(),
-            ));
-        }
-        for (name, set) in [
-            (
-                "orders.sandbox_pause_after_payout",
-                self.orders.sandbox_pause_after_payout,
-            ),
-            ("sandbox_fault_header", self.sandbox_fault_header),
-        ] {
-            if self.mode == Mode::Live && set {
-                return Err(setting(
-                    name,
-                    "sandbox faults cannot be set in live mode".into(),
-                ));
-            }
-        }
-        for (name, ms) in [
-            ("x402.verify_timeout_ms", self.x402.verify_timeout_ms),
-            ("x402.settle_timeout_ms", self.x402.settle_timeout_ms),
-        ] {
-            // Below the hold an attempt has on a purchase, so a slow settlement cannot outlive it.
-            if !(100..=30_000).contains(&ms) {
-                return Err(setting(
-                    name,
-                    "must be from 100 to 30000 milliseconds".into(),
-                ));
-            }
-        }
-        if !(1..=3650).contains(&self.webhooks.retention_days) {
-            return Err(setting(
-                "webhooks.retention_days",
-                "must be from 1 to 3650 days".into(),
-            ));
-        }
-        if !(1..=10_000).contains(&self.webhooks.replays_per_minute) {
-            return Err(setting(
-                "webhooks.replays_per_minute",
-                "must be from 1 to 10000".into(),
-            ));
-        }
-        if !(1_000..=600_000).contains(&self.security.request_timeout_ms) {
-            return Err(setting(
-                "security.request_timeout_ms",
-                "must be from 1000 to 600000 milliseconds".into(),
-            ));
-        }
-        let asset = &self.x402.asset;
-        if asset.address.is_empty() {
-            if !asset.name.is_empty() || !asset.version.is_empty() {
-                return Err(setting(
-                    "x402.asset.address",
-                    "set the token's address with its name and version (or none of them, for USDC)"
-                        .into(),
-                ));
-            }
-        } else {
-            let hex = asset.address.strip_prefix("0x").unwrap_or_default();
-            if hex.len() != 40 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(setting(
-                    "x402.asset.address",
-                    "must be a token contract address: 0x and 40 hex digits".into(),
-                ));
-            }
-            if asset.name.is_empty() || asset.version.is_empty() {
-                return Err(setting(
-                    "x402.asset.name",
-                    "a custom token needs its EIP-712 domain `name` and `version` (x402.asset.name, x402.asset.version)".into(),
-                ));
-            }
-        }
-        if asset.decimals > 18 {
-            return Err(setting(
-                "x402.asset.decimals",
-                "must be from 0 to 18".into(),
-            ));
-        }
+        self.webhooks.validate()?;
+        self.security.validate()?;
         let node_id_valid = self.node_id.len() <= 64
             && self
                 .node_id
@@ -745,97 +561,10 @@ impl Config {
         if !node_id_valid {
             return Err(setting(
                 "node_id",
-                "at most 64 characters of A-Z, a-z, 0-9, `-`, `_` and `.`".into(),
+                "at most 64 characters of A-Z, a-z, 0-9, `-`, `_` and `.`",
             ));
         }
-        if !(10..=600_000).contains(&self.orders.poll_interval_ms) {
-            return Err(setting(
-                "orders.poll_interval_ms",
-                "must be from 10 to 600000 milliseconds".into(),
-            ));
-        }
-        if !(1..=30 * 24 * 3600).contains(&self.orders.emergency_window_secs) {
-            return Err(setting(
-                "orders.emergency_window_secs",
-                "must be from 1 second to 30 days".into(),
-            ));
-        }
-        for (name, secs) in [
-            (
-                "orders.fixed_lifetime_secs",
-                self.orders.fixed_lifetime_secs,
-            ),
-            (
-                "orders.float_lifetime_secs",
-                self.orders.float_lifetime_secs,
-            ),
-        ] {
-            if !(1..=7 * 24 * 3600).contains(&secs) {
-                return Err(setting(name, "must be from 1 second to 7 days".into()));
-            }
-        }
-        let webhooks = &self.webhooks;
-        for (name, ok, problem) in [
-            (
-                "webhooks.poll_interval_ms",
-                (10..=60_000).contains(&webhooks.poll_interval_ms),
-                "must be from 10 to 60000 milliseconds",
-            ),
-            (
-                "webhooks.timeout_ms",
-                (100..=30_000).contains(&webhooks.timeout_ms),
-                "must be from 100 to 30000 milliseconds",
-            ),
-            (
-                "webhooks.batch",
-                (1..=1_000).contains(&webhooks.batch),
-                "must be from 1 to 1000",
-            ),
-            (
-                "webhooks.concurrency",
-                (1..=256).contains(&webhooks.concurrency),
-                "must be from 1 to 256",
-            ),
-        ] {
-            if !ok {
-                return Err(setting(name, problem.into()));
-            }
-        }
-        if !(1..=3_600_000).contains(&self.providers.sandbox_block_ms) {
-            return Err(setting(
-                "providers.sandbox_block_ms",
-                "must be from 1 to 3600000 milliseconds".into(),
-            ));
-        }
-        if !(50..=30_000).contains(&self.providers.deadline_ms) {
-            return Err(setting(
-                "providers.deadline_ms",
-                "must be from 50 to 30000 milliseconds".into(),
-            ));
-        }
-        for (key, names) in [
-            ("providers.sandbox_stalled", &self.providers.sandbox_stalled),
-            ("providers.sandbox_failing", &self.providers.sandbox_failing),
-        ] {
-            if self.mode == Mode::Live && !names.is_empty() {
-                return Err(setting(
-                    key,
-                    "sandbox faults cannot be set in live mode".into(),
-                ));
-            }
-            if let Some(name) = names
-                .iter()
-                .find(|n| !swapd_sandbox::sandbox::PROVIDER_IDS.contains(&n.as_str()))
-            {
-                return Err(setting(
-                    key,
-                    format!(
-                        "unknown sandbox provider `{name}` (known: {})",
-                        swapd_sandbox::sandbox::PROVIDER_IDS.join(", ")
-                    ),
-                ));
-            }
-        }
+        self.orders.validate()?;
         if self.mode == Mode::Live {
             self.check_live_requirements()?;
         }
@@ -957,6 +686,360 @@ impl Config {
 
 /// The network a `[chains.<name>]` table names (its catalog code, any letter case): an EVM
 /// network or Solana.
+/// The error of setting `key`.
+fn setting(key: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Setting {
+        key: key.to_owned(),
+        problem: problem.into(),
+    }
+}
+
+/// `Err` naming `key` unless `value` is in `range`.
+fn within<T: PartialOrd>(
+    key: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    problem: &str,
+) -> Result<(), ConfigError> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(setting(key, problem))
+    }
+}
+
+impl ConsoleConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !self.password_hash.is_empty() {
+            swapd_api::console::Console::check_hash(&self.password_hash)
+                .map_err(|p| setting("console.password_hash", p))?;
+        }
+        Ok(())
+    }
+}
+
+impl LogConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.level.trim().is_empty() {
+            return Err(setting("log.level", "must not be empty (e.g. `info`)"));
+        }
+        Ok(())
+    }
+}
+
+impl DatabaseConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        within(
+            "database.max_connections",
+            self.max_connections,
+            1..=1000,
+            "must be 1 to 1000",
+        )?;
+        within(
+            "database.acquire_timeout_ms",
+            self.acquire_timeout_ms,
+            100..=600_000,
+            "must be 100 to 600000",
+        )
+    }
+}
+
+impl SharedConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !self.redis_url.is_empty()
+            && !["redis://", "rediss://"]
+                .iter()
+                .any(|scheme| self.redis_url.starts_with(scheme))
+        {
+            return Err(setting(
+                "shared.redis_url",
+                "must start with redis:// or rediss://",
+            ));
+        }
+        if self.redis_prefix.is_empty()
+            || !self
+                .redis_prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(setting(
+                "shared.redis_prefix",
+                "must be 1 or more letters, digits, `-`, `_` or `.`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl X402Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !matches!(self.facilitator.as_str(), "ledger" | "http") {
+            return Err(setting("x402.facilitator", "must be `ledger` or `http`"));
+        }
+        if !self.facilitator_url.is_empty() {
+            check_http_url(&self.facilitator_url)
+                .map_err(|p| setting("x402.facilitator_url", p))?;
+        }
+        if !self.pay_to.is_empty() && !is_evm_address(&self.pay_to) {
+            return Err(setting(
+                "x402.pay_to",
+                "must be an EVM address: 0x followed by 40 hex digits",
+            ));
+        }
+        if !is_caip2(&self.network) {
+            return Err(setting(
+                "x402.network",
+                "must be a CAIP-2 chain id such as `eip155:8453`",
+            ));
+        }
+        if !is_positive_decimal(&self.price_usd) {
+            return Err(setting(
+                "x402.price_usd",
+                "must be a positive decimal string such as `0.05`",
+            ));
+        }
+        for (name, ms) in [
+            ("x402.verify_timeout_ms", self.verify_timeout_ms),
+            ("x402.settle_timeout_ms", self.settle_timeout_ms),
+        ] {
+            // Below the hold an attempt has on a purchase, so a slow settlement cannot outlive it.
+            within(
+                name,
+                ms,
+                100..=30_000,
+                "must be from 100 to 30000 milliseconds",
+            )?;
+        }
+        self.asset.validate()
+    }
+}
+
+impl X402AssetConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.address.is_empty() {
+            if !self.name.is_empty() || !self.version.is_empty() {
+                return Err(setting(
+                    "x402.asset.address",
+                    "set the token's address with its name and version (or none of them, for USDC)",
+                ));
+            }
+        } else {
+            if !is_evm_address(&self.address) {
+                return Err(setting(
+                    "x402.asset.address",
+                    "must be a token contract address: 0x and 40 hex digits",
+                ));
+            }
+            if self.name.is_empty() || self.version.is_empty() {
+                return Err(setting(
+                    "x402.asset.name",
+                    "a custom token needs its EIP-712 domain `name` and `version` (x402.asset.name, x402.asset.version)",
+                ));
+            }
+        }
+        within(
+            "x402.asset.decimals",
+            self.decimals,
+            0..=18,
+            "must be from 0 to 18",
+        )
+    }
+}
+
+impl ProvidersConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (key, desk) in [
+            ("providers.changenow", &self.changenow),
+            ("providers.fixedfloat", &self.fixedfloat),
+        ] {
+            check_endpoint(key, &desk.base_url, desk.timeout_ms)?;
+        }
+        if !self.fixedfloat.private_api_key.is_empty() || self.fixedfloat.payload_reference {
+            return Err(setting(
+                "providers.fixedfloat",
+                "private_api_key and payload_reference are ChangeNOW's: FixedFloat has no \
+                 exchange lookup",
+            ));
+        }
+        for (key, router) in [
+            ("providers.lifi", &self.lifi),
+            ("providers.zerox", &self.zerox),
+            ("providers.relay", &self.relay),
+            ("providers.jupiter", &self.jupiter),
+        ] {
+            check_endpoint(key, &router.base_url, router.timeout_ms)?;
+        }
+        if let Some(name) = self
+            .live
+            .iter()
+            .find(|name| !LIVE_PROVIDER_ADAPTERS.contains(&name.as_str()))
+        {
+            return Err(setting(
+                "providers.live",
+                format!(
+                    "unknown live provider adapter `{name}` (this build has: {})",
+                    adapters_list()
+                ),
+            ));
+        }
+        within(
+            "providers.sandbox_block_ms",
+            self.sandbox_block_ms,
+            1..=3_600_000,
+            "must be from 1 to 3600000 milliseconds",
+        )?;
+        within(
+            "providers.deadline_ms",
+            self.deadline_ms,
+            50..=30_000,
+            "must be from 50 to 30000 milliseconds",
+        )?;
+        for (key, names) in [
+            ("providers.sandbox_stalled", &self.sandbox_stalled),
+            ("providers.sandbox_failing", &self.sandbox_failing),
+        ] {
+            if let Some(name) = names
+                .iter()
+                .find(|n| !swapd_sandbox::sandbox::PROVIDER_IDS.contains(&n.as_str()))
+            {
+                return Err(setting(
+                    key,
+                    format!(
+                        "unknown sandbox provider `{name}` (known: {})",
+                        swapd_sandbox::sandbox::PROVIDER_IDS.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An upstream's base URL and call timeout, under `key`.
+fn check_endpoint(key: &str, base_url: &str, timeout_ms: u64) -> Result<(), ConfigError> {
+    check_http_url(base_url).map_err(|problem| setting(key, format!("base_url: {problem}")))?;
+    if timeout_ms == 0 {
+        return Err(setting(key, "timeout_ms must be at least 1"));
+    }
+    Ok(())
+}
+
+impl ChainConfig {
+    fn validate(&self, name: &str) -> Result<(), ConfigError> {
+        let key = format!("chains.{name}");
+        chain_network(name).map_err(|problem| setting(&key, problem))?;
+        check_http_url(&self.rpc_url)
+            .map_err(|problem| setting(&key, format!("rpc_url: {problem}")))?;
+        if self.timeout_ms == 0 {
+            return Err(setting(&key, "timeout_ms must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+impl MailConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(setting(
+                "mail.from",
+                "must be an e-mail address, optionally with a name: `swapd <noreply@example.com>`",
+            ));
+        }
+        if !self.smtp_url.is_empty()
+            && !["smtp://", "smtps://"]
+                .iter()
+                .any(|s| self.smtp_url.starts_with(s))
+        {
+            return Err(setting(
+                "mail.smtp_url",
+                "must be an smtp:// or smtps:// URL",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl WebhooksConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        within(
+            "webhooks.retention_days",
+            self.retention_days,
+            1..=3650,
+            "must be from 1 to 3650 days",
+        )?;
+        within(
+            "webhooks.replays_per_minute",
+            self.replays_per_minute,
+            1..=10_000,
+            "must be from 1 to 10000",
+        )?;
+        within(
+            "webhooks.poll_interval_ms",
+            self.poll_interval_ms,
+            10..=60_000,
+            "must be from 10 to 60000 milliseconds",
+        )?;
+        within(
+            "webhooks.timeout_ms",
+            self.timeout_ms,
+            100..=30_000,
+            "must be from 100 to 30000 milliseconds",
+        )?;
+        within(
+            "webhooks.batch",
+            self.batch,
+            1..=1_000,
+            "must be from 1 to 1000",
+        )?;
+        within(
+            "webhooks.concurrency",
+            self.concurrency,
+            1..=256,
+            "must be from 1 to 256",
+        )
+    }
+}
+
+impl SecurityConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        within(
+            "security.request_timeout_ms",
+            self.request_timeout_ms,
+            1_000..=600_000,
+            "must be from 1000 to 600000 milliseconds",
+        )
+    }
+}
+
+impl OrdersConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        within(
+            "orders.poll_interval_ms",
+            self.poll_interval_ms,
+            10..=600_000,
+            "must be from 10 to 600000 milliseconds",
+        )?;
+        within(
+            "orders.emergency_window_secs",
+            self.emergency_window_secs,
+            1..=30 * 24 * 3600,
+            "must be from 1 second to 30 days",
+        )?;
+        for (name, secs) in [
+            ("orders.fixed_lifetime_secs", self.fixed_lifetime_secs),
+            ("orders.float_lifetime_secs", self.float_lifetime_secs),
+        ] {
+            within(
+                name,
+                secs,
+                1..=7 * 24 * 3600,
+                "must be from 1 second to 7 days",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 pub fn chain_network(name: &str) -> Result<swapd_core::address::Network, String> {
     let network: swapd_core::address::Network = name.parse()?;
     if network.caip2().is_none() {
