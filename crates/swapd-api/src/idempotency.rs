@@ -121,13 +121,21 @@ impl swapd_app::IdempotencyKey for IdempotencyClaim {
     fn finish<'a>(&'a self, answer: &'a StoredResponse) -> swapd_core::store::IdempotentFinish<'a> {
         IdempotencyClaim::finish(self, answer)
     }
+
+    fn sealed(&self, master: &MasterKey, answer: &StoredResponse) -> StoredResponse {
+        IdempotencyClaim::sealed(self, master, answer.status, &answer.body)
+    }
+
+    fn stable_id(&self, prefix: &str) -> String {
+        IdempotencyClaim::stable_id(self, prefix)
+    }
 }
 
 /// A use case's answer: marked as already recorded when its write stored it under the
 /// request's key; otherwise this layer stores it as any other answer.
 pub fn respond(answer: swapd_app::Answer) -> Response {
-    let status = StatusCode::from_u16(answer.stored.status).unwrap_or(StatusCode::OK);
-    let response = crate::error::json_response(status, answer.stored.body);
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let response = crate::error::json_response(status, answer.body);
     if answer.recorded {
         committed(response)
     } else {

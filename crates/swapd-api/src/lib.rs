@@ -55,9 +55,11 @@ impl AppState {
             market: &self.market,
             clock: &self.clock,
             master_key: &self.master_key,
+            access_tokens: &self.access_tokens,
             mode: self.mode,
             order_lifetimes: self.order_lifetimes,
             public_url: self.public_url(),
+            courier: &self.webhooks,
             windows: self.guards.as_ref(),
             replays_per_minute: self.replays_per_minute,
         }

@@ -20,6 +20,7 @@ use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::orders::{Choice, Order, OrderEvent, OrderStatus};
+use swapd_core::owner::{NotAnOwner, Owner};
 use swapd_types::orders::OrderView;
 use swapd_types::sandbox::DepositInput;
 
@@ -113,8 +114,12 @@ async fn choose(
         address: filled(form.refund_address),
         tag: filled(form.refund_tag),
     };
-    let answered =
-        orders::answer_emergency(state.app(), &order.owner, &id, choice, refund_to, None).await;
+    let answered = match owner_of(&order) {
+        Ok(owner) => {
+            orders::answer_emergency(state.app(), &owner, &id, choice, refund_to, None).await
+        }
+        Err(error) => Err(error),
+    };
     after_action(&state, &order, answered.map(drop)).await
 }
 
@@ -148,8 +153,19 @@ async fn deposit(
         amount: order.from_amount.clone(),
         confirmations: None,
     };
-    let sent = swapd_app::sandbox::deposit(state.app(), &order.owner, &id, input, None).await;
+    let sent = match owner_of(&order) {
+        Ok(owner) => swapd_app::sandbox::deposit(state.app(), &owner, &id, input, None).await,
+        Err(error) => Err(error),
+    };
     after_action(&state, &order, sent.map(drop)).await
+}
+
+/// The owner of a page's order, whose use cases the page acts through.
+fn owner_of(order: &Order) -> Result<Owner, swapd_app::Error> {
+    order
+        .owner
+        .parse()
+        .map_err(|e: NotAnOwner| swapd_app::Error::Internal(format!("order {}: {e}", order.id)))
 }
 
 async fn after_action(

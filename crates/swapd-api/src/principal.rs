@@ -4,6 +4,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use swapd_core::owner::Owner;
 use swapd_types::Permission;
 use swapd_x402::siwx::Wallet;
 
@@ -29,9 +30,14 @@ impl Caller {
     /// The scope of this caller's idempotency keys and owned objects: `key:<id>` or
     /// `wallet:<address>`.
     pub fn scope(&self) -> String {
+        self.owner().scope()
+    }
+
+    /// The owner of what this caller creates.
+    pub fn owner(&self) -> Owner {
         match self {
-            Self::Key(key) => format!("key:{}", key.key_id),
-            Self::Wallet(wallet) => wallet.scope(),
+            Self::Key(key) => Owner::Key(key.key_id.clone()),
+            Self::Wallet(wallet) => Owner::Wallet(wallet.address()),
         }
     }
 

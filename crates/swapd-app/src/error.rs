@@ -6,6 +6,8 @@ use std::time::Duration;
 use swapd_core::StoreError;
 use swapd_core::lifecycle::ChoiceError;
 use swapd_core::market::routes::RedeemError;
+use swapd_core::onchain::ReportError;
+use swapd_core::webhooks::UrlProblem;
 use swapd_types::ErrorCode;
 
 #[derive(Debug, thiserror::Error)]
@@ -51,10 +53,34 @@ pub enum Error {
     DeskActionUnsupported(String),
     #[error("the order keeps changing; read it and try again")]
     OrderKeepsChanging,
+    #[error("{0}")]
+    WalletUnsupported(String),
+    #[error("{0}")]
+    WalletMismatch(String),
+    #[error("no execution plan with this id was resolved by this key")]
+    ExecutionNotFound,
+    #[error("{0}")]
+    ExecutionTokenInvalid(String),
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    #[error("{0}")]
+    SignatureInvalid(String),
+    /// Others keep writing what this request would change: nothing was done, retry.
+    #[error("{0}")]
+    Busy(String),
     #[error("no market-intel job with this id belongs to this wallet")]
     JobNotFound,
     #[error("no webhook subscription with this id belongs to this key")]
     WebhookNotFound,
+    #[error("{0}")]
+    WebhookLimitReached(String),
+    /// A webhook URL swapd may not deliver to (docs/webhooks.md, "Where deliveries may go").
+    #[error(transparent)]
+    WebhookUrl(#[from] UrlProblem),
+    #[error(
+        "the previous rotation's grace is still running; wait for it, or rotate with force: true"
+    )]
+    RotationInProgress,
     #[error("the subscription is disabled; enable it (PATCH status: active) to replay")]
     WebhookDisabled,
     #[error("no event `{0}` of this key")]
@@ -106,8 +132,27 @@ impl Error {
             Self::Choice(ChoiceError::NotAllowed { .. }) => ErrorCode::ChoiceNotAllowed,
             Self::Choice(ChoiceError::NotRefundable(_)) => ErrorCode::OrderNotRefundable,
             Self::DeskActionUnsupported(_) => ErrorCode::DeskActionUnsupported,
+            Self::WalletUnsupported(_) => ErrorCode::WalletUnsupported,
+            Self::WalletMismatch(_) => ErrorCode::WalletMismatch,
+            Self::ExecutionNotFound => ErrorCode::ExecutionNotFound,
+            Self::ExecutionTokenInvalid(_) => ErrorCode::ExecutionTokenInvalid,
+            Self::Report(ReportError::PlanExpired) => ErrorCode::PlanExpired,
+            Self::Report(ReportError::AlreadyReported) => ErrorCode::ExecutionAlreadyReported,
+            Self::Report(ReportError::WrongKind(_)) => ErrorCode::ValidationFailed,
+            Self::SignatureInvalid(_) => ErrorCode::ExecutionSignatureInvalid,
+            Self::Busy(_) => ErrorCode::ServiceUnavailable,
             Self::JobNotFound => ErrorCode::JobNotFound,
             Self::WebhookNotFound => ErrorCode::WebhookNotFound,
+            Self::WebhookLimitReached(_) => ErrorCode::WebhookLimitReached,
+            Self::WebhookUrl(problem) => match problem {
+                UrlProblem::Invalid(_) => ErrorCode::WebhookUrlInvalid,
+                UrlProblem::Scheme => ErrorCode::WebhookUrlSchemeNotAllowed,
+                UrlProblem::Port => ErrorCode::WebhookUrlPortNotAllowed,
+                UrlProblem::Credentials => ErrorCode::WebhookUrlCredentialsNotAllowed,
+                UrlProblem::Host(_) => ErrorCode::WebhookUrlHostNotAllowed,
+                UrlProblem::Unresolvable(_) => ErrorCode::WebhookUrlUnresolvable,
+            },
+            Self::RotationInProgress => ErrorCode::RotationInProgress,
             Self::WebhookDisabled => ErrorCode::WebhookDisabled,
             Self::EventNotFound(_) => ErrorCode::EventNotFound,
             Self::RateLimited { .. } => ErrorCode::RateLimitExceeded,

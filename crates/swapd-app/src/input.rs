@@ -1,9 +1,11 @@
 //! Input checked the same way by every use case: pairs, amounts, addresses and tags, e-mail
 //! addresses.
 
+use swapd_core::address::Address;
 use swapd_core::amount::Amount;
 use swapd_core::market::Direction;
 use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::notify::Email;
 
 use crate::Error;
 
@@ -52,11 +54,16 @@ pub fn parse_amount(
 }
 
 /// An address on `currency`'s network, given in `field`.
-pub fn check_address(currency: &CurrencyDef, address: &str, field: &str) -> Result<(), Error> {
+pub fn parse_address(currency: &CurrencyDef, address: &str, field: &str) -> Result<Address, Error> {
     currency
         .network
-        .validate_address(address)
+        .parse_address(address)
         .map_err(|e| Error::AddressInvalid(format!("{field}: {e}")))
+}
+
+/// Checks an address on `currency`'s network, given in `field`, that is passed on as text.
+pub fn check_address(currency: &CurrencyDef, address: &str, field: &str) -> Result<(), Error> {
+    parse_address(currency, address, field).map(drop)
 }
 
 /// A destination tag (memo) on `currency`'s network, given in `field`.
@@ -68,10 +75,6 @@ pub fn check_tag(currency: &CurrencyDef, tag: Option<&str>, field: &str) -> Resu
 }
 
 /// An address swapd can e-mail: the OpenAPI pattern, which the mailer's parser takes.
-pub fn check_email(email: &str) -> Result<(), Error> {
-    if swapd_types::orders::is_email_address(email) && swapd_core::notify::can_send_to(email) {
-        Ok(())
-    } else {
-        Err(Error::invalid("email", "is not an e-mail address"))
-    }
+pub fn parse_email(email: &str) -> Result<Email, Error> {
+    Email::parse(email).ok_or_else(|| Error::invalid("email", "is not an e-mail address"))
 }

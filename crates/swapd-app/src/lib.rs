@@ -10,15 +10,18 @@ use std::sync::Arc;
 
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::market::Market;
+use swapd_core::onchain::AccessTokens;
 use swapd_core::orders::OrderLifetimes;
 use swapd_core::rate_limit::Windows;
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::IdempotentFinish;
+use swapd_core::webhooks::Courier;
 use swapd_core::{Clock, Mode, Store};
 
 mod error;
 pub mod input;
 pub mod market_intel;
+pub mod onchain;
 pub mod orders;
 pub mod quotes;
 pub mod routes;
@@ -34,11 +37,15 @@ pub struct App<'a> {
     pub market: &'a Arc<dyn Market>,
     pub clock: &'a Arc<dyn Clock>,
     pub master_key: &'a MasterKey,
+    /// Signs and checks onchain execution access tokens.
+    pub access_tokens: &'a AccessTokens,
     pub mode: Mode,
     /// How long new orders wait for their deposit.
     pub order_lifetimes: OrderLifetimes,
     /// The origin clients reach this server at, for the links it hands out.
     pub public_url: &'a str,
+    /// Where webhook deliveries go out (URL checks, test callbacks).
+    pub courier: &'a dyn Courier,
     /// The fixed-window budgets (replays a minute).
     pub windows: &'a dyn Windows,
     /// Replays one webhook subscription may ask for per minute.
@@ -48,14 +55,24 @@ pub struct App<'a> {
 /// The Idempotency-Key a mutation's caller holds: the write that makes the change records its
 /// answer under it, in the same transaction.
 pub trait IdempotencyKey: Sync {
+    /// The record a write completes with `answer`.
     fn finish<'a>(&'a self, answer: &'a StoredResponse) -> IdempotentFinish<'a>;
+    /// `answer` as recorded when it carries a secret: sealed with the master key, bound to this
+    /// key.
+    fn sealed(&self, master: &MasterKey, answer: &StoredResponse) -> StoredResponse;
+    /// An id that is the same for every execution of this request (`prefix` + 32 hex digits),
+    /// for an effect outside the database that a retry must repeat, not duplicate.
+    fn stable_id(&self, prefix: &str) -> String;
 }
 
-/// What a mutation answers: its status and the success envelope of its data, and whether the
-/// write that made the change stored it as the request's idempotent answer (when it did not, the
-/// surface stores it as any other answer).
+/// What a mutation answers: its status and the success envelope of its data, the form it is
+/// recorded in (sealed when it carries a secret), and whether the write that made the change
+/// recorded it as the request's idempotent answer (when it did not, the surface records it as
+/// any other answer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
     pub stored: StoredResponse,
     pub recorded: bool,
 }
@@ -66,9 +83,20 @@ impl Answer {
         let body = serde_json::to_vec(&swapd_types::Success::new(data))
             .map_err(|e| Error::Internal(e.to_string()))?;
         Ok(Self {
-            stored: StoredResponse { status, body },
+            status,
+            stored: StoredResponse {
+                status,
+                body: body.clone(),
+            },
+            body,
             recorded: false,
         })
+    }
+
+    /// This answer, recorded sealed under `key` (it carries a secret).
+    pub fn sealed(mut self, key: &dyn IdempotencyKey, master: &MasterKey) -> Self {
+        self.stored = key.sealed(master, &self.stored);
+        self
     }
 
     /// The record a write completes for `key`, when there is one.
@@ -84,4 +112,21 @@ impl Answer {
         self.recorded = key.is_some();
         self
     }
+}
+
+/// The caller's object `id` (its ids start with `prefix`): a malformed id is not looked up, and
+/// it, an unknown id and another principal's object are the same `not_found`.
+async fn find_owned<T, Found>(
+    id: &str,
+    prefix: &str,
+    not_found: fn() -> Error,
+    lookup: impl FnOnce() -> Found,
+) -> Result<T, Error>
+where
+    Found: std::future::Future<Output = Result<Option<T>, swapd_core::StoreError>>,
+{
+    if !swapd_types::ids::is_valid_id(id, prefix) {
+        return Err(not_found());
+    }
+    lookup().await?.ok_or_else(not_found)
 }

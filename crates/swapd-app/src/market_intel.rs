@@ -3,6 +3,7 @@
 
 use swapd_core::ids;
 use swapd_core::market_intel::{self, InvalidJob, Job};
+use swapd_core::owner::Owner;
 use swapd_types::market_intel::JobInput;
 
 use crate::{Answer, App, Error, IdempotencyKey};
@@ -15,23 +16,34 @@ pub fn check(input: &JobInput) -> Result<market_intel::JobRequest, Error> {
 /// Queues `owner`'s job (202 with the queued job), written with the answer.
 pub async fn queue(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     input: &JobInput,
     key: &dyn IdempotencyKey,
 ) -> Result<Answer, Error> {
     let request = check(input)?;
-    let job = Job::queue(ids::new_id("job_"), owner.to_owned(), request, app.clock.now_ms());
+    let job = Job::queue(
+        ids::new_id("job_"),
+        owner.scope(),
+        request,
+        app.clock.now_ms(),
+    );
     let answer = Answer::json(202, &job.view())?;
-    app.store.insert_job(&job, key.finish(&answer.stored)).await?;
+    app.store
+        .insert_job(&job, key.finish(&answer.stored))
+        .await?;
     Ok(answer.written(Some(key)))
 }
 
 /// `owner`'s job `id`: unknown ids and other callers' jobs are the same "not found".
-pub async fn owned(app: App<'_>, owner: &str, id: &str) -> Result<Job, Error> {
-    if !swapd_types::ids::is_valid_id(id, "job_") {
-        return Err(Error::JobNotFound);
-    }
-    app.store.job(id, owner).await?.ok_or(Error::JobNotFound)
+pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Job, Error> {
+    let scope = owner.scope();
+    crate::find_owned(
+        id,
+        "job_",
+        || Error::JobNotFound,
+        || app.store.job(id, &scope),
+    )
+    .await
 }
 
 impl From<InvalidJob> for Error {

@@ -2,6 +2,7 @@
 //! best offer, and the changes its owner asks for (an emergency answer, a refund, an e-mail
 //! address). The lifecycle after creation belongs to the worker.
 
+use swapd_core::address::Address;
 use swapd_core::amount::Amount;
 use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
 use swapd_core::ids;
@@ -9,12 +10,15 @@ use swapd_core::lifecycle::{self, OpenOrder};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::routes::{self, RedeemError};
 use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::notify::Email;
 use swapd_core::orders::{Choice, EventType, Order, OrderStatus};
+use swapd_core::owner::Owner;
 use swapd_core::provider::QuoteRequest;
 use swapd_types::orders::OrderInput;
 
 use crate::input::{
-    check_address, check_email, check_tag, pair_currency, parse_amount, stored_currency,
+    check_address, check_tag, pair_currency, parse_address, parse_amount, parse_email,
+    stored_currency,
 };
 use crate::{Answer, App, Error, IdempotencyKey};
 
@@ -49,8 +53,8 @@ struct Terms {
     direction: Direction,
     from_amount: Amount,
     to_amount: Amount,
-    min: String,
-    max: Option<String>,
+    min: Amount,
+    max: Option<Amount>,
     /// The desk's handle on the fixed rate quoted.
     rate_lock: Option<String>,
     create_token_hash: Option<String>,
@@ -61,7 +65,7 @@ struct Terms {
 /// and the answer (201) under the caller's Idempotency-Key are written in one transaction.
 pub async fn create(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     input: OrderInput,
     key: &dyn IdempotencyKey,
 ) -> Result<(Order, Answer), Error> {
@@ -70,9 +74,9 @@ pub async fn create(
         Some(token) => token_terms(app, owner, &input, token, now_ms).await?,
         None => quoted_terms(app, &input, now_ms).await?,
     };
-    check_destinations(&terms, &input)?;
+    let destinations = destinations(&terms, input)?;
     let order_id = ids::new_id("ord_");
-    let mut exchange = open_exchange(app, &terms, &input, &order_id, now_ms).await?;
+    let mut exchange = open_exchange(app, &terms, &destinations, &order_id, now_ms).await?;
     exchange.access_token = exchange.access_token.map(|token| {
         app.master_key
             .seal(token.as_bytes(), &token_context(&order_id))
@@ -80,7 +84,7 @@ pub async fn create(
     let page_url = new_link(app.public_url, Page::Order, &order_id);
     let (order, events) = lifecycle::open(OpenOrder {
         id: order_id,
-        owner: owner.to_owned(),
+        owner: owner.clone(),
         from: terms.from,
         to: terms.to,
         rate_type: terms.rate_type,
@@ -91,12 +95,12 @@ pub async fn create(
         max: terms.max,
         provider: terms.provider,
         exchange,
-        to_address: input.to_address,
-        to_tag: input.tag,
-        refund_address: input.refund_address,
-        refund_tag: input.refund_tag,
-        email: input.email,
-        affiliate_code: input.affiliate_code,
+        to_address: destinations.to,
+        to_tag: destinations.to_tag,
+        refund_address: destinations.refund,
+        refund_tag: destinations.refund_tag,
+        email: destinations.email,
+        affiliate_code: destinations.affiliate_code,
         create_token_hash: terms.create_token_hash.clone(),
         page_url: Some(page_url),
         lifetimes: app.order_lifetimes,
@@ -114,11 +118,21 @@ pub async fn create(
     Ok((order, answer.written(Some(key))))
 }
 
+/// Where an order's output (and a refund) goes and whom it tells, read from its input.
+struct Destinations {
+    to: Address,
+    to_tag: Option<String>,
+    refund: Option<Address>,
+    refund_tag: Option<String>,
+    email: Option<Email>,
+    affiliate_code: Option<String>,
+}
+
 /// The payout and refund destinations, the e-mail address and the affiliate code of an order
 /// on `terms`.
-fn check_destinations(terms: &Terms, input: &OrderInput) -> Result<(), Error> {
+fn destinations(terms: &Terms, input: OrderInput) -> Result<Destinations, Error> {
     let (from, to) = (terms.from, terms.to);
-    check_address(to, &input.to_address, "toAddress")?;
+    let to_address = parse_address(to, &input.to_address, "toAddress")?;
     check_tag(to, input.tag.as_deref(), "tag")?;
     if to.tag_required() && input.tag.is_none() {
         return Err(Error::TagRequired(format!(
@@ -127,16 +141,16 @@ fn check_destinations(terms: &Terms, input: &OrderInput) -> Result<(), Error> {
             to.network.tag_name().unwrap_or("tag")
         )));
     }
-    if let Some(refund) = &input.refund_address {
-        check_address(from, refund, "refundAddress")?;
-    }
+    let refund = input
+        .refund_address
+        .as_deref()
+        .map(|refund| parse_address(from, refund, "refundAddress"))
+        .transpose()?;
     check_tag(from, input.refund_tag.as_deref(), "refundTag")?;
-    if input.refund_tag.is_some() && input.refund_address.is_none() {
+    if input.refund_tag.is_some() && refund.is_none() {
         return Err(Error::invalid("refundTag", "needs refundAddress"));
     }
-    if let Some(email) = &input.email {
-        check_email(email)?;
-    }
+    let email = input.email.as_deref().map(parse_email).transpose()?;
     if let Some(code) = &input.affiliate_code {
         let well_formed = (1..=64).contains(&code.len())
             && code
@@ -149,14 +163,21 @@ fn check_destinations(terms: &Terms, input: &OrderInput) -> Result<(), Error> {
             ));
         }
     }
-    Ok(())
+    Ok(Destinations {
+        to: to_address,
+        to_tag: input.tag,
+        refund,
+        refund_tag: input.refund_tag,
+        email,
+        affiliate_code: input.affiliate_code,
+    })
 }
 
 /// Opens the exchange at the terms' desk, under the desk call deadline.
 async fn open_exchange(
     app: App<'_>,
     terms: &Terms,
-    input: &OrderInput,
+    destinations: &Destinations,
     order_id: &str,
     now_ms: i64,
 ) -> Result<swapd_core::desk::OpenedExchange, Error> {
@@ -173,12 +194,12 @@ async fn open_exchange(
         to_amount: terms.to_amount,
         rate_lock: terms.rate_lock.clone(),
         payout: Destination {
-            address: input.to_address.clone(),
-            tag: input.tag.clone(),
+            address: destinations.to.as_str().to_owned(),
+            tag: destinations.to_tag.clone(),
         },
-        refund: input.refund_address.clone().map(|address| Destination {
-            address,
-            tag: input.refund_tag.clone(),
+        refund: destinations.refund.as_ref().map(|address| Destination {
+            address: address.as_str().to_owned(),
+            tag: destinations.refund_tag.clone(),
         }),
         deposit_deadline_ms: now_ms + app.order_lifetimes.for_rate(terms.rate_type),
         now_ms,
@@ -194,7 +215,7 @@ async fn open_exchange(
 
 async fn token_terms(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     input: &OrderInput,
     token: &str,
     now_ms: i64,
@@ -218,7 +239,7 @@ async fn token_terms(
     let hash = routes::hash_create_token(token);
     let record = app
         .store
-        .create_token(&hash, owner)
+        .create_token(&hash, &owner.scope())
         .await?
         .ok_or(RedeemError::NotFound)?;
     if record.used_at_ms.is_some() {
@@ -247,8 +268,12 @@ async fn token_terms(
         direction: route.direction,
         from_amount: amount(&route.from_amount, from)?,
         to_amount: amount(&route.to_amount, to)?,
-        min: route.min,
-        max: route.max,
+        min: amount(&route.min, from)?,
+        max: route
+            .max
+            .as_deref()
+            .map(|max| amount(max, from))
+            .transpose()?,
         rate_lock: route.rate_lock,
         create_token_hash: Some(hash),
     })
@@ -281,8 +306,8 @@ async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<T
         direction,
         from_amount: quote.from_amount,
         to_amount: quote.to_amount,
-        min: quote.min.to_string(),
-        max: quote.max.map(|a| a.to_string()),
+        min: quote.min,
+        max: quote.max,
         rate_lock: quote.rate_lock,
         create_token_hash: None,
     })
@@ -323,14 +348,15 @@ fn unavailable(provider: &str, retry_after: Option<std::time::Duration>) -> Erro
 }
 
 /// `owner`'s order `id`: unknown ids and other principals' orders are the same "not found".
-pub async fn owned(app: App<'_>, owner: &str, id: &str) -> Result<Order, Error> {
-    if !swapd_types::ids::is_valid_id(id, "ord_") {
-        return Err(Error::OrderNotFound);
-    }
-    app.store
-        .order(id, owner)
-        .await?
-        .ok_or(Error::OrderNotFound)
+pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Order, Error> {
+    let scope = owner.scope();
+    crate::find_owned(
+        id,
+        "ord_",
+        || Error::OrderNotFound,
+        || app.store.order(id, &scope),
+    )
+    .await
 }
 
 /// A refund destination given with a decision, checked against the order's input network.
@@ -358,7 +384,7 @@ impl RefundTo {
 /// order unchanged.
 pub async fn answer_emergency(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     id: &str,
     choice: Choice,
     refund_to: RefundTo,
@@ -379,7 +405,7 @@ pub async fn answer_emergency(
 /// Asks for a refund of the deposit of `owner`'s order `id`, which was not exchanged.
 pub async fn refund(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     id: &str,
     refund_to: RefundTo,
     key: Option<&dyn IdempotencyKey>,
@@ -397,15 +423,15 @@ pub async fn refund(
 /// Attaches `email` to `owner`'s order `id` for status e-mails.
 pub async fn attach_email(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     id: &str,
     email: &str,
     key: Option<&dyn IdempotencyKey>,
 ) -> Result<Answer, Error> {
-    check_email(email)?;
+    let email = parse_email(email)?;
     let now_ms = app.clock.now_ms();
     apply_change(app, owner, id, key, |order| {
-        Ok(lifecycle::attach_email(order, email, now_ms))
+        Ok(lifecycle::attach_email(order, &email, now_ms))
     })
     .await
 }
@@ -443,7 +469,7 @@ const CHANGE_ATTEMPTS: usize = 3;
 /// meanwhile.
 async fn apply_change(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     id: &str,
     key: Option<&dyn IdempotencyKey>,
     decide: impl Fn(&Order) -> Result<Option<(Order, EventType)>, Error>,

@@ -7,6 +7,7 @@ use swapd_core::ids;
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::routes::{self, ResolveError, RouteFee, RouteQuote};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
+use swapd_core::owner::Owner;
 use swapd_core::provider::{Fee, ProviderError, ProviderQuote, QuoteRequest, Wallet};
 use swapd_types::market::{Resolved, RouteCard};
 
@@ -30,7 +31,11 @@ pub struct RoutesAsk {
 
 /// Asks every provider (or the one named) for `ask` and answers with route cards, best first;
 /// each usable card is stored as a route quote of `owner`'s, which it names.
-pub async fn discover(app: App<'_>, owner: &str, ask: RoutesAsk) -> Result<Vec<RouteCard>, Error> {
+pub async fn discover(
+    app: App<'_>,
+    owner: &Owner,
+    ask: RoutesAsk,
+) -> Result<Vec<RouteCard>, Error> {
     let now_ms = app.clock.now_ms();
     let request = QuoteRequest {
         from: ask.from,
@@ -80,7 +85,13 @@ pub async fn discover(app: App<'_>, owner: &str, ask: RoutesAsk) -> Result<Vec<R
             let mut card = empty_card(&ask, candidate.provider.id, execution_type);
             match candidate.outcome {
                 Ok(quote) => {
-                    let record = route_quote(owner, candidate.provider.id, execution_type, &request, &quote);
+                    let record = route_quote(
+                        owner,
+                        candidate.provider.id,
+                        execution_type,
+                        &request,
+                        &quote,
+                    );
                     fill_card(&mut card, &record, &quote);
                     stored.push(record);
                 }
@@ -139,7 +150,7 @@ fn fill_card(card: &mut RouteCard, record: &RouteQuote, quote: &ProviderQuote) {
 }
 
 fn route_quote(
-    owner: &str,
+    owner: &Owner,
     provider: &str,
     execution_type: ExecutionType,
     request: &QuoteRequest,
@@ -147,7 +158,7 @@ fn route_quote(
 ) -> RouteQuote {
     RouteQuote {
         id: ids::new_id("rqq_"),
-        owner: owner.into(),
+        owner: owner.scope(),
         provider: provider.into(),
         execution_type,
         rate_type: quote.rate_type,
@@ -190,26 +201,27 @@ fn fee_view(fee: &RouteFee) -> swapd_types::market::Fee {
 
 /// The route quote `id` if `owner` received it: a malformed, unknown or foreign id is the same
 /// "not found".
-pub async fn owned(app: App<'_>, owner: &str, id: &str) -> Result<RouteQuote, Error> {
-    if !swapd_types::ids::is_valid_id(id, "rqq_") {
-        return Err(Error::RouteNotFound);
-    }
-    app.store
-        .route_quote(id, owner)
-        .await?
-        .ok_or(Error::RouteNotFound)
+pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<RouteQuote, Error> {
+    let scope = owner.scope();
+    crate::find_owned(
+        id,
+        "rqq_",
+        || Error::RouteNotFound,
+        || app.store.route_quote(id, &scope),
+    )
+    .await
 }
 
 /// Locks the terms of `owner`'s offchain route quote `id` in a createToken (single use, usable
 /// only by `owner`), written with the answer (200).
 pub async fn resolve(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     id: &str,
     key: &dyn IdempotencyKey,
 ) -> Result<Answer, Error> {
     let route = owned(app, owner, id).await?;
-    let (token, record) = routes::resolve(route, owner, app.clock.now_ms())?;
+    let (token, record) = routes::resolve(route, &owner.scope(), app.clock.now_ms())?;
     let route = &record.route;
     let answer = Answer::json(
         200,

@@ -2,6 +2,7 @@
 //! an order's deposit address. Sandbox mode only.
 
 use swapd_core::Mode;
+use swapd_core::owner::Owner;
 use swapd_core::store::SandboxDeposit;
 use swapd_types::sandbox::{DepositInput, DepositRecorded};
 
@@ -21,7 +22,7 @@ pub fn available(app: App<'_>) -> bool {
 /// look at the order now.
 pub async fn deposit(
     app: App<'_>,
-    owner: &str,
+    owner: &Owner,
     id: &str,
     input: DepositInput,
     key: Option<&dyn IdempotencyKey>,
@@ -62,7 +63,7 @@ pub async fn deposit(
 
 /// Makes the engine look at the order now (a finished order too: a deposit after the first is
 /// sent back). Retried when the engine writes the order meanwhile, which wakes it anyway.
-async fn wake(app: App<'_>, owner: &str, id: &str, now_ms: i64) -> Result<(), Error> {
+async fn wake(app: App<'_>, owner: &Owner, id: &str, now_ms: i64) -> Result<(), Error> {
     for _ in 0..3 {
         let order = owned(app, owner, id).await?;
         let Some(due) = swapd_core::lifecycle::wake(&order, now_ms) else {

@@ -5,8 +5,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use alloy_primitives::Address;
-
 /// A blockchain network, as named in the catalog (`network` of a currency).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Network {
@@ -42,6 +40,28 @@ enum Format {
     Tron,
     /// Base58Check in the Ripple alphabet, version 0x00 (`r...`).
     Xrp,
+}
+
+/// An address that is well formed for its network (checksum included): made only by
+/// [`Network::parse_address`], so whatever holds one need not check it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Address {
+    network: Network,
+    text: String,
+}
+
+impl Address {
+    pub fn network(&self) -> Network {
+        self.network
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn into_string(self) -> String {
+        self.text
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -164,6 +184,15 @@ impl Network {
         }
     }
 
+    /// `address` as an [`Address`] of this network, when it is well formed for it.
+    pub fn parse_address(self, address: &str) -> Result<Address, AddressError> {
+        self.validate_address(address)?;
+        Ok(Address {
+            network: self,
+            text: address.to_owned(),
+        })
+    }
+
     /// Checks that `address` is well formed for this network, checksum included.
     pub fn validate_address(self, address: &str) -> Result<(), AddressError> {
         let invalid = || AddressError::Invalid {
@@ -269,7 +298,7 @@ fn validate_evm(network: Network, address: &str) -> Result<(), AddressError> {
     }
     let mixed_case =
         hex.bytes().any(|b| b.is_ascii_lowercase()) && hex.bytes().any(|b| b.is_ascii_uppercase());
-    if mixed_case && Address::parse_checksummed(address, None).is_err() {
+    if mixed_case && alloy_primitives::Address::parse_checksummed(address, None).is_err() {
         return Err(AddressError::Checksum {
             network,
             address: address.to_owned(),

@@ -18,6 +18,7 @@ pub mod market_intel;
 pub mod notify;
 pub mod onchain;
 pub mod orders;
+pub mod owner;
 pub mod payment_uri;
 pub mod provider;
 pub mod purchases;

@@ -5,22 +5,24 @@
 //! functions. A crash between an effect and its save repeats the effect with the same key, which
 //! the other side answers with the first result: nothing is paid twice.
 
-use crate::address::Network;
+use crate::address::{Address, Network};
 use crate::amount::Amount;
 use crate::desk::OpenedExchange;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, RateType, pricing};
+use crate::notify::Email;
 use crate::orders::{
     Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderEvent,
     OrderLifetimes, OrderStatus, judge_deposit,
 };
+use crate::owner::Owner;
 
 /// What opening an order takes: the accepted terms, the exchange the provider opened for them,
 /// and what the user asked for.
 #[derive(Debug, Clone)]
 pub struct OpenOrder {
     pub id: String,
-    pub owner: String,
+    pub owner: Owner,
     pub from: &'static CurrencyDef,
     pub to: &'static CurrencyDef,
     pub rate_type: RateType,
@@ -28,17 +30,17 @@ pub struct OpenOrder {
     pub from_amount: Amount,
     pub to_amount: Amount,
     /// The accepted input range, in the input currency.
-    pub min: String,
+    pub min: Amount,
     /// `None`: no maximum.
-    pub max: Option<String>,
+    pub max: Option<Amount>,
     pub provider: String,
     /// The desk's exchange, its access token (if any) already sealed for storage.
     pub exchange: OpenedExchange,
-    pub to_address: String,
+    pub to_address: Address,
     pub to_tag: Option<String>,
-    pub refund_address: Option<String>,
+    pub refund_address: Option<Address>,
     pub refund_tag: Option<String>,
-    pub email: Option<String>,
+    pub email: Option<Email>,
     pub affiliate_code: Option<String>,
     /// The hosted order page's link (with its token).
     pub page_url: Option<String>,
@@ -57,7 +59,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
     let lifetime = input.lifetimes.for_rate(input.rate_type);
     let mut order = Order {
         id: input.id,
-        owner: input.owner,
+        owner: input.owner.scope(),
         status: OrderStatus::New,
         version: 1,
         rate_type: input.rate_type,
@@ -70,13 +72,13 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         rate: pricing::rate(input.from_amount, input.to_amount).to_string(),
         from_amount: input.from_amount.to_string(),
         to_amount: input.to_amount.to_string(),
-        min: input.min,
-        max: input.max,
+        min: input.min.to_string(),
+        max: input.max.map(|max| max.to_string()),
         deposit_address: input.exchange.deposit_address,
         deposit_tag: input.exchange.deposit_tag,
-        to_address: input.to_address,
+        to_address: input.to_address.into_string(),
         to_tag: input.to_tag,
-        refund_address: input.refund_address,
+        refund_address: input.refund_address.map(Address::into_string),
         refund_tag: input.refund_tag,
         deposits: Vec::new(),
         payout_tx: None,
@@ -86,7 +88,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         emergency: None,
         affiliate_code: input.affiliate_code,
         page_url: input.page_url,
-        email: input.email,
+        email: input.email.map(Email::into_string),
         create_token_hash: input.create_token_hash,
         created_at_ms: now_ms,
         updated_at_ms: now_ms,
@@ -103,12 +105,12 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
 }
 
 /// Status e-mails to `email` from now on. `None`: that address is already attached.
-pub fn attach_email(order: &Order, email: &str, now_ms: i64) -> Option<(Order, EventType)> {
-    if order.email.as_deref() == Some(email) {
+pub fn attach_email(order: &Order, email: &Email, now_ms: i64) -> Option<(Order, EventType)> {
+    if order.email.as_deref() == Some(email.as_str()) {
         return None;
     }
     let mut updated = touch(order, now_ms);
-    updated.email = Some(email.to_owned());
+    updated.email = Some(email.as_str().to_owned());
     Some((updated, EventType::Updated))
 }
 
@@ -729,15 +731,15 @@ pub(crate) mod tests {
         let currency = |code| crate::market::currencies::currency(code).unwrap();
         OpenOrder {
             id: "ord_open".into(),
-            owner: "key:open".into(),
+            owner: Owner::Key("open".into()),
             from: currency("BTC"),
             to: currency("USDTTRC"),
             rate_type,
             direction: Direction::From,
             from_amount: Amount::parse("1", 8).unwrap(),
             to_amount: Amount::parse("96000", 6).unwrap(),
-            min: "0.1".into(),
-            max: Some("2".into()),
+            min: Amount::parse("0.1", 8).unwrap(),
+            max: Some(Amount::parse("2", 8).unwrap()),
             provider: "atlas".into(),
             exchange: OpenedExchange {
                 id: "atlas-ord_open".into(),
@@ -745,11 +747,13 @@ pub(crate) mod tests {
                 deposit_tag: None,
                 access_token: None,
             },
-            to_address: "TPayout".into(),
+            to_address: Network::Tron
+                .parse_address("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t")
+                .unwrap(),
             to_tag: None,
             refund_address: None,
             refund_tag: None,
-            email: Some("user@example.com".into()),
+            email: Email::parse("user@example.com"),
             affiliate_code: None,
             page_url: None,
             create_token_hash: None,
@@ -792,10 +796,11 @@ pub(crate) mod tests {
     #[test]
     fn attaching_an_email_is_a_new_version_once_and_waking_only_when_not_due() {
         let order = new_order(RateType::Fixed, false);
-        let (with_email, event) = attach_email(&order, "a@example.com", T0 + 5).unwrap();
+        let email = Email::parse("a@example.com").unwrap();
+        let (with_email, event) = attach_email(&order, &email, T0 + 5).unwrap();
         assert_eq!((with_email.version, event), (3, EventType::Updated));
         assert_eq!(with_email.updated_at_ms, T0 + 5);
-        assert!(attach_email(&with_email, "a@example.com", T0 + 6).is_none());
+        assert!(attach_email(&with_email, &email, T0 + 6).is_none());
 
         assert!(wake(&order, T0).is_none(), "already due");
         let mut later = order.clone();

@@ -21,6 +21,26 @@ pub struct MailError(pub String);
 /// address nobody can deliver to is not retried forever.
 pub const MAX_MAIL_ATTEMPTS: u32 = 30;
 
+/// An address status e-mails can go to: the API's pattern (`swapd_types::orders::EMAIL_PATTERN`),
+/// which the mailer's own parser takes. Made only by [`Email::parse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub fn parse(text: &str) -> Option<Self> {
+        (swapd_types::orders::is_email_address(text) && can_send_to(text))
+            .then(|| Self(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
 /// Whether a mailer can send to `address`: parsed by the mailer's own parser (lettre's
 /// `Address`), so an address the API takes is one the notifier can send to.
 pub fn can_send_to(address: &str) -> bool {

@@ -15,6 +15,34 @@ use swapd_types::webhooks::{EventData, WebhookEvent};
 
 use crate::orders::{EventType, OrderEvent};
 
+/// One signed delivery to make.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    pub url: &'a str,
+    /// The event id (`webhook-id`): the same on every attempt.
+    pub id: &'a str,
+    /// Unix seconds of this attempt (`webhook-timestamp`).
+    pub timestamp: i64,
+    pub body: &'a [u8],
+    /// `webhook-signature`: `v1,<base64>` per valid secret, space-separated.
+    pub signature: &'a str,
+}
+
+/// What an attempt came to, and how long it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub outcome: AttemptOutcome,
+    pub latency_ms: i64,
+}
+
+/// Where webhook deliveries go out (SSRF-safe HTTP in `swapd-delivery`): the URL checked as a
+/// delivery would, and one signed delivery sent now.
+#[async_trait::async_trait]
+pub trait Courier: Send + Sync {
+    async fn check_url(&self, url: &str) -> Result<(), UrlProblem>;
+    async fn send(&self, outgoing: Outgoing<'_>) -> Sent;
+}
+
 /// How a signing secret is shown: this prefix and the base64 of its bytes.
 pub const SECRET_PREFIX: &str = "whsec_";
 const SECRET_BYTES: usize = 32;

@@ -18,25 +18,7 @@ use swapd_core::webhooks::{self, AttemptOutcome, Destination, UrlPolicy, UrlProb
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// One signed delivery to make.
-#[derive(Debug, Clone, Copy)]
-pub struct Outgoing<'a> {
-    pub url: &'a str,
-    /// The event id (`webhook-id`): the same on every attempt.
-    pub id: &'a str,
-    /// Unix seconds of this attempt (`webhook-timestamp`).
-    pub timestamp: i64,
-    pub body: &'a [u8],
-    /// `webhook-signature`: `v1,<base64>` per valid secret, space-separated.
-    pub signature: &'a str,
-}
-
-/// What an attempt came to, and how long it took.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    pub outcome: AttemptOutcome,
-    pub latency_ms: i64,
-}
+pub use swapd_core::webhooks::{Outgoing, Sent};
 
 /// Sends deliveries under one policy.
 #[derive(Clone)]
@@ -218,6 +200,17 @@ impl Sender {
                 }
             }
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl webhooks::Courier for Sender {
+    async fn check_url(&self, url: &str) -> Result<(), UrlProblem> {
+        self.check(url).await.map(drop)
+    }
+
+    async fn send(&self, outgoing: Outgoing<'_>) -> Sent {
+        Sender::send(self, outgoing).await
     }
 }
 

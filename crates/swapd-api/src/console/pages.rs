@@ -10,6 +10,7 @@ use serde::Deserialize;
 use strum::VariantArray;
 use swapd_core::api_keys::{ApiKeyPolicy, RateLimits};
 use swapd_core::orders::OrderStatus;
+use swapd_core::owner::Owner;
 use swapd_core::store::OrderSearch;
 use swapd_core::webhooks::ReplaySelection;
 use swapd_types::Permission;
@@ -287,8 +288,8 @@ async fn orders(
     };
     let owner = match query.owner.trim() {
         "" => None,
-        key if key.starts_with("key_") => Some(format!("key:{key}")),
-        wallet => Some(format!("wallet:{wallet}")),
+        key if key.starts_with("key_") => Some(Owner::Key(key.into()).scope()),
+        wallet => Some(Owner::Wallet(wallet.into()).scope()),
     };
     let search = (|| {
         Ok::<_, String>(OrderSearch {
@@ -423,7 +424,11 @@ async fn webhooks(State(state): State<AppState>, operator: Operator) -> Response
     };
     let mut all = Vec::new();
     for key in &keys {
-        match state.store.subscriptions(&format!("key:{}", key.id)).await {
+        match state
+            .store
+            .subscriptions(&Owner::Key(key.id.clone()).scope())
+            .await
+        {
             Ok(found) => all.extend(found),
             Err(error) => return failed(error),
         }
@@ -538,8 +543,10 @@ async fn replay(
         return forged();
     }
     let selection = ReplaySelection::Event(form.event_id.clone());
-    let replayed =
-        swapd_app::webhooks::replay(state.app(), &form.owner, &id, &selection, None).await;
+    let Ok(owner) = form.owner.parse::<Owner>() else {
+        return refused(StatusCode::BAD_REQUEST, "unknown owner");
+    };
+    let replayed = swapd_app::webhooks::replay(state.app(), &owner, &id, &selection, None).await;
     let notice = match replayed.map_err(ApiError::from) {
         Ok(_) => format!("Replay of {} queued.", form.event_id),
         Err(error) => return refused(error.status(), error.message()),

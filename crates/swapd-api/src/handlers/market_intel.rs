@@ -35,7 +35,7 @@ pub(crate) async fn create_job(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<JobInput>,
 ) -> Result<Response, ApiError> {
-    let answer = jobs::queue(state.app(), &caller.scope(), &input, &claim).await?;
+    let answer = jobs::queue(state.app(), &caller.owner(), &input, &claim).await?;
     Ok(respond(answer))
 }
 
@@ -55,6 +55,6 @@ pub(crate) async fn get_job(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<JobView>>, ApiError> {
-    let job = jobs::owned(state.app(), &caller.scope(), &id).await?;
+    let job = jobs::owned(state.app(), &caller.owner(), &id).await?;
     Ok(Json(Success::new(job.view())))
 }

@@ -40,7 +40,7 @@ pub(crate) async fn create_order(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<OrderInput>,
 ) -> Result<Response, ApiError> {
-    let (_, answer) = orders::create(state.app(), &caller.scope(), input, &claim).await?;
+    let (_, answer) = orders::create(state.app(), &caller.owner(), input, &claim).await?;
     Ok(respond(answer))
 }
 
@@ -59,7 +59,7 @@ pub(crate) async fn get_order(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<OrderView>>, ApiError> {
-    let order = orders::owned(state.app(), &caller.scope(), &id).await?;
+    let order = orders::owned(state.app(), &caller.owner(), &id).await?;
     Ok(Json(Success::new(order.view())))
 }
 
@@ -111,7 +111,7 @@ pub(crate) async fn emergency(
     };
     let answer = orders::answer_emergency(
         state.app(),
-        &caller.scope(),
+        &caller.owner(),
         &id,
         choice,
         refund_to,
@@ -146,7 +146,7 @@ pub(crate) async fn refund(
         address: input.refund_address,
         tag: input.refund_tag,
     };
-    let answer = orders::refund(state.app(), &caller.scope(), &id, refund_to, Some(&claim)).await?;
+    let answer = orders::refund(state.app(), &caller.owner(), &id, refund_to, Some(&claim)).await?;
     Ok(respond(answer))
 }
 
@@ -166,7 +166,7 @@ pub(crate) async fn deposit_qr(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Success<swapd_types::orders::DepositQr>>, ApiError> {
-    let order = orders::owned(state.app(), &caller.scope(), &id).await?;
+    let order = orders::owned(state.app(), &caller.owner(), &id).await?;
     let from = currency(&order.from_code).ok_or_else(|| {
         ApiError::internal(format_args!(
             "stored currency {} is unknown",
@@ -222,7 +222,7 @@ pub(crate) async fn attach_email(
 ) -> Result<Response, ApiError> {
     let answer = orders::attach_email(
         state.app(),
-        &caller.scope(),
+        &caller.owner(),
         &id,
         &input.email,
         Some(&claim),

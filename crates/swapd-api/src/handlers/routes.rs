@@ -50,7 +50,7 @@ pub(crate) async fn discover_routes(
     query: SignedQuery,
 ) -> Result<Json<Success<Routes>>, ApiError> {
     let ask = routes_query(&state, &query)?;
-    let routes = routes_app::discover(state.app(), &caller.scope(), ask).await?;
+    let routes = routes_app::discover(state.app(), &caller.owner(), ask).await?;
     Ok(Json(Success::new(Routes {
         count: routes.len(),
         routes,
@@ -116,7 +116,7 @@ pub(crate) async fn resolve(
     ApiJson(input): ApiJson<ResolveInput>,
 ) -> Result<Response, ApiError> {
     let answer =
-        routes_app::resolve(state.app(), &caller.scope(), &input.route_quote_id, &claim).await?;
+        routes_app::resolve(state.app(), &caller.owner(), &input.route_quote_id, &claim).await?;
     Ok(respond(answer))
 }
 

@@ -36,6 +36,6 @@ pub(crate) async fn deposit(
         return Err(ApiError::new(ErrorCode::NotFound, "no such route"));
     }
     let answer =
-        swapd_app::sandbox::deposit(state.app(), &caller.scope(), &id, input, Some(&claim)).await?;
+        swapd_app::sandbox::deposit(state.app(), &caller.owner(), &id, input, Some(&claim)).await?;
     Ok(respond(answer))
 }

@@ -23,6 +23,7 @@ use swapd_core::lifecycle::{self, Chain, ChainError, LifecycleRules, Next, OpenO
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::{Direction, RateType};
 use swapd_core::orders::{Choice, EmergencyReason, Order, OrderLifetimes, OrderStatus};
+use swapd_core::owner::Owner;
 use swapd_core::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
@@ -117,20 +118,26 @@ impl SandboxDesk {
                 detail: format!("the opening terms of {id} hold an unreadable amount"),
             })
         };
+        let address = |currency: &CurrencyDef, text: &str| {
+            currency
+                .network
+                .parse_address(text)
+                .map_err(|_| DeskError::AddressRefused)
+        };
         let (deposit_address, deposit_tag) =
             super::addresses::deposit_address(self.quoter.id(), from.network, reference);
         let lifetime = (opening.deposit_deadline_ms - opening.opened_at_ms).max(0);
         let (book, _) = lifecycle::open(OpenOrder {
             id: reference.to_owned(),
-            owner: format!("desk:{}", self.quoter.id()),
+            owner: Owner::Desk(self.quoter.id().into()),
             from,
             to,
             rate_type: opening.rate_type,
             direction: Direction::From,
             from_amount: amount(&opening.from_amount, from)?,
             to_amount: amount(&opening.to_amount, to)?,
-            min: opening.min.clone(),
-            max: Some(opening.max.clone()),
+            min: amount(&opening.min, from)?,
+            max: Some(amount(&opening.max, from)?),
             provider: self.quoter.id().into(),
             exchange: OpenedExchange {
                 id: id.to_owned(),
@@ -138,9 +145,13 @@ impl SandboxDesk {
                 deposit_tag,
                 access_token: None,
             },
-            to_address: opening.payout.address.clone(),
+            to_address: address(to, &opening.payout.address)?,
             to_tag: opening.payout.tag.clone(),
-            refund_address: opening.refund.as_ref().map(|r| r.address.clone()),
+            refund_address: opening
+                .refund
+                .as_ref()
+                .map(|r| address(from, &r.address))
+                .transpose()?,
             refund_tag: opening.refund.as_ref().and_then(|r| r.tag.clone()),
             email: None,
             affiliate_code: None,
