@@ -24,6 +24,7 @@ macro_rules! for_each_backend {
 }
 
 mod codec;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 mod idempotency;
 mod jobs;
@@ -36,6 +37,7 @@ mod quotes;
 mod rows;
 mod sandbox;
 mod sqlite;
+#[cfg(feature = "conformance")]
 pub mod test_support;
 mod versioned;
 mod webhooks;
