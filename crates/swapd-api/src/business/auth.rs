@@ -129,215 +129,252 @@ fn sign_again(message: String) -> ApiError {
 
 async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusal> {
     let unauthenticated = |error: ApiError| (error, None);
-    let state = &gate.state;
-    let guards = state.guards.as_ref();
+    let guards = gate.state.guards.as_ref();
     let (parts, body) = request.into_parts();
-
-    // Body: the exact bytes that were signed, uncompressed, within the limit.
-    if parts
-        .headers
-        .get(CONTENT_ENCODING)
-        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
-    {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::ContentEncodingUnsupported,
-            "compressed request bodies are not accepted; send the body uncompressed",
-        )));
-    }
-    let body = to_bytes(body, MAX_BODY_BYTES)
+    let body = signed_body(&parts, body).await.map_err(unauthenticated)?;
+    let signed = Signed::read(&parts.headers).map_err(unauthenticated)?;
+    signed.check_time(guards).map_err(unauthenticated)?;
+    let key = verified_key(guards, &parts, &signed, &body)
         .await
-        .map_err(|_| unauthenticated(crate::json::too_large()))?;
-    if parts.method == Method::GET && !body.is_empty() {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::BodyNotAllowed,
-            "GET requests must not have a body",
-        )));
-    }
-
-    // Headers present, once each, well-formed.
-    let key_id = header(&parts.headers, &API_KEY).map_err(unauthenticated)?;
-    let signature = header(&parts.headers, &API_SIGN).map_err(unauthenticated)?;
-    let timestamp_text = header(&parts.headers, &API_TIMESTAMP).map_err(unauthenticated)?;
-    let nonce = header(&parts.headers, &API_NONCE).map_err(unauthenticated)?;
-    let Some(timestamp) = signing::parse_timestamp(timestamp_text) else {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::TimestampInvalid,
-            "X-API-TIMESTAMP must be Unix epoch seconds (digits only)",
-        )));
-    };
-    if !signing::is_nonce(nonce) {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::NonceInvalid,
-            "X-API-NONCE must match ^[A-Za-z0-9._:-]{8,200}$",
-        )));
-    }
-    if !signing::is_signature(signature) {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::SignatureMalformed,
-            "X-API-SIGN must be the HMAC-SHA256 as 64 lowercase hex digits",
-        )));
-    }
-    if !signing::is_key_id(key_id) {
-        return Err(unauthenticated(invalid_key()));
-    }
-
-    // Time window.
-    let now = guards.clock().now_secs();
-    if (now - timestamp).abs() > TIMESTAMP_TOLERANCE_SECS {
-        let hint = if timestamp > 100_000_000_000 {
-            " (it looks like milliseconds: send seconds)"
-        } else {
-            ""
-        };
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::TimestampOutOfWindow,
-            format!(
-                "X-API-TIMESTAMP {timestamp} is more than {TIMESTAMP_TOLERANCE_SECS} s from server time {now}{hint}; sync your clock and sign again"
-            ),
-        )));
-    }
-    if let Some(started) = guards.signed_before_start(timestamp) {
-        return Err(unauthenticated(sign_again(format!(
-            "X-API-TIMESTAMP {timestamp} is not later than this server's restart at {started} (server time {now}); sign again with a later time"
-        ))));
-    }
-
-    // Key, canonical request, signature.
-    let key = guards
-        .key(key_id)
-        .await
-        .map_err(|e| unauthenticated(auth_unavailable(e)))?
-        .ok_or_else(|| unauthenticated(invalid_key()))?;
-    // The path is canonical: `layers::require_canonical_path` refused any other before routing.
-    let path = parts.uri.path();
-    let canonical_query =
-        signing::canonical_query(parts.uri.query().unwrap_or_default()).map_err(|e| {
-            unauthenticated(ApiError::new(
-                ErrorCode::QueryInvalidEncoding,
-                e.to_string(),
-            ))
-        })?;
-    let message = signing::string_to_sign(
-        parts.method.as_str(),
-        path,
-        &canonical_query,
-        timestamp_text,
-        nonce,
-        &body,
-    );
-    if !key.verifier.verify(&message, signature) {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::SignatureInvalid,
-            "X-API-SIGN does not match; see docs/authentication.md for the string to sign",
-        )));
-    }
-    if !key.key.is_active() {
-        return Err(unauthenticated(ApiError::new(
-            ErrorCode::ApiKeyRevoked,
-            "this API key has been revoked",
-        )));
-    }
-    match guards.claim_nonce(key_id, nonce, timestamp).await {
-        Ok(NonceOutcome::Fresh) => {}
-        Ok(NonceOutcome::SignedBeforeReset { since_secs }) => {
-            return Err(unauthenticated(sign_again(format!(
-                "X-API-TIMESTAMP {timestamp} is not later than {since_secs}, when the shared nonce set began again (server time {now}); sign again with a later time"
-            ))));
-        }
-        Ok(NonceOutcome::Reused) => {
-            return Err(unauthenticated(ApiError::new(
-                ErrorCode::NonceReused,
-                "this X-API-NONCE was already used with this key; every request needs a new nonce",
-            )));
-        }
-        Err(error) => return Err(unauthenticated(auth_unavailable(error))),
-    }
+        .map_err(unauthenticated)?;
 
     // Authenticated from here on: refusals report the (unchanged) quota.
-    let refuse = |error: ApiError, cors_origin: Option<HeaderValue>| {
-        refused(guards, &key, error, cors_origin)
-    };
-    if !ip_allowed(&key, &parts, &state.trusted_proxies) {
-        return Err(refuse(
-            ApiError::new(
-                ErrorCode::IpNotAllowed,
-                "this API key may not be used from this IP address",
-            ),
-            None,
-        )
-        .await);
-    }
-    let cors_origin = match parts.headers.get(ORIGIN) {
-        None => None,
-        Some(origin) => match origin_check(&key, origin) {
-            OriginCheck::Listed => Some(origin.clone()),
-            OriginCheck::Unrestricted => None,
-            OriginCheck::Refused => {
-                return Err(refuse(
-                    ApiError::new(
-                        ErrorCode::OriginNotAllowed,
-                        "this API key may not be used from this origin",
-                    ),
-                    None,
-                )
-                .await);
-            }
-        },
-    };
-    let spec = &gate.route;
-    if let Required::Permission(permission) = spec.required
-        && !key.key.policy.permissions().contains(&permission)
-    {
-        return Err(refuse(
-            ApiError::new(
-                ErrorCode::PermissionDenied,
-                format!("this API key lacks the `{permission}` permission"),
-            ),
-            cors_origin,
-        )
-        .await);
-    }
-
-    // Quotas.
-    let decision = guards
-        .consume_rate(&key.key, spec.weight)
+    let cors_origin = authorize(gate, &key, &parts).await?;
+    let quota = spend_quota(guards, &key, gate.route.weight)
         .await
-        .map_err(|e| unauthenticated(auth_unavailable(e)))?;
-    if let Some(policy) = decision.refused_by {
-        let code = match policy {
-            Policy::KeyWeightHour => ErrorCode::QuotaExceeded,
-            Policy::KeyMinute | Policy::KeyHour => ErrorCode::RateLimitExceeded,
-        };
-        let error = ApiError::new(
-            code,
-            format!(
-                "the {} limit of this API key is used up; retry after {} s",
-                policy.as_str(),
-                decision.retry_after_secs
-            ),
-        )
-        .with_header(RETRY_AFTER, HeaderValue::from(decision.retry_after_secs));
-        return Err((
-            error,
-            Some(Grant {
-                quota: decision.report,
-                cors_origin,
-            }),
-        ));
-    }
-
+        .map_err(|(error, quota)| {
+            let grant = quota.map(|quota| Grant {
+                quota,
+                cors_origin: cors_origin.clone(),
+            });
+            (error, grant)
+        })?;
     let mut request = Request::from_parts(parts, Body::from(body));
     request.extensions_mut().insert(Caller::Key(KeyPrincipal {
         key_id: key.key.id.clone(),
         permissions: key.key.policy.permissions().iter().copied().collect(),
     }));
-    Ok((
-        request,
-        Grant {
-            quota: decision.report,
-            cors_origin,
+    Ok((request, Grant { quota, cors_origin }))
+}
+
+/// The exact bytes that were signed: uncompressed, within the limit, none on a GET.
+async fn signed_body(parts: &Parts, body: Body) -> Result<axum::body::Bytes, ApiError> {
+    if parts
+        .headers
+        .get(CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        return Err(ApiError::new(
+            ErrorCode::ContentEncodingUnsupported,
+            "compressed request bodies are not accepted; send the body uncompressed",
+        ));
+    }
+    let body = to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| crate::json::too_large())?;
+    if parts.method == Method::GET && !body.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::BodyNotAllowed,
+            "GET requests must not have a body",
+        ));
+    }
+    Ok(body)
+}
+
+/// The signing headers, present once each and well-formed.
+struct Signed<'a> {
+    key_id: &'a str,
+    signature: &'a str,
+    timestamp_text: &'a str,
+    timestamp: i64,
+    nonce: &'a str,
+}
+
+impl<'a> Signed<'a> {
+    fn read(headers: &'a HeaderMap) -> Result<Self, ApiError> {
+        let key_id = header(headers, &API_KEY)?;
+        let signature = header(headers, &API_SIGN)?;
+        let timestamp_text = header(headers, &API_TIMESTAMP)?;
+        let nonce = header(headers, &API_NONCE)?;
+        let Some(timestamp) = signing::parse_timestamp(timestamp_text) else {
+            return Err(ApiError::new(
+                ErrorCode::TimestampInvalid,
+                "X-API-TIMESTAMP must be Unix epoch seconds (digits only)",
+            ));
+        };
+        if !signing::is_nonce(nonce) {
+            return Err(ApiError::new(
+                ErrorCode::NonceInvalid,
+                "X-API-NONCE must match ^[A-Za-z0-9._:-]{8,200}$",
+            ));
+        }
+        if !signing::is_signature(signature) {
+            return Err(ApiError::new(
+                ErrorCode::SignatureMalformed,
+                "X-API-SIGN must be the HMAC-SHA256 as 64 lowercase hex digits",
+            ));
+        }
+        if !signing::is_key_id(key_id) {
+            return Err(invalid_key());
+        }
+        Ok(Self {
+            key_id,
+            signature,
+            timestamp_text,
+            timestamp,
+            nonce,
+        })
+    }
+
+    /// Signed within the tolerance of the server's time, and after its last restart.
+    fn check_time(&self, guards: &Guards) -> Result<(), ApiError> {
+        let (now, timestamp) = (guards.clock().now_secs(), self.timestamp);
+        if (now - timestamp).abs() > TIMESTAMP_TOLERANCE_SECS {
+            let hint = if timestamp > 100_000_000_000 {
+                " (it looks like milliseconds: send seconds)"
+            } else {
+                ""
+            };
+            return Err(ApiError::new(
+                ErrorCode::TimestampOutOfWindow,
+                format!(
+                    "X-API-TIMESTAMP {timestamp} is more than {TIMESTAMP_TOLERANCE_SECS} s from server time {now}{hint}; sync your clock and sign again"
+                ),
+            ));
+        }
+        if let Some(started) = guards.signed_before_start(timestamp) {
+            return Err(sign_again(format!(
+                "X-API-TIMESTAMP {timestamp} is not later than this server's restart at {started} (server time {now}); sign again with a later time"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The key that signed the request: known, the signature verified over the canonical request,
+/// active, and its nonce recorded only then.
+async fn verified_key(
+    guards: &Guards,
+    parts: &Parts,
+    signed: &Signed<'_>,
+    body: &[u8],
+) -> Result<Arc<CachedKey>, ApiError> {
+    let key = guards
+        .key(signed.key_id)
+        .await
+        .map_err(auth_unavailable)?
+        .ok_or_else(invalid_key)?;
+    // The path is canonical: `layers::require_canonical_path` refused any other before routing.
+    let canonical_query = signing::canonical_query(parts.uri.query().unwrap_or_default())
+        .map_err(|e| ApiError::new(ErrorCode::QueryInvalidEncoding, e.to_string()))?;
+    let message = signing::string_to_sign(
+        parts.method.as_str(),
+        parts.uri.path(),
+        &canonical_query,
+        signed.timestamp_text,
+        signed.nonce,
+        body,
+    );
+    if !key.verifier.verify(&message, signed.signature) {
+        return Err(ApiError::new(
+            ErrorCode::SignatureInvalid,
+            "X-API-SIGN does not match; see docs/authentication.md for the string to sign",
+        ));
+    }
+    if !key.key.is_active() {
+        return Err(ApiError::new(
+            ErrorCode::ApiKeyRevoked,
+            "this API key has been revoked",
+        ));
+    }
+    let timestamp = signed.timestamp;
+    match guards
+        .claim_nonce(signed.key_id, signed.nonce, timestamp)
+        .await
+        .map_err(auth_unavailable)?
+    {
+        NonceOutcome::Fresh => Ok(key),
+        NonceOutcome::SignedBeforeReset { since_secs } => Err(sign_again(format!(
+            "X-API-TIMESTAMP {timestamp} is not later than {since_secs}, when the shared nonce set began again (server time {}); sign again with a later time",
+            guards.clock().now_secs()
+        ))),
+        NonceOutcome::Reused => Err(ApiError::new(
+            ErrorCode::NonceReused,
+            "this X-API-NONCE was already used with this key; every request needs a new nonce",
+        )),
+    }
+}
+
+/// What the key may do here: from this address, from this origin (the CORS origin to answer,
+/// when it lists it), with the route's permission. A refusal reports the (unchanged) quota and
+/// the CORS origin known by then.
+async fn authorize(
+    gate: &Gate,
+    key: &CachedKey,
+    parts: &Parts,
+) -> Result<Option<HeaderValue>, Refusal> {
+    let guards = gate.state.guards.as_ref();
+    if !ip_allowed(key, parts, &gate.state.trusted_proxies) {
+        let error = ApiError::new(
+            ErrorCode::IpNotAllowed,
+            "this API key may not be used from this IP address",
+        );
+        return Err(refused(guards, key, error, None).await);
+    }
+    let cors_origin = match parts.headers.get(ORIGIN) {
+        None => None,
+        Some(origin) => match origin_check(key, origin) {
+            OriginCheck::Listed => Some(origin.clone()),
+            OriginCheck::Unrestricted => None,
+            OriginCheck::Refused => {
+                let error = ApiError::new(
+                    ErrorCode::OriginNotAllowed,
+                    "this API key may not be used from this origin",
+                );
+                return Err(refused(guards, key, error, None).await);
+            }
         },
-    ))
+    };
+    if let Required::Permission(permission) = gate.route.required
+        && !key.key.policy.permissions().contains(&permission)
+    {
+        let error = ApiError::new(
+            ErrorCode::PermissionDenied,
+            format!("this API key lacks the `{permission}` permission"),
+        );
+        return Err(refused(guards, key, error, cors_origin).await);
+    }
+    Ok(cors_origin)
+}
+
+/// Spends the route's `weight` of the key's quotas: the quota after it, or the refusal with
+/// the quota that refused (none when the limits cannot be reached).
+async fn spend_quota(
+    guards: &Guards,
+    key: &CachedKey,
+    weight: u32,
+) -> Result<Quota, (ApiError, Option<Quota>)> {
+    let decision = guards
+        .consume_rate(&key.key, weight)
+        .await
+        .map_err(|e| (auth_unavailable(e), None))?;
+    let Some(policy) = decision.refused_by else {
+        return Ok(decision.report);
+    };
+    let code = match policy {
+        Policy::KeyWeightHour => ErrorCode::QuotaExceeded,
+        Policy::KeyMinute | Policy::KeyHour => ErrorCode::RateLimitExceeded,
+    };
+    let error = ApiError::new(
+        code,
+        format!(
+            "the {} limit of this API key is used up; retry after {} s",
+            policy.as_str(),
+            decision.retry_after_secs
+        ),
+    )
+    .with_header(RETRY_AFTER, HeaderValue::from(decision.retry_after_secs));
+    Err((error, Some(decision.report)))
 }
 
 async fn refused(

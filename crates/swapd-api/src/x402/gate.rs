@@ -216,93 +216,14 @@ impl<'a> Context<'a> {
         if let Some(disabled) = self.disabled() {
             return disabled;
         }
-        let mut request = match self.checked_input(request).await {
-            Ok(request) => request,
-            Err(refused) => return refused.into_response(),
-        };
-        let mutation = request.method() != axum::http::Method::GET;
-        let proven = if self.route.access.wallet_bound() {
-            match self.proof(request.headers(), mutation).await {
-                Ok(proven) => proven,
-                Err(refused) => return refused,
-            }
-        } else {
-            None
-        };
-        let Some(header) = single_header(request.headers(), PAYMENT_SIGNATURE) else {
-            return self
-                .required(
-                    ErrorCode::PaymentRequired,
-                    "this call costs the price in PAYMENT-REQUIRED: pay it and send the same request with PAYMENT-SIGNATURE",
-                    "Payment required",
-                )
-                .await;
-        };
-        let payment = match header
-            .to_str()
-            .ok()
-            .filter(|h| h.len() <= MAX_HEADER_BYTES)
-            .map(wire::decode_header::<PaymentPayload>)
-        {
-            Some(Ok(payment)) => payment,
-            _ => {
-                return self
-                    .required(
-                        ErrorCode::InvalidPaymentPayload,
-                        "PAYMENT-SIGNATURE is not a base64 x402 payment payload",
-                        "invalid_payload",
-                    )
-                    .await;
-            }
+        let (mut request, proven, payment) = match self.presented_payment(request).await {
+            Ok(presented) => presented,
+            Err(refused) => return refused,
         };
         let requirements = self.state.x402.pricing.requirements();
-
-        if payment.x402_version != X402_VERSION {
-            return self
-                .invalid("invalid_x402_version", "only x402 version 2 is accepted")
-                .await;
-        }
-        if !requirements.matches(&payment.accepted) {
-            return self.invalid(
-                "No matching payment requirements",
-                "the payment's `accepted` is not our requirements: pay exactly what PAYMENT-REQUIRED asks",
-            )
-            .await;
-        }
-        if let Some(resource) = &payment.resource
-            && resource.url != self.resource_url
-        {
-            return self.invalid(
-                "resource_mismatch",
-                "the payment was made for another request: replay the identical request it was made for",
-            )
-            .await;
-        }
-        // Who pays, from the signature alone (the facilitator verifies everything after).
-        let identified = serde_json::from_value(payment.payload.clone())
-            .map_err(|_| exact::Invalid::Payload)
-            .and_then(|payload| {
-                let authorization = exact::authorization(&payload)?;
-                let digest = exact::digest(&authorization, &requirements)?;
-                let signature: alloy_primitives::Signature = payload
-                    .signature
-                    .parse()
-                    .map_err(|_| exact::Invalid::SignatureFormat)?;
-                let payer = signature
-                    .recover_address_from_prehash(&digest)
-                    .map_err(|_| exact::Invalid::Signature)?;
-                if payer != authorization.from {
-                    return Err(exact::Invalid::Signature);
-                }
-                Ok((payer, authorization.nonce.to_string()))
-            });
-        let (payer, nonce) = match identified {
-            Ok(found) => found,
-            Err(reason) => {
-                return self
-                    .invalid(&reason.reason(), "the payment's signature does not verify")
-                    .await;
-            }
+        let (payer, nonce) = match self.identify_payer(&payment, &requirements).await {
+            Ok(identified) => identified,
+            Err(refused) => return refused,
         };
         let payer_wallet = Wallet::Evm(payer);
         let wallet = proven.unwrap_or(payer_wallet.clone());
@@ -330,6 +251,119 @@ impl<'a> Context<'a> {
             nonce,
             claim,
         };
+        let settled = match self.charge(&purchase, &payment, &requirements).await {
+            Ok(settled) => settled,
+            Err(refused) => return refused,
+        };
+        let mut response = self.serve(&purchase, request, next).await;
+        paid_headers(response.headers_mut(), &settled);
+        response
+    }
+
+    /// The request with its input checked, the wallet it proves (on wallet-bound routes) and
+    /// the payment it carries; `Err` with the answer asking for (or refusing) a payment.
+    async fn presented_payment(
+        &self,
+        request: Request,
+    ) -> Result<(Request, Option<Wallet>, PaymentPayload), Response> {
+        let request = self
+            .checked_input(request)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let mutation = request.method() != axum::http::Method::GET;
+        let proven = if self.route.access.wallet_bound() {
+            self.proof(request.headers(), mutation).await?
+        } else {
+            None
+        };
+        let Some(header) = single_header(request.headers(), PAYMENT_SIGNATURE) else {
+            return Err(self
+                .required(
+                    ErrorCode::PaymentRequired,
+                    "this call costs the price in PAYMENT-REQUIRED: pay it and send the same request with PAYMENT-SIGNATURE",
+                    "Payment required",
+                )
+                .await);
+        };
+        match header
+            .to_str()
+            .ok()
+            .filter(|h| h.len() <= MAX_HEADER_BYTES)
+            .map(wire::decode_header::<PaymentPayload>)
+        {
+            Some(Ok(payment)) => Ok((request, proven, payment)),
+            _ => Err(self
+                .required(
+                    ErrorCode::InvalidPaymentPayload,
+                    "PAYMENT-SIGNATURE is not a base64 x402 payment payload",
+                    "invalid_payload",
+                )
+                .await),
+        }
+    }
+
+    /// Who pays and under which authorization nonce, from the signature alone (the
+    /// facilitator verifies everything after), once the payment is for exactly our
+    /// requirements and this request.
+    async fn identify_payer(
+        &self,
+        payment: &PaymentPayload,
+        requirements: &wire::PaymentRequirements,
+    ) -> Result<(alloy_primitives::Address, String), Response> {
+        if payment.x402_version != X402_VERSION {
+            return Err(self
+                .invalid("invalid_x402_version", "only x402 version 2 is accepted")
+                .await);
+        }
+        if !requirements.matches(&payment.accepted) {
+            return Err(self.invalid(
+                "No matching payment requirements",
+                "the payment's `accepted` is not our requirements: pay exactly what PAYMENT-REQUIRED asks",
+            )
+            .await);
+        }
+        if let Some(resource) = &payment.resource
+            && resource.url != self.resource_url
+        {
+            return Err(self.invalid(
+                "resource_mismatch",
+                "the payment was made for another request: replay the identical request it was made for",
+            )
+            .await);
+        }
+        let identified = serde_json::from_value(payment.payload.clone())
+            .map_err(|_| exact::Invalid::Payload)
+            .and_then(|payload| {
+                let authorization = exact::authorization(&payload)?;
+                let digest = exact::digest(&authorization, requirements)?;
+                let signature: alloy_primitives::Signature = payload
+                    .signature
+                    .parse()
+                    .map_err(|_| exact::Invalid::SignatureFormat)?;
+                let payer = signature
+                    .recover_address_from_prehash(&digest)
+                    .map_err(|_| exact::Invalid::Signature)?;
+                if payer != authorization.from {
+                    return Err(exact::Invalid::Signature);
+                }
+                Ok((payer, authorization.nonce.to_string()))
+            });
+        match identified {
+            Ok(found) => Ok(found),
+            Err(reason) => Err(self
+                .invalid(&reason.reason(), "the payment's signature does not verify")
+                .await),
+        }
+    }
+
+    /// Takes the payment for this call: once per payment, settled through the facilitator
+    /// (or already settled by an earlier attempt that did not finish serving).
+    async fn charge(
+        &self,
+        purchase: &Purchase<'_>,
+        payment: &PaymentPayload,
+        requirements: &wire::PaymentRequirements,
+    ) -> Result<SettleResponse, Response> {
         let presented = Presented {
             resource: &self.resource_url,
             idempotency_key: purchase.claim.as_ref().map(|claim| claim.key.as_str()),
@@ -350,22 +384,22 @@ impl<'a> Context<'a> {
             Ok(step) => step,
             Err(error) => {
                 purchase.release_key().await;
-                return ApiError::from(error).into_response();
+                return Err(ApiError::from(error).into_response());
             }
         };
-        let settled = match step {
+        match step {
             PurchaseStep::Used => {
                 purchase.release_key().await;
-                return ApiError::new(
+                Err(ApiError::new(
                     ErrorCode::PaymentAlreadyUsed,
                     "this payment was already used: each payment buys one call (a retry with the \
                      same Idempotency-Key returns the first answer)",
                 )
-                .into_response();
+                .into_response())
             }
             PurchaseStep::InProgress { retry_after_secs } => {
                 purchase.release_key().await;
-                return ApiError::new(
+                Err(ApiError::new(
                     ErrorCode::PaymentInProgress,
                     "another request with this payment is being settled or served; retry shortly",
                 )
@@ -373,42 +407,36 @@ impl<'a> Context<'a> {
                     axum::http::header::RETRY_AFTER,
                     HeaderValue::from(retry_after_secs),
                 )
-                .into_response();
+                .into_response())
             }
-            PurchaseStep::Serve { transaction } => SettleResponse {
+            PurchaseStep::Serve { transaction } => Ok(SettleResponse {
                 success: true,
                 error_reason: None,
                 error_message: None,
                 payer: Some(purchase.payer.clone()),
                 transaction,
                 network: requirements.network.clone(),
-            },
+            }),
             PurchaseStep::Settle => {
-                if let Err(refused) = self.verify(&purchase, &payment, &requirements).await {
-                    return refused;
-                }
-                match self.settle(&purchase, &payment, &requirements, false).await {
-                    Ok(settled) => settled,
-                    Err(refused) => return refused,
-                }
+                self.verify(purchase, payment, requirements).await?;
+                self.settle(purchase, payment, requirements, false).await
             }
-            PurchaseStep::Resettle => {
-                match self.settle(&purchase, &payment, &requirements, true).await {
-                    Ok(settled) => settled,
-                    Err(refused) => return refused,
-                }
-            }
-        };
+            PurchaseStep::Resettle => self.settle(purchase, payment, requirements, true).await,
+        }
+    }
+
+    /// Runs the paid call and records what the payment bought: an answer worth keeping spends
+    /// it; a failed call leaves it owed, so the same payment sent again runs the call without
+    /// paying twice.
+    async fn serve(&self, purchase: &Purchase<'_>, request: Request, next: Next) -> Response {
         let unfinished = purchase.release_if_dropped();
         let response = next.run(request).await;
         unfinished.disarm();
         let served = swapd_core::idempotency::is_storable(response.status().as_u16());
-        let mut response = match &purchase.claim {
+        let response = match &purchase.claim {
             Some(claim) => idempotency::finish(self.state, claim, response).await,
             None => response,
         };
-        // An answer worth keeping spends the payment; a failed call leaves it owed, so the same
-        // payment sent again runs the call without paying twice.
         let recorded = if served {
             self.state
                 .store
@@ -423,7 +451,6 @@ impl<'a> Context<'a> {
         if let Err(error) = recorded {
             tracing::warn!(%error, served, "cannot record what a payment bought");
         }
-        paid_headers(response.headers_mut(), &settled);
         response
     }
 
