@@ -23,16 +23,15 @@ use crate::{Answer, App, Error, IdempotencyKey};
 
 /// Who asks: the owner of the plans, and on the x402 API the wallet the request is signed in
 /// (or paid) with, which a plan must act for.
-#[derive(Clone, Copy)]
-pub struct Principal<'a> {
-    pub owner: &'a Owner,
-    pub wallet: Option<&'a str>,
+pub struct Principal {
+    pub owner: Owner,
+    pub wallet: Option<String>,
 }
 
-impl Principal<'_> {
+impl Principal {
     /// Refuses another wallet address than the proven one, when there is one.
     fn check_wallet(&self, namespace: &str, wallet_address: &str) -> Result<(), Error> {
-        match self.wallet {
+        match &self.wallet {
             Some(proven) if !onchain::same_wallet(namespace, proven, wallet_address) => {
                 Err(Error::WalletMismatch(
                     "walletAddress must be the wallet this request is signed in (or paid) with"
@@ -48,11 +47,11 @@ impl Principal<'_> {
 /// (card, wallet, slippage) answers the plan it made, expired card or not.
 pub async fn resolve(
     app: App<'_>,
-    principal: Principal<'_>,
+    principal: &Principal,
     input: &OnchainResolveInput,
     key: &dyn IdempotencyKey,
 ) -> Result<Answer, Error> {
-    let route = crate::routes::owned(app, principal.owner, &input.route_quote_id).await?;
+    let route = crate::routes::owned(app, &principal.owner, &input.route_quote_id).await?;
     if route.execution_type == ExecutionType::Offchain {
         return Err(Error::RouteUnavailable(
             "this is an offchain route: resolve it into a createToken with POST /routes/resolve"
@@ -94,7 +93,7 @@ pub async fn resolve(
         slippage_bps,
         resolve_key,
     };
-    let plan = build_plan(app, principal.owner, &route, (from, to), wanted, now_ms).await?;
+    let plan = build_plan(app, &principal.owner, &route, (from, to), wanted, now_ms).await?;
     let answer = Answer::json(200, &plan_view(app, &plan))?;
     match app
         .store
@@ -120,7 +119,7 @@ pub async fn resolve(
 /// The wallet of a resolve: of the route's namespace, a valid address, the proven one on the
 /// x402 API, and the one the card was quoted for.
 fn check_wallet(
-    principal: Principal<'_>,
+    principal: &Principal,
     route: &RouteQuote,
     from: &CurrencyDef,
     namespace: &str,
@@ -263,13 +262,18 @@ fn plan_view(app: App<'_>, plan: &ExecutionPlan) -> ExecutionPlanView {
 /// again answers the execution unchanged; a different second report is refused.
 pub async fn report(
     app: App<'_>,
-    principal: Principal<'_>,
+    principal: &Principal,
     access_token: &str,
     input: &ExecutionReportInput,
     key: &dyn IdempotencyKey,
 ) -> Result<Answer, Error> {
-    let mut plan =
-        authorized_plan(app, principal.owner, &input.execution_plan_id, access_token).await?;
+    let mut plan = authorized_plan(
+        app,
+        &principal.owner,
+        &input.execution_plan_id,
+        access_token,
+    )
+    .await?;
     principal.check_wallet(&plan.chain_namespace, &input.wallet_address)?;
     if input.chain_namespace != plan.chain_namespace {
         return Err(Error::invalid(
@@ -303,7 +307,7 @@ pub async fn report(
         {
             return Ok(answer.written(Some(key)));
         }
-        plan = owned_plan(app, principal.owner, &plan.id).await?;
+        plan = owned_plan(app, &principal.owner, &plan.id).await?;
     }
     Err(Error::Busy(
         "the execution is changing; retry with the same Idempotency-Key".into(),

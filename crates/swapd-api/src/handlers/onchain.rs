@@ -9,7 +9,6 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use swapd_app::onchain::{self as executions, Principal};
-use swapd_core::owner::Owner;
 use swapd_types::onchain::{
     ACCESS_TOKEN_HEADER, ExecutionPlanView, ExecutionReportInput, ExecutionView,
     OnchainResolveInput,
@@ -46,21 +45,16 @@ pub(crate) async fn resolve(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<OnchainResolveInput>,
 ) -> Result<Response, ApiError> {
-    let (owner, wallet) = principal(&caller);
-    let principal = Principal {
-        owner: &owner,
-        wallet: wallet.as_deref(),
-    };
-    let answer = executions::resolve(state.app(), principal, &input, &claim).await?;
+    let answer = executions::resolve(state.app(), &principal(&caller), &input, &claim).await?;
     Ok(respond(answer))
 }
 
 /// The owner of the caller's plans, and the wallet it proved on the x402 API.
-fn principal(caller: &Caller) -> (Owner, Option<String>) {
-    (
-        caller.owner(),
-        caller.wallet().map(|wallet| wallet.address()),
-    )
+fn principal(caller: &Caller) -> Principal {
+    Principal {
+        owner: caller.owner(),
+        wallet: caller.wallet().map(|wallet| wallet.address()),
+    }
 }
 
 /// Reports what the wallet did with a plan.
@@ -91,12 +85,8 @@ pub(crate) async fn report(
     ApiJson(input): ApiJson<ExecutionReportInput>,
 ) -> Result<Response, ApiError> {
     let token = access_token(&headers)?;
-    let (owner, wallet) = principal(&caller);
-    let principal = Principal {
-        owner: &owner,
-        wallet: wallet.as_deref(),
-    };
-    let answer = executions::report(state.app(), principal, token, &input, &claim).await?;
+    let answer =
+        executions::report(state.app(), &principal(&caller), token, &input, &claim).await?;
     Ok(respond(answer))
 }
 
