@@ -226,3 +226,16 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .ok()
         .map(Duration::from_secs)
 }
+
+/// The headers that carry an upstream's API key under `name` (none when the key is empty),
+/// marked sensitive so they are never logged.
+pub fn api_key_headers(name: &'static str, api_key: &str) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    if !api_key.is_empty() {
+        let mut key = HeaderValue::from_str(api_key)
+            .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
+        key.set_sensitive(true);
+        headers.insert(name, key);
+    }
+    Ok(headers)
+}

@@ -23,7 +23,6 @@ use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{EvmChain, SolanaChain};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::provider::ProviderError;
-use swapd_http::reqwest::header::{HeaderMap, HeaderValue};
 
 /// The chains swapd reads, by network (`[chains.<network>]`).
 #[derive(Clone, Default)]
@@ -111,19 +110,6 @@ fn currency_at(
 fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
     Amount::from_base_units(units, currency.decimals, rounding)
         .rescale(currency.precision, rounding)
-}
-
-/// The headers that carry an API key (when one is set), marked sensitive so they are never
-/// logged.
-fn key_headers(name: &'static str, api_key: &str) -> Result<HeaderMap, String> {
-    let mut headers = HeaderMap::new();
-    if !api_key.is_empty() {
-        let mut key = HeaderValue::from_str(api_key)
-            .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
-        key.set_sensitive(true);
-        headers.insert(name, key);
-    }
-    Ok(headers)
 }
 
 /// The provider's state kept with `plan` (`swapd_core::provider::BuiltPlan`), as `T`.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use swapd_core::amount::Amount;
 use swapd_core::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange};
 use swapd_core::market::currencies::CurrencyDef;
@@ -46,8 +46,8 @@ impl ChangeNow {
     ) -> Result<Self, String> {
         self.payload_reference = payload_reference;
         if !private_api_key.is_empty() {
-            let headers =
-                keyed(private_api_key).map_err(|_| "the private API key is not a header value")?;
+            let headers = keyed(private_api_key)
+                .map_err(|_| "the private API key holds characters a header cannot carry")?;
             self.private = Some(Transport::new("ChangeNOW", base_url, timeout, headers)?);
         }
         Ok(self)
@@ -137,12 +137,9 @@ impl ChangeNow {
 }
 
 /// `x-changenow-api-key` with `key`, marked sensitive (never logged).
+/// ChangeNOW's API key header.
 fn keyed(key: &str) -> Result<HeaderMap, String> {
-    let mut value = HeaderValue::from_str(key).map_err(|_| "the API key is not a header value")?;
-    value.set_sensitive(true);
-    let mut headers = HeaderMap::new();
-    headers.insert("x-changenow-api-key", value);
-    Ok(headers)
+    swapd_http::api_key_headers("x-changenow-api-key", key)
 }
 
 /// A 2xx answer read by `map`; anything else as ChangeNOW's error.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use swapd_core::amount::Amount;
 use swapd_core::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange};
 use swapd_core::market::currencies::CurrencyDef;
@@ -38,11 +38,7 @@ impl FixedFloat {
         api_secret: &str,
         timeout: Duration,
     ) -> Result<Self, String> {
-        let mut key =
-            HeaderValue::from_str(api_key).map_err(|_| "the API key is not a header value")?;
-        key.set_sensitive(true);
-        let mut headers = HeaderMap::new();
-        headers.insert("x-api-key", key);
+        let mut headers = swapd_http::api_key_headers("x-api-key", api_key)?;
         headers.insert(
             reqwest::header::ACCEPT,
             HeaderValue::from_static("application/json"),

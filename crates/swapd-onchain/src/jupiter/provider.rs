@@ -33,7 +33,7 @@ impl Jupiter {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let headers = crate::key_headers("x-api-key", api_key)?;
+        let headers = swapd_http::api_key_headers("x-api-key", api_key)?;
         Ok(Self {
             transport: Transport::new("Jupiter", base_url, timeout, headers)?,
             chains,

@@ -40,7 +40,7 @@ impl LiFi {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let headers = crate::key_headers("x-lifi-api-key", api_key)?;
+        let headers = swapd_http::api_key_headers("x-lifi-api-key", api_key)?;
         Ok(Self {
             transport: Transport::new("LI.FI", base_url, timeout, headers)?,
             integrator: integrator.to_owned(),

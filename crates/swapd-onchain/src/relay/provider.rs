@@ -40,7 +40,7 @@ impl Relay {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let headers = crate::key_headers("x-api-key", api_key)?;
+        let headers = swapd_http::api_key_headers("x-api-key", api_key)?;
         Ok(Self {
             transport: Transport::new("Relay", base_url, timeout, headers)?,
             referrer: referrer.to_owned(),

@@ -35,7 +35,7 @@ impl ZeroX {
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {
-        let mut headers = crate::key_headers("0x-api-key", api_key)?;
+        let mut headers = swapd_http::api_key_headers("0x-api-key", api_key)?;
         headers.insert("0x-version", HeaderValue::from_static("v2"));
         Ok(Self {
             transport: Transport::new("0x", base_url, timeout, headers)?,
