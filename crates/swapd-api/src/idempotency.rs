@@ -8,6 +8,7 @@
 use axum::body::{Body, to_bytes};
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -243,90 +244,22 @@ pub async fn begin(state: &AppState, scope: &str, request: Request, claim_at: Cl
     if !matches!(*request.method(), Method::POST | Method::PATCH) {
         return Started::Unclaimed(request);
     }
-    let key = match idempotency::parse_key(
-        request
-            .headers()
-            .get_all("idempotency-key")
-            .iter()
-            .map(HeaderValue::as_bytes),
-    ) {
+    let key = match request_key(request.headers()) {
         Ok(key) => key,
-        Err(error @ KeyError::Missing) => {
-            return Started::Answer(
-                ApiError::new(ErrorCode::IdempotencyKeyMissing, error.to_string()).into_response(),
-            );
-        }
-        Err(error @ KeyError::Invalid) => {
-            return Started::Answer(
-                ApiError::new(ErrorCode::IdempotencyKeyInvalid, error.to_string()).into_response(),
-            );
-        }
+        Err(refused) => return Started::Answer(refused.into_response()),
     };
-
     let (parts, body) = request.into_parts();
     let Ok(body) = to_bytes(body, MAX_BODY_BYTES).await else {
         return Started::Answer(crate::json::too_large().into_response());
     };
-    let parsed = if body.is_empty() {
-        None
-    } else {
-        match serde_json::from_slice::<serde_json::Value>(&body) {
-            Ok(value) => Some(value),
-            // Not JSON: refused now as the handler's body extractor refuses it (415 or 400
-            // `invalid_json`), with nothing claimed.
-            Err(_) => {
-                let refusal = crate::json::require_json(&parts.headers)
-                    .and_then(|()| crate::json::parse_json::<serde_json::Value>(&body).map(drop))
-                    .err()
-                    .unwrap_or_else(|| {
-                        ApiError::new(ErrorCode::InvalidJson, "the request body is not valid JSON")
-                    });
-                return Started::Answer(refusal.into_response());
-            }
-        }
+    let fingerprint = match request_fingerprint(&parts, &body) {
+        Ok(fingerprint) => fingerprint,
+        Err(refused) => return Started::Answer(refused.into_response()),
     };
-    let route = parts
-        .extensions
-        .get::<MatchedPath>()
-        .map(MatchedPath::as_str)
-        .unwrap_or_default();
-    let canonical_query =
-        signing::canonical_query(parts.uri.query().unwrap_or_default()).unwrap_or_default();
-    let fingerprint = idempotency::fingerprint(
-        parts.method.as_str(),
-        route,
-        &canonical_query,
-        parsed.as_ref(),
-    );
-
-    let now = state.clock.now_ms();
-    let hold = match claim_at {
-        ClaimAt::Start | ClaimAt::StartToCompletion => {
-            let token = ids::new_id("lease_");
-            match state
-                .store
-                .begin_idempotent(scope, &key, &fingerprint, &token, &state.node_id, now)
-                .await
-            {
-                Ok(Begin::Execute { .. }) => Hold::Lease(token),
-                Ok(other) => return Started::Answer(answer(state, scope, &key, other)),
-                Err(error) => return Started::Answer(ApiError::from(error).into_response()),
-            }
-        }
-        ClaimAt::Commit | ClaimAt::CommitUnlessUpstream => match state
-            .store
-            .idempotent_answer(scope, &key, &fingerprint, now)
-            .await
-        {
-            Ok(None) => Hold::AtCommit {
-                fingerprint,
-                now_ms: now,
-            },
-            Ok(Some(other)) => return Started::Answer(answer(state, scope, &key, other)),
-            Err(error) => return Started::Answer(ApiError::from(error).into_response()),
-        },
+    let hold = match hold_key(state, scope, &key, fingerprint, claim_at).await {
+        Ok(hold) => hold,
+        Err(answer) => return Started::Answer(answer),
     };
-
     let claim = IdempotencyClaim {
         scope: scope.to_owned(),
         key,
@@ -338,6 +271,96 @@ pub async fn begin(state: &AppState, scope: &str, request: Request, claim_at: Cl
     let mut request = Request::from_parts(parts, Body::from(body));
     request.extensions_mut().insert(claim.clone());
     Started::Claimed(request, claim)
+}
+
+/// The request's `Idempotency-Key`: present once and well formed.
+fn request_key(headers: &axum::http::HeaderMap) -> Result<String, ApiError> {
+    idempotency::parse_key(
+        headers
+            .get_all("idempotency-key")
+            .iter()
+            .map(HeaderValue::as_bytes),
+    )
+    .map_err(|error| {
+        let code = match error {
+            KeyError::Missing => ErrorCode::IdempotencyKeyMissing,
+            KeyError::Invalid => ErrorCode::IdempotencyKeyInvalid,
+        };
+        ApiError::new(code, error.to_string())
+    })
+}
+
+/// What makes two requests under one key the same request: method, route, canonical query and
+/// the JSON body's value. A body that is not JSON is refused now as the handler's extractor
+/// refuses it (415 or 400 `invalid_json`), with nothing claimed.
+fn request_fingerprint(parts: &Parts, body: &[u8]) -> Result<String, ApiError> {
+    let parsed = if body.is_empty() {
+        None
+    } else {
+        match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(value) => Some(value),
+            Err(_) => {
+                return Err(crate::json::require_json(&parts.headers)
+                    .and_then(|()| crate::json::parse_json::<serde_json::Value>(body).map(drop))
+                    .err()
+                    .unwrap_or_else(|| {
+                        ApiError::new(ErrorCode::InvalidJson, "the request body is not valid JSON")
+                    }));
+            }
+        }
+    };
+    let route = parts
+        .extensions
+        .get::<MatchedPath>()
+        .map(MatchedPath::as_str)
+        .unwrap_or_default();
+    let canonical_query =
+        signing::canonical_query(parts.uri.query().unwrap_or_default()).unwrap_or_default();
+    Ok(idempotency::fingerprint(
+        parts.method.as_str(),
+        route,
+        &canonical_query,
+        parsed.as_ref(),
+    ))
+}
+
+/// Holds `key` for this execution as `claim_at` says: a lease taken now, or the write that
+/// completes the request takes it; `Err` with the answer when the key answers instead (a
+/// replay, or another request holds it).
+async fn hold_key(
+    state: &AppState,
+    scope: &str,
+    key: &str,
+    fingerprint: String,
+    claim_at: ClaimAt,
+) -> Result<Hold, Response> {
+    let now = state.clock.now_ms();
+    match claim_at {
+        ClaimAt::Start | ClaimAt::StartToCompletion => {
+            let token = ids::new_id("lease_");
+            match state
+                .store
+                .begin_idempotent(scope, key, &fingerprint, &token, &state.node_id, now)
+                .await
+            {
+                Ok(Begin::Execute { .. }) => Ok(Hold::Lease(token)),
+                Ok(other) => Err(answer(state, scope, key, other)),
+                Err(error) => Err(ApiError::from(error).into_response()),
+            }
+        }
+        ClaimAt::Commit | ClaimAt::CommitUnlessUpstream => match state
+            .store
+            .idempotent_answer(scope, key, &fingerprint, now)
+            .await
+        {
+            Ok(None) => Ok(Hold::AtCommit {
+                fingerprint,
+                now_ms: now,
+            }),
+            Ok(Some(other)) => Err(answer(state, scope, key, other)),
+            Err(error) => Err(ApiError::from(error).into_response()),
+        },
+    }
 }
 
 /// The answer to a request that does not execute: the stored response (a replay), or why the
