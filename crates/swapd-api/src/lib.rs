@@ -18,6 +18,7 @@ pub mod ip_limits;
 mod json;
 pub mod keys;
 mod layers;
+pub mod limits;
 pub mod openapi;
 mod ops;
 mod order_page;
@@ -60,7 +61,7 @@ impl AppState {
             order_lifetimes: self.order_lifetimes,
             public_url: self.public_url(),
             courier: &self.webhooks,
-            windows: self.guards.as_ref(),
+            windows: self.limits.windows.as_ref(),
             replays_per_minute: self.replays_per_minute,
         }
     }
@@ -81,6 +82,8 @@ pub struct AppParts {
     pub mode: Mode,
     /// API keys, nonces and rate limits of the Business API.
     pub guards: Arc<business::guards::Guards>,
+    /// The limits' state every surface spends budgets from (the guards' own).
+    pub limits: Arc<limits::Limits>,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Arc<[IpNet]>,
     /// The liquidity providers, behind the aggregator.

@@ -9,9 +9,9 @@ use serde::Serialize;
 use swapd_types::{ErrorCode, Success};
 use utoipa::ToSchema;
 
-use crate::business::guards::Sharing;
 use crate::json::Json;
 use crate::layers::prometheus;
+use crate::limits::Sharing;
 use crate::{ApiError, AppState};
 
 const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
@@ -81,7 +81,7 @@ pub(crate) async fn readyz(
             format!("background loops keep failing: {}", loops.join(", ")),
         ));
     }
-    let sharing = state.guards.sharing();
+    let sharing = state.limits.sharing();
     if let Sharing::Redis(redis) = sharing
         && let Err(error) = redis.ping().await
     {

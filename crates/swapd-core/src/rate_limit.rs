@@ -8,10 +8,40 @@
 
 use crate::StoreError;
 use crate::api_keys::RateLimits;
-use crate::store::WindowDecision;
+use crate::store::{NonceOutcome, WindowDecision};
 
-/// Fixed windows (`n` a minute per key), counted wherever the deployment keeps its limits
-/// (memory, the store, Redis): the port use cases spend such budgets through.
+// The state behind the limits, one port per kind, each kept wherever the deployment keeps its
+// limits: memory on one node, the store or Redis on several (chosen once at wiring).
+
+/// The nonces signed requests used, for as long as a signature is valid.
+#[async_trait::async_trait]
+pub trait Nonces: Send + Sync {
+    /// Records `nonce` for `key_id` (on a request signed at `signed_at_secs`), or reports that
+    /// it was already used.
+    async fn claim(
+        &self,
+        key_id: &str,
+        nonce: &str,
+        signed_at_secs: i64,
+    ) -> Result<NonceOutcome, StoreError>;
+}
+
+/// Each API key's rate cell: the state [`decide`] reads and writes.
+#[async_trait::async_trait]
+pub trait RateCells: Send + Sync {
+    /// Admits or refuses one request of `cost` units under `limits`, in one atomic step.
+    async fn consume(
+        &self,
+        key_id: &str,
+        limits: RateLimits,
+        cost: u32,
+    ) -> Result<RateDecision, StoreError>;
+
+    /// The cell as it stands, changing nothing.
+    async fn state(&self, key_id: &str) -> Result<RateState, StoreError>;
+}
+
+/// Fixed windows (`n` a minute per key): the port use cases spend such budgets through.
 #[async_trait::async_trait]
 pub trait Windows: Send + Sync {
     /// Counts one under `key` in its current window of `window_ms`, unless `limit` are counted

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use swapd_api::AppState;
-use swapd_api::business::guards::{Guards, SharedState, Sharing};
+use swapd_api::business::guards::Guards;
+use swapd_api::limits::{SharedState, Sharing};
 use swapd_core::market::Market;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
@@ -582,6 +583,7 @@ impl Runtime {
             store: self.store.clone(),
             clock: self.clock.clone(),
             mode: config.mode,
+            limits: guards.limits(),
             guards,
             trusted_proxies: config.security.trusted_proxies.clone().into(),
             market,

@@ -664,8 +664,8 @@ impl Config {
 
     /// Where nonces and rate limits live: Redis when configured, else memory on SQLite (one
     /// node) and the database on PostgreSQL (several).
-    pub fn shared_state(&self) -> swapd_api::business::guards::SharedState {
-        use swapd_api::business::guards::SharedState;
+    pub fn shared_state(&self) -> swapd_api::limits::SharedState {
+        use swapd_api::limits::SharedState;
         if !self.shared.redis_url.is_empty() {
             SharedState::Redis
         } else if matches!(Backend::from_url(&self.database_url), Ok(Backend::Postgres)) {

@@ -322,7 +322,7 @@ async fn too_many_failures(
     windows: &[(String, u32)],
 ) -> Option<Response> {
     for (window, limit) in windows {
-        match state.guards.peek_window(window, 60_000).await {
+        match state.limits.peek_window(window, 60_000).await {
             Ok(counted) if counted.used < *limit => {}
             Ok(counted) => {
                 let wait_secs = (counted.resets_at_ms - state.clock.now_ms()).max(0) / 1000 + 1;
@@ -382,7 +382,12 @@ async fn login(
     if !console.password_matches(&form.password) {
         tracing::warn!(?address, "console login refused");
         for (window, limit) in &windows {
-            if let Err(error) = state.guards.consume_window(window, 60_000, *limit).await {
+            if let Err(error) = state
+                .limits
+                .windows
+                .consume_window(window, 60_000, *limit)
+                .await
+            {
                 tracing::warn!(%error, "a failed console login cannot be counted");
             }
         }

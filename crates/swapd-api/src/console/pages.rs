@@ -222,7 +222,7 @@ async fn revoke_key(
         return forged();
     }
     let now = state.clock.now_ms();
-    match crate::keys::revoke(state.store.as_ref(), state.guards.sharing(), &id, now).await {
+    match crate::keys::revoke(state.store.as_ref(), state.limits.sharing(), &id, now).await {
         Ok(Some(key)) => {
             tracing::info!(key = %key.id, "API key revoked in the console");
             page_headers(axum::response::Redirect::to("/console/keys").into_response())
@@ -564,7 +564,7 @@ async fn providers(State(state): State<AppState>, operator: Operator) -> Respons
         &operator,
         html! {
             h1 { "Providers" }
-            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (format!("{:?}", state.guards.sharing().state()).to_lowercase()) "." }
+            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (format!("{:?}", state.limits.sharing().state()).to_lowercase()) "." }
             table #providers {
                 tr { th { "Provider" } th { "State" } th { "Last failure" } }
                 @for provider in &health {

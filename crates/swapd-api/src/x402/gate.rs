@@ -139,7 +139,8 @@ impl<'a> Context<'a> {
         };
         let decision = self
             .state
-            .guards
+            .limits
+            .windows
             .consume_window(&key, window_ms, limit)
             .await
             .map_err(|e| ApiError::from(e).into_response())?;

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::support::{Options, Resp, TestServer};
-use swapd_api::business::guards::{Guards, Sharing};
+use swapd_api::business::guards::Guards;
+use swapd_api::limits::Sharing;
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
@@ -799,7 +800,8 @@ async fn methods_a_path_lacks_answer_405_with_allow_on_both_surfaces() {
 /// are refused (fail closed) instead of memory growing.
 #[tokio::test]
 async fn the_local_nonce_set_and_its_unflushed_buffer_are_bounded() {
-    use swapd_api::business::guards::{NonceLimits, NonceOutcome};
+    use swapd_api::business::guards::NonceOutcome;
+    use swapd_api::limits::NonceLimits;
     let dir = tempfile::tempdir().unwrap();
     let store = sqlite_store(&dir).await;
     let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));

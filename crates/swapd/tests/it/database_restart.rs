@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sqlx::Connection;
-use swapd_api::business::guards::Sharing;
+use swapd_api::limits::Sharing;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, WebhooksWrite};
 
 use crate::support::{Options, TestServer};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::support::x402::send;
 use crate::support::{Options, TestServer};
-use swapd_api::business::guards::Sharing;
+use swapd_api::limits::Sharing;
 use swapd_core::api_keys::RateLimits;
 use swapd_types::Permission::{OrdersCreate, PricesRead};
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use swapd_api::business::guards::Sharing;
+use swapd_api::limits::Sharing;
 use swapd_core::api_keys::RateLimits;
 use swapd_redis::SharedRedis;
 use swapd_redis::test_support::{OwnRedis, redis_url, unique_prefix};

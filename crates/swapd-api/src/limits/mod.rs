@@ -1,0 +1,171 @@
+//! The limits' state (docs/architecture.md, "Limits"): the nonces signed requests used, each
+//! API key's rate cell, and fixed windows, one port of `swapd_core::rate_limit` per kind and one
+//! implementation per place it is kept: memory on one node ([`memory`]), the shared database
+//! ([`database`]) or Redis ([`redis`]) on several, chosen once from [`Sharing`] at wiring. The
+//! surfaces reach them through `AppState`, never through one another.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use swapd_core::rate_limit::{Nonces, RateCells, Windows};
+use swapd_core::{Clock, Store, StoreError};
+use swapd_redis::SharedRedis;
+use tokio_util::sync::CancellationToken;
+
+pub mod database;
+pub mod memory;
+pub mod redis;
+
+/// How often the single-node nonce set is written to the database.
+pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How many nonces the single-node set and its unflushed buffer may hold. Past either, signed
+/// requests are refused (503 `auth_unavailable`, fail closed) instead of memory growing. The set
+/// holds every nonce of the last `NONCE_TTL_SECS` (15 minutes) in 16 bytes each (about 600 MB
+/// for 20 million, a sustained 22,000 requests/s; docs/benchmarks.md); the buffer only grows
+/// while flushes fail.
+#[derive(Debug, Clone, Copy)]
+pub struct NonceLimits {
+    pub live: usize,
+    pub unflushed: usize,
+}
+
+impl Default for NonceLimits {
+    fn default() -> Self {
+        Self {
+            live: 20_000_000,
+            unflushed: 1_000_000,
+        }
+    }
+}
+
+/// Where the limits' state lives.
+#[derive(Clone)]
+pub enum Sharing {
+    /// One node: memory, with nonces persisted in batches.
+    Local,
+    /// Several nodes: every decision is made in the shared database.
+    Database,
+    /// Several nodes: every decision is made in Redis.
+    Redis(Arc<SharedRedis>),
+}
+
+/// Where the limits' state lives, as `swapd config show` and readiness name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum SharedState {
+    Memory,
+    Database,
+    Redis,
+}
+
+impl Sharing {
+    pub fn state(&self) -> SharedState {
+        match self {
+            Self::Local => SharedState::Memory,
+            Self::Database => SharedState::Database,
+            Self::Redis(_) => SharedState::Redis,
+        }
+    }
+}
+
+/// The limits' state, kept where [`Sharing`] says.
+pub struct Limits {
+    pub nonces: Arc<dyn Nonces>,
+    pub rates: Arc<dyn RateCells>,
+    pub windows: Arc<dyn Windows>,
+    /// The single-node nonce set, which is written to the store in batches.
+    local_nonces: Option<Arc<memory::MemoryNonces>>,
+    sharing: Sharing,
+}
+
+impl Limits {
+    /// The state for `sharing`; on one node, with the nonces earlier runs wrote.
+    pub async fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        sharing: Sharing,
+    ) -> Result<Self, StoreError> {
+        Ok(match &sharing {
+            Sharing::Local => {
+                let nonces = Arc::new(memory::MemoryNonces::load(store, clock.clone()).await?);
+                Self {
+                    nonces: nonces.clone(),
+                    rates: Arc::new(memory::MemoryRates::new(clock.clone())),
+                    windows: Arc::new(memory::MemoryWindows::new(clock)),
+                    local_nonces: Some(nonces),
+                    sharing,
+                }
+            }
+            Sharing::Database => {
+                let shared = Arc::new(database::InStore::new(store, clock));
+                Self::shared(shared, sharing)
+            }
+            Sharing::Redis(redis) => {
+                let shared = Arc::new(redis::InRedis::new(redis.clone(), clock));
+                Self::shared(shared, sharing)
+            }
+        })
+    }
+
+    fn shared<T: Nonces + RateCells + Windows + 'static>(state: Arc<T>, sharing: Sharing) -> Self {
+        Self {
+            nonces: state.clone(),
+            rates: state.clone(),
+            windows: state,
+            local_nonces: None,
+            sharing,
+        }
+    }
+
+    pub fn sharing(&self) -> &Sharing {
+        &self.sharing
+    }
+
+    /// How much of `key`'s window of `window_ms` is used, counting nothing: a limit of 0 is
+    /// refused at once, and a refused request is never counted.
+    pub async fn peek_window(
+        &self,
+        key: &str,
+        window_ms: i64,
+    ) -> Result<swapd_core::store::WindowDecision, StoreError> {
+        self.windows.consume_window(key, window_ms, 0).await
+    }
+
+    /// Other bounds for the single-node nonce set (tests).
+    pub fn set_nonce_limits(&self, limits: NonceLimits) {
+        if let Some(nonces) = &self.local_nonces {
+            nonces.set_limits(limits);
+        }
+    }
+
+    /// Writes the single-node nonces accepted since the last flush (nothing when shared).
+    pub async fn flush_nonces(&self) -> Result<(), StoreError> {
+        match &self.local_nonces {
+            Some(nonces) => nonces.flush().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Flushes the single-node nonces every [`NONCE_FLUSH_INTERVAL`] until `shutdown`, then
+    /// once more.
+    pub async fn run_nonce_flusher(self: Arc<Self>, shutdown: CancellationToken) {
+        let Some(nonces) = self.local_nonces.clone() else {
+            return;
+        };
+        let mut tick = tokio::time::interval(NONCE_FLUSH_INTERVAL);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                _ = tick.tick() => {
+                    if let Err(error) = nonces.flush().await {
+                        tracing::warn!(%error, "nonce flush failed; will retry");
+                    }
+                }
+            }
+        }
+        if let Err(error) = nonces.flush().await {
+            tracing::error!(%error, "final nonce flush failed");
+        }
+    }
+}
