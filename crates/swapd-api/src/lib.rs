@@ -97,7 +97,7 @@ pub struct AppParts {
     /// The pay-per-call surface: pricing, facilitator, public origin, SIWX chains.
     pub x402: Arc<x402::X402>,
     /// Request and failed-authentication budgets per client address, before authentication.
-    pub ip_limits: Arc<ip_limits::IpLimits>,
+    pub ip_limits: Arc<dyn swapd_core::rate_limit::Addresses>,
     /// How long new orders wait for their deposit.
     pub order_lifetimes: swapd_core::orders::OrderLifetimes,
     /// Names this node on the idempotency claims it takes (released when it restarts).

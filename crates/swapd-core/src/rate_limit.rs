@@ -41,6 +41,21 @@ pub trait RateCells: Send + Sync {
     async fn state(&self, key_id: &str) -> Result<RateState, StoreError>;
 }
 
+/// Each client address's budgets before authentication: a request rate, and failed
+/// authentications after which the address is refused for a while ([`AddressLimits`]).
+#[async_trait::async_trait]
+pub trait Addresses: Send + Sync {
+    /// Whether `ip` may send a request at `now_ms`; otherwise how long it must wait.
+    async fn admit(
+        &self,
+        ip: std::net::IpAddr,
+        now_ms: i64,
+    ) -> Result<Result<(), std::time::Duration>, StoreError>;
+
+    /// Counts a failed authentication of `ip` at `now_ms`.
+    async fn failed(&self, ip: std::net::IpAddr, now_ms: i64) -> Result<(), StoreError>;
+}
+
 /// Fixed windows (`n` a minute per key): the port use cases spend such budgets through.
 #[async_trait::async_trait]
 pub trait Windows: Send + Sync {

@@ -564,14 +564,13 @@ impl Runtime {
         } else {
             swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
         };
-        let ip_limits = swapd_api::ip_limits::IpLimits::new(
-            config.security.ip_requests_per_second,
-            config.security.ip_auth_failures_per_minute,
+        let ip_limits = swapd_api::limits::address_limits(
+            swapd_core::rate_limit::AddressLimits {
+                requests_per_second: config.security.ip_requests_per_second,
+                auth_failures_per_minute: config.security.ip_auth_failures_per_minute,
+            },
+            guards.sharing(),
         );
-        let ip_limits = match guards.sharing() {
-            Sharing::Redis(redis) => ip_limits.shared(redis.clone()),
-            Sharing::Local | Sharing::Database => ip_limits,
-        };
         let console = (!config.console.password_hash.is_empty()).then(|| {
             Arc::new(swapd_api::console::Console::new(
                 &config.console.password_hash,
@@ -591,7 +590,7 @@ impl Runtime {
             master_key: self.master_key.clone(),
             webhooks,
             x402: Arc::new(x402),
-            ip_limits: Arc::new(ip_limits),
+            ip_limits,
             order_lifetimes: swapd_core::orders::OrderLifetimes {
                 fixed_ms: config.orders.fixed_lifetime_secs * 1000,
                 float_ms: config.orders.float_lifetime_secs * 1000,

@@ -7,14 +7,34 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use swapd_core::rate_limit::{Nonces, RateCells, Windows};
+use swapd_core::rate_limit::{AddressLimits, Addresses, Nonces, RateCells, Windows};
 use swapd_core::{Clock, Store, StoreError};
 use swapd_redis::SharedRedis;
 use tokio_util::sync::CancellationToken;
 
+pub mod addresses;
 pub mod database;
 pub mod memory;
 pub mod redis;
+
+/// Requests per second per address by default (bursts of twice that).
+pub const DEFAULT_REQUESTS_PER_SECOND: u32 = 200;
+/// Failed authentications per minute per address by default.
+pub const DEFAULT_AUTH_FAILURES_PER_MINUTE: u32 = 60;
+
+/// Each client address's budgets under `limits`: in this process, or in Redis for every node
+/// when the limits are shared there (the database does not keep them: an address's requests
+/// are spread over the nodes anyway). Off when both limits are 0.
+pub fn address_limits(limits: AddressLimits, sharing: &Sharing) -> Arc<dyn Addresses> {
+    let off = limits.requests_per_second == 0 && limits.auth_failures_per_minute == 0;
+    match sharing {
+        Sharing::Redis(redis) if !off => Arc::new(redis::AddressesInRedis {
+            redis: redis.clone(),
+            limits,
+        }),
+        _ => Arc::new(addresses::MemoryAddresses::new(limits)),
+    }
+}
 
 /// How often the single-node nonce set is written to the database.
 pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);

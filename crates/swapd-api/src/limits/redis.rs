@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use swapd_core::api_keys::RateLimits;
-use swapd_core::rate_limit::{self, Nonces, RateCells, RateDecision, RateState, Windows};
+use swapd_core::rate_limit::{
+    self, AddressLimits, Addresses, Nonces, RateCells, RateDecision, RateState, Windows,
+};
 use swapd_core::signing::NONCE_TTL_SECS;
 use swapd_core::store::{NonceOutcome, WindowDecision};
 use swapd_core::{Clock, StoreError};
@@ -87,6 +89,46 @@ impl Windows for InRedis {
                 let (decision, counted) =
                     rate_limit::count_in_window(stored, window_ms, limit, now);
                 (decision, decision.allowed.then_some(counted))
+            })
+            .await
+    }
+}
+
+/// How long Redis keeps an address's state after its last change: past its longest window
+/// (a minute of failures) and block, it is back to a full budget anyway.
+const ADDRESS_CELL_TTL_MS: i64 = 120_000;
+
+/// Each client address's budgets, counted in Redis for every node.
+pub struct AddressesInRedis {
+    pub redis: Arc<SharedRedis>,
+    pub limits: AddressLimits,
+}
+
+#[async_trait::async_trait]
+impl Addresses for AddressesInRedis {
+    async fn admit(
+        &self,
+        ip: std::net::IpAddr,
+        now_ms: i64,
+    ) -> Result<Result<(), std::time::Duration>, StoreError> {
+        let admitted = self
+            .redis
+            .admit_address(
+                &format!("address:{ip}"),
+                self.limits,
+                now_ms,
+                ADDRESS_CELL_TTL_MS,
+            )
+            .await?;
+        Ok(admitted.map_err(|wait_ms| std::time::Duration::from_millis(wait_ms.unsigned_abs())))
+    }
+
+    async fn failed(&self, ip: std::net::IpAddr, now_ms: i64) -> Result<(), StoreError> {
+        let limits = self.limits;
+        self.redis
+            .update(&format!("address:{ip}"), ADDRESS_CELL_TTL_MS, |state| {
+                let state = state.unwrap_or_default();
+                ((), Some(rate_limit::address_failed(state, limits, now_ms)))
             })
             .await
     }
