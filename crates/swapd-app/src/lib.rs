@@ -130,3 +130,75 @@ where
     }
     lookup().await?.ok_or_else(not_found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use swapd_core::store::KeyHold;
+
+    struct Key;
+
+    impl IdempotencyKey for Key {
+        fn finish<'a>(&'a self, answer: &'a StoredResponse) -> IdempotentFinish<'a> {
+            IdempotentFinish {
+                principal: "key:k",
+                key: "idem",
+                hold: KeyHold::Lease("lease"),
+                response: answer,
+            }
+        }
+
+        fn sealed(&self, _master: &MasterKey, answer: &StoredResponse) -> StoredResponse {
+            StoredResponse {
+                status: answer.status,
+                body: b"sealed".to_vec(),
+            }
+        }
+
+        fn stable_id(&self, prefix: &str) -> String {
+            format!("{prefix}0")
+        }
+    }
+
+    #[test]
+    fn an_answer_is_the_success_envelope_recorded_only_when_written_under_a_key() {
+        let answer = Answer::json(201, &serde_json::json!({"id": 1})).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        assert_eq!(body["data"]["id"], 1, "{body}");
+        assert_eq!(answer.stored.body, answer.body);
+        assert!(answer.finish(None).is_none());
+        assert_eq!(answer.finish(Some(&Key)).map(|f| f.key), Some("idem"));
+        assert!(!answer.clone().written(None).recorded);
+        assert!(answer.clone().written(Some(&Key)).recorded);
+
+        // A secret is recorded sealed and answered in clear.
+        let master = MasterKey::from_hex(&"11".repeat(32)).unwrap();
+        let sealed = answer.clone().sealed(&Key, &master);
+        assert_eq!(sealed.stored.body, b"sealed");
+        assert_eq!(sealed.body, answer.body);
+    }
+
+    #[test]
+    fn errors_carry_their_stable_code_and_the_field_they_are_about() {
+        use swapd_types::ErrorCode;
+        let invalid = Error::invalid("toAddress", "is not an address");
+        assert_eq!(invalid.code(), ErrorCode::ValidationFailed);
+        assert_eq!(invalid.to_string(), "toAddress: is not an address");
+        assert_eq!(
+            invalid.field_problem(),
+            Some(("toAddress", "is not an address".to_owned()))
+        );
+        let missing = Error::Choice(swapd_core::lifecycle::ChoiceError::RefundAddressMissing);
+        assert_eq!(missing.code(), ErrorCode::ValidationFailed);
+        assert_eq!(
+            missing.field_problem().map(|(f, _)| f),
+            Some("refundAddress")
+        );
+        assert_eq!(Error::OrderNotFound.code(), ErrorCode::OrderNotFound);
+        assert_eq!(
+            Error::CreateToken(swapd_core::market::routes::RedeemError::Used).code(),
+            ErrorCode::CreateTokenUsed
+        );
+        assert_eq!(Error::OrderNotFound.field_problem(), None);
+    }
+}
