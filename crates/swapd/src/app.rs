@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use swapd_api::AppState;
 use swapd_api::business::guards::Guards;
-use swapd_api::limits::{SharedState, Sharing};
+use swapd_api::limits::Sharing;
 use swapd_core::market::Market;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
@@ -525,9 +525,9 @@ impl Runtime {
     pub async fn sharing(&self) -> anyhow::Result<Sharing> {
         let shared = &self.config.shared;
         Ok(match self.config.shared_state() {
-            SharedState::Memory => Sharing::Local,
-            SharedState::Database => Sharing::Database,
-            SharedState::Redis => {
+            Sharing::Local => Sharing::Local,
+            Sharing::Database => Sharing::Database,
+            Sharing::Redis(()) => {
                 let redis = swapd_redis::SharedRedis::connect(
                     &shared.redis_url,
                     &shared.redis_prefix,

@@ -667,11 +667,11 @@ impl Config {
     pub fn shared_state(&self) -> swapd_api::limits::SharedState {
         use swapd_api::limits::SharedState;
         if !self.shared.redis_url.is_empty() {
-            SharedState::Redis
+            SharedState::Redis(())
         } else if matches!(Backend::from_url(&self.database_url), Ok(Backend::Postgres)) {
             SharedState::Database
         } else {
-            SharedState::Memory
+            SharedState::Local
         }
     }
 

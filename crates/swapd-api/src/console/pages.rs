@@ -564,7 +564,7 @@ async fn providers(State(state): State<AppState>, operator: Operator) -> Respons
         &operator,
         html! {
             h1 { "Providers" }
-            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (format!("{:?}", state.limits.sharing().state()).to_lowercase()) "." }
+            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (<&str>::from(state.limits.sharing().state())) "." }
             table #providers {
                 tr { th { "Provider" } th { "State" } th { "Last failure" } }
                 @for provider in &health {

@@ -59,32 +59,31 @@ impl Default for NonceLimits {
     }
 }
 
-/// Where the limits' state lives.
-#[derive(Clone)]
-pub enum Sharing {
+/// Where the limits' state lives: `R` is the Redis connection once wired, `()` before (what the
+/// configuration chooses, [`SharedState`]). Its name (`memory`, `database`, `redis`) is what
+/// `swapd config show` and readiness show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+pub enum Sharing<R = Arc<SharedRedis>> {
     /// One node: memory, with nonces persisted in batches.
+    #[strum(serialize = "memory")]
     Local,
     /// Several nodes: every decision is made in the shared database.
     Database,
     /// Several nodes: every decision is made in Redis.
-    Redis(Arc<SharedRedis>),
+    Redis(R),
 }
 
-/// Where the limits' state lives, as `swapd config show` and readiness name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
-#[strum(serialize_all = "lowercase")]
-pub enum SharedState {
-    Memory,
-    Database,
-    Redis,
-}
+/// What the configuration chooses, before any connection.
+pub type SharedState = Sharing<()>;
 
-impl Sharing {
+impl<R> Sharing<R> {
+    /// The choice, without the connection.
     pub fn state(&self) -> SharedState {
         match self {
-            Self::Local => SharedState::Memory,
-            Self::Database => SharedState::Database,
-            Self::Redis(_) => SharedState::Redis,
+            Self::Local => Sharing::Local,
+            Self::Database => Sharing::Database,
+            Self::Redis(_) => Sharing::Redis(()),
         }
     }
 }
