@@ -16,7 +16,6 @@ use swapd_core::api_keys::ApiKey;
 use swapd_core::rate_limit::{self, Quota, RateDecision};
 use swapd_core::secrets::MasterKey;
 pub use swapd_core::store::NonceOutcome;
-use swapd_core::store::WindowDecision;
 use swapd_core::{Clock, Store, StoreError};
 use swapd_redis::Revoked;
 use tokio_util::sync::CancellationToken;
@@ -194,30 +193,6 @@ impl Guards {
             .rates
             .consume(&key.id, key.policy.limits(), cost)
             .await
-    }
-
-    /// Counts one request against the fixed window of `window_ms` for `key` (x402 paid attempts
-    /// and wallet reads, webhook replays, console logins). A refused request counts nothing.
-    pub async fn consume_window(
-        &self,
-        key: &str,
-        window_ms: i64,
-        limit: u32,
-    ) -> Result<WindowDecision, StoreError> {
-        self.limits
-            .windows
-            .consume_window(key, window_ms, limit)
-            .await
-    }
-
-    /// How much of `key`'s window of `window_ms` is used, counting nothing: a limit of 0 is
-    /// refused at once, and a refused request is never counted.
-    pub async fn peek_window(
-        &self,
-        key: &str,
-        window_ms: i64,
-    ) -> Result<WindowDecision, StoreError> {
-        self.limits.peek_window(key, window_ms).await
     }
 
     /// The tightest quota of `key` without consuming anything.

@@ -848,21 +848,14 @@ async fn windows_are_counted_in_memory_on_one_node_and_in_the_database_on_severa
     let dir = tempfile::tempdir().unwrap();
     let store = sqlite_store(&dir).await;
     let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
-    let guards = |sharing| {
-        Guards::new(
-            store.clone(),
-            clock.clone(),
-            swapd_core::secrets::MasterKey::generate(),
-            sharing,
-            false,
-        )
-    };
-    let local = guards(Sharing::Local).await.unwrap();
-    let shared = guards(Sharing::Database).await.unwrap();
-    for guards in [&local, &shared] {
-        let first = guards.consume_window("paid|c|r", 60_000, 2).await.unwrap();
-        let second = guards.consume_window("paid|c|r", 60_000, 2).await.unwrap();
-        let third = guards.consume_window("paid|c|r", 60_000, 2).await.unwrap();
+    let limits = |sharing| swapd_api::limits::Limits::new(store.clone(), clock.clone(), sharing);
+    let local = limits(Sharing::Local).await.unwrap();
+    let shared = limits(Sharing::Database).await.unwrap();
+    for limits in [&local, &shared] {
+        let windows = &limits.windows;
+        let first = windows.consume_window("paid|c|r", 60_000, 2).await.unwrap();
+        let second = windows.consume_window("paid|c|r", 60_000, 2).await.unwrap();
+        let third = windows.consume_window("paid|c|r", 60_000, 2).await.unwrap();
         assert_eq!(
             (first.allowed, second.allowed, third.allowed),
             (true, true, false)
@@ -883,6 +876,7 @@ async fn windows_are_counted_in_memory_on_one_node_and_in_the_database_on_severa
     clock.advance_ms(60_000);
     assert!(
         local
+            .windows
             .consume_window("paid|c|r", 60_000, 2)
             .await
             .unwrap()
