@@ -1,27 +1,13 @@
-//! The [`Store`] port implemented twice: SQLite (the embedded default) and PostgreSQL (for
-//! several nodes). Each aggregate of the port has a module here with one text of its SQL for
-//! both backends (sqlx binds `$N` placeholders on both drivers): a macro that
-//! [`for_each_backend!`] expands once per backend, passing in the few words that differ.
-//! [`conformance`] is the one suite both must pass.
+//! The [`Store`] port implemented once for SQLite (the embedded default) and PostgreSQL (for
+//! several nodes): [`SqlStore`]. Each aggregate of the port has a module here with one text of
+//! its SQL for both backends, run through sqlx's `Any` driver; [`sql`] holds what they share
+//! and the few words the dialects spell differently. [`conformance`] is the one suite both
+//! backends must pass.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use swapd_core::Store;
-
-/// Expands `$impl!(store type, lock = …, skip_locked = …)` for each backend. SQLite has one
-/// writer at a time (`BEGIN IMMEDIATE`), so it has nothing to lock or skip; PostgreSQL locks
-/// the rows a transaction reads to update, and claimers skip rows another claimer holds.
-macro_rules! for_each_backend {
-    ($impl:ident) => {
-        $impl!(crate::SqliteStore, lock = "", skip_locked = "");
-        $impl!(
-            crate::PgStore,
-            lock = " FOR UPDATE",
-            skip_locked = " FOR UPDATE SKIP LOCKED"
-        );
-    };
-}
 
 mod codec;
 #[cfg(feature = "conformance")]
@@ -36,15 +22,14 @@ mod postgres;
 mod quotes;
 mod rows;
 mod sandbox;
+mod sql;
 mod sqlite;
 #[cfg(feature = "conformance")]
 pub mod test_support;
-mod versioned;
 mod webhooks;
 mod x402;
 
-pub use postgres::PgStore;
-pub use sqlite::SqliteStore;
+pub use sql::SqlStore;
 
 /// How to reach the database.
 #[derive(Debug, Clone)]
@@ -84,6 +69,21 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The name `swapd config show`, readiness and the console print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+
+    pub(crate) fn migrator(self) -> &'static sqlx::migrate::Migrator {
+        match self {
+            Backend::Sqlite => &sqlite::MIGRATOR,
+            Backend::Postgres => &postgres::MIGRATOR,
+        }
+    }
+
     pub fn from_url(url: &str) -> Result<Self, OpenError> {
         if url.starts_with("sqlite:") {
             Ok(Backend::Sqlite)
@@ -95,12 +95,20 @@ impl Backend {
     }
 }
 
-/// Opens the store a URL names: `sqlite://...` or `postgres://...`. Does not migrate.
+impl SqlStore {
+    /// Opens the store a URL names: `sqlite://...` or `postgres://...`. Does not migrate.
+    pub async fn open(url: &str, options: &StoreOptions) -> Result<Self, OpenError> {
+        sqlx::any::install_default_drivers();
+        match Backend::from_url(url)? {
+            Backend::Sqlite => Self::open_sqlite(url, options).await,
+            Backend::Postgres => Self::open_postgres(url, options).await,
+        }
+    }
+}
+
+/// Opens the store a URL names, as the port. Does not migrate.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, OpenError> {
-    Ok(match Backend::from_url(url)? {
-        Backend::Sqlite => Arc::new(SqliteStore::open(url, options).await?),
-        Backend::Postgres => Arc::new(PgStore::open(url, options).await?),
-    })
+    Ok(Arc::new(SqlStore::open(url, options).await?))
 }
 
 /// The URL with any password replaced by `***`, for logs and error messages.
@@ -119,11 +127,8 @@ pub fn redact_url(url: &str) -> String {
 
 /// The embedded migrations of a backend as `(version, description)`, oldest first.
 pub fn migrations(backend: Backend) -> Vec<(i64, String)> {
-    let migrator = match backend {
-        Backend::Sqlite => &sqlite::MIGRATOR,
-        Backend::Postgres => &postgres::MIGRATOR,
-    };
-    migrator
+    backend
+        .migrator()
         .iter()
         .map(|m| (m.version, m.description.to_string()))
         .collect()
@@ -161,29 +166,6 @@ fn is_transient(code: &str) -> bool {
         || matches!(code, "40001" | "40P01")
         // SQLite's (extended) result codes have at most 4 digits; SQLSTATEs always have 5.
         || (code.len() < 5 && matches!(code.parse::<i32>().map(|c| c & 0xff), Ok(5 | 6)))
-}
-
-/// The work a write of order `events` makes: deliveries to send (the outbox fan-out), and
-/// e-mails when one of them has an address.
-pub(crate) fn event_work(
-    events: &[swapd_core::orders::OrderEvent],
-) -> Vec<swapd_core::wakeup::Work> {
-    use swapd_core::wakeup::Work;
-    let mut works = Vec::new();
-    if !events.is_empty() {
-        works.push(Work::Deliveries);
-    }
-    if events.iter().any(|event| event.notify_email.is_some()) {
-        works.push(Work::Notifications);
-    }
-    works
-}
-
-/// Rings `works`' bells of this process (after their commit).
-pub(crate) fn ring(bells: &swapd_core::wakeup::Bells, works: &[swapd_core::wakeup::Work]) {
-    for work in works {
-        bells.ring(*work);
-    }
 }
 
 #[cfg(test)]

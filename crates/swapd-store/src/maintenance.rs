@@ -3,78 +3,75 @@
 use swapd_core::StoreError;
 
 use crate::map_sqlx_error;
+use crate::sql::SqlStore;
+use swapd_core::store::Maintenance;
 
-macro_rules! impl_maintenance {
-    ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
-        #[async_trait::async_trait]
-        impl swapd_core::store::Maintenance for $store {
-            fn backend(&self) -> &'static str {
-                <$store>::BACKEND
-            }
+#[async_trait::async_trait]
+impl Maintenance for SqlStore {
+    fn backend(&self) -> &'static str {
+        self.backend.name()
+    }
 
-            async fn migrate(&self) -> Result<(), StoreError> {
-                <$store>::MIGRATOR
-                    .run(&self.pool)
-                    .await
-                    .map_err(|e| StoreError::Database(format!("migration failed: {e}")))
-            }
+    async fn migrate(&self) -> Result<(), StoreError> {
+        self.backend
+            .migrator()
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Database(format!("migration failed: {e}")))
+    }
 
-            async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
-                sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(map_sqlx_error)
-            }
+    async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)
+    }
 
-            async fn ping(&self) -> Result<(), StoreError> {
-                sqlx::query_scalar::<_, i32>("SELECT 1")
-                    .fetch_one(&self.pool)
-                    .await
-                    .map(drop)
-                    .map_err(map_sqlx_error)
-            }
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query_scalar::<_, i32>("SELECT 1")
+            .fetch_one(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
 
-            async fn close(&self) {
-                self.pool.close().await;
-            }
+    async fn close(&self) {
+        self.pool.close().await;
+    }
 
-            fn bells(&self) -> std::sync::Arc<swapd_core::wakeup::Bells> {
-                self.bells.clone()
-            }
+    fn bells(&self) -> std::sync::Arc<swapd_core::wakeup::Bells> {
+        self.bells.clone()
+    }
 
-            fn listen_for_work(&self) -> Option<swapd_core::store::WorkListener> {
-                self.work_listener()
-            }
+    fn listen_for_work(&self) -> Option<swapd_core::store::WorkListener> {
+        self.work_listener()
+    }
 
-            async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
-                let mut purged = 0;
-                let retained = now_ms - swapd_core::store::EXPIRED_RETENTION_MS;
-                for (statement, cutoff) in [
-                    ("DELETE FROM nonces WHERE expires_at <= $1", now_ms),
-                    ("DELETE FROM nonce_log WHERE expires_at <= $1", now_ms),
-                    (
-                        "DELETE FROM idempotency_keys WHERE expires_at <= $1",
-                        now_ms,
-                    ),
-                    ("DELETE FROM route_quotes WHERE expires_at <= $1", retained),
-                    ("DELETE FROM create_tokens WHERE expires_at <= $1", retained),
-                    ("DELETE FROM siwx_nonces WHERE expires_at <= $1", retained),
-                    (
-                        "DELETE FROM console_logouts WHERE expires_at_ms <= $1",
-                        now_ms,
-                    ),
-                ] {
-                    purged += sqlx::query(statement)
-                        .bind(cutoff)
-                        .execute(&self.pool)
-                        .await
-                        .map_err(map_sqlx_error)?
-                        .rows_affected();
-                }
-                Ok(purged)
-            }
+    async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let mut purged = 0;
+        let retained = now_ms - swapd_core::store::EXPIRED_RETENTION_MS;
+        for (statement, cutoff) in [
+            ("DELETE FROM nonces WHERE expires_at <= $1", now_ms),
+            ("DELETE FROM nonce_log WHERE expires_at <= $1", now_ms),
+            (
+                "DELETE FROM idempotency_keys WHERE expires_at <= $1",
+                now_ms,
+            ),
+            ("DELETE FROM route_quotes WHERE expires_at <= $1", retained),
+            ("DELETE FROM create_tokens WHERE expires_at <= $1", retained),
+            ("DELETE FROM siwx_nonces WHERE expires_at <= $1", retained),
+            (
+                "DELETE FROM console_logouts WHERE expires_at_ms <= $1",
+                now_ms,
+            ),
+        ] {
+            purged += sqlx::query(statement)
+                .bind(cutoff)
+                .execute(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?
+                .rows_affected();
         }
-    };
+        Ok(purged)
+    }
 }
-
-for_each_backend!(impl_maintenance);

@@ -2,358 +2,334 @@
 //! out to webhook deliveries in the same transaction.
 
 use swapd_core::StoreError;
-use swapd_core::market::routes::{CreateTokenRecord, RedeemError};
-use swapd_core::orders::{Order, OrderEvent};
-use swapd_core::store::IdempotentFinish;
+use swapd_core::market::routes::RedeemError;
+use swapd_core::orders::{EventType, Order, OrderEvent};
+use swapd_core::store::{EventMail, IdempotentFinish, OrderSearch, OrderStore};
 use swapd_core::wakeup::Work;
 
 use crate::codec::{decode_json, encode_json};
-use crate::idempotency::finish_idempotent_in;
 use crate::map_sqlx_error;
 use crate::quotes::redeem_in;
-use crate::versioned::compare_and_set;
+use crate::sql::{Claim, SqlStore, Tx, built, compare_and_set};
 
-/// Inside a write transaction `$tx`: appends outbox events.
-macro_rules! insert_events_in {
-    ($tx:ident, $events:expr) => {{
-        for event in $events {
-            sqlx::query(
-                "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
-                 created_at, notify_email, payload) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(&event.id)
-            .bind(&event.order_id)
-            .bind(&event.owner)
-            .bind(event.sequence)
-            .bind(event.event_type.as_str())
-            .bind(encode_json(&event.data)?)
-            .bind(event.created_at_ms)
-            .bind(&event.notify_email)
-            .bind(swapd_core::webhooks::event_payload(event))
-            .execute(&mut *$tx)
-            .await
-            .map_err(map_sqlx_error)?;
-            // The outbox fan-out: one delivery per active subscription of the owner to this
-            // type, in the transaction that wrote the event, so none can be lost.
-            sqlx::query(
-                "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, \
-                 status, attempts, next_attempt_at, created_at, updated_at) \
-                 SELECT $1 || id, id, $2, owner, 'event', 'pending', 0, $3, $3, $3 \
-                 FROM webhook_subscriptions WHERE owner = $4 AND status = 'active' AND events LIKE $5",
-            )
-            .bind(format!("{}:", event.id))
-            .bind(&event.id)
-            .bind(event.created_at_ms)
-            .bind(&event.owner)
-            .bind(swapd_core::webhooks::events_pattern(event.event_type))
-            .execute(&mut *$tx)
-            .await
-            .map_err(map_sqlx_error)?;
-        }
-    }};
+/// The columns of an outbox event, as [`EventRow`] reads them.
+pub(crate) const EVENT_COLUMNS: &str =
+    "id, order_id, owner, sequence, event_type, data, created_at, notify_email";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct EventRow {
+    id: String,
+    order_id: String,
+    owner: String,
+    sequence: i64,
+    event_type: String,
+    data: String,
+    created_at: i64,
+    notify_email: Option<String>,
 }
-/// The columns of an outbox event, in [`EventRow`] order.
-macro_rules! event_columns {
-    () => {
-        "id, order_id, owner, sequence, event_type, data, created_at, notify_email"
-    };
-}
-pub(crate) use event_columns;
 
-pub(crate) type EventRow = (
-    String,
-    String,
-    String,
-    i64,
-    String,
-    String,
-    i64,
-    Option<String>,
-);
-
-pub(crate) fn event_from_row(
-    row: EventRow,
-) -> Result<swapd_core::orders::OrderEvent, swapd_core::StoreError> {
-    let (id, order_id, owner, sequence, event_type, data, created_at_ms, notify_email) = row;
-    Ok(swapd_core::orders::OrderEvent {
-        id,
-        order_id,
-        owner,
-        sequence,
-        event_type: event_type
-            .parse::<swapd_core::orders::EventType>()
-            .map_err(|_| {
-                swapd_core::StoreError::Corrupt(format!("unknown event type {event_type}"))
+impl EventRow {
+    pub(crate) fn into_event(self) -> Result<OrderEvent, StoreError> {
+        Ok(OrderEvent {
+            event_type: self.event_type.parse::<EventType>().map_err(|_| {
+                StoreError::Corrupt(format!("unknown event type {}", self.event_type))
             })?,
-        data: decode_json(&data)?,
-        created_at_ms,
-        notify_email,
-    })
+            data: decode_json(&self.data)?,
+            id: self.id,
+            order_id: self.order_id,
+            owner: self.owner,
+            sequence: self.sequence,
+            created_at_ms: self.created_at,
+            notify_email: self.notify_email,
+        })
+    }
 }
 
-macro_rules! impl_orders {
-    ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
-        #[async_trait::async_trait]
-        impl swapd_core::store::OrderStore for $store {
-            async fn create_order(
-                &self,
-                order: &Order,
-                events: &[OrderEvent],
-                create_token_hash: Option<&str>,
-                finish: IdempotentFinish<'_>,
-            ) -> Result<Result<(), RedeemError>, StoreError> {
-                let body = encode_json(order)?;
-                let mut tx = self.write_tx().await?;
-                if let Some(hash) = create_token_hash {
-                    if let Err(refused) = redeem_in!(tx, $lock, hash, &order.owner, order.created_at_ms) {
-                        return Ok(Err(refused));
-                    }
-                }
-                sqlx::query(
-                    "INSERT INTO orders (id, owner, status, version, body, create_token_hash, \
-                     created_at, updated_at, next_check_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                )
-                .bind(&order.id)
-                .bind(&order.owner)
-                .bind(order.status.as_str())
-                .bind(order.version)
-                .bind(body)
-                .bind(create_token_hash)
-                .bind(order.created_at_ms)
-                .bind(order.updated_at_ms)
-                .bind(order.next_check_at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-                insert_events_in!(tx, events);
-                finish_idempotent_in!(tx, finish);
-                let mut works = crate::event_work(events);
-                works.push(Work::Orders);
-                <$store>::announce_in(&mut tx, &works).await?;
-                tx.commit().await.map_err(map_sqlx_error)?;
-                crate::ring(&self.bells, &works);
-                Ok(Ok(()))
-            }
+/// The work a write of order `events` makes: the order loop's, deliveries to send (the outbox
+/// fan-out), and e-mails when one of the events has an address.
+fn order_work(events: &[OrderEvent]) -> Vec<Work> {
+    let mut works = vec![Work::Orders];
+    if !events.is_empty() {
+        works.push(Work::Deliveries);
+    }
+    if events.iter().any(|event| event.notify_email.is_some()) {
+        works.push(Work::Notifications);
+    }
+    works
+}
 
-            async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {
-                let body: Option<String> =
-                    sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
-                        .bind(id)
-                        .bind(owner)
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                body.map(|body| decode_json(&body)).transpose()
-            }
+/// Inside a write transaction: appends outbox events, each with its webhook deliveries.
+async fn insert_events_in(tx: &mut Tx, events: &[OrderEvent]) -> Result<(), StoreError> {
+    for event in events {
+        sqlx::query(
+            "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
+             created_at, notify_email, payload) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&event.id)
+        .bind(&event.order_id)
+        .bind(&event.owner)
+        .bind(event.sequence)
+        .bind(event.event_type.as_str())
+        .bind(encode_json(&event.data)?)
+        .bind(event.created_at_ms)
+        .bind(&event.notify_email)
+        .bind(swapd_core::webhooks::event_payload(event))
+        .execute(&mut **tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        // The outbox fan-out: one delivery per active subscription of the owner to this type,
+        // in the transaction that wrote the event, so none can be lost.
+        sqlx::query(
+            "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, \
+             status, attempts, next_attempt_at, created_at, updated_at) \
+             SELECT $1 || id, id, $2, owner, 'event', 'pending', 0, $3, $3, $3 \
+             FROM webhook_subscriptions WHERE owner = $4 AND status = 'active' AND events LIKE $5",
+        )
+        .bind(format!("{}:", event.id))
+        .bind(&event.id)
+        .bind(event.created_at_ms)
+        .bind(&event.owner)
+        .bind(swapd_core::webhooks::events_pattern(event.event_type))
+        .execute(&mut **tx)
+        .await
+        .map_err(map_sqlx_error)?;
+    }
+    Ok(())
+}
 
-            async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError> {
-                let body: Option<String> =
-                    sqlx::query_scalar("SELECT body FROM orders WHERE id = $1")
-                        .bind(id)
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                body.map(|body| decode_json(&body)).transpose()
-            }
+/// Orders the worker looks at next: due first, each leased until the claim's end.
+const DUE_ORDERS: Claim = Claim {
+    table: "orders",
+    set: "next_check_at = $2",
+    pick: "next_check_at <= $1 ORDER BY next_check_at LIMIT $3",
+    returning: "body",
+};
 
-            async fn search_orders(
-                &self,
-                search: &swapd_core::store::OrderSearch,
-            ) -> Result<Vec<Order>, StoreError> {
-                let bodies: Vec<String> = sqlx::query_scalar(
-                    "SELECT body FROM orders WHERE ($1 IS NULL OR id = $1) \
-                     AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR owner = $3) \
-                     AND ($4 IS NULL OR created_at >= $4) AND ($5 IS NULL OR created_at < $5) \
-                     ORDER BY created_at DESC, id LIMIT $6",
-                )
-                .bind(search.id.as_deref())
-                .bind(search.status.map(|s| s.as_str()))
-                .bind(search.owner.as_deref())
-                .bind(search.created_from_ms)
-                .bind(search.created_until_ms)
-                .bind(i64::from(search.limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-                bodies.iter().map(|body| decode_json(body)).collect()
-            }
+/// E-mails to send: each claimed for one attempt.
+const DUE_MAILS: Claim = Claim {
+    table: "order_events",
+    set: "mail_lease_until = $2, mail_attempts = mail_attempts + 1",
+    pick: "notify_email IS NOT NULL AND mailed_at IS NULL AND mail_failed_at IS NULL \
+           AND (mail_lease_until IS NULL OR mail_lease_until <= $1) \
+           ORDER BY created_at, order_id, sequence LIMIT $3",
+    returning: EVENT_COLUMNS,
+};
 
-            async fn update_order(
-                &self,
-                order: &Order,
-                events: &[OrderEvent],
-                finish: Option<IdempotentFinish<'_>>,
-            ) -> Result<bool, StoreError> {
-                let body = encode_json(order)?;
-                let mut tx = self.write_tx().await?;
-                let update = sqlx::query(
-                    "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5, \
-                     next_check_at = $7 WHERE id = $1 AND version = $6",
-                )
-                .bind(&order.id)
-                .bind(order.status.as_str())
-                .bind(order.version)
-                .bind(body)
-                .bind(order.updated_at_ms)
-                .bind(order.version - 1)
-                .bind(order.next_check_at_ms);
-                let mut works = crate::event_work(events);
-                works.push(Work::Orders);
-                let updated = compare_and_set!(tx, update, finish = finish, then = {
-                    insert_events_in!(tx, events);
-                    <$store>::announce_in(&mut tx, &works).await?;
-                });
-                if updated {
-                    crate::ring(&self.bells, &works);
-                }
-                Ok(updated)
-            }
-
-            async fn claim_due_orders(
-                &self,
-                now_ms: i64,
-                lease_until_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<Order>, StoreError> {
-                let mut tx = self.write_tx().await?;
-                let bodies: Vec<String> = sqlx::query_scalar(concat!(
-                    "UPDATE orders SET next_check_at = $2 WHERE id IN (",
-                    "SELECT id FROM orders WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $3",
-                    $skip_locked,
-                    ") RETURNING body"
-                ))
-                .bind(now_ms)
-                .bind(lease_until_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-                tx.commit().await.map_err(map_sqlx_error)?;
-                let mut orders = bodies
-                    .iter()
-                    .map(|body| decode_json::<Order>(body))
-                    .collect::<Result<Vec<_>, _>>()?;
-                // RETURNING keeps no order: earliest due first, as claimed.
-                orders.sort_by_key(|order| order.next_check_at_ms);
-                Ok(orders)
-            }
-
-            async fn claim_notifications(
-                &self,
-                now_ms: i64,
-                lease_until_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<OrderEvent>, StoreError> {
-                let mut tx = self.write_tx().await?;
-                // Tried enough: failed, not claimed again.
-                sqlx::query(
-                    "UPDATE order_events SET mail_failed_at = $1 WHERE notify_email IS NOT NULL \
-                     AND mailed_at IS NULL AND mail_failed_at IS NULL AND mail_attempts >= $2 \
-                     AND (mail_lease_until IS NULL OR mail_lease_until <= $1)",
-                )
-                .bind(now_ms)
-                .bind(i64::from(swapd_core::notify::MAX_MAIL_ATTEMPTS))
-                .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-                let rows: Vec<EventRow> = sqlx::query_as(concat!(
-                    "UPDATE order_events SET mail_lease_until = $2, mail_attempts = mail_attempts + 1 ",
-                    "WHERE id IN (",
-                    "SELECT id FROM order_events WHERE notify_email IS NOT NULL AND mailed_at IS NULL ",
-                    "AND mail_failed_at IS NULL ",
-                    "AND (mail_lease_until IS NULL OR mail_lease_until <= $1) ",
-                    "ORDER BY created_at, order_id, sequence LIMIT $3",
-                    $skip_locked,
-                    ") RETURNING ",
-                    event_columns!()
-                ))
-                .bind(now_ms)
-                .bind(lease_until_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-                tx.commit().await.map_err(map_sqlx_error)?;
-                let mut events = rows
-                    .into_iter()
-                    .map(event_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                events.sort_by(|a, b| {
-                    (a.created_at_ms, &a.order_id, a.sequence).cmp(&(
-                        b.created_at_ms,
-                        &b.order_id,
-                        b.sequence,
-                    ))
-                });
-                Ok(events)
-            }
-
-            async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError> {
-                sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
-                    .bind(event_id)
-                    .bind(now_ms)
-                    .execute(&self.pool)
-                    .await
-                    .map(drop)
-                    .map_err(map_sqlx_error)
-            }
-
-            async fn mark_notification_failed(
-                &self,
-                event_id: &str,
-                now_ms: i64,
-            ) -> Result<(), StoreError> {
-                sqlx::query(
-                    "UPDATE order_events SET mail_failed_at = $2 WHERE id = $1 AND mailed_at IS NULL",
-                )
-                .bind(event_id)
-                .bind(now_ms)
-                .execute(&self.pool)
-                .await
-                .map(drop)
-                .map_err(map_sqlx_error)
-            }
-
-            async fn order_mails(
-                &self,
-                order_id: &str,
-            ) -> Result<Vec<swapd_core::store::EventMail>, StoreError> {
-                let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = sqlx::query_as(
-                    "SELECT id, CAST(mail_attempts AS BIGINT), mailed_at, mail_failed_at \
-                     FROM order_events WHERE order_id = $1 AND notify_email IS NOT NULL \
-                     ORDER BY sequence",
-                )
-                .bind(order_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(event_id, attempts, sent_at_ms, failed_at_ms)| {
-                        swapd_core::store::EventMail {
-                            event_id,
-                            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                            sent_at_ms,
-                            failed_at_ms,
-                        }
-                    })
-                    .collect())
-            }
-
-            async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
-                let rows: Vec<EventRow> = sqlx::query_as(concat!(
-                    "SELECT ",
-                    event_columns!(),
-                    " FROM order_events WHERE order_id = $1 ORDER BY sequence"
-                ))
-                .bind(order_id)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-                rows.into_iter().map(event_from_row).collect()
-            }
+#[async_trait::async_trait]
+impl OrderStore for SqlStore {
+    async fn create_order(
+        &self,
+        order: &Order,
+        events: &[OrderEvent],
+        create_token_hash: Option<&str>,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<Result<(), RedeemError>, StoreError> {
+        let body = encode_json(order)?;
+        let mut tx = self.write_tx().await?;
+        if let Some(hash) = create_token_hash
+            && let Err(refused) =
+                redeem_in(self, &mut tx, hash, &order.owner, order.created_at_ms).await?
+        {
+            return Ok(Err(refused));
         }
-    };
-}
+        sqlx::query(
+            "INSERT INTO orders (id, owner, status, version, body, create_token_hash, \
+             created_at, updated_at, next_check_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&order.id)
+        .bind(&order.owner)
+        .bind(order.status.as_str())
+        .bind(order.version)
+        .bind(body)
+        .bind(create_token_hash)
+        .bind(order.created_at_ms)
+        .bind(order.updated_at_ms)
+        .bind(order.next_check_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        insert_events_in(&mut tx, events).await?;
+        self.commit(tx, Some(finish), &order_work(events)).await?;
+        Ok(Ok(()))
+    }
 
-for_each_backend!(impl_orders);
+    async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {
+        let body: Option<String> =
+            sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
+                .bind(id)
+                .bind(owner)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+        body.map(|body| decode_json(&body)).transpose()
+    }
+
+    async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError> {
+        let body: Option<String> = sqlx::query_scalar("SELECT body FROM orders WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+        body.map(|body| decode_json(&body)).transpose()
+    }
+
+    async fn search_orders(&self, search: &OrderSearch) -> Result<Vec<Order>, StoreError> {
+        let bodies: Vec<String> = sqlx::query_scalar(
+            "SELECT body FROM orders WHERE ($1 IS NULL OR id = $1) \
+             AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR owner = $3) \
+             AND ($4 IS NULL OR created_at >= $4) AND ($5 IS NULL OR created_at < $5) \
+             ORDER BY created_at DESC, id LIMIT $6",
+        )
+        .bind(search.id.as_deref())
+        .bind(search.status.map(|s| s.as_str()))
+        .bind(search.owner.as_deref())
+        .bind(search.created_from_ms)
+        .bind(search.created_until_ms)
+        .bind(i64::from(search.limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        bodies.iter().map(|body| decode_json(body)).collect()
+    }
+
+    async fn update_order(
+        &self,
+        order: &Order,
+        events: &[OrderEvent],
+        finish: Option<IdempotentFinish<'_>>,
+    ) -> Result<bool, StoreError> {
+        let body = encode_json(order)?;
+        let mut tx = self.write_tx().await?;
+        let update = sqlx::query(
+            "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5, \
+             next_check_at = $7 WHERE id = $1 AND version = $6",
+        )
+        .bind(&order.id)
+        .bind(order.status.as_str())
+        .bind(order.version)
+        .bind(body)
+        .bind(order.updated_at_ms)
+        .bind(order.version - 1)
+        .bind(order.next_check_at_ms);
+        if !compare_and_set(&mut tx, update).await? {
+            return Ok(false);
+        }
+        insert_events_in(&mut tx, events).await?;
+        self.commit(tx, finish, &order_work(events)).await?;
+        Ok(true)
+    }
+
+    async fn claim_due_orders(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<Order>, StoreError> {
+        self.claim_due_bodies(
+            &DUE_ORDERS,
+            now_ms,
+            lease_until_ms,
+            limit,
+            |order: &Order| order.next_check_at_ms,
+        )
+        .await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<OrderEvent>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        // Tried enough: failed, not claimed again.
+        sqlx::query(
+            "UPDATE order_events SET mail_failed_at = $1 WHERE notify_email IS NOT NULL \
+             AND mailed_at IS NULL AND mail_failed_at IS NULL AND mail_attempts >= $2 \
+             AND (mail_lease_until IS NULL OR mail_lease_until <= $1)",
+        )
+        .bind(now_ms)
+        .bind(i64::from(swapd_core::notify::MAX_MAIL_ATTEMPTS))
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        let rows: Vec<EventRow> = sqlx::query_as(self.claiming(&DUE_MAILS))
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)?;
+        let mut events = rows
+            .into_iter()
+            .map(EventRow::into_event)
+            .collect::<Result<Vec<_>, _>>()?;
+        events.sort_by(|a, b| {
+            (a.created_at_ms, &a.order_id, a.sequence).cmp(&(
+                b.created_at_ms,
+                &b.order_id,
+                b.sequence,
+            ))
+        });
+        Ok(events)
+    }
+
+    async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
+            .bind(event_id)
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
+
+    async fn mark_notification_failed(
+        &self,
+        event_id: &str,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE order_events SET mail_failed_at = $2 WHERE id = $1 AND mailed_at IS NULL",
+        )
+        .bind(event_id)
+        .bind(now_ms)
+        .execute(&self.pool)
+        .await
+        .map(drop)
+        .map_err(map_sqlx_error)
+    }
+
+    async fn order_mails(&self, order_id: &str) -> Result<Vec<EventMail>, StoreError> {
+        let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = sqlx::query_as(
+            "SELECT id, CAST(mail_attempts AS BIGINT), mailed_at, mail_failed_at \
+             FROM order_events WHERE order_id = $1 AND notify_email IS NOT NULL \
+             ORDER BY sequence",
+        )
+        .bind(order_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(event_id, attempts, sent_at_ms, failed_at_ms)| EventMail {
+                event_id,
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                sent_at_ms,
+                failed_at_ms,
+            })
+            .collect())
+    }
+
+    async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
+        let rows: Vec<EventRow> = sqlx::query_as(built(format!(
+            "SELECT {EVENT_COLUMNS} FROM order_events WHERE order_id = $1 ORDER BY sequence"
+        )))
+        .bind(order_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.into_iter().map(EventRow::into_event).collect()
+    }
+}

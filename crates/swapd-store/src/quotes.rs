@@ -2,215 +2,209 @@
 
 use swapd_core::StoreError;
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
-use swapd_core::store::{IdempotentFinish, RateObservation};
+use swapd_core::store::{IdempotentFinish, QuoteStore, RateObservation};
 
 use crate::codec::{decode_json, encode_json};
-use crate::idempotency::finish_idempotent_in;
 use crate::map_sqlx_error;
+use crate::sql::{SqlStore, Tx, built, placeholders};
 
-/// Inside a write transaction `$tx`: redeems a createToken (see `Store::redeem_create_token`),
-/// evaluating to `Result<CreateTokenRecord, RedeemError>`; the caller commits on success.
-macro_rules! redeem_in {
-    ($tx:ident, $lock:literal, $hash:expr, $owner:expr, $now:expr) => {{
-        let (hash, owner, now_ms): (&str, &str, i64) = ($hash, $owner, $now);
-        let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(concat!(
-            "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens ",
-            "WHERE token_hash = $1",
-            $lock
-        ))
-        .bind(hash)
-        .fetch_optional(&mut *$tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        match row {
-            None => Err(RedeemError::NotFound),
-            Some((stored_owner, _, _, _, _)) if stored_owner != owner => Err(RedeemError::NotFound),
-            Some((_, _, _, _, Some(_))) => Err(RedeemError::Used),
-            Some((_, _, _, expires_at_ms, None)) if now_ms >= expires_at_ms => {
-                Err(RedeemError::Expired)
-            }
-            Some((stored_owner, route, created_at_ms, expires_at_ms, None)) => {
-                sqlx::query("UPDATE create_tokens SET used_at = $2 WHERE token_hash = $1")
-                    .bind(hash)
-                    .bind(now_ms)
-                    .execute(&mut *$tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
-                Ok(CreateTokenRecord {
-                    token_hash: hash.to_owned(),
-                    owner: stored_owner,
-                    route: decode_json(&route)?,
-                    created_at_ms,
-                    expires_at_ms,
-                    used_at_ms: Some(now_ms),
-                })
-            }
+/// Inside a write transaction: redeems a createToken (see `Store::redeem_create_token`); the
+/// caller commits on success.
+pub(crate) async fn redeem_in(
+    store: &SqlStore,
+    tx: &mut Tx,
+    hash: &str,
+    owner: &str,
+    now_ms: i64,
+) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
+    let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(store.locking(
+        "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens \
+         WHERE token_hash = $1",
+    ))
+    .bind(hash)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(map_sqlx_error)?;
+    Ok(match row {
+        None => Err(RedeemError::NotFound),
+        Some((stored_owner, _, _, _, _)) if stored_owner != owner => Err(RedeemError::NotFound),
+        Some((_, _, _, _, Some(_))) => Err(RedeemError::Used),
+        Some((_, _, _, expires_at_ms, None)) if now_ms >= expires_at_ms => {
+            Err(RedeemError::Expired)
         }
-    }};
-}
-pub(crate) use redeem_in;
-
-macro_rules! impl_quotes {
-    ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
-        #[async_trait::async_trait]
-        impl swapd_core::store::QuoteStore for $store {
-            async fn save_route_quotes(&self, quotes: &[RouteQuote]) -> Result<(), StoreError> {
-                if quotes.is_empty() {
-                    return Ok(());
-                }
-                let bodies = quotes
-                    .iter()
-                    .map(|quote| encode_json(quote).map(|body| (quote, body)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                sqlx::QueryBuilder::new(
-                    "INSERT INTO route_quotes (id, owner, body, created_at, expires_at) ",
-                )
-                .push_values(&bodies, |mut row, (quote, body)| {
-                    row.push_bind(&quote.id)
-                        .push_bind(&quote.owner)
-                        .push_bind(body)
-                        .push_bind(quote.created_at_ms)
-                        .push_bind(quote.expires_at_ms);
-                })
-                .build()
-                .execute(&self.pool)
-                .await
-                .map(drop)
-                .map_err(map_sqlx_error)
-            }
-
-            async fn route_quote(
-                &self,
-                id: &str,
-                owner: &str,
-            ) -> Result<Option<RouteQuote>, StoreError> {
-                let body: Option<String> =
-                    sqlx::query_scalar("SELECT body FROM route_quotes WHERE id = $1 AND owner = $2")
-                        .bind(id)
-                        .bind(owner)
-                        .fetch_optional(&self.pool)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                body.map(|body| decode_json(&body)).transpose()
-            }
-
-            async fn issue_create_token(
-                &self,
-                token: &CreateTokenRecord,
-                finish: IdempotentFinish<'_>,
-            ) -> Result<(), StoreError> {
-                let route = encode_json(&token.route)?;
-                let mut tx = self.write_tx().await?;
-                sqlx::query(
-                    "INSERT INTO create_tokens (token_hash, owner, route_quote_id, route, created_at, \
-                     expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                )
-                .bind(&token.token_hash)
-                .bind(&token.owner)
-                .bind(&token.route.id)
-                .bind(route)
-                .bind(token.created_at_ms)
-                .bind(token.expires_at_ms)
-                .bind(token.used_at_ms)
-                .execute(&mut *tx)
+        Some((stored_owner, route, created_at_ms, expires_at_ms, None)) => {
+            sqlx::query("UPDATE create_tokens SET used_at = $2 WHERE token_hash = $1")
+                .bind(hash)
+                .bind(now_ms)
+                .execute(&mut **tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                finish_idempotent_in!(tx, finish);
-                tx.commit().await.map_err(map_sqlx_error)
-            }
+            Ok(CreateTokenRecord {
+                token_hash: hash.to_owned(),
+                owner: stored_owner,
+                route: decode_json(&route)?,
+                created_at_ms,
+                expires_at_ms,
+                used_at_ms: Some(now_ms),
+            })
+        }
+    })
+}
 
-            async fn create_token(
-                &self,
-                token_hash: &str,
-                owner: &str,
-            ) -> Result<Option<CreateTokenRecord>, StoreError> {
-                let row: Option<(String, i64, i64, Option<i64>)> = sqlx::query_as(
-                    "SELECT route, created_at, expires_at, used_at FROM create_tokens \
-                     WHERE token_hash = $1 AND owner = $2",
-                )
-                .bind(token_hash)
+#[async_trait::async_trait]
+impl QuoteStore for SqlStore {
+    async fn save_route_quotes(&self, quotes: &[RouteQuote]) -> Result<(), StoreError> {
+        if quotes.is_empty() {
+            return Ok(());
+        }
+        let bodies = quotes
+            .iter()
+            .map(|quote| encode_json(quote).map(|body| (quote, body)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut insert = sqlx::query(built(format!(
+            "INSERT INTO route_quotes (id, owner, body, created_at, expires_at) VALUES {}",
+            placeholders(1, bodies.len(), 5)
+        )));
+        for (quote, body) in bodies {
+            insert = insert
+                .bind(&quote.id)
+                .bind(&quote.owner)
+                .bind(body)
+                .bind(quote.created_at_ms)
+                .bind(quote.expires_at_ms);
+        }
+        insert
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
+
+    async fn route_quote(&self, id: &str, owner: &str) -> Result<Option<RouteQuote>, StoreError> {
+        let body: Option<String> =
+            sqlx::query_scalar("SELECT body FROM route_quotes WHERE id = $1 AND owner = $2")
+                .bind(id)
                 .bind(owner)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(map_sqlx_error)?;
-                row.map(|(route, created_at_ms, expires_at_ms, used_at_ms)| {
-                    Ok(CreateTokenRecord {
-                        token_hash: token_hash.to_owned(),
-                        owner: owner.to_owned(),
-                        route: decode_json(&route)?,
-                        created_at_ms,
-                        expires_at_ms,
-                        used_at_ms,
-                    })
-                })
-                .transpose()
-            }
+        body.map(|body| decode_json(&body)).transpose()
+    }
 
-            async fn redeem_create_token(
-                &self,
-                token_hash: &str,
-                owner: &str,
-                now_ms: i64,
-            ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
-                let mut tx = self.write_tx().await?;
-                let redeemed = redeem_in!(tx, $lock, token_hash, owner, now_ms);
-                if redeemed.is_ok() {
-                    tx.commit().await.map_err(map_sqlx_error)?;
-                }
-                Ok(redeemed)
-            }
+    async fn issue_create_token(
+        &self,
+        token: &CreateTokenRecord,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<(), StoreError> {
+        let route = encode_json(&token.route)?;
+        let mut tx = self.write_tx().await?;
+        sqlx::query(
+            "INSERT INTO create_tokens (token_hash, owner, route_quote_id, route, created_at, \
+             expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&token.token_hash)
+        .bind(&token.owner)
+        .bind(&token.route.id)
+        .bind(route)
+        .bind(token.created_at_ms)
+        .bind(token.expires_at_ms)
+        .bind(token.used_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        self.commit(tx, Some(finish), &[]).await
+    }
 
-            async fn record_rates(&self, observations: &[RateObservation]) -> Result<(), StoreError> {
-                if observations.is_empty() {
-                    return Ok(());
-                }
-                sqlx::QueryBuilder::new(
-                    "INSERT INTO rate_observations (pair, observed_at, rate, provider) ",
-                )
-                .push_values(observations, |mut row, o| {
-                    row.push_bind(&o.pair)
-                        .push_bind(o.observed_at_ms)
-                        .push_bind(&o.rate)
-                        .push_bind(&o.provider);
-                })
-                .build()
-                .execute(&self.pool)
-                .await
-                .map(drop)
-                .map_err(map_sqlx_error)
-            }
+    async fn create_token(
+        &self,
+        token_hash: &str,
+        owner: &str,
+    ) -> Result<Option<CreateTokenRecord>, StoreError> {
+        let row: Option<(String, i64, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT route, created_at, expires_at, used_at FROM create_tokens \
+             WHERE token_hash = $1 AND owner = $2",
+        )
+        .bind(token_hash)
+        .bind(owner)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        row.map(|(route, created_at_ms, expires_at_ms, used_at_ms)| {
+            Ok(CreateTokenRecord {
+                token_hash: token_hash.to_owned(),
+                owner: owner.to_owned(),
+                route: decode_json(&route)?,
+                created_at_ms,
+                expires_at_ms,
+                used_at_ms,
+            })
+        })
+        .transpose()
+    }
 
-            async fn rates(
-                &self,
-                pair: &str,
-                since_ms: i64,
-                until_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<RateObservation>, StoreError> {
-                let rows: Vec<(String, i64, String, String)> = sqlx::query_as(
-                    "SELECT pair, observed_at, rate, provider FROM rate_observations \
-                     WHERE pair = $1 AND observed_at >= $2 AND observed_at < $3 \
-                     ORDER BY observed_at LIMIT $4",
-                )
-                .bind(pair)
-                .bind(since_ms)
-                .bind(until_ms)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(pair, observed_at_ms, rate, provider)| RateObservation {
-                        pair,
-                        observed_at_ms,
-                        rate,
-                        provider,
-                    })
-                    .collect())
-            }
+    async fn redeem_create_token(
+        &self,
+        token_hash: &str,
+        owner: &str,
+        now_ms: i64,
+    ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let redeemed = redeem_in(self, &mut tx, token_hash, owner, now_ms).await?;
+        if redeemed.is_ok() {
+            tx.commit().await.map_err(map_sqlx_error)?;
         }
-    };
-}
+        Ok(redeemed)
+    }
 
-for_each_backend!(impl_quotes);
+    async fn record_rates(&self, observations: &[RateObservation]) -> Result<(), StoreError> {
+        if observations.is_empty() {
+            return Ok(());
+        }
+        let mut insert = sqlx::query(built(format!(
+            "INSERT INTO rate_observations (pair, observed_at, rate, provider) VALUES {}",
+            placeholders(1, observations.len(), 4)
+        )));
+        for o in observations {
+            insert = insert
+                .bind(&o.pair)
+                .bind(o.observed_at_ms)
+                .bind(&o.rate)
+                .bind(&o.provider);
+        }
+        insert
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
+
+    async fn rates(
+        &self,
+        pair: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<RateObservation>, StoreError> {
+        let rows: Vec<(String, i64, String, String)> = sqlx::query_as(
+            "SELECT pair, observed_at, rate, provider FROM rate_observations \
+             WHERE pair = $1 AND observed_at >= $2 AND observed_at < $3 \
+             ORDER BY observed_at LIMIT $4",
+        )
+        .bind(pair)
+        .bind(since_ms)
+        .bind(until_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(pair, observed_at_ms, rate, provider)| RateObservation {
+                pair,
+                observed_at_ms,
+                rate,
+                provider,
+            })
+            .collect())
+    }
+}

@@ -22,14 +22,9 @@ pub(crate) struct ApiKeyRow {
     pub revoked_at: Option<i64>,
 }
 
-/// The `api_keys` columns in [`ApiKeyRow`] order, as a literal so SQL can be built with `concat!`.
-macro_rules! api_key_columns {
-    () => {
-        "id, name, permissions, ip_allow, origins, per_minute, per_hour, weight_per_hour, status, \
-         sealed_secret, created_at, revoked_at"
-    };
-}
-pub(crate) use api_key_columns;
+/// The `api_keys` columns in [`ApiKeyRow`] order.
+pub(crate) const API_KEY_COLUMNS: &str = "id, name, permissions, ip_allow, origins, per_minute, \
+     per_hour, weight_per_hour, status, sealed_secret, created_at, revoked_at";
 
 impl ApiKeyRow {
     pub fn from_domain(key: &ApiKey) -> Self {
@@ -167,14 +162,9 @@ pub(crate) struct SubscriptionRow {
 }
 
 /// The `webhook_subscriptions` columns in [`SubscriptionRow`] order.
-macro_rules! subscription_columns {
-    () => {
-        "id, owner, url, events, description, status, disabled_reason, secret_sealed, \
-         previous_secret_sealed, previous_secret_expires_at, failing_since, created_at, \
-         updated_at, version"
-    };
-}
-pub(crate) use subscription_columns;
+pub(crate) const SUBSCRIPTION_COLUMNS: &str = "id, owner, url, events, description, status, \
+     disabled_reason, secret_sealed, previous_secret_sealed, previous_secret_expires_at, \
+     failing_since, created_at, updated_at, version";
 
 impl SubscriptionRow {
     pub fn into_domain(self) -> Result<swapd_core::webhooks::Subscription, StoreError> {
@@ -227,13 +217,8 @@ pub(crate) struct JobRow {
 }
 
 /// The `market_jobs` columns in [`JobRow`] order.
-macro_rules! job_columns {
-    () => {
-        "id, owner, kind, request, status, result, error, attempts, created_at, started_at, \
-         finished_at"
-    };
-}
-pub(crate) use job_columns;
+pub(crate) const JOB_COLUMNS: &str = "id, owner, kind, request, status, result, error, attempts, \
+     created_at, started_at, finished_at";
 
 impl JobRow {
     pub fn from_domain(job: &swapd_core::market_intel::Job) -> Result<Self, StoreError> {

@@ -64,13 +64,6 @@ impl PgTestSchema {
         &self.schema
     }
 
-    /// Connection options whose `search_path` is this schema only.
-    pub fn connect_options(&self) -> PgConnectOptions {
-        PgConnectOptions::from_str(&self.url)
-            .expect("valid test URL")
-            .options([("search_path", self.schema.as_str())])
-    }
-
     /// A database URL that selects this schema, for passing to `swapd --database-url`.
     pub fn database_url(&self) -> String {
         let separator = if self.url.contains('?') { '&' } else { '?' };
@@ -78,6 +71,14 @@ impl PgTestSchema {
             "{}{separator}options=-c%20search_path%3D{}",
             self.url, self.schema
         )
+    }
+
+    /// [`PgTestSchema::database_url`] through another port of this machine (a proxy's).
+    pub fn database_url_at(&self, port: u16) -> String {
+        let mut url = url::Url::parse(&self.database_url()).expect("valid test URL");
+        url.set_host(Some("127.0.0.1")).expect("a host");
+        url.set_port(Some(port)).expect("a port");
+        url.into()
     }
 }
 

@@ -2,172 +2,169 @@
 
 use swapd_core::StoreError;
 use swapd_core::orders::EventType;
-use swapd_core::store::IdempotentFinish;
+use swapd_core::store::{IdempotentFinish, WebhookStore};
 use swapd_core::webhooks::{
     Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
     ReplaySelection, Subscription,
 };
 
-use crate::idempotency::finish_idempotent_in;
 use crate::map_sqlx_error;
-use crate::orders::{EventRow, event_columns, event_from_row};
-use crate::rows::{SubscriptionRow, subscription_columns};
-use crate::versioned::compare_and_set;
+use crate::orders::{EVENT_COLUMNS, EventRow};
+use crate::rows::{SUBSCRIPTION_COLUMNS, SubscriptionRow};
+use crate::sql::{Claim, SqlStore, built, compare_and_set, placeholders};
 
 /// A stored payload with its event's columns.
-pub(crate) type PayloadRow = (
-    Option<Vec<u8>>,
+#[derive(sqlx::FromRow)]
+struct PayloadRow {
+    payload: Option<Vec<u8>>,
+    #[sqlx(flatten)]
+    event: EventRow,
+}
+
+/// `statement` with a subscription's columns bound as `$1`… in [`SUBSCRIPTION_COLUMNS`] order.
+fn with_subscription<'q>(
+    statement: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    subscription: &Subscription,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    statement
+        .bind(&subscription.id)
+        .bind(&subscription.owner)
+        .bind(&subscription.url)
+        .bind(subscription.events_column())
+        .bind(&subscription.description)
+        .bind(subscription.status.as_str())
+        .bind(&subscription.disabled_reason)
+        .bind(&subscription.secret_sealed)
+        .bind(&subscription.previous_secret_sealed)
+        .bind(subscription.previous_secret_expires_at_ms)
+        .bind(subscription.failing_since_ms)
+        .bind(subscription.created_at_ms)
+        .bind(subscription.updated_at_ms)
+        .bind(subscription.version)
+}
+
+/// Webhook deliveries to send: pending and due ones no other sender holds, oldest due first.
+const DUE_DELIVERIES: Claim = Claim {
+    table: "webhook_deliveries",
+    set: "lease_token = $1, lease_until = $2",
+    pick: "status = 'pending' AND next_attempt_at <= $3 \
+           AND (lease_until IS NULL OR lease_until <= $3) ORDER BY next_attempt_at LIMIT $4",
+    returning: "id, attempts, event_id, subscription_id",
+};
+
+type DeliveryRow = (
+    String,
+    String,
     String,
     String,
     String,
     i64,
-    String,
-    String,
-    i64,
+    Option<i64>,
+    Option<i64>,
     Option<String>,
+    Option<i64>,
+    i64,
 );
 
-pub(crate) type DeliveryRow = (
-    String,
-    String,
-    String,
-    String,
-    String,
-    i64,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-    Option<i64>,
-    i64,
-);
-
-macro_rules! impl_webhooks {
-    ($store:ty, lock = $lock:literal, skip_locked = $skip_locked:literal) => {
-        #[async_trait::async_trait]
-        impl swapd_core::store::WebhookStore for $store {
-            async fn insert_subscription(
-                &self,
-                subscription: &Subscription,
-                finish: IdempotentFinish<'_>,
-            ) -> Result<bool, StoreError> {
-                let mut tx = self.write_tx().await?;
-                Self::serialize_owner(&mut tx, &subscription.owner).await?;
-                let existing: i64 =
-                    sqlx::query_scalar("SELECT count(*) FROM webhook_subscriptions WHERE owner = $1")
-                        .bind(&subscription.owner)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                if existing >= swapd_core::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER as i64 {
-                    return Ok(false);
-                }
-                sqlx::query(concat!(
-                    "INSERT INTO webhook_subscriptions (",
-                    subscription_columns!(),
-                    ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
-                ))
-                .bind(&subscription.id)
+#[async_trait::async_trait]
+impl WebhookStore for SqlStore {
+    async fn insert_subscription(
+        &self,
+        subscription: &Subscription,
+        finish: IdempotentFinish<'_>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.write_tx().await?;
+        self.serialize_owner(&mut tx, &subscription.owner).await?;
+        let existing: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM webhook_subscriptions WHERE owner = $1")
                 .bind(&subscription.owner)
-                .bind(&subscription.url)
-                .bind(subscription.events_column())
-                .bind(&subscription.description)
-                .bind(subscription.status.as_str())
-                .bind(&subscription.disabled_reason)
-                .bind(&subscription.secret_sealed)
-                .bind(&subscription.previous_secret_sealed)
-                .bind(subscription.previous_secret_expires_at_ms)
-                .bind(subscription.failing_since_ms)
-                .bind(subscription.created_at_ms)
-                .bind(subscription.updated_at_ms)
-                .bind(subscription.version)
-                .execute(&mut *tx)
+                .fetch_one(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                finish_idempotent_in!(tx, finish);
-                tx.commit().await.map_err(map_sqlx_error)?;
-                Ok(true)
-            }
+        if existing >= swapd_core::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER as i64 {
+            return Ok(false);
+        }
+        with_subscription(
+            sqlx::query(built(format!(
+                "INSERT INTO webhook_subscriptions ({SUBSCRIPTION_COLUMNS}) VALUES {}",
+                placeholders(1, 1, 14)
+            ))),
+            subscription,
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        self.commit(tx, Some(finish), &[]).await?;
+        Ok(true)
+    }
 
-            async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError> {
-                sqlx::query_as::<_, SubscriptionRow>(concat!(
-                    "SELECT ",
-                    subscription_columns!(),
-                    " FROM webhook_subscriptions WHERE owner = $1 ORDER BY created_at, id"
-                ))
-                .bind(owner)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?
-                .into_iter()
-                .map(SubscriptionRow::into_domain)
-                .collect()
-            }
+    async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError> {
+        sqlx::query_as::<_, SubscriptionRow>(built(format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE owner = $1 \
+             ORDER BY created_at, id"
+        )))
+        .bind(owner)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .into_iter()
+        .map(SubscriptionRow::into_domain)
+        .collect()
+    }
 
-            async fn subscription(
-                &self,
-                id: &str,
-                owner: &str,
-            ) -> Result<Option<Subscription>, StoreError> {
-                sqlx::query_as::<_, SubscriptionRow>(concat!(
-                    "SELECT ",
-                    subscription_columns!(),
-                    " FROM webhook_subscriptions WHERE id = $1 AND owner = $2"
-                ))
-                .bind(id)
-                .bind(owner)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?
-                .map(SubscriptionRow::into_domain)
-                .transpose()
-            }
+    async fn subscription(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<Subscription>, StoreError> {
+        sqlx::query_as::<_, SubscriptionRow>(built(format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions \
+             WHERE id = $1 AND owner = $2"
+        )))
+        .bind(id)
+        .bind(owner)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .map(SubscriptionRow::into_domain)
+        .transpose()
+    }
 
-            async fn update_subscription(
-                &self,
-                subscription: &Subscription,
-                finish: Option<IdempotentFinish<'_>>,
-            ) -> Result<bool, StoreError> {
-                let mut tx = self.write_tx().await?;
-                let update = sqlx::query(
-                    "UPDATE webhook_subscriptions SET url = $3, events = $4, description = $5, \
-                     status = $6, disabled_reason = $7, secret_sealed = $8, \
-                     previous_secret_sealed = $9, previous_secret_expires_at = $10, \
-                     failing_since = $11, updated_at = $12, version = $13 \
-                     WHERE id = $1 AND owner = $2 AND version = $14",
-                )
-                .bind(&subscription.id)
-                .bind(&subscription.owner)
-                .bind(&subscription.url)
-                .bind(subscription.events_column())
-                .bind(&subscription.description)
-                .bind(subscription.status.as_str())
-                .bind(&subscription.disabled_reason)
-                .bind(&subscription.secret_sealed)
-                .bind(&subscription.previous_secret_sealed)
-                .bind(subscription.previous_secret_expires_at_ms)
-                .bind(subscription.failing_since_ms)
-                .bind(subscription.updated_at_ms)
-                .bind(subscription.version)
-                .bind(subscription.version - 1);
-                Ok(compare_and_set!(tx, update, finish = finish))
-            }
+    async fn update_subscription(
+        &self,
+        subscription: &Subscription,
+        finish: Option<IdempotentFinish<'_>>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.write_tx().await?;
+        // The columns as [`with_subscription`] numbers them; `created_at` ($12) never changes.
+        let update = with_subscription(
+            sqlx::query(
+                "UPDATE webhook_subscriptions SET url = $3, events = $4, description = $5, \
+                 status = $6, disabled_reason = $7, secret_sealed = $8, \
+                 previous_secret_sealed = $9, previous_secret_expires_at = $10, \
+                 failing_since = $11, updated_at = $13, version = $14 \
+                 WHERE id = $1 AND owner = $2 AND version = $15",
+            ),
+            subscription,
+        )
+        .bind(subscription.version - 1);
+        if !compare_and_set(&mut tx, update).await? {
+            return Ok(false);
+        }
+        self.commit(tx, finish, &[]).await?;
+        Ok(true)
+    }
 
-            async fn claim_deliveries(
-                &self,
-                now_ms: i64,
-                lease_token: &str,
-                lease_until_ms: i64,
-                limit: u32,
-            ) -> Result<Vec<ClaimedDelivery>, StoreError> {
-                let mut tx = self.write_tx().await?;
-                let claimed: Vec<(String, i64, String, String)> = sqlx::query_as(concat!(
-                    "UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2 WHERE id IN (",
-                    "SELECT id FROM webhook_deliveries WHERE status = 'pending' ",
-                    "AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until <= $3) ",
-                    "ORDER BY next_attempt_at LIMIT $4",
-                    $skip_locked,
-                    ") RETURNING id, attempts, event_id, subscription_id"
-                ))
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_token: &str,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let claimed: Vec<(String, i64, String, String)> =
+            sqlx::query_as(self.claiming(&DUE_DELIVERIES))
                 .bind(lease_token)
                 .bind(lease_until_ms)
                 .bind(now_ms)
@@ -175,57 +172,49 @@ macro_rules! impl_webhooks {
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                let mut subscriptions: std::collections::HashMap<String, Subscription> =
-                    std::collections::HashMap::new();
-                let mut deliveries = Vec::with_capacity(claimed.len());
-                for (delivery_id, attempts, event_id, subscription_id) in claimed {
-                    if !subscriptions.contains_key(&subscription_id) {
-                        let row = sqlx::query_as::<_, SubscriptionRow>(concat!(
-                            "SELECT ",
-                            subscription_columns!(),
-                            " FROM webhook_subscriptions WHERE id = $1"
-                        ))
-                        .bind(&subscription_id)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                        subscriptions.insert(subscription_id.clone(), row.into_domain()?);
-                    }
-                    let (payload, row): (Option<Vec<u8>>, EventRow) = {
-                        let row: PayloadRow = sqlx::query_as(concat!(
-                            "SELECT payload, ",
-                            event_columns!(),
-                            " FROM order_events WHERE id = $1"
-                        ))
-                        .bind(&event_id)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                        let (payload, id, order_id, owner, sequence, event_type, data, created_at, email) = row;
-                        (payload, (id, order_id, owner, sequence, event_type, data, created_at, email))
-                    };
-                    // Events written before payloads were stored get theirs from the same function.
-                    let payload = match payload {
-                        Some(bytes) => bytes,
-                        None => swapd_core::webhooks::event_payload(&event_from_row(row)?),
-                    };
-                    deliveries.push(ClaimedDelivery {
-                        delivery_id,
-                        lease_token: lease_token.to_owned(),
-                        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                        event_id,
-                        payload,
-                        subscription: subscriptions[&subscription_id].clone(),
-                    });
-                }
-                tx.commit().await.map_err(map_sqlx_error)?;
-                Ok(deliveries)
+        let mut subscriptions: std::collections::HashMap<String, Subscription> =
+            std::collections::HashMap::new();
+        let mut deliveries = Vec::with_capacity(claimed.len());
+        for (delivery_id, attempts, event_id, subscription_id) in claimed {
+            if !subscriptions.contains_key(&subscription_id) {
+                let row = sqlx::query_as::<_, SubscriptionRow>(built(format!(
+                    "SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE id = $1"
+                )))
+                .bind(&subscription_id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+                subscriptions.insert(subscription_id.clone(), row.into_domain()?);
             }
+            let PayloadRow { payload, event } = sqlx::query_as(built(format!(
+                "SELECT payload, {EVENT_COLUMNS} FROM order_events WHERE id = $1"
+            )))
+            .bind(&event_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            // Events written before payloads were stored get theirs from the same function.
+            let payload = match payload {
+                Some(bytes) => bytes,
+                None => swapd_core::webhooks::event_payload(&event.into_event()?),
+            };
+            deliveries.push(ClaimedDelivery {
+                delivery_id,
+                lease_token: lease_token.to_owned(),
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                event_id,
+                payload,
+                subscription: subscriptions[&subscription_id].clone(),
+            });
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(deliveries)
+    }
 
-            async fn record_attempt(&self, record: &AttemptRecord) -> Result<bool, StoreError> {
-                let after = &record.after;
-                let mut tx = self.write_tx().await?;
-                let updated = sqlx::query(
+    async fn record_attempt(&self, record: &AttemptRecord) -> Result<bool, StoreError> {
+        let after = &record.after;
+        let mut tx = self.write_tx().await?;
+        let updated = sqlx::query(
                     "UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, \
                      lease_token = NULL, lease_until = NULL, last_status_code = $6, last_error = $7, \
                      last_latency_ms = $8, last_attempt_at = $9, updated_at = $10 \
@@ -244,42 +233,39 @@ macro_rules! impl_webhooks {
                 .execute(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-                if updated.rows_affected() != 1 {
-                    return Ok(false);
-                }
-                sqlx::query(
-                    "INSERT INTO webhook_attempts (delivery_id, attempt, subscription_id, started_at, \
-                     status_code, latency_ms, error, next_attempt_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
-                .bind(&record.delivery_id)
-                .bind(i64::from(record.attempt))
-                .bind(&record.subscription_id)
-                .bind(record.started_at_ms)
-                .bind(record.status_code.map(i64::from))
-                .bind(record.latency_ms)
-                .bind(&record.error)
-                .bind(after.next_attempt_at_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-                let streak = if after.status == DeliveryStatus::Succeeded {
-                    "UPDATE webhook_subscriptions SET failing_since = NULL \
-                     WHERE id = $1 AND failing_since IS NOT NULL"
-                } else {
-                    "UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2) \
-                     WHERE id = $1"
-                };
-                let mut streak = sqlx::query(streak).bind(&record.subscription_id);
-                if after.status != DeliveryStatus::Succeeded {
-                    streak = streak.bind(record.started_at_ms);
-                }
-                streak
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
-                if let Some(reason) = &after.disable_subscription {
-                    sqlx::query(
+        if updated.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO webhook_attempts (delivery_id, attempt, subscription_id, started_at, \
+             status_code, latency_ms, error, next_attempt_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&record.delivery_id)
+        .bind(i64::from(record.attempt))
+        .bind(&record.subscription_id)
+        .bind(record.started_at_ms)
+        .bind(record.status_code.map(i64::from))
+        .bind(record.latency_ms)
+        .bind(&record.error)
+        .bind(after.next_attempt_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        let streak = if after.status == DeliveryStatus::Succeeded {
+            "UPDATE webhook_subscriptions SET failing_since = NULL \
+             WHERE id = $1 AND failing_since IS NOT NULL"
+        } else {
+            "UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2) \
+             WHERE id = $1"
+        };
+        let mut streak = sqlx::query(streak).bind(&record.subscription_id);
+        if after.status != DeliveryStatus::Succeeded {
+            streak = streak.bind(record.started_at_ms);
+        }
+        streak.execute(&mut *tx).await.map_err(map_sqlx_error)?;
+        if let Some(reason) = &after.disable_subscription {
+            sqlx::query(
                         "UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $2, \
                          updated_at = $3, version = version + 1 WHERE id = $1 AND status = 'active'",
                     )
@@ -289,192 +275,191 @@ macro_rules! impl_webhooks {
                     .execute(&mut *tx)
                     .await
                     .map_err(map_sqlx_error)?;
-                }
-                tx.commit().await.map_err(map_sqlx_error)?;
-                Ok(true)
-            }
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(true)
+    }
 
-            async fn replay_events(
-                &self,
-                owner: &str,
-                selection: &ReplaySelection,
-                types: &[EventType],
-            ) -> Result<Vec<(String, EventType)>, StoreError> {
-                let rows: Vec<(String, String)> = match selection {
-                    ReplaySelection::Event(id) => sqlx::query_as(
-                        "SELECT id, event_type FROM order_events WHERE id = $1 AND owner = $2",
-                    )
-                    .bind(id)
-                    .bind(owner)
+    async fn replay_events(
+        &self,
+        owner: &str,
+        selection: &ReplaySelection,
+        types: &[EventType],
+    ) -> Result<Vec<(String, EventType)>, StoreError> {
+        let rows: Vec<(String, String)> = match selection {
+            ReplaySelection::Event(id) => sqlx::query_as(
+                "SELECT id, event_type FROM order_events WHERE id = $1 AND owner = $2",
+            )
+            .bind(id)
+            .bind(owner)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?,
+            ReplaySelection::Window {
+                since_ms,
+                until_ms,
+                limit,
+            } => {
+                if types.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut query = sqlx::query_as(built(format!(
+                    "SELECT id, event_type FROM order_events WHERE owner = $1 \
+                     AND created_at >= $2 AND created_at < $3 AND event_type IN {} \
+                     ORDER BY created_at, order_id, sequence LIMIT ${}",
+                    placeholders(4, 1, types.len()),
+                    4 + types.len()
+                )))
+                .bind(owner)
+                .bind(*since_ms)
+                .bind(*until_ms);
+                for event_type in types {
+                    query = query.bind(event_type.as_str());
+                }
+                query
+                    .bind(i64::from(*limit))
                     .fetch_all(&self.pool)
                     .await
-                    .map_err(map_sqlx_error)?,
-                    ReplaySelection::Window {
-                        since_ms,
-                        until_ms,
-                        limit,
-                    } => {
-                        if types.is_empty() {
-                            return Ok(Vec::new());
-                        }
-                        let mut query = sqlx::QueryBuilder::new(
-                            "SELECT id, event_type FROM order_events WHERE owner = ",
-                        );
-                        query
-                            .push_bind(owner)
-                            .push(" AND created_at >= ")
-                            .push_bind(*since_ms)
-                            .push(" AND created_at < ")
-                            .push_bind(*until_ms)
-                            .push(" AND event_type IN (");
-                        let mut separated = query.separated(", ");
-                        for event_type in types {
-                            separated.push_bind(event_type.as_str());
-                        }
-                        query
-                            .push(") ORDER BY created_at, order_id, sequence LIMIT ")
-                            .push_bind(i64::from(*limit));
-                        query
-                            .build_query_as()
-                            .fetch_all(&self.pool)
-                            .await
-                            .map_err(map_sqlx_error)?
-                    }
-                };
-                rows.into_iter()
-                    .map(|(id, event_type)| {
-                        event_type.parse::<EventType>().ok()
-                            .map(|t| (id, t))
-                            .ok_or_else(|| StoreError::Corrupt(format!("unknown event type {event_type}")))
-                    })
-                    .collect()
+                    .map_err(map_sqlx_error)?
             }
+        };
+        rows.into_iter()
+            .map(|(id, event_type)| {
+                event_type
+                    .parse::<EventType>()
+                    .ok()
+                    .map(|t| (id, t))
+                    .ok_or_else(|| StoreError::Corrupt(format!("unknown event type {event_type}")))
+            })
+            .collect()
+    }
 
-            async fn queue_deliveries(
-                &self,
-                deliveries: &[QueuedDelivery],
-                finish: Option<IdempotentFinish<'_>>,
-            ) -> Result<(), StoreError> {
-                let mut tx = self.write_tx().await?;
-                for delivery in deliveries {
-                    sqlx::query(
-                        "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, \
-                         status, attempts, next_attempt_at, created_at, updated_at) \
-                         VALUES ($1, $2, $3, $4, 'replay', 'pending', 0, $5, $5, $5)",
-                    )
-                    .bind(&delivery.id)
-                    .bind(&delivery.subscription_id)
-                    .bind(&delivery.event_id)
-                    .bind(&delivery.owner)
-                    .bind(delivery.created_at_ms)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
-                }
-                if let Some(finish) = finish {
-                    finish_idempotent_in!(tx, finish);
-                }
-                let works = [swapd_core::wakeup::Work::Deliveries];
-                <$store>::announce_in(&mut tx, &works).await?;
-                tx.commit().await.map_err(map_sqlx_error)?;
-                crate::ring(&self.bells, &works);
-                Ok(())
-            }
+    async fn queue_deliveries(
+        &self,
+        deliveries: &[QueuedDelivery],
+        finish: Option<IdempotentFinish<'_>>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write_tx().await?;
+        for delivery in deliveries {
+            sqlx::query(
+                "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, \
+                 status, attempts, next_attempt_at, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, 'replay', 'pending', 0, $5, $5, $5)",
+            )
+            .bind(&delivery.id)
+            .bind(&delivery.subscription_id)
+            .bind(&delivery.event_id)
+            .bind(&delivery.owner)
+            .bind(delivery.created_at_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        self.commit(tx, finish, &[swapd_core::wakeup::Work::Deliveries])
+            .await
+    }
 
-            async fn deliveries(
-                &self,
-                subscription_id: &str,
-                owner: &str,
-                limit: u32,
-            ) -> Result<Vec<Delivery>, StoreError> {
-                let rows: Vec<DeliveryRow> = sqlx::query_as(
-                    "SELECT id, subscription_id, event_id, kind, status, attempts, next_attempt_at, \
-                     last_status_code, last_error, last_latency_ms, created_at \
-                     FROM webhook_deliveries WHERE subscription_id = $1 AND owner = $2 \
-                     ORDER BY created_at DESC, id LIMIT $3",
+    async fn deliveries(
+        &self,
+        subscription_id: &str,
+        owner: &str,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let rows: Vec<DeliveryRow> = sqlx::query_as(
+            "SELECT id, subscription_id, event_id, kind, status, attempts, next_attempt_at, \
+             last_status_code, last_error, last_latency_ms, created_at \
+             FROM webhook_deliveries WHERE subscription_id = $1 AND owner = $2 \
+             ORDER BY created_at DESC, id LIMIT $3",
+        )
+        .bind(subscription_id)
+        .bind(owner)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let mut deliveries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (
+                id,
+                subscription_id,
+                event_id,
+                kind,
+                status,
+                attempts,
+                next,
+                code,
+                error,
+                latency,
+                created,
+            ) = row;
+            let log: Vec<(i64, i64, Option<i64>, i64, Option<String>, Option<i64>)> =
+                sqlx::query_as(
+                    "SELECT attempt, started_at, status_code, latency_ms, error, next_attempt_at \
+                     FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt",
                 )
-                .bind(subscription_id)
-                .bind(owner)
-                .bind(i64::from(limit))
+                .bind(&id)
                 .fetch_all(&self.pool)
                 .await
                 .map_err(map_sqlx_error)?;
-                let mut deliveries = Vec::with_capacity(rows.len());
-                for row in rows {
-                    let (id, subscription_id, event_id, kind, status, attempts, next, code, error, latency, created) = row;
-                    let log: Vec<(i64, i64, Option<i64>, i64, Option<String>, Option<i64>)> = sqlx::query_as(
-                        "SELECT attempt, started_at, status_code, latency_ms, error, next_attempt_at \
-                         FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt",
-                    )
-                    .bind(&id)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(map_sqlx_error)?;
-                    deliveries.push(Delivery {
-                        status: status.parse::<DeliveryStatus>().ok()
-                            .ok_or_else(|| StoreError::Corrupt(format!("delivery status {status}")))?,
-                        id,
-                        subscription_id,
-                        event_id,
-                        kind,
-                        attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+            deliveries.push(Delivery {
+                status: status
+                    .parse::<DeliveryStatus>()
+                    .ok()
+                    .ok_or_else(|| StoreError::Corrupt(format!("delivery status {status}")))?,
+                id,
+                subscription_id,
+                event_id,
+                kind,
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                next_attempt_at_ms: next,
+                last_status_code: code.and_then(|c| u16::try_from(c).ok()),
+                last_error: error,
+                last_latency_ms: latency,
+                created_at_ms: created,
+                log: log
+                    .into_iter()
+                    .map(|(attempt, started, code, latency, error, next)| Attempt {
+                        attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
+                        started_at_ms: started,
+                        status_code: code.and_then(|c| u16::try_from(c).ok()),
+                        latency_ms: latency,
+                        error,
                         next_attempt_at_ms: next,
-                        last_status_code: code.and_then(|c| u16::try_from(c).ok()),
-                        last_error: error,
-                        last_latency_ms: latency,
-                        created_at_ms: created,
-                        log: log
-                            .into_iter()
-                            .map(|(attempt, started, code, latency, error, next)| Attempt {
-                                attempt: u32::try_from(attempt).unwrap_or(u32::MAX),
-                                started_at_ms: started,
-                                status_code: code.and_then(|c| u16::try_from(c).ok()),
-                                latency_ms: latency,
-                                error,
-                                next_attempt_at_ms: next,
-                            })
-                            .collect(),
-                    });
-                }
-                Ok(deliveries)
-            }
+                    })
+                    .collect(),
+            });
+        }
+        Ok(deliveries)
+    }
 
-            async fn purge_event_history(
-                &self,
-                before_ms: i64,
-                limit: u32,
-            ) -> Result<u64, StoreError> {
-                const OLDEST: &str = "SELECT id FROM order_events WHERE created_at < $1 \
-                                      ORDER BY created_at, id LIMIT $2";
-                let mut tx = self.write_tx().await?;
-                for statement in [
-                    format!(
-                        "DELETE FROM webhook_attempts WHERE delivery_id IN \
-                         (SELECT id FROM webhook_deliveries WHERE event_id IN ({OLDEST}))"
-                    ),
-                    format!("DELETE FROM webhook_deliveries WHERE event_id IN ({OLDEST})"),
-                ] {
-                    sqlx::query(sqlx::AssertSqlSafe(statement))
-                        .bind(before_ms)
-                        .bind(i64::from(limit))
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(map_sqlx_error)?;
-                }
-                let events = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "DELETE FROM order_events WHERE id IN ({OLDEST})"
-                )))
+    async fn purge_event_history(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
+        const OLDEST: &str = "SELECT id FROM order_events WHERE created_at < $1 \
+                              ORDER BY created_at, id LIMIT $2";
+        let mut tx = self.write_tx().await?;
+        for statement in [
+            format!(
+                "DELETE FROM webhook_attempts WHERE delivery_id IN \
+                 (SELECT id FROM webhook_deliveries WHERE event_id IN ({OLDEST}))"
+            ),
+            format!("DELETE FROM webhook_deliveries WHERE event_id IN ({OLDEST})"),
+        ] {
+            sqlx::query(sqlx::AssertSqlSafe(statement))
                 .bind(before_ms)
                 .bind(i64::from(limit))
                 .execute(&mut *tx)
                 .await
-                .map_err(map_sqlx_error)?
-                .rows_affected();
-                tx.commit().await.map_err(map_sqlx_error)?;
-                Ok(events)
-            }
+                .map_err(map_sqlx_error)?;
         }
-    };
+        let events = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DELETE FROM order_events WHERE id IN ({OLDEST})"
+        )))
+        .bind(before_ms)
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(events)
+    }
 }
-
-for_each_backend!(impl_webhooks);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use swapd_core::Store;
 use swapd_store::test_support::{PgTestSchema, postgres_url};
-use swapd_store::{PgStore, SqliteStore, StoreOptions};
+use swapd_store::{SqlStore, StoreOptions};
 
 type Fresh = Option<(Arc<dyn Store>, Box<dyn Any + Send>)>;
 
@@ -17,7 +17,7 @@ async fn fresh_sqlite() -> Fresh {
         "sqlite://{}",
         dir.path().join("nested/dir/swapd.db").display()
     );
-    let store = SqliteStore::open(&url, &StoreOptions::default())
+    let store = SqlStore::open(&url, &StoreOptions::default())
         .await
         .unwrap();
     assert_eq!(store.journal_mode().await.unwrap(), "wal");
@@ -28,7 +28,7 @@ async fn fresh_sqlite() -> Fresh {
 async fn fresh_postgres() -> Fresh {
     let url = postgres_url()?;
     let schema = PgTestSchema::create(&url).await;
-    let store = PgStore::open_with(schema.connect_options(), &StoreOptions::default())
+    let store = SqlStore::open(&schema.database_url(), &StoreOptions::default())
         .await
         .unwrap();
     Some((Arc::new(store), Box::new(schema)))
@@ -72,14 +72,15 @@ async fn postgres_announcements_reach_the_other_nodes() {
     };
     let schema = PgTestSchema::create(&url).await;
     let options = StoreOptions::default();
-    let open = || PgStore::open_with(schema.connect_options(), &options);
+    let url = schema.database_url();
+    let open = || SqlStore::open(&url, &options);
     let writer: Arc<dyn Store> = Arc::new(open().await.unwrap());
     writer.migrate().await.unwrap();
     let listener: Arc<dyn Store> = Arc::new(open().await.unwrap());
     swapd_store::conformance::announcements_reach_listening_nodes(&writer, &listener).await;
     // SQLite has one process: nothing to listen to.
     let dir = tempfile::tempdir().unwrap();
-    let sqlite = SqliteStore::open(
+    let sqlite = SqlStore::open(
         &format!("sqlite://{}", dir.path().join("swapd.db").display()),
         &StoreOptions::default(),
     )

@@ -673,14 +673,11 @@ async fn nodes_sharing_postgres_share_nonces_and_fail_closed_when_it_is_gone() {
         ..Default::default()
     };
     let open = |port: u16| {
-        let connect = schema.connect_options().port(port);
+        let url = schema.database_url_at(port);
         let options = options.clone();
         async move {
-            Arc::new(
-                swapd_store::PgStore::open_with(connect, &options)
-                    .await
-                    .unwrap(),
-            ) as Arc<dyn swapd_core::Store>
+            Arc::new(swapd_store::SqlStore::open(&url, &options).await.unwrap())
+                as Arc<dyn swapd_core::Store>
         }
     };
     let master = swapd_core::secrets::MasterKey::generate();

@@ -321,8 +321,8 @@ async fn three_api_nodes_and_two_workers_share_postgres_and_redis_through_worker
     }
 
     // Every order completes with exactly one payout.
-    let store = swapd_store::PgStore::open_with(
-        schema.connect_options(),
+    let store = swapd_store::SqlStore::open(
+        &schema.database_url(),
         &swapd_store::StoreOptions::default(),
     )
     .await

@@ -23,8 +23,8 @@ async fn a_postgres_restart_under_load_answers_no_500_and_frees_every_key() {
     };
     let schema = swapd_store::test_support::PgTestSchema::create(&url).await;
     let application = format!("swapd_restart_{}", std::process::id());
-    let store = swapd_store::PgStore::open_with(
-        schema.connect_options().application_name(&application),
+    let store = swapd_store::SqlStore::open(
+        &format!("{}&application_name={application}", schema.database_url()),
         &swapd_store::StoreOptions {
             acquire_timeout: Duration::from_millis(500),
             ..Default::default()

@@ -152,8 +152,8 @@ async fn nodes_sharing_postgres_share_one_quota() {
     let clock = Arc::new(swapd_core::ManualClock::new(crate::support::T0_MS));
     let mut nodes = Vec::new();
     for _ in 0..3 {
-        let store = swapd_store::PgStore::open_with(
-            schema.connect_options(),
+        let store = swapd_store::SqlStore::open(
+            &schema.database_url(),
             &swapd_store::StoreOptions::default(),
         )
         .await

@@ -1,0 +1,288 @@
+//! What every aggregate's SQL shares: the store itself, the few words the two dialects spell
+//! differently, and the steps many writes take — completing an idempotency record, announcing
+//! work, a versioned update, a lease claim, a read-plan-write retried after a lost insert race.
+//!
+//! One SQL text serves both backends: statements run through sqlx's `Any` driver, which passes
+//! them to the SQLite or PostgreSQL driver chosen by the URL, and both take `$N` placeholders.
+
+use std::sync::Arc;
+
+use sqlx::{AnyPool, AssertSqlSafe};
+use swapd_core::StoreError;
+use swapd_core::store::{IdempotentFinish, KeyHold};
+use swapd_core::wakeup::{Bells, CHANNEL, Work};
+
+use crate::codec::decode_json;
+use crate::{Backend, map_sqlx_error};
+
+/// A write transaction.
+pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
+
+/// The store: SQLite (the embedded default) or PostgreSQL (for several nodes), one
+/// implementation of every port for both.
+#[derive(Clone)]
+pub struct SqlStore {
+    pub(crate) pool: AnyPool,
+    pub(crate) backend: Backend,
+    pub(crate) bells: Arc<Bells>,
+    /// PostgreSQL: the URL other nodes' announcements are heard on (it may hold a password, so
+    /// the store's `Debug` leaves it out).
+    pub(crate) listen_url: Option<String>,
+}
+
+impl std::fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backend {
+    /// Appended to a `SELECT` whose rows the transaction will update: PostgreSQL locks them until
+    /// it ends; SQLite has one writer at a time (`BEGIN IMMEDIATE`), so nothing to lock.
+    fn lock(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE",
+        }
+    }
+
+    /// Appended to a claim's selection: PostgreSQL claimers skip the rows another claimer holds.
+    fn skip_locked(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+}
+
+/// A statement built at run time from parts that are all the store's own text.
+pub(crate) fn built(sql: String) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql)
+}
+
+/// `rows` tuples of `width` numbered placeholders, the first `$first`: `($1, $2), ($3, $4)`.
+/// (sqlx's `QueryBuilder` writes `?` for the `Any` driver, which PostgreSQL does not take.)
+pub(crate) fn placeholders(first: usize, rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let numbers: Vec<String> = (0..width)
+                .map(|column| format!("${}", first + row * width + column))
+                .collect();
+            format!("({})", numbers.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl SqlStore {
+    /// A write transaction. SQLite takes its write lock at BEGIN, so a read-then-write
+    /// transaction cannot fail halfway with SQLITE_BUSY; PostgreSQL locks the rows it reads to
+    /// update ([`SqlStore::locking`]).
+    pub(crate) async fn write_tx(&self) -> Result<Tx, StoreError> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+        .map_err(map_sqlx_error)
+    }
+
+    /// `select` with the rows it reads locked until the transaction ends.
+    pub(crate) fn locking(&self, select: &str) -> AssertSqlSafe<String> {
+        built(format!("{select}{}", self.backend.lock()))
+    }
+
+    /// Ends a write: completes the request's idempotency record when there is one, announces
+    /// `works` to every node, commits, then rings this process's bells.
+    pub(crate) async fn commit(
+        &self,
+        mut tx: Tx,
+        finish: Option<IdempotentFinish<'_>>,
+        works: &[Work],
+    ) -> Result<(), StoreError> {
+        if let Some(finish) = finish {
+            finish_idempotent_in(&mut tx, finish).await?;
+        }
+        self.announce_in(&mut tx, works).await?;
+        tx.commit().await.map_err(map_sqlx_error)?;
+        for work in works {
+            self.bells.ring(*work);
+        }
+        Ok(())
+    }
+
+    /// Announces `works` to every node when `tx` commits: on PostgreSQL one `NOTIFY` (it is
+    /// transactional) with their names, comma-separated; SQLite has one process, whose bells
+    /// [`SqlStore::commit`] rings.
+    async fn announce_in(&self, tx: &mut Tx, works: &[Work]) -> Result<(), StoreError> {
+        if works.is_empty() || self.backend == Backend::Sqlite {
+            return Ok(());
+        }
+        let payload: Vec<&str> = works.iter().map(|work| work.as_str()).collect();
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(payload.join(","))
+            .execute(&mut **tx)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
+
+    /// Serializes the write transactions of one owner that must see each other's rows (a cap
+    /// on how many they may have), until `tx` ends. SQLite's writers are serialized already.
+    pub(crate) async fn serialize_owner(&self, tx: &mut Tx, owner: &str) -> Result<(), StoreError> {
+        if self.backend == Backend::Sqlite {
+            return Ok(());
+        }
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(owner)
+            .execute(&mut **tx)
+            .await
+            .map(drop)
+            .map_err(map_sqlx_error)
+    }
+
+    /// Claims the due rows of a table that keeps its aggregate as a JSON body (orders, plans;
+    /// `claim` returns `body`, taking `$1` now, `$2` the lease's end, `$3` the limit): each
+    /// leased until `lease_until_ms`, earliest `due_at` first (RETURNING keeps no order).
+    pub(crate) async fn claim_due_bodies<T: serde::de::DeserializeOwned>(
+        &self,
+        claim: &Claim,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+        due_at: impl Fn(&T) -> Option<i64>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut tx = self.write_tx().await?;
+        let bodies: Vec<String> = sqlx::query_scalar(self.claiming(claim))
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)?;
+        let mut claimed = bodies
+            .iter()
+            .map(|body| decode_json::<T>(body))
+            .collect::<Result<Vec<_>, _>>()?;
+        claimed.sort_by_key(due_at);
+        Ok(claimed)
+    }
+
+    /// The statement of `claim` in this store's dialect.
+    pub(crate) fn claiming(&self, claim: &Claim) -> AssertSqlSafe<String> {
+        let Claim {
+            table,
+            set,
+            pick,
+            returning,
+        } = claim;
+        built(format!(
+            "UPDATE {table} SET {set} WHERE id IN (SELECT id FROM {table} WHERE {pick}{}) \
+             RETURNING {returning}",
+            self.backend.skip_locked()
+        ))
+    }
+}
+
+/// A lease claim: in one statement, marks the rows `pick` selects (a condition, an order and a
+/// limit) as taken with `set`, and returns their `returning` columns. On PostgreSQL several
+/// claimers skip each other's rows, so no two nodes take the same row.
+pub(crate) struct Claim {
+    pub table: &'static str,
+    pub set: &'static str,
+    pub pick: &'static str,
+    pub returning: &'static str,
+}
+
+/// Inside a write transaction: completes the idempotency record of `finish` (taking the key
+/// when it was not claimed before), or fails with [`StoreError::LeaseLost`] when the key is not
+/// this request's to complete.
+pub(crate) async fn finish_idempotent_in(
+    tx: &mut Tx,
+    finish: IdempotentFinish<'_>,
+) -> Result<(), StoreError> {
+    let status = i64::from(finish.response.status);
+    let statement = match finish.hold {
+        KeyHold::Lease(lease_token) => sqlx::query(
+            "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
+             lease_until = NULL WHERE principal = $1 AND idem_key = $2 AND lease_token = $3",
+        )
+        .bind(finish.principal)
+        .bind(finish.key)
+        .bind(lease_token)
+        .bind(status)
+        .bind(&finish.response.body),
+        // Taken unless a live record holds the key: one finished and not expired, or one in
+        // flight under a lease that has not ended (swapd_core::idempotency::plan).
+        KeyHold::AtCommit {
+            fingerprint,
+            now_ms,
+        } => sqlx::query(
+            "INSERT INTO idempotency_keys (principal, idem_key, fingerprint, status, body, \
+             created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (principal, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, \
+             status = excluded.status, body = excluded.body, lease_token = NULL, \
+             lease_until = NULL, lease_holder = NULL, created_at = excluded.created_at, \
+             expires_at = excluded.expires_at \
+             WHERE idempotency_keys.expires_at <= $6 \
+             OR (idempotency_keys.status IS NULL AND idempotency_keys.lease_until <= $6)",
+        )
+        .bind(finish.principal)
+        .bind(finish.key)
+        .bind(fingerprint)
+        .bind(status)
+        .bind(&finish.response.body)
+        .bind(now_ms)
+        .bind(now_ms + swapd_core::idempotency::IDEMPOTENCY_TTL_MS),
+    };
+    let done = statement.execute(&mut **tx).await.map_err(map_sqlx_error)?;
+    if done.rows_affected() != 1 {
+        return Err(StoreError::LeaseLost);
+    }
+    Ok(())
+}
+
+/// Versioned compare-and-set, the one way an order, an execution plan or a webhook
+/// subscription changes: the caller read a row at version `v` and `update` writes it back at
+/// `v + 1` (`UPDATE … WHERE … AND version = v`). Whether it did; when it did not, somebody wrote
+/// in between, and the caller drops the transaction (rolled back) instead of going on.
+pub(crate) async fn compare_and_set(
+    tx: &mut Tx,
+    update: sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments>,
+) -> Result<bool, StoreError> {
+    let updated = update.execute(&mut **tx).await.map_err(map_sqlx_error)?;
+    Ok(updated.rows_affected() == 1)
+}
+
+/// Runs `attempt` (a read-plan-write transaction) again when it lost an insert race
+/// ([`StoreError::Conflict`]): two first attempts may both find no row, and the loser's retry
+/// sees the winner's. Three tries, then `what` is reported contended.
+pub(crate) async fn retry_lost_races<T, F>(
+    what: &str,
+    mut attempt: impl FnMut() -> F,
+) -> Result<T, StoreError>
+where
+    F: Future<Output = Result<T, StoreError>>,
+{
+    for _ in 0..3 {
+        match attempt().await {
+            Err(StoreError::Conflict(_)) => continue,
+            outcome => return outcome,
+        }
+    }
+    Err(StoreError::Unavailable(format!(
+        "{what} is contended; retry"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_are_numbered_row_after_row() {
+        assert_eq!(super::placeholders(1, 2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(super::placeholders(4, 1, 2), "($4, $5)");
+    }
+}
