@@ -10,8 +10,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use swapd_client::webhooks::{
-    EventType, ReplayInput, RotateInput, TestCallbackInput, Verifier, Webhook, WebhookEvent,
-    WebhookInput, WebhookPatch,
+    DeliveryLog, EventType, ReplayInput, ReplayQueued, RotateInput, TestCallbackInput,
+    TestCallbackResult, Verifier, Webhook, WebhookEvent, WebhookInput, WebhookPatch,
 };
 use tokio::sync::mpsc;
 
@@ -71,11 +71,7 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
                     description.map(Some)
                 },
                 events: events.map(expand),
-                status: match (enable, disable) {
-                    (true, _) => Some("active".to_owned()),
-                    (_, true) => Some("disabled".to_owned()),
-                    _ => None,
-                },
+                status: status_change(enable, disable),
             };
             let webhook = client?.update_webhook(&webhook_id, &patch).await?;
             if !out.json(&webhook)? {
@@ -123,13 +119,7 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
                 )
                 .await?;
             if !out.json(&queued)? {
-                for delivery in &queued.deliveries {
-                    println!(
-                        "{} {} → {}",
-                        delivery.event_id, delivery.event_type, delivery.delivery_id
-                    );
-                }
-                println!("{} deliveries queued", queued.queued);
+                print_queued(&queued);
             }
         }
         WebhooksCommand::Test {
@@ -143,43 +133,14 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
                 })
                 .await?;
             if !out.json(&result)? {
-                match result.status_code {
-                    Some(code) => println!(
-                        "{}: answered {code} in {} ms{}",
-                        result.event_id,
-                        result.latency_ms,
-                        if result.delivered {
-                            ""
-                        } else {
-                            " (not delivered)"
-                        }
-                    ),
-                    None => println!(
-                        "{}: not delivered ({}) after {} ms",
-                        result.event_id,
-                        or_dash(result.failure.as_deref()),
-                        result.latency_ms
-                    ),
-                }
+                print_test_result(&result);
             }
             anyhow::ensure!(result.delivered, "the test delivery was not accepted");
         }
         WebhooksCommand::Deliveries { webhook_id, limit } => {
             let log = client?.webhook_deliveries(&webhook_id, limit).await?;
             if !out.json(&log)? {
-                for d in &log.deliveries {
-                    println!(
-                        "{} {} {:<9} {:<9} attempts {} last {} {}",
-                        d.delivery_id,
-                        d.event_id,
-                        d.kind,
-                        d.status,
-                        d.attempts,
-                        d.last_status_code.map_or("-".to_owned(), |c| c.to_string()),
-                        or_dash(d.last_error.as_deref())
-                    );
-                }
-                println!("{} deliveries", log.count);
+                print_deliveries(&log);
             }
         }
         WebhooksCommand::Listen {
@@ -189,6 +150,62 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
         } => listen(out, addr, &secret, count).await?,
     }
     Ok(())
+}
+
+/// `--enable` / `--disable` as the status a patch sets.
+fn status_change(enable: bool, disable: bool) -> Option<String> {
+    match (enable, disable) {
+        (true, _) => Some("active".to_owned()),
+        (_, true) => Some("disabled".to_owned()),
+        _ => None,
+    }
+}
+
+fn print_queued(queued: &ReplayQueued) {
+    for delivery in &queued.deliveries {
+        println!(
+            "{} {} → {}",
+            delivery.event_id, delivery.event_type, delivery.delivery_id
+        );
+    }
+    println!("{} deliveries queued", queued.queued);
+}
+
+fn print_test_result(result: &TestCallbackResult) {
+    match result.status_code {
+        Some(code) => println!(
+            "{}: answered {code} in {} ms{}",
+            result.event_id,
+            result.latency_ms,
+            if result.delivered {
+                ""
+            } else {
+                " (not delivered)"
+            }
+        ),
+        None => println!(
+            "{}: not delivered ({}) after {} ms",
+            result.event_id,
+            or_dash(result.failure.as_deref()),
+            result.latency_ms
+        ),
+    }
+}
+
+fn print_deliveries(log: &DeliveryLog) {
+    for d in &log.deliveries {
+        println!(
+            "{} {} {:<9} {:<9} attempts {} last {} {}",
+            d.delivery_id,
+            d.event_id,
+            d.kind,
+            d.status,
+            d.attempts,
+            d.last_status_code.map_or("-".to_owned(), |c| c.to_string()),
+            or_dash(d.last_error.as_deref())
+        );
+    }
+    println!("{} deliveries", log.count);
 }
 
 /// `all` stands for every event type.

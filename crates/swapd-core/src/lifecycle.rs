@@ -243,19 +243,8 @@ pub fn next(
     if let Some(next) = record_deposits(order, chain, from_network, now_ms) {
         return next;
     }
-    // Deposits after the first are not part of the order: each goes back once confirmed.
-    if let Some(extra) = order
-        .deposits
-        .iter()
-        .skip(1)
-        .find(|d| d.refund_tx.is_none() && d.confirmations >= d.required_confirmations)
-        && order.refund_address.is_some()
-    {
-        return Next::RefundExtra {
-            key: format!("refund:{}:{}", order.id, extra.tx_id),
-            deposit_tx: extra.tx_id.clone(),
-            amount: extra.amount.clone(),
-        };
+    if let Some(next) = refund_extra_deposit(order) {
+        return next;
     }
     if order.status.is_terminal() {
         let waiting = order.refund_address.is_some()
@@ -264,15 +253,10 @@ pub fn next(
                 .iter()
                 .skip(1)
                 .any(|d| d.refund_tx.is_none() && d.refund_error.is_none());
-        return match (waiting, order.next_check_at_ms) {
-            (true, _) => reschedule(order, now_ms + rules.poll_interval_ms),
-            (false, None) => Next::Idle,
-            (false, Some(_)) => {
-                let mut done = order.clone();
-                done.version += 1;
-                done.next_check_at_ms = None;
-                Next::Save(Box::new(done), None)
-            }
+        return if waiting {
+            reschedule(order, now_ms + rules.poll_interval_ms)
+        } else {
+            stop_checking(order)
         };
     }
     let received = || first_deposit_amount(order, from_precision);
@@ -293,34 +277,7 @@ pub fn next(
                 order.status == OrderStatus::Expired || first.seen_at_ms >= order.expires_at_ms;
             decide_on_deposit(order, received(), late, rules, now_ms)
         }
-        OrderStatus::Emergency => {
-            let emergency = order
-                .emergency
-                .as_ref()
-                .expect("an emergency order has its reasons");
-            match emergency.choice {
-                Some(Choice::Exchange) => {
-                    let mut exchanging = bump(order, OrderStatus::Exchanging, now_ms);
-                    exchanging.next_check_at_ms = Some(now_ms);
-                    Next::Save(Box::new(exchanging), Some(EventType::ExchangeStarted))
-                }
-                Some(Choice::Refund) => start_refund(order, now_ms),
-                None if order.refund_address.is_some()
-                    && (now_ms >= emergency.deadline_ms
-                        || emergency.allowed == [Choice::Refund]) =>
-                {
-                    let mut chosen = order.clone();
-                    if let Some(e) = chosen.emergency.as_mut() {
-                        e.choice = Some(Choice::Refund);
-                    }
-                    start_refund(&chosen, now_ms)
-                }
-                None => reschedule(
-                    order,
-                    emergency.deadline_ms.max(now_ms + rules.poll_interval_ms),
-                ),
-            }
-        }
+        OrderStatus::Emergency => emergency_step(order, rules, now_ms),
         OrderStatus::Exchanging => Next::Exchange {
             received: received(),
         },
@@ -345,20 +302,68 @@ pub fn next(
         OrderStatus::Expired if now_ms < order.expires_at_ms + rules.late_watch_ms => {
             reschedule(order, now_ms + rules.poll_interval_ms)
         }
-        OrderStatus::Expired => {
-            if order.next_check_at_ms.is_none() {
-                Next::Idle
-            } else {
-                let mut done = order.clone();
-                done.version += 1;
-                done.next_check_at_ms = None;
-                Next::Save(Box::new(done), None)
-            }
-        }
+        OrderStatus::Expired => stop_checking(order),
         OrderStatus::Confirming
         | OrderStatus::Completed
         | OrderStatus::Refunded
         | OrderStatus::Failed => Next::Idle,
+    }
+}
+
+/// Deposits after the first are not part of the order: each goes back once confirmed, when
+/// there is a refund address.
+fn refund_extra_deposit(order: &Order) -> Option<Next> {
+    order.refund_address.as_ref()?;
+    let extra = order
+        .deposits
+        .iter()
+        .skip(1)
+        .find(|d| d.refund_tx.is_none() && d.confirmations >= d.required_confirmations)?;
+    Some(Next::RefundExtra {
+        key: format!("refund:{}:{}", order.id, extra.tx_id),
+        deposit_tx: extra.tx_id.clone(),
+        amount: extra.amount.clone(),
+    })
+}
+
+/// An order with nothing left to do: checked no more (saved once with no next check).
+fn stop_checking(order: &Order) -> Next {
+    if order.next_check_at_ms.is_none() {
+        return Next::Idle;
+    }
+    let mut done = order.clone();
+    done.version += 1;
+    done.next_check_at_ms = None;
+    Next::Save(Box::new(done), None)
+}
+
+/// An order in emergency: the user's choice, or the refund it falls back to at the deadline
+/// (or at once, when a refund is the only choice), or a wait until the deadline.
+fn emergency_step(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Next {
+    let emergency = order
+        .emergency
+        .as_ref()
+        .expect("an emergency order has its reasons");
+    match emergency.choice {
+        Some(Choice::Exchange) => {
+            let mut exchanging = bump(order, OrderStatus::Exchanging, now_ms);
+            exchanging.next_check_at_ms = Some(now_ms);
+            Next::Save(Box::new(exchanging), Some(EventType::ExchangeStarted))
+        }
+        Some(Choice::Refund) => start_refund(order, now_ms),
+        None if order.refund_address.is_some()
+            && (now_ms >= emergency.deadline_ms || emergency.allowed == [Choice::Refund]) =>
+        {
+            let mut chosen = order.clone();
+            if let Some(e) = chosen.emergency.as_mut() {
+                e.choice = Some(Choice::Refund);
+            }
+            start_refund(&chosen, now_ms)
+        }
+        None => reschedule(
+            order,
+            emergency.deadline_ms.max(now_ms + rules.poll_interval_ms),
+        ),
     }
 }
 

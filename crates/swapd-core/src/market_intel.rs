@@ -145,23 +145,10 @@ pub fn validate(input: &swapd_types::market_intel::JobInput) -> Result<JobReques
                 Direction::From => from,
                 Direction::To => to,
             };
-            let text = input
-                .amount
-                .as_deref()
-                .ok_or_else(|| invalid("amount", "is required for route_scan"))?;
-            let amount = Amount::parse(text, side.precision).map_err(|e| {
-                invalid(
-                    "amount",
-                    format!("{e} ({} has {} fraction digits)", side.code, side.precision),
-                )
-            })?;
-            if amount.is_zero() {
-                return Err(invalid("amount", "must be greater than zero"));
-            }
             Ok(JobRequest::RouteScan {
                 from_ccy,
                 to_ccy,
-                amount: amount.to_string(),
+                amount: scan_amount(input.amount.as_deref(), side)?.to_string(),
                 direction,
             })
         }
@@ -184,6 +171,21 @@ pub fn validate(input: &swapd_types::market_intel::JobInput) -> Result<JobReques
             })
         }
     }
+}
+
+/// A route scan's amount, in the currency of its `side`: required, exact and above zero.
+fn scan_amount(text: Option<&str>, side: &CurrencyDef) -> Result<Amount, InvalidJob> {
+    let text = text.ok_or_else(|| invalid("amount", "is required for route_scan"))?;
+    let amount = Amount::parse(text, side.precision).map_err(|e| {
+        invalid(
+            "amount",
+            format!("{e} ({} has {} fraction digits)", side.code, side.precision),
+        )
+    })?;
+    if amount.is_zero() {
+        return Err(invalid("amount", "must be greater than zero"));
+    }
+    Ok(amount)
 }
 
 fn known(code: &str, field: &'static str) -> Result<&'static CurrencyDef, InvalidJob> {

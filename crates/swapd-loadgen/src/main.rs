@@ -77,25 +77,7 @@ async fn main() -> anyhow::Result<()> {
             .collect::<Result<Vec<_>, _>>()?,
         _ => vec![None; args.urls.len()],
     };
-    let mut payers: Vec<Option<Arc<(X402Client, PaymentRequired)>>> = vec![None; args.urls.len()];
-    if let Some(key) = &args.x402_payer {
-        let key: PrivateKeySigner = key.parse().context("--x402-payer is not a private key")?;
-        for (url, payer) in args.urls.iter().zip(&mut payers) {
-            let challenge = http
-                .get(format!("{url}{}", args.path))
-                .query(&args.query)
-                .send()
-                .await?;
-            let required = challenge
-                .headers()
-                .get("payment-required")
-                .and_then(|v| v.to_str().ok())
-                .and_then(payment_required)
-                .with_context(|| format!("{url}{} did not answer a 402 challenge", args.path))?;
-            let client = X402Client::new(url)?.paying_with(key.clone());
-            *payer = Some(Arc::new((client, required)));
-        }
-    }
+    let payers = payers(&args, &http).await?;
     let body: Option<serde_json::Value> = args
         .body
         .as_deref()
@@ -105,123 +87,200 @@ async fn main() -> anyhow::Result<()> {
     let warm_until = Instant::now() + Duration::from_secs(args.warmup);
     let stop_at = warm_until + Duration::from_secs(args.seconds);
     let workers: Vec<_> = (0..args.concurrency)
-        .map(|i| {
-            let node = i % args.urls.len();
-            let expect_status = args.expect_status;
-            let forwarded_for_each = args.forwarded_for_each;
-            let (http, signer, payer, url, path, query, body) = (
-                http.clone(),
-                signers[node].clone(),
-                payers[node].clone(),
-                args.urls[node].clone(),
-                args.path.clone(),
-                args.query.clone(),
-                body.clone(),
-            );
-            tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                let mut failures = 0u64;
-                let mut first_failure: Option<String> = None;
-                let mut sent: u32 = 0;
-                while Instant::now() < stop_at {
-                    sent += 1;
-                    // Connection i, request n: 10.(i).(n / 256 % 256).(n % 256), wrapping.
-                    let forwarded = forwarded_for_each.then(|| {
-                        let [_, _, hi, lo] = sent.to_be_bytes();
-                        format!("10.{}.{hi}.{lo}", i % 256)
-                    });
-                    let payment = payer
-                        .as_ref()
-                        .map(|payer| payer.0.payment_for(&payer.1).expect("pay"));
-                    let started = Instant::now();
-                    let pairs: Vec<(&str, &str)> = query
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_str()))
-                        .collect();
-                    // Both modes are sent and read alike (status and bytes, no JSON
-                    // decoding), so they cost the client the same but for the signature.
-                    let request = match &signer {
-                        Some(client) => {
-                            let now = std::time::SystemTime::now()
-                                .duration_since(std::time::UNIX_EPOCH)
-                                .unwrap()
-                                .as_secs() as i64;
-                            let idempotency_key = body.as_ref().map(|_| new_idempotency_key());
-                            let method = if body.is_some() {
-                                Method::POST
-                            } else {
-                                Method::GET
-                            };
-                            let signed = client
-                                .sign(
-                                    method,
-                                    &path,
-                                    &pairs,
-                                    body.as_ref(),
-                                    idempotency_key.as_deref(),
-                                    &new_nonce(),
-                                    now,
-                                )
-                                .expect("sign");
-                            let mut request = http
-                                .request(signed.method, format!("{url}{}", signed.path_and_query));
-                            for (name, value) in &signed.headers {
-                                request = request.header(*name, value);
-                            }
-                            request.body(signed.body)
-                        }
-                        None => {
-                            let request = http.get(format!("{url}{path}")).query(&pairs);
-                            match &payment {
-                                Some(payment) => request.header("PAYMENT-SIGNATURE", payment),
-                                None => request,
-                            }
-                        }
-                    };
-                    let request = match &forwarded {
-                        Some(address) => request.header("X-Forwarded-For", address),
-                        None => request,
-                    };
-                    let outcome: Result<(), String> = match request.send().await {
-                        Ok(r)
-                            if expect_status
-                                .map_or(r.status().is_success(), |s| r.status().as_u16() == s) =>
-                        {
-                            r.bytes().await.map(drop).map_err(|e| e.to_string())
-                        }
-                        Ok(r) => {
-                            let status = r.status();
-                            let body = r.text().await.unwrap_or_default();
-                            Err(format!(
-                                "status {status}: {}",
-                                body.chars().take(300).collect::<String>()
-                            ))
-                        }
-                        Err(e) => Err(e.to_string()),
-                    };
-                    if started >= warm_until {
-                        match outcome {
-                            Ok(()) => latencies.push(started.elapsed().as_micros() as u64),
-                            Err(error) => {
-                                failures += 1;
-                                first_failure.get_or_insert(error);
-                            }
-                        }
-                    }
-                }
-                (latencies, failures, first_failure)
-            })
+        .map(|connection| {
+            let node = connection % args.urls.len();
+            let worker = Worker {
+                connection,
+                http: http.clone(),
+                signer: signers[node].clone(),
+                payer: payers[node].clone(),
+                url: args.urls[node].clone(),
+                path: args.path.clone(),
+                query: args.query.clone(),
+                body: body.clone(),
+                expect_status: args.expect_status,
+                forwarded_for_each: args.forwarded_for_each,
+            };
+            tokio::spawn(worker.run(warm_until, stop_at))
         })
         .collect();
-    let mut latencies = Vec::new();
-    let mut failures = 0;
-    let mut first_failure = None;
+    let mut tally = Tally::default();
     for worker in workers {
-        let (l, f, first) = worker.await.context("worker panicked")?;
-        latencies.extend(l);
-        failures += f;
-        first_failure = first_failure.or(first);
+        let done = worker.await.context("worker panicked")?;
+        tally.latencies.extend(done.latencies);
+        tally.failures += done.failures;
+        tally.first_failure = tally.first_failure.or(done.first_failure);
     }
+    report(&args, tally)
+}
+
+/// Each URL's payer with the route's requirements, read from one unpaid request, when
+/// `--x402-payer` is given.
+async fn payers(
+    args: &Args,
+    http: &reqwest::Client,
+) -> anyhow::Result<Vec<Option<Arc<(X402Client, PaymentRequired)>>>> {
+    let mut payers = vec![None; args.urls.len()];
+    let Some(key) = &args.x402_payer else {
+        return Ok(payers);
+    };
+    let key: PrivateKeySigner = key.parse().context("--x402-payer is not a private key")?;
+    for (url, payer) in args.urls.iter().zip(&mut payers) {
+        let challenge = http
+            .get(format!("{url}{}", args.path))
+            .query(&args.query)
+            .send()
+            .await?;
+        let required = challenge
+            .headers()
+            .get("payment-required")
+            .and_then(|v| v.to_str().ok())
+            .and_then(payment_required)
+            .with_context(|| format!("{url}{} did not answer a 402 challenge", args.path))?;
+        let client = X402Client::new(url)?.paying_with(key.clone());
+        *payer = Some(Arc::new((client, required)));
+    }
+    Ok(payers)
+}
+
+/// What the connections measured after the warm-up.
+#[derive(Default)]
+struct Tally {
+    /// Of each successful request, in microseconds.
+    latencies: Vec<u64>,
+    failures: u64,
+    first_failure: Option<String>,
+}
+
+/// One connection's loop.
+struct Worker {
+    connection: usize,
+    http: reqwest::Client,
+    signer: Option<BusinessClient>,
+    payer: Option<Arc<(X402Client, PaymentRequired)>>,
+    url: String,
+    path: String,
+    query: Vec<(String, String)>,
+    body: Option<serde_json::Value>,
+    expect_status: Option<u16>,
+    forwarded_for_each: bool,
+}
+
+impl Worker {
+    async fn run(self, warm_until: Instant, stop_at: Instant) -> Tally {
+        let mut tally = Tally::default();
+        let mut sent: u32 = 0;
+        while Instant::now() < stop_at {
+            sent += 1;
+            let payment = self
+                .payer
+                .as_ref()
+                .map(|payer| payer.0.payment_for(&payer.1).expect("pay"));
+            let started = Instant::now();
+            let outcome = self.send(sent, payment.as_deref()).await;
+            if started >= warm_until {
+                match outcome {
+                    Ok(()) => tally.latencies.push(started.elapsed().as_micros() as u64),
+                    Err(error) => {
+                        tally.failures += 1;
+                        tally.first_failure.get_or_insert(error);
+                    }
+                }
+            }
+        }
+        tally
+    }
+
+    /// Sends request number `sent` and reads its answer: `Err` with the status and the start of
+    /// the body when it is not the status counted as success.
+    async fn send(&self, sent: u32, payment: Option<&str>) -> Result<(), String> {
+        let pairs: Vec<(&str, &str)> = self
+            .query
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        // Both modes are sent and read alike (status and bytes, no JSON decoding), so they
+        // cost the client the same but for the signature.
+        let mut request = match &self.signer {
+            Some(client) => self.signed(client, &pairs),
+            None => {
+                let request = self
+                    .http
+                    .get(format!("{}{}", self.url, self.path))
+                    .query(&pairs);
+                match payment {
+                    Some(payment) => request.header("PAYMENT-SIGNATURE", payment),
+                    None => request,
+                }
+            }
+        };
+        if self.forwarded_for_each {
+            // Connection i, request n: 10.(i).(n / 256 % 256).(n % 256), wrapping.
+            let [_, _, hi, lo] = sent.to_be_bytes();
+            let address = format!("10.{}.{hi}.{lo}", self.connection % 256);
+            request = request.header("X-Forwarded-For", address);
+        }
+        match request.send().await {
+            Ok(r)
+                if self
+                    .expect_status
+                    .map_or(r.status().is_success(), |s| r.status().as_u16() == s) =>
+            {
+                r.bytes().await.map(drop).map_err(|e| e.to_string())
+            }
+            Ok(r) => {
+                let status = r.status();
+                let body = r.text().await.unwrap_or_default();
+                Err(format!(
+                    "status {status}: {}",
+                    body.chars().take(300).collect::<String>()
+                ))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The request signed with a fresh nonce (and a fresh Idempotency-Key for a POST).
+    fn signed(&self, client: &BusinessClient, pairs: &[(&str, &str)]) -> reqwest::RequestBuilder {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let idempotency_key = self.body.as_ref().map(|_| new_idempotency_key());
+        let method = if self.body.is_some() {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let signed = client
+            .sign(
+                method,
+                &self.path,
+                pairs,
+                self.body.as_ref(),
+                idempotency_key.as_deref(),
+                &new_nonce(),
+                now,
+            )
+            .expect("sign");
+        let mut request = self.http.request(
+            signed.method,
+            format!("{}{}", self.url, signed.path_and_query),
+        );
+        for (name, value) in &signed.headers {
+            request = request.header(*name, value);
+        }
+        request.body(signed.body)
+    }
+}
+
+/// Prints throughput and latency percentiles, as text or one JSON object.
+fn report(args: &Args, tally: Tally) -> anyhow::Result<()> {
+    let Tally {
+        mut latencies,
+        failures,
+        first_failure,
+    } = tally;
     if let Some(error) = &first_failure {
         eprintln!("first failure: {error}");
     }

@@ -275,43 +275,7 @@ impl JobRunner {
         let candidates = self
             .quote(from, to, amount, direction, RateType::Fixed)
             .await;
-        let routes: Vec<ScannedRoute> = candidates
-            .iter()
-            .map(|candidate| match &candidate.outcome {
-                Ok(quote) => ScannedRoute {
-                    provider: candidate.provider.id.into(),
-                    execution_type: execution_type(candidate.provider.execution_type).into(),
-                    available: true,
-                    unavailable_reason: None,
-                    from_amount: Some(quote.from_amount.to_string()),
-                    output: Some(quote.to_amount.to_string()),
-                    min_output: Some(quote.min_output.to_string()),
-                    rate: Some(pricing::rate(quote.from_amount, quote.to_amount).to_string()),
-                    fees: quote
-                        .fees
-                        .iter()
-                        .map(|fee| Fee {
-                            kind: fee.kind.as_str().into(),
-                            amount: fee.amount.to_string(),
-                            currency: fee.currency.into(),
-                        })
-                        .collect(),
-                    estimated_duration_seconds: Some(quote.estimated_duration_secs),
-                },
-                Err(failure) => ScannedRoute {
-                    provider: candidate.provider.id.into(),
-                    execution_type: execution_type(candidate.provider.execution_type).into(),
-                    available: false,
-                    unavailable_reason: Some(failure.reason_code().into()),
-                    from_amount: None,
-                    output: None,
-                    min_output: None,
-                    rate: None,
-                    fees: Vec::new(),
-                    estimated_duration_seconds: None,
-                },
-            })
-            .collect();
+        let routes: Vec<ScannedRoute> = candidates.iter().map(scanned_route).collect();
         // Ranked best first: the best and worst available routes bound the spread.
         let compared: Vec<Amount> = candidates
             .iter()
@@ -394,5 +358,43 @@ fn error(code: &str, message: &str) -> JobError {
     JobError {
         code: code.into(),
         message: message.into(),
+    }
+}
+
+/// One provider's line of a route scan: its quote, or why it has none.
+fn scanned_route(candidate: &Candidate) -> ScannedRoute {
+    match &candidate.outcome {
+        Ok(quote) => ScannedRoute {
+            provider: candidate.provider.id.into(),
+            execution_type: execution_type(candidate.provider.execution_type).into(),
+            available: true,
+            unavailable_reason: None,
+            from_amount: Some(quote.from_amount.to_string()),
+            output: Some(quote.to_amount.to_string()),
+            min_output: Some(quote.min_output.to_string()),
+            rate: Some(pricing::rate(quote.from_amount, quote.to_amount).to_string()),
+            fees: quote
+                .fees
+                .iter()
+                .map(|fee| Fee {
+                    kind: fee.kind.as_str().into(),
+                    amount: fee.amount.to_string(),
+                    currency: fee.currency.into(),
+                })
+                .collect(),
+            estimated_duration_seconds: Some(quote.estimated_duration_secs),
+        },
+        Err(failure) => ScannedRoute {
+            provider: candidate.provider.id.into(),
+            execution_type: execution_type(candidate.provider.execution_type).into(),
+            available: false,
+            unavailable_reason: Some(failure.reason_code().into()),
+            from_amount: None,
+            output: None,
+            min_output: None,
+            rate: None,
+            fees: Vec::new(),
+            estimated_duration_seconds: None,
+        },
     }
 }

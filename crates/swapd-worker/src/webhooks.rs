@@ -93,39 +93,7 @@ impl WebhookDispatcher {
         let subscription = &delivery.subscription;
         let attempt = delivery.attempts + 1;
         let started_at_ms = self.clock.now_ms();
-        let (outcome, latency_ms) = if subscription.status != SubscriptionStatus::Active {
-            // Disabled since the delivery was queued: nothing is sent.
-            let outcome = AttemptOutcome::Failed {
-                status: None,
-                error: "subscription_disabled: the subscription is disabled".into(),
-                retry_after_secs: None,
-            };
-            (outcome, 0)
-        } else {
-            match self.signature(&delivery, started_at_ms) {
-                Err(error) => (
-                    AttemptOutcome::Failed {
-                        status: None,
-                        error,
-                        retry_after_secs: None,
-                    },
-                    0,
-                ),
-                Ok(signature) => {
-                    let sent = self
-                        .sender
-                        .send(Outgoing {
-                            url: &subscription.url,
-                            id: &delivery.event_id,
-                            timestamp: started_at_ms / 1000,
-                            body: &delivery.payload,
-                            signature: &signature,
-                        })
-                        .await;
-                    (sent.outcome, sent.latency_ms)
-                }
-            }
-        };
+        let (outcome, latency_ms) = self.send(&delivery, started_at_ms).await;
         let finished_at_ms = self.clock.now_ms();
         let after = if subscription.status == SubscriptionStatus::Active {
             webhooks::after_attempt(
@@ -173,6 +141,45 @@ impl WebhookDispatcher {
                 %error,
                 "cannot record a webhook attempt; the lease runs out and the delivery is retried"
             ),
+        }
+    }
+
+    /// Sends the delivery signed at `started_at_ms` (nothing when its subscription was disabled
+    /// since it was queued): what came of it, and how long it took.
+    async fn send(&self, delivery: &ClaimedDelivery, started_at_ms: i64) -> (AttemptOutcome, i64) {
+        let subscription = &delivery.subscription;
+        if subscription.status != SubscriptionStatus::Active {
+            // Disabled since the delivery was queued: nothing is sent.
+            let outcome = AttemptOutcome::Failed {
+                status: None,
+                error: "subscription_disabled: the subscription is disabled".into(),
+                retry_after_secs: None,
+            };
+            (outcome, 0)
+        } else {
+            match self.signature(delivery, started_at_ms) {
+                Err(error) => (
+                    AttemptOutcome::Failed {
+                        status: None,
+                        error,
+                        retry_after_secs: None,
+                    },
+                    0,
+                ),
+                Ok(signature) => {
+                    let sent = self
+                        .sender
+                        .send(Outgoing {
+                            url: &subscription.url,
+                            id: &delivery.event_id,
+                            timestamp: started_at_ms / 1000,
+                            body: &delivery.payload,
+                            signature: &signature,
+                        })
+                        .await;
+                    (sent.outcome, sent.latency_ms)
+                }
+            }
         }
     }
 

@@ -44,97 +44,104 @@ async fn check_providers(market: &dyn Market, now_ms: i64) {
 fn live_providers(
     config: &crate::config::Config,
 ) -> anyhow::Result<Vec<Arc<dyn swapd_core::provider::Provider>>> {
-    use swapd_desks::{changenow, fixedfloat};
-    use swapd_onchain::{jupiter, lifi, relay, zerox};
-    let timeout = |ms: u64| Duration::from_millis(ms);
     let providers = &config.providers;
     let chains = chains(config)?;
     providers
         .live
         .iter()
-        .map(
-            |name| -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
-                match name.as_str() {
-                    changenow::ID => {
-                        let desk = &providers.changenow;
-                        let client = changenow::ChangeNow::new(
-                            &desk.base_url,
-                            &desk.api_key,
-                            timeout(desk.timeout_ms),
-                        )
-                        .and_then(|client| {
-                            client.with_lookup(
-                                &desk.base_url,
-                                &desk.private_api_key,
-                                desk.payload_reference,
-                                timeout(desk.timeout_ms),
-                            )
-                        })
-                        .map_err(|e| anyhow::anyhow!("providers.changenow: {e}"))?;
-                        Ok(Arc::new(changenow::ChangeNowDesk::new(client)))
-                    }
-                    fixedfloat::ID => {
-                        let desk = &providers.fixedfloat;
-                        let client = fixedfloat::FixedFloat::new(
-                            &desk.base_url,
-                            &desk.api_key,
-                            &desk.api_secret,
-                            timeout(desk.timeout_ms),
-                        )
-                        .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
-                        Ok(Arc::new(fixedfloat::FixedFloatDesk::new(client)))
-                    }
-                    lifi::ID => {
-                        let settings = &providers.lifi;
-                        let lifi = lifi::LiFi::new(
-                            &settings.base_url,
-                            &settings.api_key,
-                            &settings.integrator,
-                            timeout(settings.timeout_ms),
-                            chains.clone(),
-                        )
-                        .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
-                        Ok(Arc::new(lifi))
-                    }
-                    jupiter::ID => {
-                        let settings = &providers.jupiter;
-                        let jupiter = jupiter::Jupiter::new(
-                            &settings.base_url,
-                            &settings.api_key,
-                            timeout(settings.timeout_ms),
-                            chains.clone(),
-                        )
-                        .map_err(|e| anyhow::anyhow!("providers.jupiter: {e}"))?;
-                        Ok(Arc::new(jupiter))
-                    }
-                    relay::ID => {
-                        let settings = &providers.relay;
-                        let relay = relay::Relay::new(
-                            &settings.base_url,
-                            &settings.api_key,
-                            &settings.integrator,
-                            timeout(settings.timeout_ms),
-                            chains.clone(),
-                        )
-                        .map_err(|e| anyhow::anyhow!("providers.relay: {e}"))?;
-                        Ok(Arc::new(relay))
-                    }
-                    zerox::ID => {
-                        let settings = &providers.zerox;
-                        let zerox = zerox::ZeroX::new(
-                            &settings.base_url,
-                            &settings.api_key,
-                            timeout(settings.timeout_ms),
-                            chains.clone(),
-                        )
-                        .map_err(|e| anyhow::anyhow!("providers.zerox: {e}"))?;
-                        Ok(Arc::new(zerox))
-                    }
-                    other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
-                }
-            },
-        )
+        .map(|name| live_provider(name, providers, &chains))
         .collect()
+}
+
+/// The live provider `name`, with its settings.
+fn live_provider(
+    name: &str,
+    providers: &crate::config::ProvidersConfig,
+    chains: &swapd_onchain::Chains,
+) -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
+    use swapd_desks::{changenow, fixedfloat};
+    use swapd_onchain::{jupiter, lifi, relay, zerox};
+    let timeout = |ms: u64| Duration::from_millis(ms);
+    match name {
+        changenow::ID => changenow_desk(&providers.changenow, timeout),
+        fixedfloat::ID => {
+            let desk = &providers.fixedfloat;
+            let client = fixedfloat::FixedFloat::new(
+                &desk.base_url,
+                &desk.api_key,
+                &desk.api_secret,
+                timeout(desk.timeout_ms),
+            )
+            .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
+            Ok(Arc::new(fixedfloat::FixedFloatDesk::new(client)))
+        }
+        lifi::ID => {
+            let settings = &providers.lifi;
+            let lifi = lifi::LiFi::new(
+                &settings.base_url,
+                &settings.api_key,
+                &settings.integrator,
+                timeout(settings.timeout_ms),
+                chains.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
+            Ok(Arc::new(lifi))
+        }
+        jupiter::ID => {
+            let settings = &providers.jupiter;
+            let jupiter = jupiter::Jupiter::new(
+                &settings.base_url,
+                &settings.api_key,
+                timeout(settings.timeout_ms),
+                chains.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("providers.jupiter: {e}"))?;
+            Ok(Arc::new(jupiter))
+        }
+        relay::ID => {
+            let settings = &providers.relay;
+            let relay = relay::Relay::new(
+                &settings.base_url,
+                &settings.api_key,
+                &settings.integrator,
+                timeout(settings.timeout_ms),
+                chains.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("providers.relay: {e}"))?;
+            Ok(Arc::new(relay))
+        }
+        zerox::ID => {
+            let settings = &providers.zerox;
+            let zerox = zerox::ZeroX::new(
+                &settings.base_url,
+                &settings.api_key,
+                timeout(settings.timeout_ms),
+                chains.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("providers.zerox: {e}"))?;
+            Ok(Arc::new(zerox))
+        }
+        other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
+    }
+}
+
+/// ChangeNOW's desk, which also looks up exchanges whose create answer was lost.
+fn changenow_desk(
+    desk: &crate::config::DeskConfig,
+    timeout: impl Fn(u64) -> Duration,
+) -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
+    use swapd_desks::changenow;
+    let client = changenow::ChangeNow::new(&desk.base_url, &desk.api_key, timeout(desk.timeout_ms))
+        .and_then(|client| {
+            client.with_lookup(
+                &desk.base_url,
+                &desk.private_api_key,
+                desk.payload_reference,
+                timeout(desk.timeout_ms),
+            )
+        })
+        .map_err(|e| anyhow::anyhow!("providers.changenow: {e}"))?;
+    Ok(Arc::new(changenow::ChangeNowDesk::new(client)))
 }
 
 /// The chain readers of `[chains.<network>]`.

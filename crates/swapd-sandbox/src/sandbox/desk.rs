@@ -216,25 +216,7 @@ impl SandboxDesk {
                     lifecycle::after_exchange(&book, payout, now_ms)
                 }
                 Next::Payout { key, amount } => {
-                    let sent = self
-                        .chain
-                        .transfer(
-                            &key,
-                            to.code,
-                            &book.to_address,
-                            book.to_tag.as_deref(),
-                            &amount,
-                            now_ms,
-                        )
-                        .await;
-                    if self.pause_after_payout && sent.is_ok() {
-                        tracing::warn!(
-                            exchange = id,
-                            "sandbox fault: paused after a payout, before recording it"
-                        );
-                        std::future::pending::<()>().await;
-                    }
-                    match settled(sent)? {
+                    match self.pay_out(id, &book, to, &key, &amount, now_ms).await? {
                         Ok(tx) => lifecycle::after_payout(&book, tx, now_ms),
                         Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
                     }
@@ -263,6 +245,38 @@ impl SandboxDesk {
             return Ok(updated);
         }
         Ok(book)
+    }
+
+    /// Pays `amount` of the output to the book's address under `key`: the transaction, or why
+    /// it could not be sent. (A fault may pause here, after the payout and before its record.)
+    async fn pay_out(
+        &self,
+        id: &str,
+        book: &Order,
+        to: &'static CurrencyDef,
+        key: &str,
+        amount: &str,
+        now_ms: i64,
+    ) -> Result<Result<String, String>, StepError> {
+        let sent = self
+            .chain
+            .transfer(
+                key,
+                to.code,
+                &book.to_address,
+                book.to_tag.as_deref(),
+                amount,
+                now_ms,
+            )
+            .await;
+        if self.pause_after_payout && sent.is_ok() {
+            tracing::warn!(
+                exchange = id,
+                "sandbox fault: paused after a payout, before recording it"
+            );
+            std::future::pending::<()>().await;
+        }
+        settled(sent)
     }
 
     /// Sends `amount` of the input back to the book's refund address under `key`.

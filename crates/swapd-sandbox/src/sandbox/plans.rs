@@ -341,70 +341,8 @@ fn gasless_bridge_plan(
         .network
         .evm_chain_id()
         .ok_or_else(|| invalid("gasless routes start on EVM chains"))?;
-    let owner = evm_address(&request.wallet_address)?.to_checksum(None);
-    let amount_in = base_units(request.from_amount, from).to_string();
-    let deadline = request.deadline_secs.to_string();
-    let permit = json!({
-        "types": {
-            "EIP712Domain": eip712_domain_type(),
-            "Permit": [
-                {"name": "owner", "type": "address"},
-                {"name": "spender", "type": "address"},
-                {"name": "value", "type": "uint256"},
-                {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"}
-            ]
-        },
-        "primaryType": "Permit",
-        "domain": {
-            "name": "USD Coin",
-            "version": "2",
-            "chainId": chain_id,
-            "verifyingContract": evm_address(token)?.to_checksum(None)
-        },
-        "message": {
-            "owner": owner,
-            "spender": contract.to_checksum(None),
-            "value": amount_in,
-            // The sandbox token's permit nonce is always 0.
-            "nonce": "0",
-            "deadline": deadline
-        }
-    });
-    let order = json!({
-        "types": {
-            "EIP712Domain": eip712_domain_type(),
-            "BridgeOrder": [
-                {"name": "owner", "type": "address"},
-                {"name": "tokenIn", "type": "address"},
-                {"name": "amountIn", "type": "uint256"},
-                {"name": "destinationChainId", "type": "uint256"},
-                {"name": "recipient", "type": "bytes32"},
-                {"name": "tokenOut", "type": "bytes32"},
-                {"name": "minAmountOut", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-                {"name": "reference", "type": "bytes32"}
-            ]
-        },
-        "primaryType": "BridgeOrder",
-        "domain": {
-            "name": provider,
-            "version": "1",
-            "chainId": chain_id,
-            "verifyingContract": contract.to_checksum(None)
-        },
-        "message": {
-            "owner": owner,
-            "tokenIn": evm_address(token)?.to_checksum(None),
-            "amountIn": amount_in,
-            "destinationChainId": destination_chain_id(to.network).to_string(),
-            "recipient": recipient.to_string(),
-            "tokenOut": destination_token(to)?.to_string(),
-            "minAmountOut": base_units(request.min_output, to).to_string(),
-            "deadline": deadline,
-            "reference": reference(&request.plan_id).to_string()
-        }
-    });
+    let permit = permit_typed_data(request, chain_id, token, contract)?;
+    let order = bridge_order_typed_data(provider, request, chain_id, token, contract, recipient)?;
     let signature_step = |step_id: &str, description: String, purpose: &str, typed_data| PlanStep {
         step_id: step_id.into(),
         kind: "signature".into(),
@@ -438,6 +376,94 @@ fn gasless_bridge_plan(
             order,
         ),
     ])
+}
+
+/// The EIP-2612 permit (typed data) letting the bridge `contract` take the USDC `token`.
+fn permit_typed_data(
+    request: &PlanRequest,
+    chain_id: u64,
+    token: &str,
+    contract: Address,
+) -> Result<serde_json::Value, ProviderError> {
+    let owner = evm_address(&request.wallet_address)?.to_checksum(None);
+    let amount_in = base_units(request.from_amount, request.from).to_string();
+    let deadline = request.deadline_secs.to_string();
+    Ok(json!({
+        "types": {
+            "EIP712Domain": eip712_domain_type(),
+            "Permit": [
+                {"name": "owner", "type": "address"},
+                {"name": "spender", "type": "address"},
+                {"name": "value", "type": "uint256"},
+                {"name": "nonce", "type": "uint256"},
+                {"name": "deadline", "type": "uint256"}
+            ]
+        },
+        "primaryType": "Permit",
+        "domain": {
+            "name": "USD Coin",
+            "version": "2",
+            "chainId": chain_id,
+            "verifyingContract": evm_address(token)?.to_checksum(None)
+        },
+        "message": {
+            "owner": owner,
+            "spender": contract.to_checksum(None),
+            "value": amount_in,
+            // The sandbox token's permit nonce is always 0.
+            "nonce": "0",
+            "deadline": deadline
+        }
+    }))
+}
+
+/// The bridge's order (typed data): `request`'s terms, paid to `recipient`.
+fn bridge_order_typed_data(
+    provider: &str,
+    request: &PlanRequest,
+    chain_id: u64,
+    token: &str,
+    contract: Address,
+    recipient: B256,
+) -> Result<serde_json::Value, ProviderError> {
+    let (from, to) = (request.from, request.to);
+    let owner = evm_address(&request.wallet_address)?.to_checksum(None);
+    let amount_in = base_units(request.from_amount, from).to_string();
+    let deadline = request.deadline_secs.to_string();
+    Ok(json!({
+        "types": {
+            "EIP712Domain": eip712_domain_type(),
+            "BridgeOrder": [
+                {"name": "owner", "type": "address"},
+                {"name": "tokenIn", "type": "address"},
+                {"name": "amountIn", "type": "uint256"},
+                {"name": "destinationChainId", "type": "uint256"},
+                {"name": "recipient", "type": "bytes32"},
+                {"name": "tokenOut", "type": "bytes32"},
+                {"name": "minAmountOut", "type": "uint256"},
+                {"name": "deadline", "type": "uint256"},
+                {"name": "reference", "type": "bytes32"}
+            ]
+        },
+        "primaryType": "BridgeOrder",
+        "domain": {
+            "name": provider,
+            "version": "1",
+            "chainId": chain_id,
+            "verifyingContract": contract.to_checksum(None)
+        },
+        "message": {
+            "owner": owner,
+            "tokenIn": evm_address(token)?.to_checksum(None),
+            "amountIn": amount_in,
+            "destinationChainId": destination_chain_id(to.network).to_string(),
+            "recipient": recipient.to_string(),
+            "tokenOut": destination_token(to)?.to_string(),
+            "minAmountOut": base_units(request.min_output, to).to_string(),
+            "deadline": deadline,
+            "reference": reference(&request.plan_id).to_string()
+        }
+    }))
 }
 
 fn eip712_domain_type() -> serde_json::Value {
@@ -564,58 +590,8 @@ pub fn track(
         chain: caip2(from.network),
         tx_hash: source_hash.clone(),
     };
-    let state = |status, substatus: &str, tx_hashes: Vec<ExecutionTx>| Tracked {
-        status,
-        substatus: Some(substatus.into()),
-        outcome: None,
-        tx_hashes,
-        received_amount: None,
-        received_token: None,
-    };
-    if selector == 0xfa {
-        return Ok(if blocks < NOT_FOUND_AFTER_BLOCKS {
-            state(ExecutionStatus::Submitted, "not_indexed", Vec::new())
-        } else {
-            state(ExecutionStatus::Failed, "not_found", Vec::new())
-        });
-    }
-    if blocks < INDEXED_AFTER_BLOCKS {
-        return Ok(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()));
-    }
-    match selector {
-        0xff => return Ok(state(ExecutionStatus::Failed, "reverted", vec![source])),
-        0xfe => {
-            return Ok(state(
-                ExecutionStatus::Failed,
-                "slippage_exceeded",
-                vec![source],
-            ));
-        }
-        _ => {}
-    }
-    if blocks < CONFIRMED_AFTER_BLOCKS {
-        return Ok(state(
-            ExecutionStatus::Pending,
-            "source_confirming",
-            vec![source],
-        ));
-    }
-    let mut arrives_after = CONFIRMED_AFTER_BLOCKS;
-    if bridge {
-        arrives_after += DESTINATION_BLOCKS;
-        if blocks < arrives_after {
-            return Ok(state(
-                ExecutionStatus::Pending,
-                "awaiting_destination",
-                vec![source],
-            ));
-        }
-        if selector == 0xfb {
-            arrives_after += DELAY_BLOCKS;
-            if blocks < arrives_after {
-                return Ok(state(ExecutionStatus::Pending, "delayed", vec![source]));
-            }
-        }
+    if let Some(underway) = underway(blocks, selector, bridge, &source) {
+        return Ok(underway);
     }
     let expected = parse(&plan.expected_output, to)?;
     let (outcome, token, amount, destination) = match (bridge, selector) {
@@ -659,6 +635,80 @@ pub fn track(
         received_amount: Some(amount.to_string()),
         received_token: Some(token.code.into()),
     })
+}
+
+/// A tracked state that is not the end yet, or a failure, with the transactions it shows.
+fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) -> Tracked {
+    Tracked {
+        status,
+        substatus: Some(substatus.into()),
+        outcome: None,
+        tx_hashes,
+        received_amount: None,
+        received_token: None,
+    }
+}
+
+/// What an execution shows `blocks` after its report until it is done (`None` once it is):
+/// indexing, failures the `selector` picks, confirmations, and a bridge's wait for the
+/// destination.
+fn underway(blocks: i64, selector: u8, bridge: bool, source: &ExecutionTx) -> Option<Tracked> {
+    if selector == 0xfa {
+        return Some(if blocks < NOT_FOUND_AFTER_BLOCKS {
+            state(ExecutionStatus::Submitted, "not_indexed", Vec::new())
+        } else {
+            state(ExecutionStatus::Failed, "not_found", Vec::new())
+        });
+    }
+    if blocks < INDEXED_AFTER_BLOCKS {
+        return Some(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()));
+    }
+    match selector {
+        0xff => {
+            return Some(state(
+                ExecutionStatus::Failed,
+                "reverted",
+                vec![source.clone()],
+            ));
+        }
+        0xfe => {
+            return Some(state(
+                ExecutionStatus::Failed,
+                "slippage_exceeded",
+                vec![source.clone()],
+            ));
+        }
+        _ => {}
+    }
+    if blocks < CONFIRMED_AFTER_BLOCKS {
+        return Some(state(
+            ExecutionStatus::Pending,
+            "source_confirming",
+            vec![source.clone()],
+        ));
+    }
+    let mut arrives_after = CONFIRMED_AFTER_BLOCKS;
+    if bridge {
+        arrives_after += DESTINATION_BLOCKS;
+        if blocks < arrives_after {
+            return Some(state(
+                ExecutionStatus::Pending,
+                "awaiting_destination",
+                vec![source.clone()],
+            ));
+        }
+        if selector == 0xfb {
+            arrives_after += DELAY_BLOCKS;
+            if blocks < arrives_after {
+                return Some(state(
+                    ExecutionStatus::Pending,
+                    "delayed",
+                    vec![source.clone()],
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// The byte of a reported hash that selects the sandbox outcome: its last.
