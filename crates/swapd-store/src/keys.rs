@@ -7,7 +7,7 @@ use swapd_core::store::{KeyStore, NonceRecord};
 
 use crate::map_sqlx_error;
 use crate::rows::{API_KEY_COLUMNS, ApiKeyRow, RateRow};
-use crate::sql::{SqlStore, built, placeholders};
+use crate::sql::{SqlStore, built};
 
 const RATE_STATE: &str =
     "SELECT tat_us, window_start_ms, hour_count, hour_weight FROM rate_limits WHERE key_id = $1";
@@ -103,7 +103,7 @@ impl KeyStore for SqlStore {
             let mut insert = sqlx::query(built(format!(
                 "INSERT INTO nonce_log (key_id, nonce, expires_at) VALUES {} \
                  ON CONFLICT DO NOTHING",
-                placeholders(1, chunk.len(), 3)
+                self.values(chunk.len(), 3)
             )));
             for record in chunk {
                 insert = insert

@@ -6,7 +6,7 @@ use swapd_core::store::{IdempotentFinish, QuoteStore, RateObservation};
 
 use crate::codec::{decode_json, encode_json};
 use crate::map_sqlx_error;
-use crate::sql::{SqlStore, Tx, built, placeholders};
+use crate::sql::{SqlStore, Tx, built};
 
 /// Inside a write transaction: redeems a createToken (see `Store::redeem_create_token`); the
 /// caller commits on success.
@@ -63,7 +63,7 @@ impl QuoteStore for SqlStore {
             .collect::<Result<Vec<_>, _>>()?;
         let mut insert = sqlx::query(built(format!(
             "INSERT INTO route_quotes (id, owner, body, created_at, expires_at) VALUES {}",
-            placeholders(1, bodies.len(), 5)
+            self.values(bodies.len(), 5)
         )));
         for (quote, body) in bodies {
             insert = insert
@@ -162,7 +162,7 @@ impl QuoteStore for SqlStore {
         }
         let mut insert = sqlx::query(built(format!(
             "INSERT INTO rate_observations (pair, observed_at, rate, provider) VALUES {}",
-            placeholders(1, observations.len(), 4)
+            self.values(observations.len(), 4)
         )));
         for o in observations {
             insert = insert

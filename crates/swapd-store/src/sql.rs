@@ -57,23 +57,16 @@ impl Backend {
     }
 }
 
+fn numbered(first: usize, count: usize, sigil: char) -> String {
+    let numbers: Vec<String> = (first..first + count)
+        .map(|n| format!("{sigil}{n}"))
+        .collect();
+    format!("({})", numbers.join(", "))
+}
+
 /// A statement built at run time from parts that are all the store's own text.
 pub(crate) fn built(sql: String) -> AssertSqlSafe<String> {
     AssertSqlSafe(sql)
-}
-
-/// `rows` tuples of `width` numbered placeholders, the first `$first`: `($1, $2), ($3, $4)`.
-/// (sqlx's `QueryBuilder` writes `?` for the `Any` driver, which PostgreSQL does not take.)
-pub(crate) fn placeholders(first: usize, rows: usize, width: usize) -> String {
-    (0..rows)
-        .map(|row| {
-            let numbers: Vec<String> = (0..width)
-                .map(|column| format!("${}", first + row * width + column))
-                .collect();
-            format!("({})", numbers.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl SqlStore {
@@ -169,6 +162,28 @@ impl SqlStore {
             .collect::<Result<Vec<_>, _>>()?;
         claimed.sort_by_key(due_at);
         Ok(claimed)
+    }
+
+    /// The placeholders of a statement that has no others: `rows` tuples of `width`, such as
+    /// `($1, $2), ($3, $4)` on PostgreSQL and `(?, ?), (?, ?)` on SQLite. SQLite binds bare `?`
+    /// in order, where each numbered one costs a scan of those before it (a bulk insert of
+    /// thousands of values would bind in quadratic time). sqlx's `QueryBuilder` cannot be used:
+    /// for the `Any` driver it writes bare `?`, which PostgreSQL does not take.
+    pub(crate) fn values(&self, rows: usize, width: usize) -> String {
+        let tuples = (0..rows).map(|row| match self.backend {
+            Backend::Sqlite => format!("({})", vec!["?"; width].join(", ")),
+            Backend::Postgres => numbered(1 + row * width, width, '$'),
+        });
+        tuples.collect::<Vec<_>>().join(", ")
+    }
+
+    /// A parenthesized list of `count` placeholders numbered from `first`, among numbered
+    /// others: `($4, $5)`, or `(?4, ?5)` on SQLite.
+    pub(crate) fn list(&self, first: usize, count: usize) -> String {
+        match self.backend {
+            Backend::Sqlite => numbered(first, count, '?'),
+            Backend::Postgres => numbered(first, count, '$'),
+        }
     }
 
     /// The statement of `claim` in this store's dialect.
@@ -280,9 +295,27 @@ where
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn placeholders_are_numbered_row_after_row() {
-        assert_eq!(super::placeholders(1, 2, 3), "($1, $2, $3), ($4, $5, $6)");
-        assert_eq!(super::placeholders(4, 1, 2), "($4, $5)");
+    use super::*;
+
+    async fn store(backend: Backend) -> SqlStore {
+        sqlx::any::install_default_drivers();
+        SqlStore {
+            pool: sqlx::any::AnyPoolOptions::new()
+                .connect_lazy("sqlite::memory:")
+                .unwrap(),
+            backend,
+            bells: Default::default(),
+            listen_url: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn placeholders_in_each_dialect() {
+        let postgres = store(Backend::Postgres).await;
+        assert_eq!(postgres.values(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(postgres.list(4, 2), "($4, $5)");
+        let sqlite = store(Backend::Sqlite).await;
+        assert_eq!(sqlite.values(2, 2), "(?, ?), (?, ?)");
+        assert_eq!(sqlite.list(4, 2), "(?4, ?5)");
     }
 }

@@ -11,7 +11,7 @@ use swapd_core::webhooks::{
 use crate::map_sqlx_error;
 use crate::orders::{EVENT_COLUMNS, EventRow};
 use crate::rows::{SUBSCRIPTION_COLUMNS, SubscriptionRow};
-use crate::sql::{Claim, SqlStore, built, compare_and_set, placeholders};
+use crate::sql::{Claim, SqlStore, built, compare_and_set};
 
 /// A stored payload with its event's columns.
 #[derive(sqlx::FromRow)]
@@ -87,7 +87,7 @@ impl WebhookStore for SqlStore {
         with_subscription(
             sqlx::query(built(format!(
                 "INSERT INTO webhook_subscriptions ({SUBSCRIPTION_COLUMNS}) VALUES {}",
-                placeholders(1, 1, 14)
+                self.values(1, 14)
             ))),
             subscription,
         )
@@ -307,7 +307,7 @@ impl WebhookStore for SqlStore {
                     "SELECT id, event_type FROM order_events WHERE owner = $1 \
                      AND created_at >= $2 AND created_at < $3 AND event_type IN {} \
                      ORDER BY created_at, order_id, sequence LIMIT ${}",
-                    placeholders(4, 1, types.len()),
+                    self.list(4, types.len()),
                     4 + types.len()
                 )))
                 .bind(owner)
