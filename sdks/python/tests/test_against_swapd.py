@@ -150,3 +150,15 @@ def test_an_agent_never_pays_more_than_its_cap(swapd) -> None:
     with X402ApiClient(swapd.url, Account.create(), max_amount_per_call=1) as agent:
         with pytest.raises(PaymentRefused):
             agent.currencies()
+
+
+async def test_the_async_agent_pays_once_and_reads_its_order_free(swapd) -> None:
+    from swapd import AsyncX402ApiClient
+
+    payer = Account.create()
+    async with AsyncX402ApiClient(swapd.url, payer) as agent:
+        order = await agent.create_order({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_PAYOUT})
+        paid = agent.last_settlement
+        assert paid is not None and paid.payer.lower() == payer.address.lower()
+        assert (await agent.get_order(order["orderId"]))["orderId"] == order["orderId"]
+        assert agent.last_settlement is paid, "the owner's read is free"
