@@ -10,7 +10,7 @@ use swapd_core::wakeup::Work;
 use crate::codec::{decode_json, encode_json};
 use crate::map_sqlx_error;
 use crate::quotes::redeem_in;
-use crate::sql::{Claim, SqlStore, Tx, built, compare_and_set};
+use crate::sql::{Claim, SqlStore, Tx, VersionedBody, built};
 
 /// The columns of an outbox event, as [`EventRow`] reads them.
 pub(crate) const EVENT_COLUMNS: &str =
@@ -154,23 +154,17 @@ impl OrderStore for SqlStore {
     }
 
     async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {
-        let body: Option<String> =
+        self.body(
             sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
                 .bind(id)
-                .bind(owner)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
+                .bind(owner),
+        )
+        .await
     }
 
     async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError> {
-        let body: Option<String> = sqlx::query_scalar("SELECT body FROM orders WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
+        self.body(sqlx::query_scalar("SELECT body FROM orders WHERE id = $1").bind(id))
             .await
-            .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
     }
 
     async fn search_orders(&self, search: &OrderSearch) -> Result<Vec<Order>, StoreError> {
@@ -198,20 +192,17 @@ impl OrderStore for SqlStore {
         events: &[OrderEvent],
         finish: Option<IdempotentFinish<'_>>,
     ) -> Result<bool, StoreError> {
-        let body = encode_json(order)?;
+        let written = VersionedBody {
+            table: "orders",
+            id: &order.id,
+            status: order.status.as_str(),
+            version: order.version,
+            body: encode_json(order)?,
+            updated_at_ms: order.updated_at_ms,
+            next_check_at_ms: order.next_check_at_ms,
+        };
         let mut tx = self.write_tx().await?;
-        let update = sqlx::query(
-            "UPDATE orders SET status = $2, version = $3, body = $4, updated_at = $5, \
-             next_check_at = $7 WHERE id = $1 AND version = $6",
-        )
-        .bind(&order.id)
-        .bind(order.status.as_str())
-        .bind(order.version)
-        .bind(body)
-        .bind(order.updated_at_ms)
-        .bind(order.version - 1)
-        .bind(order.next_check_at_ms);
-        if !compare_and_set(&mut tx, update).await? {
+        if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
         }
         insert_events_in(&mut tx, events).await?;
@@ -253,13 +244,9 @@ impl OrderStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(map_sqlx_error)?;
-        let rows: Vec<EventRow> = sqlx::query_as(self.claiming(&DUE_MAILS))
-            .bind(now_ms)
-            .bind(lease_until_ms)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+        let rows: Vec<EventRow> = self
+            .claim_in(&mut tx, &DUE_MAILS, now_ms, lease_until_ms, limit)
+            .await?;
         tx.commit().await.map_err(map_sqlx_error)?;
         let mut events = rows
             .into_iter()

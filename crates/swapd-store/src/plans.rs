@@ -5,9 +5,9 @@ use swapd_core::onchain::ExecutionPlan;
 use swapd_core::store::{IdempotentFinish, PlanStore};
 use swapd_core::wakeup::Work;
 
-use crate::codec::{decode_json, encode_json};
+use crate::codec::encode_json;
 use crate::map_sqlx_error;
-use crate::sql::{Claim, SqlStore, compare_and_set};
+use crate::sql::{Claim, SqlStore, VersionedBody};
 
 /// Plans the tracker looks at next: due first, each leased until the claim's end.
 const DUE_PLANS: Claim = Claim {
@@ -50,15 +50,14 @@ impl PlanStore for SqlStore {
         owner: &str,
         resolve_key: &str,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
-        let body: Option<String> = sqlx::query_scalar(
-            "SELECT body FROM execution_plans WHERE owner = $1 AND resolve_key = $2",
+        self.body(
+            sqlx::query_scalar(
+                "SELECT body FROM execution_plans WHERE owner = $1 AND resolve_key = $2",
+            )
+            .bind(owner)
+            .bind(resolve_key),
         )
-        .bind(owner)
-        .bind(resolve_key)
-        .fetch_optional(&self.pool)
         .await
-        .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
     }
 
     async fn execution_plan(
@@ -66,24 +65,17 @@ impl PlanStore for SqlStore {
         id: &str,
         owner: &str,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
-        let body: Option<String> =
+        self.body(
             sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1 AND owner = $2")
                 .bind(id)
-                .bind(owner)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
+                .bind(owner),
+        )
+        .await
     }
 
     async fn execution_plan_for_page(&self, id: &str) -> Result<Option<ExecutionPlan>, StoreError> {
-        let body: Option<String> =
-            sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
+        self.body(sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1").bind(id))
+            .await
     }
 
     async fn update_execution_plan(
@@ -91,26 +83,23 @@ impl PlanStore for SqlStore {
         plan: &ExecutionPlan,
         finish: Option<IdempotentFinish<'_>>,
     ) -> Result<bool, StoreError> {
-        let body = encode_json(plan)?;
+        let written = VersionedBody {
+            table: "execution_plans",
+            id: &plan.id,
+            status: plan.status.as_str(),
+            version: plan.version,
+            body: encode_json(plan)?,
+            updated_at_ms: plan.updated_at_ms,
+            next_check_at_ms: plan.next_check_at_ms,
+        };
         let mut tx = self.write_tx().await?;
-        let update = sqlx::query(
-            "UPDATE execution_plans SET status = $2, version = $3, body = $4, updated_at = $5, \
-             next_check_at = $7 WHERE id = $1 AND version = $6",
-        )
-        .bind(&plan.id)
-        .bind(plan.status.as_str())
-        .bind(plan.version)
-        .bind(body)
-        .bind(plan.updated_at_ms)
-        .bind(plan.version - 1)
-        .bind(plan.next_check_at_ms);
         // A write with an idempotency record is a client's report: the tracker's turn.
         let works: &[Work] = if finish.is_some() {
             &[Work::Executions]
         } else {
             &[]
         };
-        if !compare_and_set(&mut tx, update).await? {
+        if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
         }
         self.commit(tx, finish, works).await?;

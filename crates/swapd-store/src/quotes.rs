@@ -81,14 +81,12 @@ impl QuoteStore for SqlStore {
     }
 
     async fn route_quote(&self, id: &str, owner: &str) -> Result<Option<RouteQuote>, StoreError> {
-        let body: Option<String> =
+        self.body(
             sqlx::query_scalar("SELECT body FROM route_quotes WHERE id = $1 AND owner = $2")
                 .bind(id)
-                .bind(owner)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
+                .bind(owner),
+        )
+        .await
     }
 
     async fn issue_create_token(

@@ -5,7 +5,7 @@ use swapd_core::store::{IdempotentFinish, SandboxChainStore, SandboxDeposit, San
 
 use swapd_core::orders::Order;
 
-use crate::codec::{decode_json, encode_json};
+use crate::codec::encode_json;
 use crate::map_sqlx_error;
 use crate::sql::SqlStore;
 
@@ -135,13 +135,8 @@ impl SandboxChainStore for SqlStore {
     }
 
     async fn sandbox_exchange(&self, id: &str) -> Result<Option<Order>, StoreError> {
-        let body: Option<String> =
-            sqlx::query_scalar("SELECT body FROM sandbox_exchanges WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
+        self.body(sqlx::query_scalar("SELECT body FROM sandbox_exchanges WHERE id = $1").bind(id))
+            .await
     }
 
     async fn sandbox_update_exchange(&self, id: &str, book: &Order) -> Result<bool, StoreError> {

@@ -136,6 +136,18 @@ impl SqlStore {
             .map_err(map_sqlx_error)
     }
 
+    /// The aggregate that `query` (of one JSON `body` column) finds, if any.
+    pub(crate) async fn body<T: serde::de::DeserializeOwned>(
+        &self,
+        query: sqlx::query::QueryScalar<'_, sqlx::Any, String, sqlx::any::AnyArguments>,
+    ) -> Result<Option<T>, StoreError> {
+        let body = query
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+        body.map(|body| decode_json(&body)).transpose()
+    }
+
     /// Claims the due rows of a table that keeps its aggregate as a JSON body (orders, plans;
     /// `claim` returns `body`, taking `$1` now, `$2` the lease's end, `$3` the limit): each
     /// leased until `lease_until_ms`, earliest `due_at` first (RETURNING keeps no order).
@@ -148,17 +160,13 @@ impl SqlStore {
         due_at: impl Fn(&T) -> Option<i64>,
     ) -> Result<Vec<T>, StoreError> {
         let mut tx = self.write_tx().await?;
-        let bodies: Vec<String> = sqlx::query_scalar(self.claiming(claim))
-            .bind(now_ms)
-            .bind(lease_until_ms)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+        let bodies: Vec<(String,)> = self
+            .claim_in(&mut tx, claim, now_ms, lease_until_ms, limit)
+            .await?;
         tx.commit().await.map_err(map_sqlx_error)?;
         let mut claimed = bodies
             .iter()
-            .map(|body| decode_json::<T>(body))
+            .map(|(body,)| decode_json::<T>(body))
             .collect::<Result<Vec<_>, _>>()?;
         claimed.sort_by_key(due_at);
         Ok(claimed)
@@ -184,6 +192,27 @@ impl SqlStore {
             Backend::Sqlite => numbered(first, count, '?'),
             Backend::Postgres => numbered(first, count, '$'),
         }
+    }
+
+    /// Inside `tx`: the rows `claim` takes, with `$1` now, `$2` the lease's end, `$3` the limit.
+    pub(crate) async fn claim_in<R>(
+        &self,
+        tx: &mut Tx,
+        claim: &Claim,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<R>, StoreError>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+    {
+        sqlx::query_as(self.claiming(claim))
+            .bind(now_ms)
+            .bind(lease_until_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(map_sqlx_error)
     }
 
     /// The statement of `claim` in this store's dialect.
@@ -270,6 +299,37 @@ pub(crate) async fn compare_and_set(
 ) -> Result<bool, StoreError> {
     let updated = update.execute(&mut **tx).await.map_err(map_sqlx_error)?;
     Ok(updated.rows_affected() == 1)
+}
+
+/// An aggregate kept as a JSON body with its status, version and next check (orders, execution
+/// plans), as [`compare_and_set`] writes it back at its next version.
+pub(crate) struct VersionedBody<'a> {
+    pub table: &'static str,
+    pub id: &'a str,
+    pub status: &'static str,
+    pub version: i64,
+    pub body: String,
+    pub updated_at_ms: i64,
+    pub next_check_at_ms: Option<i64>,
+}
+
+impl VersionedBody<'_> {
+    /// Inside `tx`: the row written at `version` when it is still at `version - 1`.
+    pub(crate) async fn compare_and_set(self, tx: &mut Tx) -> Result<bool, StoreError> {
+        let update = sqlx::query(built(format!(
+            "UPDATE {} SET status = $2, version = $3, body = $4, updated_at = $5, \
+             next_check_at = $7 WHERE id = $1 AND version = $6",
+            self.table
+        )))
+        .bind(self.id)
+        .bind(self.status)
+        .bind(self.version)
+        .bind(self.body)
+        .bind(self.updated_at_ms)
+        .bind(self.version - 1)
+        .bind(self.next_check_at_ms);
+        compare_and_set(tx, update).await
+    }
 }
 
 /// Runs `attempt` (a read-plan-write transaction) again when it lost an insert race
