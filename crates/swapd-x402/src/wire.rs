@@ -15,6 +15,12 @@ pub const SIGN_IN_WITH_X: &str = "SIGN-IN-WITH-X";
 /// The extension key of Sign-In-With-X.
 pub const SIWX_EXTENSION: &str = "sign-in-with-x";
 
+/// An optional object field sent as JSON `null` (x402's Python MCP session sends
+/// `"extensions": null`) reads as empty, as when it is absent.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    Ok(Option::<Map<String, Value>>::deserialize(d)?.unwrap_or_default())
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceInfo {
@@ -38,7 +44,7 @@ pub struct PaymentRequirements {
     pub asset: String,
     pub pay_to: String,
     pub max_timeout_seconds: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub extra: Map<String, Value>,
 }
 
@@ -67,7 +73,11 @@ pub struct PaymentRequired {
     pub error: Option<String>,
     pub resource: ResourceInfo,
     pub accepts: Vec<PaymentRequirements>,
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Map::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
     pub extensions: Map<String, Value>,
 }
 
@@ -81,7 +91,11 @@ pub struct PaymentPayload {
     /// Scheme-specific: [`ExactEvmPayload`] for `exact` on EVM.
     pub payload: Value,
     /// Echoed extensions; unknown ones are ignored.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Map::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
     pub extensions: Map<String, Value>,
 }
 
@@ -187,6 +201,28 @@ pub fn decode_header<T: DeserializeOwned>(text: &str) -> Result<T, HeaderError> 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn optional_fields_sent_as_null_read_as_absent() {
+        let payload: PaymentPayload = serde_json::from_value(serde_json::json!({
+            "x402Version": 2,
+            "resource": null,
+            "accepted": {"scheme": "exact", "network": "eip155:8453", "amount": "1",
+                         "asset": "0xa", "payTo": "0xb", "maxTimeoutSeconds": 60, "extra": null},
+            "payload": {},
+            "extensions": null
+        }))
+        .unwrap();
+        assert!(payload.resource.is_none());
+        assert!(payload.extensions.is_empty());
+        assert!(payload.accepted.extra.is_empty());
+        let required: PaymentRequired = serde_json::from_value(serde_json::json!({
+            "x402Version": 2, "error": null, "resource": {"url": "https://x", "description": null},
+            "accepts": [], "extensions": null
+        }))
+        .unwrap();
+        assert!(required.extensions.is_empty() && required.error.is_none());
+    }
 
     /// The `PAYMENT-REQUIRED` header of the x402 worked example (docs/x402.md, "Test vectors").
     pub(crate) const VECTOR_402: &str = "eyJ4NDAyVmVyc2lvbiI6MiwiZXJyb3IiOiJQYXltZW50IHJlcXVpcmVkIiwicmVzb3VyY2UiOnsidXJsIjoiaHR0cHM6Ly9hcGkuZXhhbXBsZS5jb20vYXBpL3g0MDIvcXVvdGUiLCJkZXNjcmlwdGlvbiI6IlN3YXAgcXVvdGUgKDAuMDUgVVNEKSIsIm1pbWVUeXBlIjoiYXBwbGljYXRpb24vanNvbiJ9LCJhY2NlcHRzIjpbeyJzY2hlbWUiOiJleGFjdCIsIm5ldHdvcmsiOiJlaXAxNTU6ODQ1MyIsImFtb3VudCI6IjUwMDAwIiwiYXNzZXQiOiIweDgzMzU4OWZDRDZlRGI2RTA4ZjRjN0MzMkQ0ZjcxYjU0YmRBMDI5MTMiLCJwYXlUbyI6IjB4NzA5OTc5NzBDNTE4MTJkYzNBMDEwQzdkMDFiNTBlMGQxN2RjNzlDOCIsIm1heFRpbWVvdXRTZWNvbmRzIjozMDAsImV4dHJhIjp7Im5hbWUiOiJVU0QgQ29pbiIsInZlcnNpb24iOiIyIn19XSwiZXh0ZW5zaW9ucyI6eyJzaWduLWluLXdpdGgteCI6eyJpbmZvIjp7ImRvbWFpbiI6ImFwaS5leGFtcGxlLmNvbSIsInVyaSI6Imh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS94NDAyL3F1b3RlIiwidmVyc2lvbiI6IjEiLCJub25jZSI6ImExYjJjM2Q0ZTVmNjc4OTBhMWIyYzNkNGU1ZjY3ODkwIiwiaXNzdWVkQXQiOiIyMDI2LTAxLTE1VDEwOjMwOjAwLjAwMFoiLCJleHBpcmF0aW9uVGltZSI6IjIwMjYtMDEtMTVUMTA6MzU6MDAuMDAwWiIsInN0YXRlbWVudCI6IlNpZ24gaW4gdG8gdGhlIHN3YXAgQVBJIiwicmVzb3VyY2VzIjpbImh0dHBzOi8vYXBpLmV4YW1wbGUuY29tL2FwaS94NDAyL3F1b3RlIl19LCJzdXBwb3J0ZWRDaGFpbnMiOlt7ImNoYWluSWQiOiJlaXAxNTU6ODQ1MyIsInR5cGUiOiJlaXAxOTEifSx7ImNoYWluSWQiOiJzb2xhbmE6NWV5a3Q0VXNGdjhQOE5KZFRSRXBZMXZ6cUtxWkt2ZHAiLCJ0eXBlIjoiZWQyNTUxOSJ9XSwic2NoZW1hIjp7IiRzY2hlbWEiOiJodHRwczovL2pzb24tc2NoZW1hLm9yZy9kcmFmdC8yMDIwLTEyL3NjaGVtYSIsInR5cGUiOiJvYmplY3QifX19fQ==";

@@ -1335,3 +1335,33 @@ async fn a_malformed_body_is_refused_before_anything_is_charged() {
     );
     server.stop().await;
 }
+
+/// x402's Python MCP session sends optional fields as JSON `null` (`"extensions": null`): the
+/// payment is the same payment, accepted and settled as when they are absent.
+#[tokio::test]
+async fn a_payment_whose_optional_fields_are_null_is_accepted() {
+    let server = TestServer::start().await;
+    let payer = PrivateKeySigner::random();
+    let challenge = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    let payment = pay(&challenge, &payer, server.now_secs());
+    let mut json = serde_json::to_value(&payment).unwrap();
+    json["extensions"] = serde_json::Value::Null;
+    json["resource"] = serde_json::Value::Null;
+    let header = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        serde_json::to_vec(&json).unwrap(),
+    );
+    let paid = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[("PAYMENT-SIGNATURE", header)],
+    )
+    .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    let settled: SettleResponse =
+        wire::decode_header(paid.header("payment-response").unwrap()).unwrap();
+    assert!(settled.success);
+    server.stop().await;
+}
