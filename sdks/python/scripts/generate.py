@@ -119,7 +119,7 @@ def operations_module(name: str, ops: list[dict]) -> str:
         "from collections.abc import Mapping\n",
         "from .._operation import Operation",
         f"from . import {name}_types as t\n",
-        f"OPERATIONS: dict[str, Operation] = {{",
+        "OPERATIONS: dict[str, Operation] = {",
     ]
     for op in ops:
         lines.append(

@@ -31,6 +31,8 @@ class Prepared:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
+    #: x402: whether this call has paid (its retries then repeat the same payment).
+    paid: bool = False
 
     @property
     def replay_safe(self) -> bool:
@@ -127,6 +129,10 @@ class Core:
         """The headers of one attempt (a Business client signs each attempt afresh)."""
         return {**self.default_headers, **prepared.headers}
 
+    def may_retry(self, error: SwapdError) -> bool:
+        """Whether the retry policy may judge `error` at all (an x402 refusal to pay is final)."""
+        return True
+
 
 class SyncCore(Core):
     def __init__(self, base_url: str, *, http: httpx.Client | None = None, **options: Any) -> None:
@@ -155,15 +161,19 @@ class SyncCore(Core):
         except httpx.TransportError as error:
             raise transport_error(error) from error
 
+    def attempt(self, prepared: Prepared) -> httpx.Response:
+        """One attempt of a call (an x402 client may pay or sign in within it)."""
+        return self.send(prepared)
+
     def _call(self, operation: Operation, path_values: Sequence[str], **call: Any) -> Any:
         prepared = prepare(operation, path_values, **call)
         retry = 0
         while True:
             try:
-                return answer(self.send(prepared))
+                return answer(self.attempt(prepared))
             except SwapdError as error:
                 wait = self.retry.delay(error, prepared.replay_safe, retry)
-                if wait is None:
+                if wait is None or not self.may_retry(error):
                     raise
             time.sleep(wait)
             retry += 1
@@ -195,15 +205,18 @@ class AsyncCore(Core):
         except httpx.TransportError as error:
             raise transport_error(error) from error
 
+    async def attempt(self, prepared: Prepared) -> httpx.Response:
+        return await self.send(prepared)
+
     async def _call(self, operation: Operation, path_values: Sequence[str], **call: Any) -> Any:
         prepared = prepare(operation, path_values, **call)
         retry = 0
         while True:
             try:
-                return answer(await self.send(prepared))
+                return answer(await self.attempt(prepared))
             except SwapdError as error:
                 wait = self.retry.delay(error, prepared.replay_safe, retry)
-                if wait is None:
+                if wait is None or not self.may_retry(error):
                     raise
             await asyncio.sleep(wait)
             retry += 1

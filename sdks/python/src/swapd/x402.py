@@ -16,7 +16,7 @@ The settlement of the last paid call (`PAYMENT-RESPONSE`) is `last_settlement`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -24,11 +24,10 @@ from x402 import max_amount, x402Client, x402ClientSync
 from x402.extensions.sign_in_with_x.hooks import create_siwx_client_hook
 from x402.http.x402_http_client import x402HTTPClient, x402HTTPClientSync
 from x402.mechanisms.evm.exact.register import register_exact_evm_client
-from x402.schemas import SettleResponse
+from x402.schemas import PaymentRequiredContext, SettleResponse
 
-from ._client import AsyncCore, Prepared, SyncCore, answer, prepare
+from ._client import AsyncCore, Prepared, SyncCore
 from ._generated.x402_operations import AsyncOperations, Operations
-from ._operation import Operation
 from .errors import SwapdError
 from .retry import RetryPolicy
 
@@ -60,15 +59,22 @@ class _Paying:
         #: The settlement of the last paid call, as the server reported it.
         self.last_settlement: SettleResponse | None = None
 
+    def may_retry(self, error: SwapdError) -> bool:
+        return not isinstance(error, PaymentRefused)
+
     def _required(self, response: httpx.Response) -> Any:
         return self._payments.get_payment_required_response(response.headers.get, None)
 
-    def _settled(self, response: httpx.Response) -> None:
+    def _settled(self, response: httpx.Response) -> httpx.Response:
         try:
             self.last_settlement = self._payments.get_payment_settle_response(response.headers.get)
         except ValueError:
-            pass
+            pass  # not a paid answer
+        return response
 
+    def _pay_with(self, prepared: Prepared, payload: Any) -> None:
+        prepared.headers.update(self._payments.encode_payment_signature_header(payload))
+        prepared.paid = True
 
 
 class X402ApiClient(_Paying, SyncCore, Operations):
@@ -91,54 +97,24 @@ class X402ApiClient(_Paying, SyncCore, Operations):
         super().__init__(base_url, retry=retry, timeout=timeout, headers=headers, http=http)
         self._setup(account, max_amount_per_call, asynchronous=False)
 
-    def _call(self, operation: Operation, path_values: Sequence[str], **call: Any) -> Any:
-        prepared = prepare(operation, path_values, **call)
-        paid = False
-
-        def attempt() -> httpx.Response:
-            nonlocal paid
-            response = self.send(prepared)
-            if response.status_code != 402 or paid:
+    def attempt(self, prepared: Prepared) -> httpx.Response:
+        response = self.send(prepared)
+        if response.status_code != 402 or prepared.paid:
+            return self._settled(response)
+        required = self._required(response)
+        if not required.accepts:
+            # The SIWX hook of the package is a coroutine; a blocking client runs it to its end.
+            proof = asyncio.run(self._sign_in(_context(required, prepared.url(self.base_url))))
+            if proof is None:
                 return response
-            required = self._required(response)
-            if not required.accepts:
-                context = _context(required, prepared.url(self.base_url))
-                return self._signed_in(prepared, asyncio.run(self._sign_in(context)), response)
-            try:
-                payload = self._payments.create_payment_payload(required)
-            except Exception as error:  # the package refuses with its own exception types
-                raise PaymentRefused(f"cannot pay {operation.id}: {error}") from error
-            prepared.headers.update(self._payments.encode_payment_signature_header(payload))
-            paid = True
+            prepared.headers.update(proof.headers)
             return self.send(prepared)
-
-        return self._with_retries(prepared, attempt)
-
-    def _signed_in(self, prepared: Prepared, sign_in: Any, challenge: httpx.Response) -> httpx.Response:
-        """A wallet-bound read sent again with the account's proof (the challenge's answer when
-        the hook had none to give)."""
-        if sign_in is None:
-            return challenge
-        prepared.headers.update(sign_in.headers)
-        return self.send(prepared)
-
-    def _with_retries(self, prepared: Prepared, attempt: Any) -> Any:
-        import time
-
-        retry = 0
-        while True:
-            try:
-                response = attempt()
-                self._settled(response)
-                return answer(response)
-            except SwapdError as error:
-                if isinstance(error, PaymentRefused):
-                    raise
-                wait = self.retry.delay(error, prepared.replay_safe, retry)
-                if wait is None:
-                    raise
-            time.sleep(wait)
-            retry += 1
+        try:
+            payload = self._payments.create_payment_payload(required)
+        except Exception as error:  # the package refuses with its own exception types
+            raise PaymentRefused(f"cannot pay {prepared.operation.id}: {error}") from error
+        self._pay_with(prepared, payload)
+        return self._settled(self.send(prepared))
 
 
 class AsyncX402ApiClient(_Paying, AsyncCore, AsyncOperations):
@@ -158,48 +134,24 @@ class AsyncX402ApiClient(_Paying, AsyncCore, AsyncOperations):
         super().__init__(base_url, retry=retry, timeout=timeout, headers=headers, http=http)
         self._setup(account, max_amount_per_call, asynchronous=True)
 
-    async def _call(self, operation: Operation, path_values: Sequence[str], **call: Any) -> Any:
-        prepared = prepare(operation, path_values, **call)
-        paid = False
-
-        async def attempt() -> httpx.Response:
-            nonlocal paid
-            response = await self.send(prepared)
-            if response.status_code != 402 or paid:
+    async def attempt(self, prepared: Prepared) -> httpx.Response:
+        response = await self.send(prepared)
+        if response.status_code != 402 or prepared.paid:
+            return self._settled(response)
+        required = self._required(response)
+        if not required.accepts:
+            proof = await self._sign_in(_context(required, prepared.url(self.base_url)))
+            if proof is None:
                 return response
-            required = self._required(response)
-            if not required.accepts:
-                context = _context(required, prepared.url(self.base_url))
-                sign_in = await self._sign_in(context)
-                if sign_in is None:
-                    return response
-                prepared.headers.update(sign_in.headers)
-                return await self.send(prepared)
-            try:
-                payload = await self._payments.create_payment_payload(required)
-            except Exception as error:
-                raise PaymentRefused(f"cannot pay {operation.id}: {error}") from error
-            prepared.headers.update(self._payments.encode_payment_signature_header(payload))
-            paid = True
+            prepared.headers.update(proof.headers)
             return await self.send(prepared)
-
-        retry = 0
-        while True:
-            try:
-                response = await attempt()
-                self._settled(response)
-                return answer(response)
-            except SwapdError as error:
-                if isinstance(error, PaymentRefused):
-                    raise
-                wait = self.retry.delay(error, prepared.replay_safe, retry)
-                if wait is None:
-                    raise
-            await asyncio.sleep(wait)
-            retry += 1
+        try:
+            payload = await self._payments.create_payment_payload(required)
+        except Exception as error:
+            raise PaymentRefused(f"cannot pay {prepared.operation.id}: {error}") from error
+        self._pay_with(prepared, payload)
+        return self._settled(await self.send(prepared))
 
 
-def _context(required: Any, url: str) -> Any:
-    from x402.schemas import PaymentRequiredContext
-
+def _context(required: Any, url: str) -> PaymentRequiredContext:
     return PaymentRequiredContext(payment_required=required, request_url=url)
