@@ -89,12 +89,26 @@ def types_module(name: str, document: dict) -> str:
         source.write_text(json.dumps(document))
         subprocess.run(
             [
-                sys.executable, "-m", "datamodel_code_generator",
-                "--input", str(source), "--input-file-type", "openapi",
-                "--output", str(target), "--output-model-type", "typing.TypedDict",
-                "--target-python-version", "3.10", "--use-standard-collections",
-                "--use-union-operator", "--disable-timestamp", "--enum-field-as-literal", "all",
-                "--use-schema-description", "--use-double-quotes",
+                sys.executable,
+                "-m",
+                "datamodel_code_generator",
+                "--input",
+                str(source),
+                "--input-file-type",
+                "openapi",
+                "--output",
+                str(target),
+                "--output-model-type",
+                "typing.TypedDict",
+                "--target-python-version",
+                "3.10",
+                "--use-standard-collections",
+                "--use-union-operator",
+                "--disable-timestamp",
+                "--enum-field-as-literal",
+                "all",
+                "--use-schema-description",
+                "--use-double-quotes",
             ],
             check=True,
         )
@@ -131,7 +145,9 @@ def operations_module(name: str, ops: list[dict]) -> str:
     for asynchronous in (False, True):
         cls = "AsyncOperations" if asynchronous else "Operations"
         lines.append(f"\nclass {cls}:")
-        lines.append(f'    """One method per operation of openapi/{name}.json, named by its operationId."""\n')
+        lines.append(
+            f'    """One method per operation of openapi/{name}.json, named by its operationId."""\n'
+        )
         for op in ops:
             args = ["self"] + [f"{parameter_name(p)}: str" for p in op["path_params"]]
             if op["body"]:

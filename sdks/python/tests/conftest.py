@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-PERMISSIONS = "prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write"
+PERMISSIONS = (
+    "prices:read,orders:create,orders:read,orders:update,notifications:write,webhooks:read,webhooks:write"
+)
 
 
 def swapd_binary() -> Path | None:
@@ -44,9 +46,23 @@ def swapd() -> Swapd:
         pytest.skip("no swapd binary: run `cargo build -p swapd` or set SWAPD_BIN")
     data = tempfile.mkdtemp(prefix="swapd-sdk-")
     created = subprocess.run(
-        [str(binary), "--data-dir", data, "keys", "create", "--name", "sdk", "--permissions", PERMISSIONS,
-         "--per-minute", "6000", "--json"],
-        capture_output=True, text=True, check=True,
+        [
+            str(binary),
+            "--data-dir",
+            data,
+            "keys",
+            "create",
+            "--name",
+            "sdk",
+            "--permissions",
+            PERMISSIONS,
+            "--per-minute",
+            "6000",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     key = json.loads(created.stdout)
     with socket.socket() as probe:
@@ -55,7 +71,8 @@ def swapd() -> Swapd:
     log = open(Path(data) / "serve.log", "w")
     server = subprocess.Popen(
         [str(binary), "--data-dir", data, "serve", "--listen", f"127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         env={**os.environ, "RUST_LOG": "warn"},
     )
     url = f"http://127.0.0.1:{port}"

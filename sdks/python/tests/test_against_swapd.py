@@ -27,7 +27,9 @@ def test_a_fixed_order_runs_from_route_to_payout_and_a_retry_returns_the_same_or
     assert catalog["count"] >= 20
     routes = api.discover_routes({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "type": "fixed"})
     card = next(
-        c for c in routes["routes"] if c["executionType"] == "offchain" and c["isAvailable"] and c.get("routeQuoteId")
+        c
+        for c in routes["routes"]
+        if c["executionType"] == "offchain" and c["isAvailable"] and c.get("routeQuoteId")
     )
     resolved = api.resolve_route({"routeQuoteId": card["routeQuoteId"]})
     key = f"sdk-order-{secrets.token_hex(8)}"
@@ -61,16 +63,31 @@ def test_an_emergency_is_answered_with_a_refund(api) -> None:
 def test_an_onchain_plan_is_resolved_reported_and_followed(api) -> None:
     wallet = Account.create().address
     routes = api.discover_routes(
-        {"fromCcy": "ETHBASE", "toCcy": "USDCBASE", "amount": "1", "walletAddress": wallet, "walletChainNamespace": "eip155"}
+        {
+            "fromCcy": "ETHBASE",
+            "toCcy": "USDCBASE",
+            "amount": "1",
+            "walletAddress": wallet,
+            "walletChainNamespace": "eip155",
+        }
     )
     card = next(
-        c for c in routes["routes"] if c["executionType"] == "onchain" and c["isAvailable"] and c.get("routeQuoteId")
+        c
+        for c in routes["routes"]
+        if c["executionType"] == "onchain" and c["isAvailable"] and c.get("routeQuoteId")
     )
-    plan = api.resolve_onchain_route({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet, "walletChainNamespace": "eip155"})
+    plan = api.resolve_onchain_route(
+        {"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet, "walletChainNamespace": "eip155"}
+    )
     token = plan["executionAccessToken"]
     tx_hash = "0x" + secrets.token_hex(31) + "01"
     reported = api.report_onchain_execution(
-        {"executionPlanId": plan["executionPlanId"], "chainNamespace": "eip155", "walletAddress": wallet, "txHash": tx_hash},
+        {
+            "executionPlanId": plan["executionPlanId"],
+            "chainNamespace": "eip155",
+            "walletAddress": wallet,
+            "txHash": tx_hash,
+        },
         onchain_execution_access_token=token,
     )
     assert reported["executionPlanId"] == plan["executionPlanId"]
@@ -103,7 +120,9 @@ def test_webhook_deliveries_verify_across_a_rotation_and_a_replay(api) -> None:
         headers, body = receiver.next()
         replayed = webhooks.verify([rotated["secret"]], headers, body)
         assert replayed["id"] == event["id"], "a replay is the same event"
-        assert webhooks.verify([first_secret], headers, body)["id"] == event["id"], "both secrets sign during the grace"
+        assert webhooks.verify([first_secret], headers, body)["id"] == event["id"], (
+            "both secrets sign during the grace"
+        )
         deliveries = api.list_webhook_deliveries(created["webhookId"], {"limit": 10})
         assert deliveries["count"] >= 2
     finally:
@@ -116,7 +135,9 @@ async def test_the_async_client_reads_and_creates(swapd) -> None:
         assert abs(offset) < 5
         readiness = await api.readiness()
         assert readiness["mode"] == "sandbox"
-        order = await api.create_order({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.05", "toAddress": ETH_PAYOUT})
+        order = await api.create_order(
+            {"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.05", "toAddress": ETH_PAYOUT}
+        )
         assert (await api.get_order(order["orderId"]))["orderId"] == order["orderId"]
 
 
@@ -129,7 +150,9 @@ def test_an_agent_pays_owns_reads_free_and_is_refused_anothers_order(swapd) -> N
         assert settled is not None and settled.success
         assert settled.payer.lower() == payer.address.lower()
 
-        order = agent.create_order({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_PAYOUT})
+        order = agent.create_order(
+            {"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_PAYOUT}
+        )
         paid_for_order = agent.last_settlement
         read = agent.get_order(order["orderId"])
         assert read["orderId"] == order["orderId"]
@@ -157,7 +180,9 @@ async def test_the_async_agent_pays_once_and_reads_its_order_free(swapd) -> None
 
     payer = Account.create()
     async with AsyncX402ApiClient(swapd.url, payer) as agent:
-        order = await agent.create_order({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_PAYOUT})
+        order = await agent.create_order(
+            {"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_PAYOUT}
+        )
         paid = agent.last_settlement
         assert paid is not None and paid.payer.lower() == payer.address.lower()
         assert (await agent.get_order(order["orderId"]))["orderId"] == order["orderId"]

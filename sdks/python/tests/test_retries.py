@@ -41,13 +41,24 @@ def test_a_429_asking_too_long_a_wait_is_raised_with_its_retry_after(script) -> 
     server = script(error(429, "rate_limit_exceeded", retry_after=3600))
     with pytest.raises(ApiError) as raised:
         client(server).currencies()
-    assert (raised.value.status, raised.value.code, raised.value.retry_after) == (429, "rate_limit_exceeded", 3600)
+    assert (raised.value.status, raised.value.code, raised.value.retry_after) == (
+        429,
+        "rate_limit_exceeded",
+        3600,
+    )
     assert raised.value.request_id == "req_rate_limit_exceeded"
 
 
 def test_a_mutation_is_retried_after_a_503_and_a_drop_with_one_key_and_fresh_nonces(script) -> None:
-    server = script(error(503, "service_unavailable"), DROP, error(409, "idempotency_key_in_use", 0), ok({"orderId": "ord_1"}, 201))
-    created = client(server).create_order({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1", "toAddress": "x"})
+    server = script(
+        error(503, "service_unavailable"),
+        DROP,
+        error(409, "idempotency_key_in_use", 0),
+        ok({"orderId": "ord_1"}, 201),
+    )
+    created = client(server).create_order(
+        {"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1", "toAddress": "x"}
+    )
     assert created == {"orderId": "ord_1"}
     sent = server.requests
     assert len(sent) == 4

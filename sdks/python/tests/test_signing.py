@@ -70,7 +70,9 @@ def test_a_call_sends_the_bytes_it_signs_and_keeps_one_idempotency_key() -> None
     assert call.body == b'{"address":"x","choice":"REFUND"}'
     assert call.headers["Idempotency-Key"].startswith("idem_")
     assert call.replay_safe
-    headers = signing.signed_headers("key_x", SECRET, "POST", call.path, call.query, call.body, TIMESTAMP, "n" * 8)
+    headers = signing.signed_headers(
+        "key_x", SECRET, "POST", call.path, call.query, call.body, TIMESTAMP, "n" * 8
+    )
     expected = signing.sign(
         SECRET, signing.string_to_sign("POST", call.path, "", TIMESTAMP, "n" * 8, call.body)
     )

@@ -34,9 +34,7 @@ class WebhookEvent(TypedDict):
     test: NotRequired[Literal[True]]
 
 
-def verify(
-    secrets: str | Iterable[str], headers: Mapping[str, str], body: bytes | str
-) -> WebhookEvent:
+def verify(secrets: str | Iterable[str], headers: Mapping[str, str], body: bytes | str) -> WebhookEvent:
     """Checks a delivery's `webhook-signature` against the subscription's secret (or several,
     during a rotation: any one may have signed it), within five minutes of `webhook-timestamp`,
     and returns its event. Pass the raw body bytes as received, before any JSON parsing.
