@@ -1,5 +1,5 @@
 // The x402 API client (`/api/x402`): pay-per-call with x402 payments and wallet sign-in
-// proofs, built on the reference packages (@x402/core's client, @x402/evm's exact scheme,
+// proofs, built on the reference packages (@x402/fetch's client, @x402/evm's exact scheme,
 // @x402/extensions' Sign-In-With-X hook). This module only decides when to pay, and never
 // pays twice for one call:
 // - a 402 with nothing to pay (a wallet-bound read: an order, an execution, its QR code) is
@@ -7,7 +7,7 @@
 // - otherwise the reference client makes one payment of exactly what the route asks, refused
 //   above `maxAmountPerCall`, and the call is sent again with it; retries of that call (a 503,
 //   a lost connection) repeat the same payment, which the server settles at most once.
-import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { x402Client, x402HTTPClient } from "@x402/fetch";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { createSIWxClientHook } from "@x402/extensions/sign-in-with-x";
 import { Core, type ClientOptions, type Prepared } from "./core.js";
