@@ -80,7 +80,9 @@ class _Paying:
 class X402ApiClient(_Paying, SyncCore, Operations):
     """The x402 API, blocking: one method per operation of openapi/x402.json.
 
-    `account` is an `eth_account` LocalAccount: it pays and it signs in.
+    `account` is an `eth_account` LocalAccount: it pays and it signs in. Signing in runs the
+    package's asynchronous SIWX hook to its end, so this client cannot be used inside a running
+    event loop: use AsyncX402ApiClient there.
     """
 
     def __init__(
