@@ -71,11 +71,10 @@ pub async fn migrations_apply_once_and_match_the_embedded_list(store: &Arc<dyn S
         .migrate()
         .await
         .expect("second migration run is a no-op");
-    let backend = match store.backend() {
-        "sqlite" => Backend::Sqlite,
-        "postgres" => Backend::Postgres,
-        other => panic!("unknown backend {other}"),
-    };
+    let backend = [Backend::Sqlite, Backend::Postgres]
+        .into_iter()
+        .find(|backend| backend.name() == store.backend())
+        .unwrap_or_else(|| panic!("unknown backend {}", store.backend()));
     let expected: Vec<i64> = migrations(backend).into_iter().map(|(v, _)| v).collect();
     assert_eq!(store.applied_migrations().await.unwrap(), expected);
 }

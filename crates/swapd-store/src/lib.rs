@@ -69,8 +69,8 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The name `swapd config show`, readiness and the console print.
-    pub fn name(self) -> &'static str {
+    /// The name `Maintenance::backend` gives (shown by readiness, the console and `swapd`).
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
