@@ -36,9 +36,8 @@ export function retryDelay(policy: RetryPolicy, error: unknown, replaySafe: bool
     if (error.code === "idempotency_key_in_use" && replaySafe) {
       return error.retryAfter !== undefined ? error.retryAfter * 1000 : backoff(policy, retry);
     }
-    return SERVER_ERRORS.has(error.status) && replaySafe ? backoff(policy, retry) : undefined;
   }
-  if (error instanceof SwapdUnexpectedResponse) {
+  if (error instanceof SwapdApiError || error instanceof SwapdUnexpectedResponse) {
     return SERVER_ERRORS.has(error.status) && replaySafe ? backoff(policy, retry) : undefined;
   }
   if (error instanceof SwapdTransportError && (!error.sent || replaySafe)) return backoff(policy, retry);

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from typing_extensions import Self
 
 from ._operation import Operation
 from .errors import ApiError, SwapdError, TransportError, UnexpectedResponse
@@ -142,7 +143,7 @@ class SyncCore(Core):
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> SyncCore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -187,7 +188,7 @@ class AsyncCore(Core):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> AsyncCore:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import httpx
 
@@ -20,7 +20,7 @@ TERMINAL_STATUSES = frozenset({"completed", "refunded", "failed"})
 
 #: What `wait_for_order` waits for: `completed`, any terminal status, or one status by name
 #: (such as `emergency`); it also stops at a terminal status it was not waiting for.
-Until = Union[Literal["completed", "terminal"], str]
+Until = Literal["completed", "terminal"] | str
 
 
 class OrderWaitTimeout(TimeoutError):

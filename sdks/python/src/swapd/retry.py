@@ -42,12 +42,8 @@ class RetryPolicy:
                 return wait if wait <= self.max_retry_after else None
             if error.code == "idempotency_key_in_use" and replay_safe:
                 return error.retry_after if error.retry_after is not None else self.backoff(retry)
-            if error.status in (500, 502, 503, 504) and replay_safe:
-                return self.backoff(retry)
-            return None
-        if isinstance(error, UnexpectedResponse):
+        if isinstance(error, (ApiError, UnexpectedResponse)):
             return self.backoff(retry) if replay_safe and error.status in (500, 502, 503, 504) else None
-        if isinstance(error, TransportError):
-            if not error.sent or replay_safe:
-                return self.backoff(retry)
+        if isinstance(error, TransportError) and (not error.sent or replay_safe):
+            return self.backoff(retry)
         return None
