@@ -19,6 +19,7 @@ mod json;
 pub mod keys;
 mod layers;
 pub mod limits;
+pub mod mcp;
 pub mod openapi;
 mod ops;
 mod order_page;
@@ -113,4 +114,6 @@ pub struct AppParts {
     pub replays_per_minute: u32,
     /// The operator console; `None` when it is off (`/console` answers 404).
     pub console: Option<Arc<console::Console>>,
+    /// The MCP server at `/mcp`.
+    pub mcp: mcp::Settings,
 }

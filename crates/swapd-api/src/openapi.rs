@@ -269,7 +269,13 @@ impl Modify for X402Operations {
 
 /// Marks a Business API operation mounted on the x402 surface with its charge and access rule,
 /// and what the gate may answer for that rule.
-pub(crate) fn charge_operation(operation: &mut Operation, method: &Method, access: Access) {
+/// `paged`: a wallet-bound read of a resource with a hosted page, which its page token opens.
+pub(crate) fn charge_operation(
+    operation: &mut Operation,
+    method: &Method,
+    access: Access,
+    paged: bool,
+) {
     use ErrorCode::*;
     let rule = match access {
         Access::Paid => "Paid per call.",
@@ -309,7 +315,10 @@ pub(crate) fn charge_operation(operation: &mut Operation, method: &Method, acces
         codes.push(WalletReadsExceeded);
     }
     if has_body(method) {
-        document_idempotency_key(operation, false);
+        document_idempotency_key(operation);
+    }
+    if paged {
+        crate::route_doc::document_page_token(operation);
     }
     document_errors(operation, &codes);
     if let Some(RefOr::T(response)) = operation.responses.responses.get_mut("402") {

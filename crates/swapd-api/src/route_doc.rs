@@ -97,17 +97,12 @@ pub(crate) fn has_body(method: &Method) -> bool {
 
 /// A mutation's `Idempotency-Key` header, as docs/authentication.md defines it, and its
 /// refusals.
-pub(crate) fn document_idempotency_key(operation: &mut Operation, required: bool) {
+pub(crate) fn document_idempotency_key(operation: &mut Operation) {
     use ErrorCode::*;
-    let what = if required {
-        document_errors(operation, &[IdempotencyKeyMissing]);
-        "Required on every POST and PATCH"
-    } else {
-        "Optional"
-    };
     document_errors(
         operation,
         &[
+            IdempotencyKeyMissing,
             IdempotencyKeyInvalid,
             IdempotencyKeyInUse,
             IdempotencyKeyReused,
@@ -116,19 +111,43 @@ pub(crate) fn document_idempotency_key(operation: &mut Operation, required: bool
     let parameter = ParameterBuilder::new()
         .name("Idempotency-Key")
         .parameter_in(ParameterIn::Header)
-        .required(if required {
-            Required::True
-        } else {
-            Required::False
-        })
-        .description(Some(format!(
-            "{what}: a retry with the same key and the same request returns the first answer \
-             (24 hours); the same key with a different request is refused."
-        )))
+        .required(Required::True)
+        .description(Some(
+            "Required on every POST and PATCH: a retry with the same key and the same request \
+             returns the first answer (24 hours); the same key with a different request is \
+             refused.",
+        ))
         .schema(Some(
             ObjectBuilder::new()
                 .schema_type(Type::String)
                 .pattern(Some(swapd_core::idempotency::KEY_PATTERN)),
+        ))
+        .build();
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(parameter);
+}
+
+/// The header that opens a wallet-bound read with the resource's page token instead of a
+/// Sign-In-With-X proof (docs/x402.md, "Page tokens").
+pub const PAGE_TOKEN: &str = "X-Page-Token";
+
+/// A wallet-bound read of a resource with a hosted page takes its page token.
+pub(crate) fn document_page_token(operation: &mut Operation) {
+    let parameter = ParameterBuilder::new()
+        .name(PAGE_TOKEN)
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "Instead of a SIGN-IN-WITH-X proof: the page token of the resource, the last \
+             segment of its `orderPageUrl` (or `executionPageUrl`). A wrong token answers as \
+             another wallet's resource does.",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .max_length(Some(128)),
         ))
         .build();
     operation

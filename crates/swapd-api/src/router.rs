@@ -28,6 +28,15 @@ pub fn router(state: AppState) -> Router {
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     // Install the recorder before the first request, so nothing recorded is lost.
     crate::layers::prometheus();
+    // `/mcp` sends each tool call into the application as its route's request.
+    let api = application(state.clone(), extra.clone(), Router::new());
+    let mcp = crate::mcp::router(&state, api);
+    application(state, extra, mcp)
+}
+
+/// The application, with `unthrottled` beside the operational endpoints: routes the
+/// per-address limits do not count themselves (`/mcp`: the calls it sends are counted).
+fn application(state: AppState, extra: Router<AppState>, unthrottled: Router<AppState>) -> Router {
     let request_timeout = state.request_timeout;
     let business = Router::new().route("/openapi.json", get(openapi::business_openapi));
     let x402 = Router::new().route("/openapi.json", get(openapi::x402_openapi));
@@ -45,6 +54,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             state.clone(),
             crate::ip_limits::limit,
         ))
+        .merge(unthrottled)
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

@@ -167,7 +167,11 @@ fn insert(headers: &mut HeaderMap, name: &str, value: &str) -> Result<(), ()> {
 /// The payment and the wallet proof of `_meta`, as the HTTP headers that carry them.
 fn proofs(meta: &JsonObject, headers: &mut HeaderMap) -> Result<(), Refusal> {
     for (key, header, code) in [
-        (PAYMENT_META, PAYMENT_SIGNATURE, ErrorCode::InvalidPaymentPayload),
+        (
+            PAYMENT_META,
+            PAYMENT_SIGNATURE,
+            ErrorCode::InvalidPaymentPayload,
+        ),
         (SIWX_META, SIGN_IN_WITH_X, ErrorCode::InvalidSiwxPayload),
     ] {
         let encoded = match meta.get(key) {
@@ -181,9 +185,8 @@ fn proofs(meta: &JsonObject, headers: &mut HeaderMap) -> Result<(), Refusal> {
                 ));
             }
         };
-        insert(headers, header, &encoded).map_err(|()| {
-            Refusal::new(code, format!("_meta[\"{key}\"] is not a header value"))
-        })?;
+        insert(headers, header, &encoded)
+            .map_err(|()| Refusal::new(code, format!("_meta[\"{key}\"] is not a header value")))?;
     }
     Ok(())
 }
@@ -256,7 +259,10 @@ fn failure(envelope: &Map<String, Value>, answer: &HttpAnswer) -> CallToolResult
 fn unexpected(status: StatusCode) -> CallToolResult {
     Refusal::new(
         ErrorCode::InternalError,
-        format!("the route answered something unexpected (HTTP {})", status.as_u16()),
+        format!(
+            "the route answered something unexpected (HTTP {})",
+            status.as_u16()
+        ),
     )
     .into_result()
 }
@@ -323,7 +329,11 @@ mod tests {
     fn a_get_sends_its_query_in_declared_order_and_no_body() {
         let route = route(
             Method::GET,
-            &[("b", Place::Query), ("a", Place::Query), ("thingId", Place::Path)],
+            &[
+                ("b", Place::Query),
+                ("a", Place::Query),
+                ("thingId", Place::Path),
+            ],
         );
         let call = request(
             &route,
@@ -337,7 +347,10 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_refused_with_the_http_codes() {
-        let route = route(Method::GET, &[("thingId", Place::Path), ("q", Place::Query)]);
+        let route = route(
+            Method::GET,
+            &[("thingId", Place::Path), ("q", Place::Query)],
+        );
         let refused = |arguments: Value, meta: Value| {
             request(&route, &object(arguments), &object(meta))
                 .unwrap_err()
@@ -372,7 +385,8 @@ mod tests {
 
     #[test]
     fn a_success_is_its_data_with_the_settlement_in_meta() {
-        let settlement = json!({"success": true, "transaction": "0xabc", "network": "eip155:84532"});
+        let settlement =
+            json!({"success": true, "transaction": "0xabc", "network": "eip155:84532"});
         let result = result(&answer(
             200,
             &[(PAYMENT_RESPONSE, wire::encode_header(&settlement))],
@@ -417,6 +431,9 @@ mod tests {
             headers: HeaderMap::new(),
             body: b"<html>".to_vec(),
         });
-        assert_eq!(garbled.structured_content.unwrap()["code"], "internal_error");
+        assert_eq!(
+            garbled.structured_content.unwrap()["code"],
+            "internal_error"
+        );
     }
 }

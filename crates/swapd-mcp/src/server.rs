@@ -171,16 +171,25 @@ impl<D: Dispatch> ServerHandler for SwapdMcp<D> {
         if result.is_error == Some(true) {
             // A resource cannot answer a tool error: the same object rides in the JSON-RPC
             // error's data, with its stable code as the message.
-            let code = content["code"].as_str().unwrap_or("internal_error").to_owned();
-            return Err(ErrorData::new(RpcCode::INVALID_REQUEST, code, Some(content)));
+            let code = content["code"]
+                .as_str()
+                .unwrap_or("internal_error")
+                .to_owned();
+            return Err(ErrorData::new(
+                RpcCode::INVALID_REQUEST,
+                code,
+                Some(content),
+            ));
         }
-        Ok(ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
-            uri: request.uri,
-            mime_type: Some("application/json".into()),
-            text: content.to_string(),
-            meta: result.meta,
-        }])
-        .into())
+        Ok(
+            ReadResourceResult::new(vec![ResourceContents::TextResourceContents {
+                uri: request.uri,
+                mime_type: Some("application/json".into()),
+                text: content.to_string(),
+                meta: result.meta,
+            }])
+            .into(),
+        )
     }
 
     async fn list_prompts(
@@ -216,17 +225,16 @@ impl<D: Dispatch> ServerHandler for SwapdMcp<D> {
             &argument("amount", "<how much you send>"),
             &argument("toAddress", "<the address that receives it>"),
         );
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description("Swap one currency for another with swapd, step by step")
-            .into())
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description("Swap one currency for another with swapd, step by step")
+                .into(),
+        )
     }
 }
 
 /// The request's `_meta`: where rmcp left it (the context), with what the params still hold.
-fn request_meta(
-    params: Option<&JsonObject>,
-    context: &RequestContext<RoleServer>,
-) -> JsonObject {
+fn request_meta(params: Option<&JsonObject>, context: &RequestContext<RoleServer>) -> JsonObject {
     let mut meta = context.meta.0.0.clone();
     if let Some(params) = params {
         meta.extend(params.clone());
@@ -277,7 +285,12 @@ mod tests {
     #[test]
     fn the_swap_prompt_names_the_tools_it_walks_through() {
         let steps = swap_steps("BTC", "ETH", "0.1", "0xabc");
-        for tool in ["discover_routes", "resolve_route", "create_order", "get_order"] {
+        for tool in [
+            "discover_routes",
+            "resolve_route",
+            "create_order",
+            "get_order",
+        ] {
             assert!(steps.contains(tool), "{tool}");
         }
         assert!(steps.contains("0.1 BTC for ETH"));

@@ -167,10 +167,14 @@ fn derive(
         .and_then(Value::as_str)
         .unwrap_or(name)
         .to_owned();
-    let tool = Tool::new(name.to_owned(), description, Arc::new(input.schema(schemas)))
-        .with_title(title(operation, name))
-        .with_raw_output_schema(Arc::new(with_definitions(schemas, output)))
-        .with_annotations(annotations);
+    let tool = Tool::new(
+        name.to_owned(),
+        description,
+        Arc::new(input.schema(schemas)),
+    )
+    .with_title(title(operation, name))
+    .with_raw_output_schema(Arc::new(with_definitions(schemas, output)))
+    .with_annotations(annotations);
     Ok(ToolRoute {
         tool,
         method,
@@ -235,7 +239,13 @@ impl InputSchema {
         self.properties.contains_key(name)
     }
 
-    fn add(&mut self, name: String, place: Place, schema: Value, required: bool) -> Result<(), String> {
+    fn add(
+        &mut self,
+        name: String,
+        place: Place,
+        schema: Value,
+        required: bool,
+    ) -> Result<(), String> {
         if self.takes(&name) {
             return Err(format!("two inputs are both called `{name}`"));
         }
@@ -248,10 +258,18 @@ impl InputSchema {
     }
 
     fn parameter(&mut self, parameter: &Value) -> Result<(), String> {
-        let field = |key: &str| parameter.get(key).and_then(Value::as_str).unwrap_or_default();
+        let field = |key: &str| {
+            parameter
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
         let (wire, location) = (field("name"), field("in"));
         let required = parameter.get("required").and_then(Value::as_bool) == Some(true);
-        let mut schema = parameter.get("schema").cloned().unwrap_or_else(|| json!({}));
+        let mut schema = parameter
+            .get("schema")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
         if let (Some(object), Some(description)) =
             (schema.as_object_mut(), parameter.get("description"))
         {
@@ -494,8 +512,14 @@ mod tests {
         let input = Value::Object((*route.tool.input_schema).clone());
         assert_eq!(input["required"], json!(["thingId", "size"]));
         assert_eq!(input["properties"]["size"], json!({"$ref": "#/$defs/Size"}));
-        assert_eq!(input["$defs"], json!({"Size": {"type": "string", "enum": ["S", "L"]}}));
-        assert_eq!(input["allOf"][0]["oneOf"][0], json!({"required": ["color"]}));
+        assert_eq!(
+            input["$defs"],
+            json!({"Size": {"type": "string", "enum": ["S", "L"]}})
+        );
+        assert_eq!(
+            input["allOf"][0]["oneOf"][0],
+            json!({"required": ["color"]})
+        );
         let output = Value::Object((*route.tool.output_schema.clone().unwrap()).clone());
         assert_eq!(output["allOf"][0], json!({"$ref": "#/$defs/Thing"}));
         assert!(output["$defs"].get("Thing").is_some());

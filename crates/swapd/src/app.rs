@@ -340,6 +340,13 @@ impl App {
         }) = self.api
         {
             let flusher = tokio::spawn(state.guards.clone().run_nonce_flusher(shutdown.clone()));
+            // Open MCP streams end with the server, or the graceful shutdown would wait on them.
+            let mcp_sessions = state.mcp.shutdown.clone();
+            let stopping = shutdown.clone();
+            tokio::spawn(async move {
+                stopping.cancelled().await;
+                mcp_sessions.cancel();
+            });
             let revocations =
                 tokio::spawn(state.guards.clone().follow_revocations(shutdown.clone()));
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
@@ -608,6 +615,12 @@ impl Runtime {
             worker_health: self.worker_health.clone(),
             replays_per_minute: config.webhooks.replays_per_minute,
             console,
+            mcp: swapd_api::mcp::Settings {
+                max_sessions: config.mcp.max_sessions,
+                session_idle: Duration::from_secs(config.mcp.session_idle_secs),
+                allowed_hosts: config.mcp.allowed_hosts.clone(),
+                shutdown: CancellationToken::new(),
+            },
         })
     }
 

@@ -53,6 +53,42 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     pub shared: SharedConfig,
     pub console: ConsoleConfig,
+    pub mcp: McpConfig,
+}
+
+/// The MCP server at `/mcp` (docs/mcp.md, "Limits").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// MCP sessions this node holds at once; a new one past it is refused (503) until one ends.
+    pub max_sessions: usize,
+    /// How long a session may stay idle before it is closed, in seconds.
+    pub session_idle_secs: u64,
+    /// Host names (`host` or `host:port`) `/mcp` answers besides `public_url`'s and loopback
+    /// (any other `Host` is refused: DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            max_sessions: 1_000,
+            session_idle_secs: 600,
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+impl McpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_sessions == 0 {
+            return Err(setting("mcp.max_sessions", "must be at least 1"));
+        }
+        if self.session_idle_secs == 0 {
+            return Err(setting("mcp.session_idle_secs", "must be at least 1"));
+        }
+        Ok(())
+    }
 }
 
 /// The operator console at `/console` (docs/operations.md, "The console").
@@ -400,13 +436,14 @@ impl Default for Config {
                 redis_prefix: "swapd".into(),
             },
             console: ConsoleConfig::default(),
+            mcp: McpConfig::default(),
         }
     }
 }
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 19] = [
+const ENV_KEYS: [&str; 20] = [
     "mode",
     "listen",
     "data_dir",
@@ -426,6 +463,7 @@ const ENV_KEYS: [&str; 19] = [
     "webhooks",
     "shared",
     "console",
+    "mcp",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -522,6 +560,7 @@ impl Config {
                 .map_err(|e| setting("master_key", e.to_string()))?;
         }
         self.console.validate()?;
+        self.mcp.validate()?;
         self.log.validate()?;
         self.database.validate()?;
         self.shared.validate()?;

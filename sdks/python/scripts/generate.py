@@ -50,7 +50,7 @@ def operations(document: dict) -> list[dict]:
                     "path_params": [p["name"] for p in parameters if p["in"] == "path"],
                     "query": [p for p in parameters if p["in"] == "query"],
                     "headers": [
-                        p["name"]
+                        (p["name"], bool(p.get("required")))
                         for p in parameters
                         if p["in"] == "header" and p["name"].lower() != "idempotency-key"
                     ],
@@ -157,8 +157,8 @@ def operations_module(name: str, ops: list[dict]) -> str:
                 default = "" if required else " | None = None"
                 args.append(f"query: t.{pascal(op['id'])}Query{default}")
             args.append("*")
-            for header in op["headers"]:
-                args.append(f"{header_parameter(header)}: str")
+            for header, required in op["headers"]:
+                args.append(f"{header_parameter(header)}: str" + ("" if required else " | None = None"))
             if op["idempotency_key"]:
                 args.append("idempotency_key: str | None = None")
             args.append("timeout: float | None = None")
@@ -181,7 +181,12 @@ def operations_module(name: str, ops: list[dict]) -> str:
                 lines.append("            idempotency_key=idempotency_key,")
             lines.append("            timeout=timeout,")
             if op["headers"]:
-                pairs = ", ".join(f"{h!r}: {header_parameter(h)}" for h in op["headers"])
+                pairs = ", ".join(
+                    f"{h!r}: {header_parameter(h)}"
+                    if required
+                    else f"**({{{h!r}: {header_parameter(h)}}} if {header_parameter(h)} is not None else {{}})"
+                    for h, required in op["headers"]
+                )
                 lines.append(f"            headers={{**(headers or {{}}), {pairs}}},")
             else:
                 lines.append("            headers=headers,")

@@ -33,7 +33,7 @@ function operations(document) {
         query: parameters.filter((p) => p.in === "query"),
         headers: parameters
           .filter((p) => p.in === "header" && p.name.toLowerCase() !== "idempotency-key")
-          .map((p) => p.name),
+          .map((p) => ({ name: p.name, required: Boolean(p.required) })),
         idempotent: ["POST", "PATCH"].includes(method.toUpperCase()),
         body: Boolean(op.requestBody?.content?.["application/json"]),
       });
@@ -47,7 +47,7 @@ function operationsModule(name, ops) {
   lines.push(`/** Every operation of openapi/${name}.json. */`);
   lines.push(`export const OPERATIONS = {`);
   for (const op of ops) {
-    const spec = { id: op.id, method: op.method, path: op.path, pathParams: op.pathParams, hasQuery: op.query.length > 0, hasBody: op.body, idempotent: op.idempotent, headers: op.headers.map((h) => [h, headerOption(h)]) };
+    const spec = { id: op.id, method: op.method, path: op.path, pathParams: op.pathParams, hasQuery: op.query.length > 0, hasBody: op.body, idempotent: op.idempotent, headers: op.headers.map((h) => [h.name, headerOption(h.name), h.required]) };
     lines.push(`  ${op.name}: ${JSON.stringify(spec)},`);
   }
   lines.push(`} as const satisfies Record<string, OperationSpec>;`, "");
@@ -61,8 +61,9 @@ function operationsModule(name, ops) {
       const required = op.query.some((p) => p.required);
       args.push(`query${required ? "" : "?"}: Query<${o}>`);
     }
-    const extra = op.headers.map((h) => `${headerOption(h)}: string`);
-    const options = extra.length ? `options: CallOptions & { ${extra.join("; ")} }` : `options?: CallOptions`;
+    const extra = op.headers.map((h) => `${headerOption(h.name)}${h.required ? "" : "?"}: string`);
+    const anyRequired = op.headers.some((h) => h.required);
+    const options = extra.length ? `options${anyRequired ? "" : "?"}: CallOptions & { ${extra.join("; ")} }` : `options?: CallOptions`;
     args.push(options);
     lines.push(`  /** ${op.method} ${op.path}: ${op.summary.replace(/\*\//g, "*\\/")} */`);
     lines.push(`  ${op.name}(${args.join(", ")}): Promise<Data<${o}>>;`);

@@ -41,8 +41,9 @@ export function prepare(op: OperationSpec, args: unknown[]): Prepared {
   const query = op.hasQuery ? (rest.shift() as Record<string, QueryValue> | undefined) : undefined;
   const options = ((rest.shift() ?? {}) as CallOptions & Record<string, unknown>);
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
-  for (const [header, option] of op.headers) {
+  for (const [header, option, required] of op.headers) {
     const value = options[option];
+    if (value === undefined && !required) continue;
     if (typeof value !== "string") throw new TypeError(`${op.id} needs the option ${option}`);
     headers[header] = value;
   }

@@ -11,7 +11,8 @@ export interface OperationSpec {
   /** Every POST and PATCH carries an Idempotency-Key. */
   readonly idempotent: boolean;
   /** Header parameters besides Idempotency-Key: [header name, option name]. */
-  readonly headers: readonly (readonly [string, string])[];
+  /** Header, option name, and whether the option is required. */
+  readonly headers: readonly (readonly [string, string, boolean])[];
 }
 
 /** Per-call options, always the last argument. */

@@ -281,7 +281,7 @@ fn describe(operation: &mut Operation, method: &Method, required: Required) {
         document_errors(operation, &[BodyNotAllowed]);
     }
     let needs = if has_body(method) {
-        document_idempotency_key(operation, true);
+        document_idempotency_key(operation);
         "; needs `Idempotency-Key`"
     } else {
         ""

@@ -16,9 +16,7 @@ use crate::{ApiError, ApiJson, AppState};
 
 /// Queues a market-intel job.
 #[utoipa::path(post, path = "/api/x402/market-intel/jobs", tag = "x402",
-    security(("x402" = [])),
-    description = "Paid per call; the job belongs to the wallet of the SIGN-IN-WITH-X proof, or else \
-        the payer. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no \
+    description = "The job belongs to the wallet. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no \
         second charge) when the key is reused. Kinds: `pair_depth` (fromCcy, toCcy, steps), \
         `route_scan` (fromCcy, toCcy, amount, direction), `rate_history` (fromCcy, toCcy, \
         windowSecs, buckets); docs/market-intel.md describes each result.",
@@ -41,8 +39,7 @@ pub(crate) async fn create_job(
 
 /// A market-intel job of the wallet.
 #[utoipa::path(get, path = "/api/x402/market-intel/jobs/{jobId}", tag = "x402",
-    security(("x402" = [])),
-    description = "Free; needs a SIGN-IN-WITH-X proof of the wallet that created the job. `status` \
+    description = "Of the wallet that created the job. `status` \
         moves `queued → running → succeeded | failed`; `result` has the shape of the job's kind.",
     params(("jobId" = String, Path, description = "`job_…`")),
     responses(

@@ -33,7 +33,7 @@ use swapd_x402::wire::{
     SettleResponse, X402_VERSION,
 };
 
-use super::{Access, AccessTokens, InputCheck, X402Route};
+use super::{Access, AccessTokens, InputCheck, Page, X402Route};
 use crate::idempotency::{self, Started};
 use crate::principal::Caller;
 use crate::{ApiError, AppState};
@@ -181,13 +181,24 @@ impl<'a> Context<'a> {
         })
     }
 
-    /// A free read of a resource the proven wallet owns.
+    /// A free read of a resource the proven wallet owns (or whose page token is sent).
     async fn wallet_read(&self, mut request: Request, next: Next) -> Response {
         if let Err(refused) = self.consume_limit(request.uri().path()).await {
             return refused;
         }
         if let Some(disabled) = self.disabled() {
             return disabled;
+        }
+        match self
+            .page_owner(request.headers(), request.uri().path())
+            .await
+        {
+            Ok(Some(wallet)) => {
+                request.extensions_mut().insert(Caller::Wallet(wallet));
+                return next.run(request).await;
+            }
+            Ok(None) => {}
+            Err(refused) => return refused,
         }
         let wallet = match self.proof(request.headers(), false).await {
             Ok(Some(wallet)) => wallet,
@@ -204,6 +215,49 @@ impl<'a> Context<'a> {
         };
         request.extensions_mut().insert(Caller::Wallet(wallet));
         next.run(request).await
+    }
+
+    /// The wallet owning the resource whose page token the request carries (`X-Page-Token`);
+    /// `Ok(None)` without one. A token that is not the resource's answers as another wallet's
+    /// resource does: not found.
+    async fn page_owner(
+        &self,
+        headers: &HeaderMap,
+        path: &str,
+    ) -> Result<Option<Wallet>, Response> {
+        let Some(page) = self.route.page else {
+            return Ok(None);
+        };
+        let Some(token) = single_header(headers, crate::route_doc::PAGE_TOKEN) else {
+            return Ok(None);
+        };
+        let token = token.to_str().unwrap_or_default();
+        let id = path_parameter(&self.route.path, path, page.parameter());
+        let store = &self.state.store;
+        let (owner, code) = match page {
+            Page::Order => {
+                let order = store.order_for_page(id).await;
+                let order = order.map_err(|e| ApiError::from(e).into_response())?;
+                let owner = order
+                    .filter(|o| crate::order_page::token_matches(o.page_url.as_deref(), token))
+                    .map(|o| o.owner);
+                (owner, ErrorCode::OrderNotFound)
+            }
+            Page::Execution => {
+                let plan = store.execution_plan_for_page(id).await;
+                let plan = plan.map_err(|e| ApiError::from(e).into_response())?;
+                let owner = plan
+                    .filter(|p| crate::order_page::token_matches(p.page_url.as_deref(), token))
+                    .map(|p| p.owner);
+                (owner, ErrorCode::ExecutionNotFound)
+            }
+        };
+        match owner.as_deref().and_then(wallet_of_owner) {
+            Some(wallet) => Ok(Some(wallet)),
+            None => Err(
+                ApiError::new(code, "not found: unknown, or not this page token's").into_response(),
+            ),
+        }
     }
 
     /// A paid call: see the module's order of steps.
@@ -684,6 +738,27 @@ impl<'a> Context<'a> {
             challenge,
         );
         Ok(wire::encode_header(&required))
+    }
+}
+
+/// The segment of `path` where `template` has `parameter` (templates have no wildcards).
+fn path_parameter<'p>(template: &str, path: &'p str, parameter: &str) -> &'p str {
+    template
+        .split('/')
+        .zip(path.split('/'))
+        .find_map(|(declared, actual)| (declared == parameter).then_some(actual))
+        .unwrap_or_default()
+}
+
+/// The wallet an owner scope (`wallet:<address>`) names; `None` for an API key's.
+fn wallet_of_owner(owner: &str) -> Option<Wallet> {
+    let Ok(swapd_core::owner::Owner::Wallet(address)) = owner.parse() else {
+        return None;
+    };
+    if address.starts_with("0x") {
+        address.parse().ok().map(Wallet::Evm)
+    } else {
+        Some(Wallet::Solana(address))
     }
 }
 

@@ -56,6 +56,41 @@ pub struct X402Route {
     pub description: &'static str,
     /// How a paid call's input is checked before anything is charged.
     pub input: InputCheck,
+    /// A wallet-bound read of a resource with a hosted page: its page token (`X-Page-Token`)
+    /// proves the owner as a SIWX proof does.
+    pub page: Option<Page>,
+}
+
+/// The resources with hosted pages, whose page tokens open their wallet-bound reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page {
+    /// `{orderId}`: the order page's token.
+    Order,
+    /// `{executionPlanId}`: the execution page's token.
+    Execution,
+}
+
+impl Page {
+    /// The page a wallet-bound read's path names (by its path parameter), if any.
+    fn of(path: &str, access: Access) -> Option<Self> {
+        if access != Access::WalletRead {
+            return None;
+        }
+        [
+            ("{orderId}", Page::Order),
+            ("{executionPlanId}", Page::Execution),
+        ]
+        .into_iter()
+        .find_map(|(parameter, page)| path.contains(parameter).then_some(page))
+    }
+
+    /// The path parameter naming the resource.
+    pub fn parameter(self) -> &'static str {
+        match self {
+            Page::Order => "{orderId}",
+            Page::Execution => "{executionPlanId}",
+        }
+    }
 }
 
 /// Whether a route hands out or reads onchain execution access tokens (orders and onchain
@@ -296,12 +331,13 @@ impl X402Routes {
     ) -> Self {
         let (path, method, mut operation) = single_operation(paths);
         let path = match path.strip_prefix(BUSINESS_PREFIX) {
-            Some(rest) => {
-                crate::openapi::charge_operation(&mut operation, &method, access);
-                format!("{X402_PREFIX}{rest}")
-            }
+            Some(rest) => format!("{X402_PREFIX}{rest}"),
             None => path,
         };
+        let page = Page::of(&path, access);
+        if access != Access::Free {
+            crate::openapi::charge_operation(&mut operation, &method, access, page.is_some());
+        }
         crate::route_doc::document_common_errors(&mut operation, &method);
         self.paths
             .add_path_operation(&path, vec![http_method(&method)], operation);
@@ -314,6 +350,7 @@ impl X402Routes {
                 access_tokens,
                 description,
                 input,
+                page,
             },
             handler,
         ));

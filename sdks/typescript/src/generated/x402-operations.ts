@@ -9,16 +9,16 @@ export const OPERATIONS = {
   createJob: {"id":"create_job","method":"POST","path":"/api/x402/market-intel/jobs","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   createOrder: {"id":"create_order","method":"POST","path":"/api/x402/orders","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   currencies: {"id":"currencies","method":"GET","path":"/api/x402/currencies","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
-  depositQr: {"id":"deposit_qr","method":"GET","path":"/api/x402/orders/{orderId}/qr","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
+  depositQr: {"id":"deposit_qr","method":"GET","path":"/api/x402/orders/{orderId}/qr","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Page-Token","pageToken",false]]},
   discoverRoutes: {"id":"discover_routes","method":"GET","path":"/api/x402/routes","pathParams":[],"hasQuery":true,"hasBody":false,"idempotent":false,"headers":[]},
   emergency: {"id":"emergency","method":"POST","path":"/api/x402/orders/{orderId}/emergency","pathParams":["orderId"],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   getJob: {"id":"get_job","method":"GET","path":"/api/x402/market-intel/jobs/{jobId}","pathParams":["jobId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
-  getOnchainExecution: {"id":"get_onchain_execution","method":"GET","path":"/api/x402/onchain/executions/{executionPlanId}","pathParams":["executionPlanId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Onchain-Execution-Access-Token","onchainExecutionAccessToken"]]},
-  getOrder: {"id":"get_order","method":"GET","path":"/api/x402/orders/{orderId}","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
+  getOnchainExecution: {"id":"get_onchain_execution","method":"GET","path":"/api/x402/onchain/executions/{executionPlanId}","pathParams":["executionPlanId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Onchain-Execution-Access-Token","onchainExecutionAccessToken",true],["X-Page-Token","pageToken",false]]},
+  getOrder: {"id":"get_order","method":"GET","path":"/api/x402/orders/{orderId}","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Page-Token","pageToken",false]]},
   quotes: {"id":"quotes","method":"POST","path":"/api/x402/quotes","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   readiness: {"id":"readiness","method":"GET","path":"/api/x402","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   refund: {"id":"refund","method":"POST","path":"/api/x402/orders/{orderId}/refund","pathParams":["orderId"],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
-  reportOnchainExecution: {"id":"report_onchain_execution","method":"POST","path":"/api/x402/onchain/executions","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[["X-Onchain-Execution-Access-Token","onchainExecutionAccessToken"]]},
+  reportOnchainExecution: {"id":"report_onchain_execution","method":"POST","path":"/api/x402/onchain/executions","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[["X-Onchain-Execution-Access-Token","onchainExecutionAccessToken",true]]},
   resolveOnchainRoute: {"id":"resolve_onchain_route","method":"POST","path":"/api/x402/onchain/routes/resolve","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   resolveRoute: {"id":"resolve_route","method":"POST","path":"/api/x402/routes/resolve","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   tokensByAddress: {"id":"tokens_by_address","method":"GET","path":"/api/x402/tokens/by-address","pathParams":[],"hasQuery":true,"hasBody":false,"idempotent":false,"headers":[]},
@@ -38,7 +38,7 @@ export interface Operations {
   /** GET /api/x402/currencies: The currency catalog. */
   currencies(options?: CallOptions): Promise<Data<operations["currencies"]>>;
   /** GET /api/x402/orders/{orderId}/qr: Deposit QR codes. */
-  depositQr(orderId: string, options?: CallOptions): Promise<Data<operations["deposit_qr"]>>;
+  depositQr(orderId: string, options?: CallOptions & { pageToken?: string }): Promise<Data<operations["deposit_qr"]>>;
   /** GET /api/x402/routes: Route discovery. */
   discoverRoutes(query: Query<operations["discover_routes"]>, options?: CallOptions): Promise<Data<operations["discover_routes"]>>;
   /** POST /api/x402/orders/{orderId}/emergency: Answers an emergency. */
@@ -46,9 +46,9 @@ export interface Operations {
   /** GET /api/x402/market-intel/jobs/{jobId}: A market-intel job of the wallet. */
   getJob(jobId: string, options?: CallOptions): Promise<Data<operations["get_job"]>>;
   /** GET /api/x402/onchain/executions/{executionPlanId}: Polls an execution. */
-  getOnchainExecution(executionPlanId: string, options: CallOptions & { onchainExecutionAccessToken: string }): Promise<Data<operations["get_onchain_execution"]>>;
+  getOnchainExecution(executionPlanId: string, options: CallOptions & { onchainExecutionAccessToken: string; pageToken?: string }): Promise<Data<operations["get_onchain_execution"]>>;
   /** GET /api/x402/orders/{orderId}: Reads an order. */
-  getOrder(orderId: string, options?: CallOptions): Promise<Data<operations["get_order"]>>;
+  getOrder(orderId: string, options?: CallOptions & { pageToken?: string }): Promise<Data<operations["get_order"]>>;
   /** POST /api/x402/quotes: A legacy quote: the best offchain offer. */
   quotes(body: Body<operations["quotes"]>, options?: CallOptions): Promise<Data<operations["quotes"]>>;
   /** GET /api/x402: The readiness document. */

@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Queues a market-intel job.
-         * @description Paid per call; the job belongs to the wallet of the SIGN-IN-WITH-X proof, or else the payer. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no second charge) when the key is reused. Kinds: `pair_depth` (fromCcy, toCcy, steps), `route_scan` (fromCcy, toCcy, amount, direction), `rate_history` (fromCcy, toCcy, windowSecs, buckets); docs/market-intel.md describes each result.
+         * @description Paid per call; acts for the wallet of the SIGN-IN-WITH-X proof, or else the payer. The job belongs to the wallet. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no second charge) when the key is reused. Kinds: `pair_depth` (fromCcy, toCcy, steps), `route_scan` (fromCcy, toCcy, amount, direction), `rate_history` (fromCcy, toCcy, windowSecs, buckets); docs/market-intel.md describes each result.
          */
         post: operations["create_job"];
         delete?: never;
@@ -69,7 +69,7 @@ export interface paths {
         };
         /**
          * A market-intel job of the wallet.
-         * @description Free; needs a SIGN-IN-WITH-X proof of the wallet that created the job. `status` moves `queued → running → succeeded | failed`; `result` has the shape of the job's kind.
+         * @description Free; needs a SIGN-IN-WITH-X proof of the wallet that owns the resource. Of the wallet that created the job. `status` moves `queued → running → succeeded | failed`; `result` has the shape of the job's kind.
          */
         get: operations["get_job"];
         put?: never;
@@ -1387,7 +1387,10 @@ export interface operations {
     create_job: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1426,7 +1429,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`: an unknown kind (the message lists the valid ones), a bad field; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `validation_failed`: an unknown kind (the message lists the valid ones), a bad field; `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1435,8 +1438,26 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_required`, `payment_invalid`, `payment_failed` */
+            /** @description `siwx_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `payment_required`, `payment_invalid`, `payment_failed`: the PAYMENT-REQUIRED header holds what to pay and, for wallet-bound routes, the SIWX challenge */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1462,7 +1483,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `pair_unsupported`: an unknown currency, or the same one twice */
+            /** @description `pair_unsupported`: an unknown currency, or the same one twice; `idempotency_key_reused` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1471,8 +1492,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `ip_rate_limited` */
+            /** @description `paid_attempts_exceeded`; `ip_rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `facilitator_error` */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1532,7 +1562,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter` */
+            /** @description `invalid_siwx_payload`; `validation_failed`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1541,7 +1571,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_required`: no proof; PAYMENT-REQUIRED holds the SIWX challenge (and asks no payment) */
+            /** @description `siwx_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `payment_required`: no proof; PAYMENT-REQUIRED holds the SIWX challenge (and asks no payment): the PAYMENT-REQUIRED header holds what to pay and, for wallet-bound routes, the SIWX challenge */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -1568,7 +1607,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `ip_rate_limited` */
+            /** @description `wallet_reads_exceeded`; `ip_rate_limited` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1594,8 +1633,8 @@ export interface operations {
             header: {
                 /** @description From the plan */
                 "X-Onchain-Execution-Access-Token": string;
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path?: never;
             cookie?: never;
@@ -1653,7 +1692,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed` (txHash, signatures, chainNamespace); `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `validation_failed` (txHash, signatures, chainNamespace); `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1778,6 +1817,8 @@ export interface operations {
             header: {
                 /** @description From the plan */
                 "X-Onchain-Execution-Access-Token": string;
+                /** @description Instead of a SIGN-IN-WITH-X proof: the page token of the resource, the last segment of its `orderPageUrl` (or `executionPageUrl`). A wrong token answers as another wallet's resource does. */
+                "X-Page-Token"?: string;
             };
             path: {
                 /** @description `ocx_…` */
@@ -1902,9 +1943,9 @@ export interface operations {
     resolve_onchain_route: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path?: never;
             cookie?: never;
@@ -1967,7 +2008,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `address_invalid`, `validation_failed` (slippageBps); `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `address_invalid`, `validation_failed` (slippageBps); `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2118,9 +2159,9 @@ export interface operations {
     create_order: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path?: never;
             cookie?: never;
@@ -2182,7 +2223,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`, `amount_invalid`, `address_invalid`, `tag_required`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `validation_failed`, `amount_invalid`, `address_invalid`, `tag_required`; `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2295,7 +2336,10 @@ export interface operations {
     get_order: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Instead of a SIGN-IN-WITH-X proof: the page token of the resource, the last segment of its `orderPageUrl` (or `executionPageUrl`). A wrong token answers as another wallet's resource does. */
+                "X-Page-Token"?: string;
+            };
             path: {
                 /** @description `ord_…` */
                 orderId: string;
@@ -2423,9 +2467,9 @@ export interface operations {
     emergency: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path: {
                 /** @description `ord_…` */
@@ -2490,7 +2534,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed` (REFUND without any refund address), `address_invalid`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `validation_failed` (REFUND without any refund address), `address_invalid`; `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2594,9 +2638,9 @@ export interface operations {
     attach_email: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path: {
                 /** @description `ord_…` */
@@ -2661,7 +2705,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`: not an e-mail address; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `validation_failed`: not an e-mail address; `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2765,7 +2809,10 @@ export interface operations {
     deposit_qr: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Instead of a SIGN-IN-WITH-X proof: the page token of the resource, the last segment of its `orderPageUrl` (or `executionPageUrl`). A wrong token answers as another wallet's resource does. */
+                "X-Page-Token"?: string;
+            };
             path: {
                 /** @description `ord_…` */
                 orderId: string;
@@ -2858,9 +2905,9 @@ export interface operations {
     refund: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path: {
                 /** @description `ord_…` */
@@ -2925,7 +2972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `validation_failed`, `address_invalid`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `validation_failed`, `address_invalid`; `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3029,9 +3076,9 @@ export interface operations {
     quotes: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path?: never;
             cookie?: never;
@@ -3075,7 +3122,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `amount_invalid`, `address_invalid`, `validation_failed`; `idempotency_key_invalid`; `invalid_payment_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `amount_invalid`, `address_invalid`, `validation_failed`; `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3290,9 +3337,9 @@ export interface operations {
     resolve_route: {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Optional: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
-                "Idempotency-Key"?: string;
+            header: {
+                /** @description Required on every POST and PATCH: a retry with the same key and the same request returns the first answer (24 hours); the same key with a different request is refused. */
+                "Idempotency-Key": string;
             };
             path?: never;
             cookie?: never;
@@ -3330,7 +3377,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `validation_failed`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
+            /** @description `idempotency_key_missing`; `idempotency_key_invalid`; `invalid_payment_payload`; `invalid_siwx_payload`; `validation_failed`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `invalid_json` */
             400: {
                 headers: {
                     [name: string]: unknown;

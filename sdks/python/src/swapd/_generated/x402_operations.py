@@ -112,6 +112,7 @@ class Operations:
         self,
         order_id: str,
         *,
+        page_token: str | None = None,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> t.DepositQrData:
@@ -122,7 +123,7 @@ class Operations:
             query=None,
             body=None,
             timeout=timeout,
-            headers=headers,
+            headers={**(headers or {}), **({'X-Page-Token': page_token} if page_token is not None else {})},
         )
 
     def discover_routes(
@@ -184,6 +185,7 @@ class Operations:
         execution_plan_id: str,
         *,
         onchain_execution_access_token: str,
+        page_token: str | None = None,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> t.GetOnchainExecutionData:
@@ -194,13 +196,14 @@ class Operations:
             query=None,
             body=None,
             timeout=timeout,
-            headers={**(headers or {}), 'X-Onchain-Execution-Access-Token': onchain_execution_access_token},
+            headers={**(headers or {}), 'X-Onchain-Execution-Access-Token': onchain_execution_access_token, **({'X-Page-Token': page_token} if page_token is not None else {})},
         )
 
     def get_order(
         self,
         order_id: str,
         *,
+        page_token: str | None = None,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> t.GetOrderData:
@@ -211,7 +214,7 @@ class Operations:
             query=None,
             body=None,
             timeout=timeout,
-            headers=headers,
+            headers={**(headers or {}), **({'X-Page-Token': page_token} if page_token is not None else {})},
         )
 
     def quotes(
@@ -477,6 +480,7 @@ class AsyncOperations:
         self,
         order_id: str,
         *,
+        page_token: str | None = None,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> t.DepositQrData:
@@ -487,7 +491,7 @@ class AsyncOperations:
             query=None,
             body=None,
             timeout=timeout,
-            headers=headers,
+            headers={**(headers or {}), **({'X-Page-Token': page_token} if page_token is not None else {})},
         )
 
     async def discover_routes(
@@ -549,6 +553,7 @@ class AsyncOperations:
         execution_plan_id: str,
         *,
         onchain_execution_access_token: str,
+        page_token: str | None = None,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> t.GetOnchainExecutionData:
@@ -559,13 +564,14 @@ class AsyncOperations:
             query=None,
             body=None,
             timeout=timeout,
-            headers={**(headers or {}), 'X-Onchain-Execution-Access-Token': onchain_execution_access_token},
+            headers={**(headers or {}), 'X-Onchain-Execution-Access-Token': onchain_execution_access_token, **({'X-Page-Token': page_token} if page_token is not None else {})},
         )
 
     async def get_order(
         self,
         order_id: str,
         *,
+        page_token: str | None = None,
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> t.GetOrderData:
@@ -576,7 +582,7 @@ class AsyncOperations:
             query=None,
             body=None,
             timeout=timeout,
-            headers=headers,
+            headers={**(headers or {}), **({'X-Page-Token': page_token} if page_token is not None else {})},
         )
 
     async def quotes(
