@@ -130,12 +130,28 @@ pub enum Command {
 
 Exits non-zero when any step does not end as expected.")]
     Demo(DemoArgs),
+    /// A stdio MCP server for an agent host (Claude Desktop, an IDE): swapd's tools, called
+    /// with the API key, or with `--x402` (or only a wallet key) paid from SWAPD_EVM_KEY.
+    #[command(after_help = "Examples:
+  SWAPD_URL=https://swap.example SWAPD_API_KEY=key_… SWAPD_API_SECRET=sec_… swapctl mcp
+  SWAPD_URL=https://swap.example SWAPD_EVM_KEY=0x… swapctl --x402 mcp --max-spend-usd 0.50
+
+An agent host runs it as a command; docs/mcp.md has its configuration.")]
+    Mcp(McpArgs),
     /// Shell completions.
     #[command(after_help = "Examples:
   swapctl completions bash > ~/.local/share/bash-completion/completions/swapctl
   swapctl completions zsh > ~/.zfunc/_swapctl
   swapctl completions fish > ~/.config/fish/completions/swapctl.fish")]
     Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// What paid calls may cost in all, for this session, in USD (each call is also capped
+    /// by --max-payment).
+    #[arg(long, default_value = "1", value_name = "USD")]
+    pub max_spend_usd: String,
 }
 
 /// The commands both surfaces serve (the Business API, or the x402 API with `--x402`).

@@ -4,6 +4,7 @@ mod cli;
 mod config;
 mod demo;
 mod market;
+mod mcp;
 mod onchain;
 mod orders;
 mod output;
@@ -70,6 +71,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             paid::market_intel(&settings()?.x402()?, &out, command).await
         }
         Command::Demo(args) => demo::run(settings()?, args).await,
+        Command::Mcp(args) => mcp::run(&settings()?, args, cli.global.x402).await,
     }
 }
 

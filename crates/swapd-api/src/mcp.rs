@@ -146,7 +146,7 @@ impl Dispatch for IntoApplication {
         })?;
         *request.headers_mut() = call.headers;
         if let Some(incoming) = context.extensions.get::<axum::http::request::Parts>() {
-            as_from(&incoming, &mut request);
+            as_from(incoming, &mut request);
         }
         let response = self
             .api

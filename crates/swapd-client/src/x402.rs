@@ -36,6 +36,8 @@ use swapd_x402::exact::TransferWithAuthorization;
 use swapd_x402::siwx::SiwxPayload;
 /// A route's payment requirements, as `PAYMENT-REQUIRED` carries them.
 pub use swapd_x402::wire::PaymentRequired;
+/// One way to pay a route.
+pub use swapd_x402::wire::PaymentRequirements;
 /// A settlement, as `PAYMENT-RESPONSE` carries it.
 pub use swapd_x402::wire::SettleResponse;
 use swapd_x402::wire::{
@@ -296,6 +298,22 @@ impl X402Client {
     /// `required` (a route's `PAYMENT-REQUIRED`, decoded) asks, with a fresh nonce, signed by
     /// the payer key. A client that knows a route's requirements can send it with the first
     /// request and skip the 402.
+    /// A `SIGN-IN-WITH-X` value answering the challenge in `required` (a route's
+    /// `PAYMENT-REQUIRED`, decoded) as the signed-in wallet, for the request to `url`; `None`
+    /// without a wallet or a challenge.
+    pub fn proof_for(
+        &self,
+        required: &PaymentRequired,
+        url: &str,
+    ) -> Result<Option<String>, Error> {
+        match &self.wallet {
+            Some(wallet) if required.extensions.contains_key(SIWX_EXTENSION) => {
+                prove(wallet, required, url).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     pub fn payment_for(&self, required: &PaymentRequired) -> Result<String, Error> {
         let refuse = |detail: String| Error::Unexpected {
             status: 402,
@@ -304,10 +322,7 @@ impl X402Client {
         let payer = self.payer.as_ref().ok_or_else(|| {
             refuse("this call must be paid: give the client a payer key (paying_with)".into())
         })?;
-        let accepted = required
-            .accepts
-            .iter()
-            .find(|a| a.scheme == "exact" && a.network.starts_with("eip155:"))
+        let accepted = offer(required)
             .ok_or_else(|| refuse("no `exact` EVM payment is offered".into()))?
             .clone();
         let value = U256::from_str_radix(&accepted.amount, 10)
@@ -357,6 +372,14 @@ impl X402Client {
         };
         Ok(wire::encode_header(&payment))
     }
+}
+
+/// The payment option this client pays: `exact` on an EVM network.
+pub fn offer(required: &PaymentRequired) -> Option<&PaymentRequirements> {
+    required
+        .accepts
+        .iter()
+        .find(|a| a.scheme == "exact" && a.network.starts_with("eip155:"))
 }
 
 /// The requirements a `PAYMENT-REQUIRED` header value carries; `None` if it is not one.
