@@ -130,8 +130,10 @@ async def test_the_tools_are_the_x402_routes_with_schemas_and_annotations(swapd_
             assert tool.outputSchema and tool.outputSchema["type"] == "object", tool.name
             assert tool.inputSchema["type"] == "object", tool.name
             assert tool.annotations.destructiveHint is False, tool.name
-        for read in ("discover_routes", "quotes", "currencies", "tokens_search", "get_order"):
-            assert tools[read].annotations.readOnlyHint is (read != "quotes"), read
+        for read in ("discover_routes", "quotes", "currencies", "tokens_search", "tokens_by_address", "get_order"):
+            assert tools[read].annotations.readOnlyHint is True, read
+        for write in ("create_order", "resolve_route", "emergency", "refund", "create_job"):
+            assert tools[write].annotations.readOnlyHint is False, write
         routes = tools["discover_routes"].inputSchema
         assert {"fromCcy", "toCcy", "amount"} <= set(routes["required"])
         create = tools["create_order"]

@@ -212,10 +212,9 @@ mod tests {
             };
             assert_eq!(tool.access, access, "{}", tool.name());
             let annotations = tool.tool.annotations.clone().unwrap();
-            assert_eq!(
-                annotations.read_only_hint,
-                Some(route.method == Method::GET)
-            );
+            // A legacy quote is a POST that changes nothing (`prices:read`).
+            let reads = route.method == Method::GET || tool.name() == "quotes";
+            assert_eq!(annotations.read_only_hint, Some(reads), "{}", tool.name());
             assert_eq!(annotations.destructive_hint, Some(false));
             assert!(tool.tool.output_schema.is_some(), "{}", tool.name());
             if route.method == Method::POST && route.access.paid() {

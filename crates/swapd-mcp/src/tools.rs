@@ -155,7 +155,9 @@ fn derive(
         input.body(schemas, body).map_err(|e| problem(&e))?;
     }
     let output = success_data(operation).ok_or_else(|| problem("no success answer"))?;
-    let read = method == Method::GET;
+    // The document marks what changes nothing (`x-read-only`), a POST /quotes too.
+    let read = method == Method::GET
+        || operation.get("x-read-only").and_then(Value::as_bool) == Some(true);
     let idempotent = read || input.takes("idempotencyKey");
     let annotations = ToolAnnotations::with_title(title(operation, name))
         .read_only(read)
@@ -527,6 +529,21 @@ mod tests {
         assert_eq!(annotations.read_only_hint, Some(false));
         assert_eq!(annotations.destructive_hint, Some(false));
         assert_eq!(annotations.idempotent_hint, Some(true));
+    }
+
+    #[test]
+    fn an_operation_marked_read_only_is_a_read_whatever_its_method() {
+        let mut document = document();
+        document["paths"]["/api/x402/things/{thingId}"]["post"]["x-read-only"] = json!(true);
+        let table = ToolTable::from_openapi(&document).unwrap();
+        let annotations = table
+            .get("make_thing")
+            .unwrap()
+            .tool
+            .annotations
+            .clone()
+            .unwrap();
+        assert_eq!(annotations.read_only_hint, Some(true));
     }
 
     #[test]

@@ -44,6 +44,11 @@ impl Permission {
         self.into()
     }
 
+    /// Whether what it allows only reads (`prices:read`, `orders:read`, `webhooks:read`).
+    pub fn reads_only(self) -> bool {
+        self.as_str().ends_with(":read")
+    }
+
     /// Parses a permission, naming the valid ones when `text` is none of them.
     pub fn parse(text: &str) -> Result<Permission, UnknownPermission> {
         text.parse().map_err(|_| UnknownPermission(text.to_owned()))

@@ -330,6 +330,9 @@ impl X402Routes {
         input: InputCheck,
     ) -> Self {
         let (path, method, mut operation) = single_operation(paths);
+        if method == Method::GET || reads_only_on_business_api(&method, &path) {
+            mark_read_only(&mut operation);
+        }
         let path = match path.strip_prefix(BUSINESS_PREFIX) {
             Some(rest) => format!("{X402_PREFIX}{rest}"),
             None => path,
@@ -356,6 +359,27 @@ impl X402Routes {
         ));
         self
     }
+}
+
+/// Whether the Business API route at `path` needs only a read permission (`POST /quotes`
+/// needs `prices:read`: it changes nothing).
+fn reads_only_on_business_api(method: &Method, path: &str) -> bool {
+    use crate::business::routes::Required;
+    crate::business::routes::routes()
+        .iter()
+        .find(|r| r.method == *method && r.path == path)
+        .is_some_and(|r| matches!(r.required, Required::Permission(p) if p.reads_only()))
+}
+
+/// `x-read-only: true`: the operation changes nothing (MCP tools are annotated from it).
+fn mark_read_only(operation: &mut utoipa::openapi::path::Operation) {
+    let marker = utoipa::openapi::extensions::ExtensionsBuilder::new()
+        .add("x-read-only", true)
+        .build();
+    operation
+        .extensions
+        .get_or_insert_with(Default::default)
+        .merge(marker);
 }
 
 const BUSINESS_PREFIX: &str = "/api/v3";
