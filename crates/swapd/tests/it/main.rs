@@ -19,6 +19,7 @@ mod live_desks;
 mod live_onchain;
 mod market;
 mod market_intel;
+mod mcp;
 mod npm_x402;
 mod onchain;
 mod ops;
