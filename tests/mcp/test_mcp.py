@@ -328,8 +328,8 @@ async def test_tool_calls_are_counted_by_tool_and_outcome(swapd_url: str) -> Non
     async with connected(swapd_url) as session:
         await session.call_tool("readiness", {})
     metrics = httpx.get(f"{swapd_url}/metrics").text
-    assert re.search(r'swapd_mcp_tool_calls_total\{[^}]*outcome="ok"[^}]*tool="readiness"[^}]*\} \d+', metrics) or re.search(
-        r'swapd_mcp_tool_calls_total\{[^}]*tool="readiness"[^}]*outcome="ok"[^}]*\} \d+', metrics
+    assert re.search(r'mcp_tool_calls_total\{[^}]*outcome="ok"[^}]*tool="readiness"[^}]*\} \d+', metrics) or re.search(
+        r'mcp_tool_calls_total\{[^}]*tool="readiness"[^}]*outcome="ok"[^}]*\} \d+', metrics
     )
 
 

@@ -22,7 +22,7 @@ use crate::call::{self, HttpAnswer, HttpCall, Refusal};
 use crate::tools::ToolTable;
 
 /// Counter of tool calls on `/metrics`, by tool and outcome (`ok` or the error code).
-pub const TOOL_CALLS: &str = "swapd_mcp_tool_calls_total";
+pub const TOOL_CALLS: &str = "mcp_tool_calls_total";
 
 /// Sends a tool call's HTTP request and brings back the answer.
 pub trait Dispatch: Send + Sync + 'static {
