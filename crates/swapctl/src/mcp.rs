@@ -152,7 +152,6 @@ struct Remote {
 impl Dispatch for Remote {
     async fn send(
         &self,
-        _tool: &str,
         call: HttpCall,
         _context: &RequestContext<RoleServer>,
     ) -> Result<HttpAnswer, Refusal> {

@@ -132,7 +132,6 @@ const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
 impl Dispatch for IntoApplication {
     async fn send(
         &self,
-        _tool: &str,
         call: HttpCall,
         context: &RequestContext<RoleServer>,
     ) -> Result<HttpAnswer, Refusal> {

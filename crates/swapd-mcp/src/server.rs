@@ -30,7 +30,6 @@ pub trait Dispatch: Send + Sync + 'static {
     /// (`http::request::Parts`), whose client the limits count.
     fn send(
         &self,
-        tool: &str,
         call: HttpCall,
         context: &RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<HttpAnswer, Refusal>> + Send;
@@ -64,30 +63,32 @@ impl<D: Dispatch> SwapdMcp<D> {
         meta: &JsonObject,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let result = match self.tools.get(name) {
-            None => Refusal::new(
+        let Some(route) = self.tools.get(name) else {
+            let unknown = Refusal::new(
                 ErrorCode::NotFound,
                 format!("there is no tool `{name}`: tools/list names them"),
             )
-            .into_result(),
-            Some(route) => match call::request(route, arguments, meta) {
+            .into_result();
+            record("unknown", &unknown);
+            return unknown;
+        };
+        let result = match call::request(route, arguments, meta) {
+            Err(refused) => refused.into_result(),
+            Ok(request) => match self.dispatch.send(request, context).await {
+                Ok(answer) => call::result(&answer),
                 Err(refused) => refused.into_result(),
-                Ok(request) => match self.dispatch.send(name, request, context).await {
-                    Ok(answer) => call::result(&answer),
-                    Err(refused) => refused.into_result(),
-                },
             },
         };
-        let outcome = call::outcome(&result);
-        let tool = if self.tools.get(name).is_some() {
-            name.to_owned()
-        } else {
-            "unknown".to_owned()
-        };
-        tracing::info!(tool, outcome, "mcp tool call");
-        metrics::counter!(TOOL_CALLS, "tool" => tool, "outcome" => outcome).increment(1);
+        record(name, &result);
         result
     }
+}
+
+/// Logs and counts a tool call by its outcome (`ok` or the error code).
+fn record(tool: &str, result: &CallToolResult) {
+    let outcome = call::outcome(result);
+    tracing::info!(tool, outcome, "mcp tool call");
+    metrics::counter!(TOOL_CALLS, "tool" => tool.to_owned(), "outcome" => outcome).increment(1);
 }
 
 /// The resources: what an agent reads before it calls anything.
