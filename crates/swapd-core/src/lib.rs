@@ -8,6 +8,7 @@ pub mod chain;
 pub mod challenges;
 pub mod clock;
 pub mod desk;
+pub mod fees;
 pub mod follow;
 pub mod health;
 pub mod idempotency;
