@@ -64,6 +64,16 @@ impl AppState {
             courier: &self.webhooks,
             windows: self.limits.windows.as_ref(),
             replays_per_minute: self.replays_per_minute,
+            fees: &self.fees,
+            partner_bps: 0,
+        }
+    }
+
+    /// [`Self::app`] for `caller`: its quotes carry the partner's markup.
+    pub fn app_for(&self, caller: &principal::Caller) -> swapd_app::App<'_> {
+        swapd_app::App {
+            partner_bps: caller.markup_bps(),
+            ..self.app()
         }
     }
 }
@@ -116,4 +126,6 @@ pub struct AppParts {
     pub console: Option<Arc<console::Console>>,
     /// The MCP server at `/mcp`.
     pub mcp: mcp::Settings,
+    /// The operator's fees on every quote (docs/fees.md).
+    pub fees: swapd_core::fees::FeePolicy,
 }

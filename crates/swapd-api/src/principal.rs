@@ -24,6 +24,8 @@ pub enum Caller {
 pub struct KeyPrincipal {
     pub key_id: String,
     pub permissions: Vec<Permission>,
+    /// The partner's markup on its quotes, in bps (docs/fees.md).
+    pub markup_bps: u32,
 }
 
 impl Caller {
@@ -38,6 +40,14 @@ impl Caller {
         match self {
             Self::Key(key) => Owner::Key(key.key_id.clone()),
             Self::Wallet(wallet) => Owner::Wallet(wallet.address()),
+        }
+    }
+
+    /// The partner's markup on this caller's quotes: its key's; none for a wallet.
+    pub fn markup_bps(&self) -> u32 {
+        match self {
+            Self::Key(key) => key.markup_bps,
+            Self::Wallet(_) => 0,
         }
     }
 

@@ -50,6 +50,20 @@ pub struct App<'a> {
     pub windows: &'a dyn Windows,
     /// Replays one webhook subscription may ask for per minute.
     pub replays_per_minute: u32,
+    /// The operator's fees on every quote (docs/fees.md).
+    pub fees: &'a swapd_core::fees::FeePolicy,
+    /// The asking partner's markup on the quotes of this request, in bps (its API key's).
+    pub partner_bps: u32,
+}
+
+impl App<'_> {
+    /// The fees this request's quotes ask the providers to carry.
+    pub fn quote_fees(&self) -> swapd_core::fees::FeePolicy {
+        swapd_core::fees::FeePolicy {
+            partner_bps: self.partner_bps,
+            ..self.fees.clone()
+        }
+    }
 }
 
 /// The Idempotency-Key a mutation's caller holds: the write that makes the change records its

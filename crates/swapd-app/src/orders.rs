@@ -296,7 +296,10 @@ async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<T
         to,
         direction,
     )?;
-    let request = QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms);
+    let request = QuoteRequest {
+        fees: app.quote_fees(),
+        ..QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms)
+    };
     let (provider, quote) = crate::quotes::best_offchain_quote(app, &request, |_| true).await?;
     Ok(Terms {
         from,

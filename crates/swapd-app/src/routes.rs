@@ -45,6 +45,7 @@ pub async fn discover(
         rate_type: ask.rate_type,
         wallet: ask.wallet.clone(),
         recipient: ask.recipient.clone(),
+        fees: app.quote_fees(),
         now_ms,
     };
     let provider = ask.provider.as_deref();
@@ -183,9 +184,15 @@ fn route_quote(
     }
 }
 
+/// A provider quote's fees as the API shows them.
+pub fn fees_view(fees: &[Fee]) -> Vec<swapd_types::market::Fee> {
+    fees.iter().map(|fee| fee_view(&route_fee(fee))).collect()
+}
+
 fn route_fee(fee: &Fee) -> RouteFee {
     RouteFee {
         kind: fee.kind.as_str().into(),
+        bps: fee.rate.map(|rate| rate.to_string()),
         amount: fee.amount.to_string(),
         currency: fee.currency.into(),
     }
@@ -194,6 +201,7 @@ fn route_fee(fee: &Fee) -> RouteFee {
 fn fee_view(fee: &RouteFee) -> swapd_types::market::Fee {
     swapd_types::market::Fee {
         kind: fee.kind.clone(),
+        bps: fee.bps.clone(),
         amount: fee.amount.clone(),
         currency: fee.currency.clone(),
     }

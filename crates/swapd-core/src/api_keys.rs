@@ -44,6 +44,8 @@ pub struct ApiKeyPolicy {
     ip_allow: Vec<IpNet>,
     origins: Vec<String>,
     limits: RateLimits,
+    /// The partner's markup on its quotes, in bps of the output (docs/fees.md).
+    markup_bps: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -112,7 +114,20 @@ impl ApiKeyPolicy {
             ip_allow: dedup(ip_allow),
             origins: dedup(origins),
             limits,
+            markup_bps: 0,
         })
+    }
+
+    /// The policy with a partner markup of `bps` (the caller checks it against the operator's
+    /// cap, `fees.max_markup_bps`).
+    pub fn with_markup_bps(mut self, bps: u32) -> Self {
+        self.markup_bps = bps;
+        self
+    }
+
+    /// The partner's markup on this key's quotes, in bps.
+    pub fn markup_bps(&self) -> u32 {
+        self.markup_bps
     }
 
     pub fn name(&self) -> &str {

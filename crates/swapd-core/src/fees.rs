@@ -42,6 +42,35 @@ pub struct FeeSchedule {
     pub affiliate_share_bps: u32,
 }
 
+/// The fees a quote asks every provider to carry: the operator's service fee (per provider
+/// where set), the partner's markup and the affiliate's share.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeePolicy {
+    /// The operator's fee in bps, for providers `per_provider` does not name.
+    pub service_bps: u32,
+    /// The operator's fee for a provider, by provider id.
+    pub per_provider: std::collections::BTreeMap<String, u32>,
+    /// The asking partner's markup in bps.
+    pub partner_bps: u32,
+    /// The affiliate's share of the service fee, in bps of that fee.
+    pub affiliate_share_bps: u32,
+}
+
+impl FeePolicy {
+    /// What a quote of `provider` takes.
+    pub fn schedule_for(&self, provider: &str) -> FeeSchedule {
+        FeeSchedule {
+            service_bps: self
+                .per_provider
+                .get(provider)
+                .copied()
+                .unwrap_or(self.service_bps),
+            partner_bps: self.partner_bps,
+            affiliate_share_bps: self.affiliate_share_bps,
+        }
+    }
+}
+
 /// One party's fee on one swap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartyFee {
@@ -217,6 +246,19 @@ mod tests {
             ..schedule
         };
         assert_eq!(without_code.net_of(amount(1_000_000, 6)).unwrap().0, net);
+    }
+
+    #[test]
+    fn a_provider_may_have_its_own_service_fee() {
+        let policy = FeePolicy {
+            service_bps: 30,
+            per_provider: [("changenow".to_owned(), 50)].into(),
+            partner_bps: 10,
+            affiliate_share_bps: 0,
+        };
+        assert_eq!(policy.schedule_for("changenow").service_bps, 50);
+        assert_eq!(policy.schedule_for("lifi").service_bps, 30);
+        assert_eq!(policy.schedule_for("lifi").partner_bps, 10);
     }
 
     #[test]

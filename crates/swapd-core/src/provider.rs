@@ -61,6 +61,9 @@ pub struct QuoteRequest {
     pub wallet: Option<Wallet>,
     /// Destination of an onchain route when it differs from the signer.
     pub recipient: Option<String>,
+    /// The fees the provider is asked to carry (docs/fees.md): its quote's output is what the
+    /// user receives after them, and they are among its `fees`.
+    pub fees: crate::fees::FeePolicy,
     pub now_ms: i64,
 }
 
@@ -82,6 +85,7 @@ impl QuoteRequest {
             rate_type,
             wallet: None,
             recipient: None,
+            fees: crate::fees::FeePolicy::default(),
             now_ms,
         }
     }
@@ -124,15 +128,31 @@ impl QuoteRequest {
     }
 }
 
+/// Who a fee goes to: `kind` on the wire (docs/fees.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 #[strum(serialize_all = "lowercase")]
 pub enum FeeKind {
-    /// The payout network's transaction fee, deducted from the output.
+    /// A network's transaction cost: the payout's (deducted from the output), or the gas the
+    /// signing wallet pays on the source chain (not deducted).
     Network,
-    /// Gas the signing wallet pays on the source chain (not deducted from the output).
-    Gas,
-    /// A bridge relayer's fee, deducted from the output.
-    Relayer,
+    /// What the provider charges besides its price (a bridge relayer's fee), deducted.
+    Provider,
+    /// The operator's service fee, deducted.
+    Service,
+    /// The partner's markup, deducted.
+    Partner,
+    /// The affiliate's share of the service fee, deducted.
+    Affiliate,
+}
+
+impl From<crate::fees::Party> for FeeKind {
+    fn from(party: crate::fees::Party) -> Self {
+        match party {
+            crate::fees::Party::Service => FeeKind::Service,
+            crate::fees::Party::Partner => FeeKind::Partner,
+            crate::fees::Party::Affiliate => FeeKind::Affiliate,
+        }
+    }
 }
 
 impl FeeKind {
@@ -147,6 +167,32 @@ pub struct Fee {
     pub amount: Amount,
     /// Catalog code of the currency the fee is paid in.
     pub currency: &'static str,
+    /// The fee's rate in bps of the output, where it is one (the parties' fees).
+    pub rate: Option<crate::fees::Rate>,
+}
+
+impl Fee {
+    /// A cost without a rate (a network's, a provider's).
+    pub fn cost(kind: FeeKind, amount: Amount, currency: &'static str) -> Self {
+        Self {
+            kind,
+            amount,
+            currency,
+            rate: None,
+        }
+    }
+
+    /// The parties' fees of a [`crate::fees::FeeSchedule`], in the output currency.
+    pub fn of_parties(fees: &[crate::fees::PartyFee], currency: &'static str) -> Vec<Fee> {
+        fees.iter()
+            .map(|fee| Fee {
+                kind: fee.party.into(),
+                amount: fee.amount,
+                currency,
+                rate: Some(fee.rate),
+            })
+            .collect()
+    }
 }
 
 /// A provider's normalized answer to a [`QuoteRequest`]. Raw provider payloads never leave the

@@ -153,11 +153,7 @@ pub fn provider_quote(
         network_fee,
         fees: quote
             .network_fee
-            .map(|amount| Fee {
-                kind: FeeKind::Network,
-                amount,
-                currency: request.to.code,
-            })
+            .map(|amount| Fee::cost(FeeKind::Network, amount, request.to.code))
             .into_iter()
             .collect(),
         min: limits.min,

@@ -277,6 +277,7 @@ mod tests {
             rate_type: RateType::Fixed,
             wallet: None,
             recipient: None,
+            fees: Default::default(),
             now_ms: T,
         }
     }

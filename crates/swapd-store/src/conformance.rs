@@ -701,6 +701,7 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         min: "0.0001".into(),
         max: Some("1".into()),
         fees: vec![swapd_core::market::routes::RouteFee {
+            bps: None,
             kind: "network".into(),
             amount: "1".into(),
             currency: "USDTTRC".into(),

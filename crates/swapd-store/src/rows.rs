@@ -20,11 +20,12 @@ pub(crate) struct ApiKeyRow {
     pub sealed_secret: String,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+    pub markup_bps: i64,
 }
 
 /// The `api_keys` columns in [`ApiKeyRow`] order.
 pub(crate) const API_KEY_COLUMNS: &str = "id, name, permissions, ip_allow, origins, per_minute, \
-     per_hour, weight_per_hour, status, sealed_secret, created_at, revoked_at";
+     per_hour, weight_per_hour, status, sealed_secret, created_at, revoked_at, markup_bps";
 
 impl ApiKeyRow {
     pub fn from_domain(key: &ApiKey) -> Self {
@@ -43,6 +44,7 @@ impl ApiKeyRow {
             sealed_secret: key.sealed_secret.clone(),
             created_at: key.created_at_ms,
             revoked_at: key.revoked_at_ms,
+            markup_bps: policy.markup_bps().into(),
         }
     }
 
@@ -60,8 +62,10 @@ impl ApiKeyRow {
             per_hour: limit(self.per_hour)?,
             weight_per_hour: limit(self.weight_per_hour)?,
         };
+        let markup_bps = u32::try_from(self.markup_bps).map_err(|_| corrupt("markup".into()))?;
         let policy = ApiKeyPolicy::new(&self.name, permissions, &ip_allow, &origins, limits)
-            .map_err(|e| corrupt(e.to_string()))?;
+            .map_err(|e| corrupt(e.to_string()))?
+            .with_markup_bps(markup_bps);
         let status = self
             .status
             .parse()

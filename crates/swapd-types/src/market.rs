@@ -174,6 +174,8 @@ pub struct Quote {
     pub rate: String,
     /// Payout network fee, in `toCcy`, already deducted from `toAmount`.
     pub network_fee: String,
+    /// Every fee of the quote (docs/fees.md): `toAmount` is what the user receives after them.
+    pub fees: Vec<Fee>,
     /// Input limits, in `fromCcy`; `max` is `null` when the provider has no maximum.
     pub min: String,
     pub max: Option<String>,
@@ -181,12 +183,19 @@ pub struct Quote {
     pub expires_at: i64,
 }
 
-/// A fee of a route.
+/// A fee of a route (docs/fees.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Fee {
-    /// `network` (payout fee, deducted), `relayer` (bridge fee, deducted) or `gas` (paid by
-    /// the signing wallet on the source chain).
+    /// `service` (the operator's fee), `partner` (the partner's markup), `affiliate` (an
+    /// affiliate's share of the service fee), `provider` (the provider's own fee beyond its
+    /// price, e.g. a bridge relayer's) or `network` (the payout's network fee, or the gas the
+    /// signing wallet pays on the source chain). All but the gas are deducted from the output,
+    /// so `expectedOutputAmount` is what the user receives after them.
     pub kind: String,
+    /// The fee's rate in basis points of the output, as an exact decimal (`7.5`), for the
+    /// `service`, `partner` and `affiliate` fees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bps: Option<String>,
     pub amount: String,
     /// Currency code the fee is in.
     pub currency: String,

@@ -378,6 +378,7 @@ fn scanned_route(candidate: &Candidate) -> ScannedRoute {
                 .iter()
                 .map(|fee| Fee {
                     kind: fee.kind.as_str().into(),
+                    bps: fee.rate.map(|rate| rate.to_string()),
                     amount: fee.amount.to_string(),
                     currency: fee.currency.into(),
                 })

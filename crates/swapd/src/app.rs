@@ -615,6 +615,7 @@ impl Runtime {
             worker_health: self.worker_health.clone(),
             replays_per_minute: config.webhooks.replays_per_minute,
             console,
+            fees: config.fees.policy(),
             mcp: swapd_api::mcp::Settings {
                 max_sessions: config.mcp.max_sessions,
                 session_idle: Duration::from_secs(config.mcp.session_idle_secs),

@@ -133,6 +133,10 @@ pub struct CreateKeyArgs {
     /// Requests per minute [default: 120].
     #[arg(long)]
     pub per_minute: Option<u32>,
+    /// The partner's markup on its quotes, in basis points of the output, at most
+    /// `fees.max_markup_bps` (docs/fees.md) [default: 0].
+    #[arg(long, default_value_t = 0, value_name = "BPS")]
+    pub markup_bps: u32,
     /// Requests per hour [default: 3600].
     #[arg(long)]
     pub per_hour: Option<u32>,

@@ -54,6 +54,69 @@ pub struct Config {
     pub shared: SharedConfig,
     pub console: ConsoleConfig,
     pub mcp: McpConfig,
+    pub fees: FeesConfig,
+}
+
+/// What swapd earns on the swaps it routes, and what partners may add (docs/fees.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeesConfig {
+    /// The operator's service fee, in bps of each swap's output.
+    pub service_bps: u32,
+    /// A provider's own service fee in bps, by provider id (for ChangeNOW: the commission set
+    /// on the account, which its quotes already hold).
+    pub provider_service_bps: BTreeMap<String, u32>,
+    /// The most a partner's markup (`swapd keys create --markup-bps`) may be, in bps.
+    pub max_markup_bps: u32,
+    /// The most the service fee and a markup may take together, in bps.
+    pub max_total_bps: u32,
+}
+
+impl Default for FeesConfig {
+    fn default() -> Self {
+        Self {
+            service_bps: 0,
+            provider_service_bps: BTreeMap::new(),
+            max_markup_bps: 300,
+            max_total_bps: 1_000,
+        }
+    }
+}
+
+impl FeesConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        // Below 10 000 bps a quote always leaves the user something.
+        if self.max_total_bps >= 10_000 {
+            return Err(setting("fees.max_total_bps", "must be below 10000 (100 %)"));
+        }
+        let services = std::iter::once(("fees.service_bps".to_owned(), self.service_bps)).chain(
+            self.provider_service_bps
+                .iter()
+                .map(|(id, bps)| (format!("fees.provider_service_bps.{id}"), *bps)),
+        );
+        for (key, bps) in services {
+            if bps + self.max_markup_bps > self.max_total_bps {
+                return Err(setting(
+                    &key,
+                    format!(
+                        "{bps} bps with the largest markup ({} bps, fees.max_markup_bps) is more \
+                         than fees.max_total_bps ({})",
+                        self.max_markup_bps, self.max_total_bps
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The operator's part of every quote's fees.
+    pub fn policy(&self) -> swapd_core::fees::FeePolicy {
+        swapd_core::fees::FeePolicy {
+            service_bps: self.service_bps,
+            per_provider: self.provider_service_bps.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 /// The MCP server at `/mcp` (docs/mcp.md, "Limits").
@@ -437,13 +500,14 @@ impl Default for Config {
             },
             console: ConsoleConfig::default(),
             mcp: McpConfig::default(),
+            fees: FeesConfig::default(),
         }
     }
 }
 
 /// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
 /// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 20] = [
+const ENV_KEYS: [&str; 21] = [
     "mode",
     "listen",
     "data_dir",
@@ -464,6 +528,7 @@ const ENV_KEYS: [&str; 20] = [
     "shared",
     "console",
     "mcp",
+    "fees",
 ];
 
 /// Live provider adapters compiled into this build.
@@ -561,6 +626,7 @@ impl Config {
         }
         self.console.validate()?;
         self.mcp.validate()?;
+        self.fees.validate()?;
         self.log.validate()?;
         self.database.validate()?;
         self.shared.validate()?;

@@ -64,7 +64,15 @@ async fn create(runtime: &Runtime, args: CreateKeyArgs) -> anyhow::Result<()> {
         &args.origins,
         limits,
     )
-    .context("invalid key policy")?;
+    .context("invalid key policy")?
+    .with_markup_bps(args.markup_bps);
+    let cap = runtime.config.fees.max_markup_bps;
+    if args.markup_bps > cap {
+        bail!(
+            "--markup-bps {} is more than this operator allows (fees.max_markup_bps = {cap})",
+            args.markup_bps
+        );
+    }
     let issued = swapd_api::keys::issue(
         runtime.store.as_ref(),
         &runtime.master_key,
@@ -129,6 +137,7 @@ fn print_key(key: &ApiKey, json: bool) -> anyhow::Result<()> {
         "rateLimits:   {}/min, {}/hour, {} weight/hour",
         limits.per_minute, limits.per_hour, limits.weight_per_hour
     );
+    println!("markupBps:    {}", key.policy.markup_bps());
     println!("createdAt:    {}", key.created_at_ms / 1000);
     if let Some(revoked) = key.revoked_at_ms {
         println!("revokedAt:    {}", revoked / 1000);
@@ -159,6 +168,7 @@ fn describe(key: &ApiKey) -> Value {
             "perHour": limits.per_hour,
             "weightPerHour": limits.weight_per_hour,
         },
+        "markupBps": key.policy.markup_bps(),
         "createdAt": key.created_at_ms / 1000,
         "revokedAt": key.revoked_at_ms.map(|ms| ms / 1000),
     })

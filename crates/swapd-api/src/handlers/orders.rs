@@ -40,7 +40,8 @@ pub(crate) async fn create_order(
     Extension(claim): Extension<IdempotencyClaim>,
     ApiJson(input): ApiJson<OrderInput>,
 ) -> Result<Response, ApiError> {
-    let (_, answer) = orders::create(state.app(), &caller.owner(), input, &claim).await?;
+    let (_, answer) =
+        orders::create(state.app_for(&caller), &caller.owner(), input, &claim).await?;
     Ok(respond(answer))
 }
 

@@ -9,6 +9,7 @@ use swapd_types::market::QuoteInput;
 
 use super::input::{check_address, known_provider, pair_currency, parse_amount};
 use crate::json::Json;
+use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState};
 
 /// A legacy quote: the best offchain offer.
@@ -26,6 +27,7 @@ use crate::{ApiError, ApiJson, AppState};
     ))]
 pub(crate) async fn quotes(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(input): ApiJson<QuoteInput>,
 ) -> Result<Json<Success<swapd_types::market::Quote>>, ApiError> {
     let (from, to) = (
@@ -48,8 +50,12 @@ pub(crate) async fn quotes(
         known_provider(&state, id, "routeConstraints")?;
     }
     let now_ms = state.clock.now_ms();
-    let request = QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms);
-    let (provider, quote) = swapd_app::quotes::best_offchain_quote(state.app(), &request, |id| {
+    let app = state.app_for(&caller);
+    let request = QuoteRequest {
+        fees: app.quote_fees(),
+        ..QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms)
+    };
+    let (provider, quote) = swapd_app::quotes::best_offchain_quote(app, &request, |id| {
         constraints
             .providers
             .as_ref()
@@ -71,6 +77,7 @@ pub(crate) async fn quotes(
         to_amount: quote.to_amount.to_string(),
         rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
         network_fee: quote.network_fee.to_string(),
+        fees: swapd_app::routes::fees_view(&quote.fees),
         min: quote.min.to_string(),
         max: quote.max.map(|a| a.to_string()),
         provider: provider.into(),

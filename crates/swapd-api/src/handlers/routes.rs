@@ -50,7 +50,7 @@ pub(crate) async fn discover_routes(
     query: SignedQuery,
 ) -> Result<Json<Success<Routes>>, ApiError> {
     let ask = routes_query(&state, &query)?;
-    let routes = routes_app::discover(state.app(), &caller.owner(), ask).await?;
+    let routes = routes_app::discover(state.app_for(&caller), &caller.owner(), ask).await?;
     Ok(Json(Success::new(Routes {
         count: routes.len(),
         routes,

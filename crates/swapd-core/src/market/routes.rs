@@ -17,6 +17,9 @@ pub const CREATE_TOKEN_PREFIX: &str = "ctk_";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RouteFee {
     pub kind: String,
+    /// The rate in bps of the output, for the parties' fees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bps: Option<String>,
     pub amount: String,
     pub currency: String,
 }

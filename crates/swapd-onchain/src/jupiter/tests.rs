@@ -67,6 +67,7 @@ fn request(from: &str, to: &str, amount: &str, direction: Direction) -> QuoteReq
             address: Some(WALLET.into()),
         }),
         recipient: None,
+        fees: Default::default(),
         now_ms: 0,
     }
 }

@@ -261,11 +261,11 @@ fn gas_fees(estimate: &wire::Estimate, network: Network) -> Result<Vec<Fee>, Pro
     Ok(if total.is_zero() {
         Vec::new()
     } else {
-        vec![Fee {
-            kind: FeeKind::Gas,
-            amount: display(total, native, Rounding::Up),
-            currency: native.code,
-        }]
+        vec![Fee::cost(
+            FeeKind::Network,
+            display(total, native, Rounding::Up),
+            native.code,
+        )]
     })
 }
 

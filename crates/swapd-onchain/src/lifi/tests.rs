@@ -115,6 +115,7 @@ fn request(from: &str, to: &str, amount: &str, direction: Direction) -> QuoteReq
             address: Some(WALLET.into()),
         }),
         recipient: None,
+        fees: Default::default(),
         now_ms: 0,
     }
 }
@@ -194,7 +195,7 @@ async fn a_card_is_priced_from_the_quote_for_the_wallet() {
     assert_eq!(quote.estimated_duration_secs, 31);
     assert_eq!(quote.max, None);
     assert_eq!(quote.fees.len(), 1);
-    assert_eq!(quote.fees[0].kind, FeeKind::Gas);
+    assert_eq!(quote.fees[0].kind, FeeKind::Network);
     assert_eq!(quote.fees[0].currency, "ETH");
     assert_eq!(quote.fees[0].amount.to_string(), "0.0084");
 }

@@ -210,8 +210,8 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
     let mut fees = Vec::new();
     if let Some(fees_wire) = &quote.fees {
         for (kind, fee) in [
-            (FeeKind::Gas, &fees_wire.gas),
-            (FeeKind::Relayer, &fees_wire.relayer),
+            (FeeKind::Network, &fees_wire.gas),
+            (FeeKind::Provider, &fees_wire.relayer),
         ] {
             let Some(fee) = fee else { continue };
             let Some(currency) = currency_of(fee.currency.chain_id, &fee.currency.address) else {
@@ -219,11 +219,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
             };
             let amount = display(integer(&fee.amount)?, currency, Rounding::Up);
             if !amount.is_zero() {
-                fees.push(Fee {
-                    kind,
-                    amount,
-                    currency: currency.code,
-                });
+                fees.push(Fee::cost(kind, amount, currency.code));
             }
         }
     }

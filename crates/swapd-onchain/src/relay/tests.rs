@@ -118,6 +118,7 @@ fn request(from: &str, to: &str, amount: &str) -> QuoteRequest {
             address: Some(WALLET.into()),
         }),
         recipient: None,
+        fees: Default::default(),
         now_ms: 0,
     }
 }
@@ -185,8 +186,8 @@ async fn a_card_asks_for_exact_input_with_a_permit_for_tokens() {
     assert_eq!(
         fees,
         [
-            (FeeKind::Gas, "ETHBASE", "0.000003".to_owned()),
-            (FeeKind::Relayer, "USDCBASE", "0.05".to_owned())
+            (FeeKind::Network, "ETHBASE", "0.000003".to_owned()),
+            (FeeKind::Provider, "USDCBASE", "0.05".to_owned())
         ]
     );
 }

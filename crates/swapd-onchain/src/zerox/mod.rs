@@ -186,11 +186,11 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
             .iter()
             .find(|def| def.network == from.network && def.contract.is_none())
     {
-        fees.push(Fee {
-            kind: FeeKind::Gas,
-            amount: display(integer(Some(fee))?, native, Rounding::Up),
-            currency: native.code,
-        });
+        fees.push(Fee::cost(
+            FeeKind::Network,
+            display(integer(Some(fee))?, native, Rounding::Up),
+            native.code,
+        ));
     }
     Ok(ProviderQuote {
         from_amount: request.amount,

@@ -49,6 +49,7 @@ fn request(from: &str, to: &str, amount: &str) -> QuoteRequest {
             address: Some(WALLET.into()),
         }),
         recipient: None,
+        fees: Default::default(),
         now_ms: 0,
     }
 }
@@ -146,7 +147,7 @@ async fn a_native_input_card_is_priced_by_the_allowance_holder_api() {
     assert_eq!(quote.to_amount.to_string(), "30.012345");
     assert_eq!(quote.min_output.to_string(), "29.712221");
     assert!(!quote.gasless);
-    assert_eq!(quote.fees[0].kind, FeeKind::Gas);
+    assert_eq!(quote.fees[0].kind, FeeKind::Network);
     assert_eq!(quote.fees[0].currency, "ETHBASE");
     assert_eq!(quote.fees[0].amount.to_string(), "0.00000124");
 }

@@ -91,6 +91,30 @@ fn usd_price(
 }
 
 /// Input limits in `currency` from USD limits.
+/// The input and output of a quote and the parties' fees, the sandbox's way of carrying swapd's
+/// fees (docs/fees.md), as FixedFloat's `afftax` does: the output quoted is what is left after
+/// them. `None`: out of range, or nothing left.
+fn with_fees(
+    conversion: &pricing::Conversion,
+    request: &swapd_core::provider::QuoteRequest,
+    fees: swapd_core::fees::FeeSchedule,
+) -> Option<(Amount, Amount, Vec<swapd_core::provider::Fee>)> {
+    use swapd_core::market::Direction;
+    use swapd_core::provider::Fee;
+    let parties = |fees: &[swapd_core::fees::PartyFee]| Fee::of_parties(fees, request.to.code);
+    match request.direction {
+        Direction::From => {
+            let gross = conversion.output_for(request.amount)?;
+            let (net, fees) = fees.net_of(gross).ok()?;
+            Some((request.amount, net, parties(&fees)))
+        }
+        Direction::To => {
+            let (gross, net, fees) = fees.gross_for(request.amount).ok()?;
+            Some((conversion.input_for(gross), net, parties(&fees)))
+        }
+    }
+}
+
 fn limits(min_usd: &str, max_usd: &str, price: Amount, currency: &CurrencyDef) -> (Amount, Amount) {
     let usd = |text: &str| Amount::parse(text, 0).expect("shipped limits are whole dollars");
     (

@@ -7,12 +7,12 @@ use swapd_core::amount::Amount;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::pricing::Conversion;
 use swapd_core::market::routes::less_bps;
-use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::market::{ExecutionType, RateType};
 use swapd_core::provider::{
     CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
 
-use super::{limits, network_fee, usd_price};
+use super::{limits, network_fee, usd_price, with_fees};
 use crate::price_feed::PriceFeed;
 
 #[derive(Debug, Clone)]
@@ -172,15 +172,9 @@ impl Provider for OffchainDesk {
             max: Some(max),
             code: from.code,
         };
-        let (from_amount, to_amount) = match request.direction {
-            Direction::From => {
-                let to_amount = conversion
-                    .output_for(request.amount)
-                    .ok_or_else(out_of_range)?;
-                (request.amount, to_amount)
-            }
-            Direction::To => (conversion.input_for(request.amount), request.amount),
-        };
+        let (from_amount, to_amount, parties) =
+            with_fees(&conversion, request, request.fees.schedule_for(self.id))
+                .ok_or_else(out_of_range)?;
         if from_amount < min || from_amount > max {
             return Err(out_of_range());
         }
@@ -194,11 +188,9 @@ impl Provider for OffchainDesk {
             min_output,
             rate_type: request.rate_type,
             network_fee,
-            fees: vec![Fee {
-                kind: FeeKind::Network,
-                amount: network_fee,
-                currency: to.code,
-            }],
+            fees: std::iter::once(Fee::cost(FeeKind::Network, network_fee, to.code))
+                .chain(parties)
+                .collect(),
             min,
             max: Some(max),
             estimated_duration_secs: self.duration_secs,
@@ -214,6 +206,7 @@ mod tests {
     use swapd_core::market::currencies::currency;
 
     use super::*;
+    use swapd_core::market::Direction;
 
     const T: i64 = 1_800_000_000_000;
 
@@ -237,6 +230,7 @@ mod tests {
             rate_type: rate,
             wallet: None,
             recipient: None,
+            fees: Default::default(),
             now_ms: T,
         }
     }

@@ -9,14 +9,14 @@ use swapd_core::amount::Amount;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::pricing::Conversion;
 use swapd_core::market::routes::less_bps;
-use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::market::{ExecutionType, RateType};
 use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, Tracked};
 use swapd_core::provider::{
     BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, Provider, ProviderError, ProviderInfo,
     ProviderQuote, QuoteRequest, TrackRequest,
 };
 
-use super::{limits, plans, usd_price};
+use super::{limits, plans, usd_price, with_fees};
 use crate::price_feed::PriceFeed;
 
 /// One sandbox block unless configured otherwise (`providers.sandbox_block_ms`).
@@ -38,11 +38,11 @@ fn gas(network: Network) -> (&'static str, &'static str) {
 fn gas_fee(network: Network) -> Fee {
     let (code, amount) = gas(network);
     let currency = swapd_core::market::currencies::currency(code).expect("gas currency");
-    Fee {
-        kind: FeeKind::Gas,
-        amount: Amount::parse(amount, currency.precision).expect("shipped gas fits"),
-        currency: currency.code,
-    }
+    Fee::cost(
+        FeeKind::Network,
+        Amount::parse(amount, currency.precision).expect("shipped gas fits"),
+        currency.code,
+    )
 }
 
 struct Terms {
@@ -56,6 +56,7 @@ struct Terms {
 
 /// Prices a wallet-signed route; shared by DEXes and the bridge.
 fn quote_onchain(
+    provider: &str,
     feed: &PriceFeed,
     request: &QuoteRequest,
     terms: Terms,
@@ -76,29 +77,20 @@ fn quote_onchain(
         max: Some(max),
         code: from.code,
     };
-    let (from_amount, to_amount) = match request.direction {
-        Direction::From => (
-            request.amount,
-            conversion
-                .output_for(request.amount)
-                .ok_or_else(out_of_range)?,
-        ),
-        Direction::To => (conversion.input_for(request.amount), request.amount),
-    };
+    let (from_amount, to_amount, parties) =
+        with_fees(&conversion, request, request.fees.schedule_for(provider))
+            .ok_or_else(out_of_range)?;
     if from_amount < min || from_amount > max {
         return Err(out_of_range());
     }
     let mut fees = Vec::new();
     if !terms.deducted_fee.is_zero() {
-        fees.push(Fee {
-            kind: FeeKind::Relayer,
-            amount: terms.deducted_fee,
-            currency: to.code,
-        });
+        fees.push(Fee::cost(FeeKind::Provider, terms.deducted_fee, to.code));
     }
     if !terms.gasless {
         fees.push(gas_fee(from.network));
     }
+    fees.extend(parties);
     Ok(ProviderQuote {
         from_amount,
         to_amount,
@@ -210,6 +202,7 @@ impl Provider for Dex {
         }
         request.check_signer(self.id)?;
         quote_onchain(
+            self.id,
             &self.feed,
             request,
             Terms {
@@ -322,6 +315,7 @@ impl Provider for Bridge {
             swapd_core::amount::Rounding::Up,
         );
         quote_onchain(
+            self.id,
             &self.feed,
             request,
             Terms {
@@ -354,6 +348,7 @@ mod tests {
     use swapd_core::provider::Wallet;
 
     use super::*;
+    use swapd_core::market::Direction;
 
     fn request(from: &str, to: &str, amount: &str) -> QuoteRequest {
         let (from, to) = (currency(from).unwrap(), currency(to).unwrap());
@@ -365,6 +360,7 @@ mod tests {
             rate_type: RateType::Fixed,
             wallet: None,
             recipient: None,
+            fees: Default::default(),
             now_ms: 1_800_000_000_000,
         }
     }
@@ -381,7 +377,7 @@ mod tests {
         ] {
             let quote = meridian.quote(&request(from, to, "10")).await.unwrap();
             assert!(quote.min_output < quote.to_amount, "{from}->{to}");
-            assert_eq!(quote.fees[0].kind, FeeKind::Gas);
+            assert_eq!(quote.fees[0].kind, FeeKind::Network);
         }
         assert!(matches!(
             meridian.quote(&request("ETH", "ETHBASE", "1")).await,
@@ -411,12 +407,12 @@ mod tests {
         to_solana.recipient = Some("9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM".into());
         let quote = bridge.quote(&to_solana).await.unwrap();
         assert!(quote.gasless);
-        assert!(quote.fees.iter().all(|f| f.kind != FeeKind::Gas));
+        assert!(quote.fees.iter().all(|f| f.kind != FeeKind::Network));
         assert!(quote.to_amount < Amount::parse("100", 6).unwrap());
 
         let evm_only = bridge.quote(&request("ETH", "ETHARB", "1")).await.unwrap();
         assert!(!evm_only.gasless);
-        assert!(evm_only.fees.iter().any(|f| f.kind == FeeKind::Gas));
+        assert!(evm_only.fees.iter().any(|f| f.kind == FeeKind::Network));
         assert!(matches!(
             bridge.quote(&request("BTC", "ETH", "1")).await,
             Err(ProviderError::PairUnsupported(_))

@@ -244,6 +244,37 @@ fn keys_create_refuses_bad_input_and_says_why() {
 }
 
 #[test]
+fn a_key_carries_a_markup_up_to_the_operators_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let create = |markup: &str| {
+        run(swapd(dir.path())
+            .env("SWAPD_FEES__MAX_MARKUP_BPS", "50")
+            .args([
+                "keys",
+                "create",
+                "--name",
+                "shop",
+                "--permissions",
+                "prices:read",
+            ])
+            .args(["--markup-bps", markup, "--json"]))
+    };
+    let above = create("51");
+    assert!(!above.status.success());
+    assert!(
+        stderr(&above).contains(
+            "--markup-bps 51 is more than this operator allows (fees.max_markup_bps = 50)"
+        ),
+        "{}",
+        stderr(&above)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&create("50").stdout).unwrap();
+    assert_eq!(created["markupBps"], 50);
+    let shown = ok(swapd(dir.path()).args(["keys", "show", created["apiKey"].as_str().unwrap()]));
+    assert!(shown.contains("markupBps:    50"), "{shown}");
+}
+
+#[test]
 fn config_show_redacts_and_bad_settings_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let master = "ab".repeat(32);

@@ -11,6 +11,7 @@ mod cluster;
 mod crash;
 mod crash_mutations;
 mod database_restart;
+mod fees;
 mod http;
 mod idempotency;
 mod json_extractor;

@@ -597,7 +597,7 @@ async fn routes_rank_offchain_and_onchain_cards() {
     let dex = card(&list, "meridian");
     assert_eq!(dex["executionType"], "onchain");
     assert_eq!(dex["walletRequired"], true);
-    assert_eq!(dex["fees"][0]["kind"], "gas");
+    assert_eq!(dex["fees"][0]["kind"], "network");
     assert_eq!(dex["fees"][0]["currency"], "ETH");
     let desk = card(&list, "atlas");
     assert_eq!(desk["executionType"], "offchain");
@@ -780,7 +780,7 @@ async fn bridge_routes_need_a_recipient_across_namespaces() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|f| f["kind"] == "relayer")
+            .any(|f| f["kind"] == "provider")
     );
 
     // Without a wallet the signer is unknown: the card says what it needs.

@@ -742,14 +742,22 @@ export interface components {
          * @enum {string}
          */
         ExecutionType: "offchain" | "onchain";
-        /** @description A fee of a route. */
+        /** @description A fee of a route (docs/fees.md). */
         Fee: {
             amount: string;
+            /**
+             * @description The fee's rate in basis points of the output, as an exact decimal (`7.5`), for the
+             *     `service`, `partner` and `affiliate` fees.
+             */
+            bps?: string | null;
             /** @description Currency code the fee is in. */
             currency: string;
             /**
-             * @description `network` (payout fee, deducted), `relayer` (bridge fee, deducted) or `gas` (paid by
-             *     the signing wallet on the source chain).
+             * @description `service` (the operator's fee), `partner` (the partner's markup), `affiliate` (an
+             *     affiliate's share of the service fee), `provider` (the provider's own fee beyond its
+             *     price, e.g. a bridge relayer's) or `network` (the payout's network fee, or the gas the
+             *     signing wallet pays on the source chain). All but the gas are deducted from the output,
+             *     so `expectedOutputAmount` is what the user receives after them.
              */
             kind: string;
         };
@@ -3110,6 +3118,8 @@ export interface operations {
                             direction: components["schemas"]["Direction"];
                             /** Format: int64 */
                             expiresAt: number;
+                            /** @description Every fee of the quote (docs/fees.md): `toAmount` is what the user receives after them. */
+                            fees: components["schemas"]["Fee"][];
                             fromAmount: string;
                             fromCcy: string;
                             max?: string | null;

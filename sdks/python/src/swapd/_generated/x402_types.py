@@ -208,10 +208,11 @@ ExecutionType: TypeAlias = Literal["offchain", "onchain"]
 
 class Fee(TypedDict):
     """
-    A fee of a route.
+    A fee of a route (docs/fees.md).
     """
 
     amount: str
+    bps: NotRequired[str | None]
     currency: str
     kind: str
 
@@ -753,6 +754,7 @@ class QuotesData(TypedDict):
 
     direction: Direction
     expiresAt: int
+    fees: list[Fee]
     fromAmount: str
     fromCcy: str
     max: NotRequired[str | None]

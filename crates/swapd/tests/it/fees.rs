@@ -1,0 +1,227 @@
+//! Fees in sandbox quotes and routes (docs/fees.md): the operator's service fee and a partner's
+//! markup carried by the providers, shown per party, the output after them, and ranked by it.
+
+use alloy_primitives::U256;
+use serde_json::Value;
+use swapd::app::{App, Roles, Runtime};
+use swapd_client::{BusinessClient, Call, Credentials, Surface};
+use swapd_core::amount::Amount;
+use swapd_types::Permission;
+use tokio_util::sync::CancellationToken;
+
+struct Server {
+    base: String,
+    runtime: Runtime,
+    shutdown: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start(service_bps: u32) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::local_config(dir.path());
+        config.fees.service_bps = service_bps;
+        let app = App::build(Runtime::open(config.clone()).await.unwrap(), Roles::ALL)
+            .await
+            .unwrap();
+        let base = format!("http://{}", app.local_addr().unwrap());
+        let shutdown = CancellationToken::new();
+        tokio::spawn(app.run_until_stopped(shutdown.clone()));
+        let runtime = Runtime::open(config).await.unwrap();
+        Server {
+            base,
+            runtime,
+            shutdown,
+            _dir: dir,
+        }
+    }
+
+    /// A client whose key carries `markup_bps`.
+    async fn partner(&self, markup_bps: u32) -> BusinessClient {
+        let policy = swapd_core::api_keys::ApiKeyPolicy::new(
+            "fees",
+            [Permission::PricesRead, Permission::OrdersCreate],
+            &[],
+            &[],
+            Default::default(),
+        )
+        .unwrap()
+        .with_markup_bps(markup_bps);
+        let issued = swapd_core::api_keys::ApiKey::issue(
+            policy,
+            &self.runtime.master_key,
+            swapd_core::Clock::now_ms(self.runtime.clock.as_ref()),
+        );
+        self.runtime
+            .store
+            .insert_api_key(&issued.key)
+            .await
+            .unwrap();
+        BusinessClient::new(&self.base, Credentials::new(issued.key.id, issued.secret)).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// An ETH amount, at ETH's precision in the catalog (the scale fees are computed at).
+fn amount(text: &Value) -> Amount {
+    let precision = swapd_core::market::currencies::currency("ETH")
+        .unwrap()
+        .precision;
+    Amount::parse(text.as_str().unwrap(), precision).unwrap()
+}
+
+/// The party fee of `kind` in `fees`, if any.
+fn party<'a>(fees: &'a [Value], kind: &str) -> Option<&'a Value> {
+    fees.iter().find(|fee| fee["kind"] == kind)
+}
+
+/// `gross × bps / 10 000`, rounded down: what a party's fee must be.
+fn share(gross: Amount, bps: u32) -> Amount {
+    gross.mul_div(
+        U256::from(bps),
+        U256::from(10_000u32),
+        swapd_core::amount::Rounding::Down,
+    )
+}
+
+#[tokio::test]
+async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_after_them() {
+    let server = Server::start(30).await;
+    let partner = server.partner(20).await;
+    let routes = partner
+        .call(
+            Call::get("/routes")
+                .param("fromCcy", "BTC")
+                .param("toCcy", "ETH")
+                .param("amount", "0.1"),
+        )
+        .await
+        .unwrap()
+        .data;
+    let cards: Vec<&Value> = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|card| card["isAvailable"] == true)
+        .collect();
+    assert!(cards.len() >= 2, "{routes}");
+    for card in &cards {
+        let fees = card["fees"].as_array().unwrap();
+        let service = party(fees, "service").expect("a service fee");
+        let markup = party(fees, "partner").expect("the partner's markup");
+        assert_eq!(service["bps"], "30");
+        assert_eq!(markup["bps"], "20");
+        assert_eq!(service["currency"], "ETH");
+        assert!(party(fees, "affiliate").is_none(), "no code, no affiliate");
+        // The output shown is what is left after the fees; each is its rate of the output
+        // before them, rounded down.
+        let expected = amount(&card["expectedOutputAmount"]);
+        let gross = expected + amount(&service["amount"]) + amount(&markup["amount"]);
+        assert_eq!(amount(&service["amount"]), share(gross, 30), "{card}");
+        assert_eq!(amount(&markup["amount"]), share(gross, 20), "{card}");
+    }
+    let outputs: Vec<Amount> = cards
+        .iter()
+        .map(|card| amount(&card["expectedOutputAmount"]))
+        .collect();
+    assert!(
+        outputs.windows(2).all(|pair| pair[0] >= pair[1]),
+        "ranked by the output after fees: {outputs:?}"
+    );
+
+    let quote = partner
+        .call(
+            Call::post(
+                "/quotes",
+                &serde_json::json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1"}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap()
+        .data;
+    let fees = quote["fees"].as_array().unwrap();
+    let gross = amount(&quote["toAmount"])
+        + amount(&party(fees, "service").unwrap()["amount"])
+        + amount(&party(fees, "partner").unwrap()["amount"]);
+    assert_eq!(
+        amount(&party(fees, "service").unwrap()["amount"]),
+        share(gross, 30)
+    );
+
+    // A key without a markup pays the service fee only.
+    let plain = server.partner(0).await;
+    let routes = plain
+        .call(
+            Call::get("/routes")
+                .param("fromCcy", "BTC")
+                .param("toCcy", "ETH")
+                .param("amount", "0.1"),
+        )
+        .await
+        .unwrap()
+        .data;
+    for card in routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["isAvailable"] == true)
+    {
+        let fees = card["fees"].as_array().unwrap();
+        assert!(party(fees, "service").is_some());
+        assert!(party(fees, "partner").is_none(), "{card}");
+    }
+}
+
+#[tokio::test]
+async fn a_reverse_quote_delivers_at_least_the_amount_asked_after_fees() {
+    let server = Server::start(45).await;
+    let partner = server.partner(25).await;
+    let quote = partner
+        .call(
+            Call::post(
+                "/quotes",
+                &serde_json::json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "2", "direction": "to"}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap()
+        .data;
+    assert!(
+        amount(&quote["toAmount"]) >= amount(&serde_json::json!("2")),
+        "{quote}"
+    );
+    let fees = quote["fees"].as_array().unwrap();
+    assert_eq!(party(fees, "service").unwrap()["bps"], "45");
+    assert_eq!(party(fees, "partner").unwrap()["bps"], "25");
+}
+
+#[tokio::test]
+async fn without_fees_configured_nothing_is_taken() {
+    let server = Server::start(0).await;
+    let partner = server.partner(0).await;
+    let routes = partner
+        .call(
+            Call::get("/routes")
+                .param("fromCcy", "BTC")
+                .param("toCcy", "ETH")
+                .param("amount", "0.1"),
+        )
+        .await
+        .unwrap()
+        .data;
+    for card in routes["routes"].as_array().unwrap() {
+        for fee in card["fees"].as_array().unwrap() {
+            assert!(
+                ["network", "provider"].contains(&fee["kind"].as_str().unwrap()),
+                "{fee}"
+            );
+        }
+    }
+}
