@@ -111,6 +111,18 @@ pub enum Command {
     /// Webhook subscriptions, deliveries, and a local verifying receiver.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// What your key's markups earned (docs/fees.md): totals per currency, expected and realized.
+    #[command(
+        after_help = "Examples:\n  swapctl earnings\n  swapctl earnings --since 1795000000 --json"
+    )]
+    Earnings {
+        /// Start of the window (Unix epoch seconds) [default: 30 days before --until].
+        #[arg(long)]
+        since: Option<i64>,
+        /// End of the window (Unix epoch seconds) [default: now].
+        #[arg(long)]
+        until: Option<i64>,
+    },
     /// Any x402 route, paid and signed in as needed (prints the settlement).
     #[command(after_help = "Examples:
   swapctl x402 get /api/x402

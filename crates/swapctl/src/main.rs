@@ -66,6 +66,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Swap(command) => swap(&settings()?.business()?, &out, command).await,
         Command::Readiness => readiness(&settings()?, &out, cli.global.x402).await,
         Command::Webhooks(command) => webhooks::run(&settings()?, &out, command).await,
+        Command::Earnings { since, until } => {
+            earnings(&settings()?.business()?, &out, since, until).await
+        }
         Command::X402(args) => paid::call(&settings()?.x402()?, &out, args).await,
         Command::MarketIntel(command) => {
             paid::market_intel(&settings()?.x402()?, &out, command).await
@@ -73,6 +76,37 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(args) => demo::run(settings()?, args).await,
         Command::Mcp(args) => mcp::run(&settings()?, args, cli.global.x402).await,
     }
+}
+
+async fn earnings(
+    client: &swapd_client::BusinessClient,
+    out: &Out,
+    since: Option<i64>,
+    until: Option<i64>,
+) -> anyhow::Result<()> {
+    let earned = client.earnings(since, until).await?;
+    if out.json(&earned)? {
+        return Ok(());
+    }
+    println!(
+        "Earnings from {} to {} (epoch seconds)",
+        earned.since, earned.until
+    );
+    if earned.totals.is_empty() {
+        println!("nothing yet: orders made with this key and a markup earn it");
+        return Ok(());
+    }
+    println!("{:<12} {:>24} {:>24}", "CURRENCY", "EXPECTED", "REALIZED");
+    for total in &earned.totals {
+        println!(
+            "{:<12} {:>24} {:>24}",
+            total.currency, total.expected, total.realized
+        );
+    }
+    if earned.truncated {
+        eprintln!("more rows than one answer holds: narrow the window (--since, --until)");
+    }
+    Ok(())
 }
 
 async fn readiness(settings: &Settings, out: &Out, x402: bool) -> anyhow::Result<()> {

@@ -18,6 +18,7 @@ use swapd_core::store::IdempotentFinish;
 use swapd_core::webhooks::Courier;
 use swapd_core::{Clock, Mode, Store};
 
+pub mod earnings;
 mod error;
 pub mod input;
 pub mod market_intel;

@@ -58,6 +58,8 @@ struct Terms {
     /// The desk's handle on the fixed rate quoted.
     rate_lock: Option<String>,
     create_token_hash: Option<String>,
+    /// The quote's fees (docs/fees.md).
+    fees: Vec<swapd_core::market::routes::RouteFee>,
 }
 
 /// Opens `owner`'s order: on the terms of the route its `createToken` resolved (a fixed rate
@@ -101,6 +103,7 @@ pub async fn create(
         refund_tag: destinations.refund_tag,
         email: destinations.email,
         affiliate_code: destinations.affiliate_code,
+        fees: terms.fees,
         create_token_hash: terms.create_token_hash.clone(),
         page_url: Some(page_url),
         lifetimes: app.order_lifetimes,
@@ -276,6 +279,7 @@ async fn token_terms(
             .transpose()?,
         rate_lock: route.rate_lock,
         create_token_hash: Some(hash),
+        fees: route.fees,
     })
 }
 
@@ -313,6 +317,7 @@ async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<T
         max: quote.max,
         rate_lock: quote.rate_lock,
         create_token_hash: None,
+        fees: crate::routes::route_fees(&quote.fees),
     })
 }
 

@@ -144,7 +144,7 @@ fn fill_card(card: &mut RouteCard, record: &RouteQuote, quote: &ProviderQuote) {
     card.min_output_amount = Some(record.min_output.clone());
     card.rate = Some(record.rate.clone());
     card.rate_type = quote.rate_type;
-    card.fees = record.fees.iter().map(fee_view).collect();
+    card.fees = record.fees.iter().map(RouteFee::view).collect();
     card.gasless = quote.gasless;
     card.estimated_duration_seconds = Some(quote.estimated_duration_secs);
     card.expires_at = Some(record.expires_at_ms / 1000);
@@ -172,7 +172,7 @@ fn route_quote(
         rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
         min: quote.min.to_string(),
         max: quote.max.map(|a| a.to_string()),
-        fees: quote.fees.iter().map(route_fee).collect(),
+        fees: route_fees(&quote.fees),
         estimated_duration_secs: quote.estimated_duration_secs,
         wallet_address: request.wallet.as_ref().and_then(|w| w.address.clone()),
         wallet_namespace: request.wallet.as_ref().map(|w| w.namespace.to_owned()),
@@ -186,7 +186,12 @@ fn route_quote(
 
 /// A provider quote's fees as the API shows them.
 pub fn fees_view(fees: &[Fee]) -> Vec<swapd_types::market::Fee> {
-    fees.iter().map(|fee| fee_view(&route_fee(fee))).collect()
+    route_fees(fees).iter().map(RouteFee::view).collect()
+}
+
+/// A provider quote's fees as route quotes and orders keep them.
+pub(crate) fn route_fees(fees: &[Fee]) -> Vec<RouteFee> {
+    fees.iter().map(route_fee).collect()
 }
 
 fn route_fee(fee: &Fee) -> RouteFee {
@@ -195,15 +200,6 @@ fn route_fee(fee: &Fee) -> RouteFee {
         bps: fee.rate.map(|rate| rate.to_string()),
         amount: fee.amount.to_string(),
         currency: fee.currency.into(),
-    }
-}
-
-fn fee_view(fee: &RouteFee) -> swapd_types::market::Fee {
-    swapd_types::market::Fee {
-        kind: fee.kind.clone(),
-        bps: fee.bps.clone(),
-        amount: fee.amount.clone(),
-        currency: fee.currency.clone(),
     }
 }
 

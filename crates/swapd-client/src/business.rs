@@ -164,6 +164,21 @@ impl BusinessClient {
     }
 
     /// `GET /webhooks`: the key's subscriptions.
+    /// `GET /earnings`: what the key's markups earned in `[since, until)` (epoch seconds; the
+    /// server's defaults: the last 30 days).
+    pub async fn earnings(
+        &self,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> Result<crate::earnings::Earnings, Error> {
+        self.call_typed(
+            Call::get("/earnings")
+                .param_opt("since", since.map(|s| s.to_string()))
+                .param_opt("until", until.map(|u| u.to_string())),
+        )
+        .await
+    }
+
     pub async fn webhooks(&self) -> Result<WebhookList, Error> {
         self.call_typed(Call::get("/webhooks")).await
     }

@@ -52,7 +52,7 @@ pub use reqwest::Method;
 pub use retry::RetryPolicy;
 pub use swapd_types::{ErrorCode, ErrorEnvelope};
 /// The wire types of the API, as [`SwapApi`] and the clients take and return them.
-pub use swapd_types::{market, market_intel, onchain, orders, readiness, sandbox};
+pub use swapd_types::{earnings, market, market_intel, onchain, orders, readiness, sandbox};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -210,6 +210,81 @@ impl FeeSchedule {
     }
 }
 
+/// When a ledger row was learnt: at the order's creation, from its quote, or when the provider
+/// reported the fee taken.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum Stage {
+    Expected,
+    Realized,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// One party's fee on one order, as the fee ledger keeps it (docs/fees.md, "The ledger").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRow {
+    pub order_id: String,
+    /// The order's owner (`key:…` for a partner's order): whose earnings a `partner` row is.
+    pub owner: String,
+    /// `service`, `partner` or `affiliate`.
+    pub party: Party,
+    /// The affiliate's code on `affiliate` rows.
+    pub affiliate_code: Option<String>,
+    pub stage: Stage,
+    /// The rate in bps, exact decimal.
+    pub bps: Option<String>,
+    /// Exact decimal, in `currency`.
+    pub amount: String,
+    pub currency: String,
+    pub at_ms: i64,
+}
+
+/// The parties' rows of an order's fees (`kind`, `bps`, `amount`, `currency` as quoted), at
+/// `stage`: the other fees (network, provider) are nobody's earnings.
+pub fn ledger_rows(order: &crate::orders::Order, stage: Stage, at_ms: i64) -> Vec<LedgerRow> {
+    order
+        .fees
+        .iter()
+        .filter_map(|fee| {
+            let party = match fee.kind.as_str() {
+                "service" => Party::Service,
+                "partner" => Party::Partner,
+                "affiliate" => Party::Affiliate,
+                _ => return None,
+            };
+            Some(LedgerRow {
+                order_id: order.id.clone(),
+                owner: order.owner.clone(),
+                party,
+                affiliate_code: (party == Party::Affiliate)
+                    .then(|| order.affiliate_code.clone())
+                    .flatten(),
+                stage,
+                bps: fee.bps.clone(),
+                amount: fee.amount.clone(),
+                currency: fee.currency.clone(),
+                at_ms,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

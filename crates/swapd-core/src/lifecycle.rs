@@ -42,6 +42,8 @@ pub struct OpenOrder {
     pub refund_tag: Option<String>,
     pub email: Option<Email>,
     pub affiliate_code: Option<String>,
+    /// The quote's fees, locked with its terms.
+    pub fees: Vec<crate::market::routes::RouteFee>,
     /// The hosted order page's link (with its token).
     pub page_url: Option<String>,
     /// The redeemed createToken's hash, when the terms came from one.
@@ -87,6 +89,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         refund_amount: None,
         emergency: None,
         affiliate_code: input.affiliate_code,
+        fees: input.fees,
         page_url: input.page_url,
         email: input.email.map(Email::into_string),
         create_token_hash: input.create_token_hash,
@@ -719,6 +722,7 @@ pub(crate) mod tests {
             refund_amount: None,
             emergency: None,
             affiliate_code: None,
+            fees: Vec::new(),
             page_url: None,
             email: None,
             create_token_hash: None,
@@ -760,6 +764,7 @@ pub(crate) mod tests {
             refund_tag: None,
             email: Email::parse("user@example.com"),
             affiliate_code: None,
+            fees: Vec::new(),
             page_url: None,
             create_token_hash: None,
             lifetimes: OrderLifetimes {

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::amount::{Amount, Rounding};
+use crate::market::routes::RouteFee;
 use crate::market::{Direction, RateType};
 
 /// Where an order is. Every change of status is one of [`OrderStatus::can_become`]'s edges.
@@ -280,6 +281,9 @@ pub struct Order {
     pub refund_amount: Option<String>,
     pub emergency: Option<Emergency>,
     pub affiliate_code: Option<String>,
+    /// The fees of its quote, locked with its terms (docs/fees.md).
+    #[serde(default)]
+    pub fees: Vec<crate::market::routes::RouteFee>,
     pub email: Option<String>,
     /// The createToken it was made with, by hash.
     pub create_token_hash: Option<String>,
@@ -410,6 +414,7 @@ impl Order {
                 deadline: secs(e.deadline_ms),
             }),
             affiliate_code: self.affiliate_code.clone(),
+            fees: self.fees.iter().map(RouteFee::view).collect(),
             email_attached: self.email.is_some(),
             failure_reason: self.failure_reason.clone(),
             order_page_url: self.page_url.clone(),

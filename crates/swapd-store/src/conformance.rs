@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, console_logouts_end_one_session_or_every_earlier_one_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, console_logouts_end_one_session_or_every_earlier_one_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, fee_ledger_rows_are_written_with_the_order_and_its_completion, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -1201,6 +1201,129 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     assert_eq!(
         store.order("ord_token_again", "key:one").await.unwrap(),
         None
+    );
+}
+
+pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store: &Arc<dyn Store>) {
+    use swapd_core::fees::{Party, Stage};
+    use swapd_core::market::routes::RouteFee;
+    let now = 1_700_000_000_000;
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let fee = |kind: &str, bps: Option<&str>, amount: &str| RouteFee {
+        kind: kind.into(),
+        bps: bps.map(Into::into),
+        amount: amount.into(),
+        currency: "ETH".into(),
+    };
+    let mut order = sample_order("ord_fees", "key:shop", now);
+    order.fees = vec![
+        fee("network", None, "0.001"),
+        fee("service", Some("30"), "0.003"),
+        fee("partner", Some("12.5"), "0.00125"),
+    ];
+    let lease = claim(store.as_ref(), "key:shop", "idem-fees", now).await;
+    let finish = IdempotentFinish {
+        principal: "key:shop",
+        key: "idem-fees",
+        hold: KeyHold::Lease(&lease),
+        response: &response,
+    };
+    store
+        .create_order(
+            &order,
+            &[event(&order, 1, EventType::Created)],
+            None,
+            finish,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let rows = store
+        .fee_ledger("key:shop", now, now + 1, 100)
+        .await
+        .unwrap();
+    let seen: Vec<(Party, Stage, &str, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.party, r.stage, r.amount.as_str(), r.bps.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Party::Partner, Stage::Expected, "0.00125", Some("12.5")),
+            (Party::Service, Stage::Expected, "0.003", Some("30")),
+        ],
+        "the parties' fees only, expected at creation"
+    );
+
+    // A change that does not complete the order learns nothing; completion realizes the fees,
+    // once however often it is written.
+    let mut next = order.clone();
+    next.version = 2;
+    next.status = OrderStatus::Confirming;
+    next.updated_at_ms = now + 10;
+    assert!(
+        store
+            .update_order(&next, &[event(&next, 2, EventType::Updated)], None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .fee_ledger("key:shop", now, now + 100, 100)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    let mut done = next.clone();
+    done.version = 3;
+    done.status = OrderStatus::Completed;
+    done.updated_at_ms = now + 20;
+    assert!(
+        store
+            .update_order(&done, &[event(&done, 3, EventType::Completed)], None)
+            .await
+            .unwrap()
+    );
+    let rows = store
+        .fee_ledger("key:shop", now, now + 100, 100)
+        .await
+        .unwrap();
+    let realized: Vec<(Party, i64)> = rows
+        .iter()
+        .filter(|r| r.stage == Stage::Realized)
+        .map(|r| (r.party, r.at_ms))
+        .collect();
+    assert_eq!(
+        realized,
+        [(Party::Partner, now + 20), (Party::Service, now + 20)]
+    );
+    // The window and the owner bound what is read.
+    assert_eq!(
+        store
+            .fee_ledger("key:shop", now + 1, now + 100, 100)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(
+        store
+            .fee_ledger("key:other", 0, i64::MAX, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .fee_ledger("key:shop", 0, i64::MAX, 1)
+            .await
+            .unwrap()
+            .len(),
+        1
     );
 }
 

@@ -200,6 +200,7 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Orde
         refund_amount: None,
         emergency: None,
         affiliate_code: None,
+        fees: Vec::new(),
         email: None,
         create_token_hash: None,
         created_at_ms: now,

@@ -3,6 +3,7 @@
 //! Nothing here does I/O: these are the shapes that cross the wire (docs/errors.md), with their
 //! OpenAPI schemas.
 
+pub mod earnings;
 mod envelope;
 mod error_code;
 pub mod ids;

@@ -129,6 +129,8 @@ pub struct OrderView {
     pub refund: OrderRefund,
     pub emergency: Option<OrderEmergency>,
     pub affiliate_code: Option<String>,
+    /// The fees of the order's quote, locked with its terms (docs/fees.md).
+    pub fees: Vec<crate::market::Fee>,
     pub email_attached: bool,
     /// Why the order failed (`status: failed`).
     pub failure_reason: Option<String>,

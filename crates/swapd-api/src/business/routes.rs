@@ -19,7 +19,7 @@ use utoipa_axum::routes;
 use super::auth::{self, Gate};
 use crate::AppState;
 use crate::handlers::{
-    catalog, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
+    catalog, earnings, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
 };
 use crate::idempotency::ClaimAt;
 use crate::route_doc::{
@@ -93,6 +93,7 @@ fn declare() -> BusinessRoutes {
         .route(routes!(onchain::resolve), OrdersCreate, 3)
         .route(routes!(onchain::report), OrdersCreate, 2)
         .route(routes!(onchain::status), OrdersRead, 1)
+        .route(routes!(earnings::earnings), OrdersRead, 2)
         .route(routes!(webhooks::list), WebhooksRead, 1)
         .route(routes!(webhooks::create), WebhooksWrite, 2)
         .route(routes!(webhooks::update), WebhooksWrite, 2)

@@ -3,6 +3,7 @@
 //! [`crate::principal::Caller`] and never knows which gate admitted it.
 
 pub(crate) mod catalog;
+pub(crate) mod earnings;
 pub(crate) mod input;
 pub(crate) mod market_intel;
 pub(crate) mod onchain;

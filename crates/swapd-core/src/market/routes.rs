@@ -24,6 +24,18 @@ pub struct RouteFee {
     pub currency: String,
 }
 
+impl RouteFee {
+    /// The fee as the API shows it.
+    pub fn view(&self) -> swapd_types::market::Fee {
+        swapd_types::market::Fee {
+            kind: self.kind.clone(),
+            bps: self.bps.clone(),
+            amount: self.amount.clone(),
+            currency: self.currency.clone(),
+        }
+    }
+}
+
 /// A usable route card as stored: the terms it promised, to whom, until when. Amounts are
 /// decimal strings in the display units of their currency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -22,7 +22,8 @@ pub struct OrderSearch {
 #[async_trait]
 pub trait OrderStore: Send + Sync + 'static {
     /// Creates `order` with its first `events` and completes the request's idempotency record,
-    /// in one transaction. With `create_token_hash`, the createToken is redeemed by the order's
+    /// in one transaction, with the order's expected fee ledger rows
+    /// ([`crate::fees::ledger_rows`]); the change that completes it adds the realized ones. With `create_token_hash`, the createToken is redeemed by the order's
     /// owner in the same transaction; when it cannot be, nothing is written and the reason is
     /// returned.
     async fn create_order(
@@ -32,6 +33,16 @@ pub trait OrderStore: Send + Sync + 'static {
         create_token_hash: Option<&str>,
         finish: IdempotentFinish<'_>,
     ) -> Result<Result<(), RedeemError>, StoreError>;
+
+    /// The fee ledger rows of `owner`'s orders learnt in `[since_ms, until_ms)`, oldest first,
+    /// at most `limit`.
+    async fn fee_ledger(
+        &self,
+        owner: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<crate::fees::LedgerRow>, StoreError>;
 
     /// The order `id` if `owner` created it; `None` otherwise (missing and foreign look the
     /// same).

@@ -155,6 +155,7 @@ impl SandboxDesk {
             refund_tag: opening.refund.as_ref().and_then(|r| r.tag.clone()),
             email: None,
             affiliate_code: None,
+            fees: Vec::new(),
             page_url: None,
             create_token_hash: None,
             lifetimes: OrderLifetimes {

@@ -225,3 +225,86 @@ async fn without_fees_configured_nothing_is_taken() {
         }
     }
 }
+
+/// A partner with a markup orders, the order completes, and its earnings show the markup
+/// expected at creation and realized at completion, exactly the order's fee; another key sees
+/// nothing.
+#[tokio::test]
+async fn a_partners_markup_is_in_the_ledger_and_its_earnings_only() {
+    use crate::lifecycle::{create, deposit, order, step};
+    use crate::support::{Options, TestServer};
+    use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
+
+    let server = TestServer::start_with(Options {
+        service_bps: 30,
+        ..Options::default()
+    })
+    .await;
+    let permissions = [PricesRead, OrdersCreate, OrdersRead];
+    let partner = server
+        .key_with_markup(&permissions, &[], &[], Default::default(), 40)
+        .await;
+    let created = create(
+        &server,
+        &partner,
+        serde_json::json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": crate::lifecycle::TRON_ADDRESS}),
+    )
+    .await;
+    let id = created["orderId"].as_str().unwrap().to_owned();
+    let fees = created["fees"].as_array().unwrap();
+    let markup = party(fees, "partner")
+        .expect("the order keeps its quote's markup")
+        .clone();
+    assert_eq!(markup["bps"], "40");
+    assert!(party(fees, "service").is_some());
+
+    let earnings = |key| {
+        let server = &server;
+        async move {
+            let resp = server
+                .send(&server.sign(key, "GET", "/api/v3/earnings", "", b""))
+                .await;
+            assert_eq!(resp.status, 200, "{}", resp.body);
+            resp.body["data"].clone()
+        }
+    };
+    let before = earnings(&partner).await;
+    assert_eq!(before["rows"].as_array().unwrap().len(), 1, "{before}");
+    assert_eq!(before["rows"][0]["stage"], "expected");
+    assert_eq!(before["rows"][0]["orderId"], id.as_str());
+    assert_eq!(before["totals"][0]["currency"], "USDTTRC");
+    assert_eq!(before["totals"][0]["expected"], markup["amount"]);
+    assert_eq!(before["totals"][0]["realized"], "0");
+
+    deposit(&server, &partner, &id, "0.05").await;
+    step(&server, 0).await;
+    step(&server, 1).await;
+    step(&server, 1).await;
+    assert_eq!(order(&server, &partner, &id).await["status"], "completed");
+    let after = earnings(&partner).await;
+    assert_eq!(after["totals"][0]["expected"], markup["amount"], "{after}");
+    assert_eq!(after["totals"][0]["realized"], markup["amount"], "{after}");
+    let stages: Vec<&str> = after["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["expected", "realized"]);
+    assert_eq!(after["days"].as_array().unwrap().len(), 1);
+
+    let other = server.key(&permissions).await;
+    let theirs = earnings(&other).await;
+    assert_eq!(
+        theirs["rows"],
+        serde_json::json!([]),
+        "another key sees nothing"
+    );
+    assert_eq!(theirs["totals"], serde_json::json!([]));
+
+    let bad = server
+        .send(&server.sign(&partner, "GET", "/api/v3/earnings", "since=10&until=5", b""))
+        .await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.body["error"]["code"], "validation_failed");
+}

@@ -11,7 +11,7 @@ use swapd_types::Permission::{
 pub(crate) const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 pub(crate) const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 
-async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
+pub(crate) async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
     let body = serde_json::to_vec(body).unwrap();
     server
         .send(&server.sign(key, "POST", path, "", &body))

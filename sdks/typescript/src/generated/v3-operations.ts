@@ -11,6 +11,7 @@ export const OPERATIONS = {
   currencies: {"id":"currencies","method":"GET","path":"/api/v3/currencies","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   depositQr: {"id":"deposit_qr","method":"GET","path":"/api/v3/orders/{orderId}/qr","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   discoverRoutes: {"id":"discover_routes","method":"GET","path":"/api/v3/routes","pathParams":[],"hasQuery":true,"hasBody":false,"idempotent":false,"headers":[]},
+  earnings: {"id":"earnings","method":"GET","path":"/api/v3/earnings","pathParams":[],"hasQuery":true,"hasBody":false,"idempotent":false,"headers":[]},
   emergency: {"id":"emergency","method":"POST","path":"/api/v3/orders/{orderId}/emergency","pathParams":["orderId"],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   getOnchainExecution: {"id":"get_onchain_execution","method":"GET","path":"/api/v3/onchain/executions/{executionPlanId}","pathParams":["executionPlanId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Onchain-Execution-Access-Token","onchainExecutionAccessToken",true]]},
   getOrder: {"id":"get_order","method":"GET","path":"/api/v3/orders/{orderId}","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
@@ -48,6 +49,8 @@ export interface Operations {
   depositQr(orderId: string, options?: CallOptions): Promise<Data<operations["deposit_qr"]>>;
   /** GET /api/v3/routes: Route discovery. */
   discoverRoutes(query: Query<operations["discover_routes"]>, options?: CallOptions): Promise<Data<operations["discover_routes"]>>;
+  /** GET /api/v3/earnings: What the key's markups earned. */
+  earnings(query?: Query<operations["earnings"]>, options?: CallOptions): Promise<Data<operations["earnings"]>>;
   /** POST /api/v3/orders/{orderId}/emergency: Answers an emergency. */
   emergency(orderId: string, body: Body<operations["emergency"]>, options?: CallOptions): Promise<Data<operations["emergency"]>>;
   /** GET /api/v3/onchain/executions/{executionPlanId}: Polls an execution. */

@@ -57,6 +57,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v3/earnings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the key's markups earned.
+         * @description Permission `orders:read`. What the key's markups earned (docs/fees.md): totals per currency and per UTC day over `[since, until)`, and the fee ledger rows behind them, `expected` when the order was created and `realized` when the provider took them. Unix epoch seconds; default: the last 30 days; at most 366 days, 10 000 rows (`truncated`).
+         */
+        get: operations["earnings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v3/onchain/executions": {
         parameters: {
             query?: never;
@@ -677,6 +697,38 @@ export interface components {
          * @enum {string}
          */
         Direction: "from" | "to";
+        EarningsDay: {
+            currency: string;
+            /**
+             * Format: int64
+             * @description The UTC day's first second.
+             */
+            day: number;
+            expected: string;
+            realized: string;
+        };
+        /** @description One fee of one order, as the ledger learnt it. */
+        EarningsRow: {
+            amount: string;
+            /**
+             * Format: int64
+             * @description When the ledger learnt it.
+             */
+            at: number;
+            /** @description The rate in bps, exact decimal. */
+            bps?: string | null;
+            currency: string;
+            /** @description `partner`: the key's markup. */
+            kind: string;
+            orderId: string;
+            /** @description `expected` (at the order's creation) or `realized` (taken by the provider). */
+            stage: string;
+        };
+        EarningsTotal: {
+            currency: string;
+            expected: string;
+            realized: string;
+        };
         /** @description `POST /orders/{orderId}/notifications/email`. */
         EmailInput: {
             email: string;
@@ -1542,6 +1594,124 @@ export interface operations {
             };
         };
     };
+    earnings: {
+        parameters: {
+            query?: {
+                /** @description Start (included), epoch seconds */
+                since?: number;
+                /** @description End (excluded), epoch seconds; default: the second after now */
+                until?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The earnings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description A partner's earnings over a window: totals per currency, per UTC day, and the ledger rows
+                         *     behind them. Times are Unix epoch seconds; amounts exact decimal strings.
+                         */
+                        data: {
+                            /** @description The same per UTC day (the day's first second) and currency. */
+                            days: components["schemas"]["EarningsDay"][];
+                            /** @description The ledger rows, oldest first. */
+                            rows: components["schemas"]["EarningsRow"][];
+                            /**
+                             * Format: int64
+                             * @description Start of the window (included).
+                             */
+                            since: number;
+                            /**
+                             * @description Per currency: what the orders' quotes promised (`expected`) and what the providers
+                             *     have taken (`realized`, when the order completed).
+                             */
+                            totals: components["schemas"]["EarningsTotal"][];
+                            /** @description `true` when the window held more rows than one answer shows: narrow it. */
+                            truncated: boolean;
+                            /**
+                             * Format: int64
+                             * @description End of the window (excluded).
+                             */
+                            until: number;
+                        };
+                        /** @description Always `true`. */
+                        success: boolean;
+                    };
+                };
+            };
+            /** @description `validation_failed`: a bad window; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter`; `body_not_allowed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `auth_header_missing`; `auth_header_duplicated`; `api_key_invalid`; `api_key_revoked`; `signature_malformed`; `signature_invalid`; `timestamp_invalid`; `timestamp_out_of_window`; `nonce_invalid`; `nonce_reused` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `ip_not_allowed`; `origin_not_allowed`; `permission_denied` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `content_encoding_unsupported` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `ip_rate_limited`; `rate_limit_exceeded`; `quota_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `service_unavailable`; `auth_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     report_onchain_execution: {
         parameters: {
             query?: never;
@@ -2089,6 +2259,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2262,6 +2434,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2406,6 +2580,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2568,6 +2744,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2832,6 +3010,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2987,6 +3167,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */

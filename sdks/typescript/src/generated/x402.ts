@@ -525,6 +525,38 @@ export interface components {
          * @enum {string}
          */
         Direction: "from" | "to";
+        EarningsDay: {
+            currency: string;
+            /**
+             * Format: int64
+             * @description The UTC day's first second.
+             */
+            day: number;
+            expected: string;
+            realized: string;
+        };
+        /** @description One fee of one order, as the ledger learnt it. */
+        EarningsRow: {
+            amount: string;
+            /**
+             * Format: int64
+             * @description When the ledger learnt it.
+             */
+            at: number;
+            /** @description The rate in bps, exact decimal. */
+            bps?: string | null;
+            currency: string;
+            /** @description `partner`: the key's markup. */
+            kind: string;
+            orderId: string;
+            /** @description `expected` (at the order's creation) or `realized` (taken by the provider). */
+            stage: string;
+        };
+        EarningsTotal: {
+            currency: string;
+            expected: string;
+            realized: string;
+        };
         /** @description `POST /orders/{orderId}/notifications/email`. */
         EmailInput: {
             email: string;
@@ -2202,6 +2234,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2378,6 +2412,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2513,6 +2549,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2684,6 +2722,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */
@@ -2951,6 +2991,8 @@ export interface operations {
                             expiresAt: number;
                             /** @description Why the order failed (`status: failed`). */
                             failureReason?: string | null;
+                            /** @description The fees of the order's quote, locked with its terms (docs/fees.md). */
+                            fees: components["schemas"]["Fee"][];
                             from: components["schemas"]["OrderFrom"];
                             fromCcy: string;
                             /** @description `ord_…`. */

@@ -169,6 +169,8 @@ pub struct Options {
     pub x402_wallet_routes: bool,
     /// `orders.fixed_lifetime_secs` and `orders.float_lifetime_secs`.
     pub order_lifetime_secs: (i64, i64),
+    /// `fees.service_bps`.
+    pub service_bps: u32,
     /// Requests per second and failed authentications per minute per client address (the
     /// production defaults unless a test changes them).
     pub ip_limits: (u32, u32),
@@ -206,6 +208,7 @@ impl Default for Options {
             facilitator: None,
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
+            service_bps: 0,
             request_timeout_ms: 60_000,
             live: None,
             ip_limits: (
@@ -349,6 +352,7 @@ impl TestServer {
             config.orders.float_lifetime_secs,
         ) = options.order_lifetime_secs;
         config.webhooks.timeout_ms = WEBHOOK_TIMEOUT.as_millis() as u64;
+        config.fees.service_bps = options.service_bps;
         config.security.trusted_proxies = options.trusted_proxies;
         config.security.request_timeout_ms = options.request_timeout_ms;
         (
@@ -545,6 +549,19 @@ impl TestServer {
         origins: &[&str],
         limits: RateLimits,
     ) -> TestKey {
+        self.key_with_markup(permissions, ip_allow, origins, limits, 0)
+            .await
+    }
+
+    /// [`Self::key_with`] for a partner whose quotes carry `markup_bps`.
+    pub async fn key_with_markup(
+        &self,
+        permissions: &[Permission],
+        ip_allow: &[&str],
+        origins: &[&str],
+        limits: RateLimits,
+        markup_bps: u32,
+    ) -> TestKey {
         let ip_allow: Vec<String> = ip_allow.iter().map(|s| s.to_string()).collect();
         let origins: Vec<String> = origins.iter().map(|s| s.to_string()).collect();
         let policy = ApiKeyPolicy::new(
@@ -554,7 +571,8 @@ impl TestServer {
             &origins,
             limits,
         )
-        .unwrap();
+        .unwrap()
+        .with_markup_bps(markup_bps);
         let issued = ApiKey::issue(
             policy,
             &self.master,

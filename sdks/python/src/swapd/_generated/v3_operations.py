@@ -14,6 +14,7 @@ OPERATIONS: dict[str, Operation] = {
     'currencies': Operation('currencies', 'GET', '/api/v3/currencies', path_params=(), has_query=False, has_body=False, idempotent=False),
     'deposit_qr': Operation('deposit_qr', 'GET', '/api/v3/orders/{orderId}/qr', path_params=('orderId',), has_query=False, has_body=False, idempotent=False),
     'discover_routes': Operation('discover_routes', 'GET', '/api/v3/routes', path_params=(), has_query=True, has_body=False, idempotent=False),
+    'earnings': Operation('earnings', 'GET', '/api/v3/earnings', path_params=(), has_query=True, has_body=False, idempotent=False),
     'emergency': Operation('emergency', 'POST', '/api/v3/orders/{orderId}/emergency', path_params=('orderId',), has_query=False, has_body=True, idempotent=True),
     'get_onchain_execution': Operation('get_onchain_execution', 'GET', '/api/v3/onchain/executions/{executionPlanId}', path_params=('executionPlanId',), has_query=False, has_body=False, idempotent=False),
     'get_order': Operation('get_order', 'GET', '/api/v3/orders/{orderId}', path_params=('orderId',), has_query=False, has_body=False, idempotent=False),
@@ -142,6 +143,23 @@ class Operations:
         """GET /api/v3/routes: Route discovery."""
         return self._call(  # type: ignore[no-any-return]
             OPERATIONS['discover_routes'],
+            (),
+            query=query,
+            body=None,
+            timeout=timeout,
+            headers=headers,
+        )
+
+    def earnings(
+        self,
+        query: t.EarningsQuery | None = None,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> t.EarningsData:
+        """GET /api/v3/earnings: What the key's markups earned."""
+        return self._call(  # type: ignore[no-any-return]
+            OPERATIONS['earnings'],
             (),
             query=query,
             body=None,
@@ -640,6 +658,23 @@ class AsyncOperations:
         """GET /api/v3/routes: Route discovery."""
         return await self._call(  # type: ignore[no-any-return]
             OPERATIONS['discover_routes'],
+            (),
+            query=query,
+            body=None,
+            timeout=timeout,
+            headers=headers,
+        )
+
+    async def earnings(
+        self,
+        query: t.EarningsQuery | None = None,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> t.EarningsData:
+        """GET /api/v3/earnings: What the key's markups earned."""
+        return await self._call(  # type: ignore[no-any-return]
+            OPERATIONS['earnings'],
             (),
             query=query,
             body=None,

@@ -56,6 +56,33 @@ class DepositInput(TypedDict, closed=True):
 Direction: TypeAlias = Literal["from", "to"]
 
 
+class EarningsDay(TypedDict):
+    currency: str
+    day: int
+    expected: str
+    realized: str
+
+
+class EarningsRow(TypedDict):
+    """
+    One fee of one order, as the ledger learnt it.
+    """
+
+    amount: str
+    at: int
+    bps: NotRequired[str | None]
+    currency: str
+    kind: str
+    orderId: str
+    stage: str
+
+
+class EarningsTotal(TypedDict):
+    currency: str
+    expected: str
+    realized: str
+
+
 class EmailInput(TypedDict, closed=True):
     """
     `POST /orders/{orderId}/notifications/email`.
@@ -599,6 +626,25 @@ class DiscoverRoutesQuery(TypedDict, closed=True):
     provider: NotRequired[str]
 
 
+class EarningsData(TypedDict):
+    """
+    A partner's earnings over a window: totals per currency, per UTC day, and the ledger rows
+    behind them. Times are Unix epoch seconds; amounts exact decimal strings.
+    """
+
+    days: list[EarningsDay]
+    rows: list[EarningsRow]
+    since: int
+    totals: list[EarningsTotal]
+    truncated: bool
+    until: int
+
+
+class EarningsQuery(TypedDict, closed=True):
+    since: NotRequired[int]
+    until: NotRequired[int]
+
+
 class GetOnchainExecutionData(TypedDict):
     """
     `GET /onchain/executions/{executionPlanId}` (and the answer to a report).
@@ -1028,6 +1074,7 @@ AttachEmailData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1054,6 +1101,7 @@ CreateOrderData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1080,6 +1128,7 @@ EmergencyData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1106,6 +1155,7 @@ GetOrderData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1132,6 +1182,7 @@ GetOrderStatusData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1158,6 +1209,7 @@ RefundData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,

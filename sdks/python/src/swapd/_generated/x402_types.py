@@ -65,6 +65,33 @@ class DepthQuote(TypedDict):
 Direction: TypeAlias = Literal["from", "to"]
 
 
+class EarningsDay(TypedDict):
+    currency: str
+    day: int
+    expected: str
+    realized: str
+
+
+class EarningsRow(TypedDict):
+    """
+    One fee of one order, as the ledger learnt it.
+    """
+
+    amount: str
+    at: int
+    bps: NotRequired[str | None]
+    currency: str
+    kind: str
+    orderId: str
+    stage: str
+
+
+class EarningsTotal(TypedDict):
+    currency: str
+    expected: str
+    realized: str
+
+
 class EmailInput(TypedDict, closed=True):
     """
     `POST /orders/{orderId}/notifications/email`.
@@ -1106,6 +1133,7 @@ AttachEmailData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1132,6 +1160,7 @@ CreateOrderData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1158,6 +1187,7 @@ EmergencyData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1184,6 +1214,7 @@ GetOrderData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,
@@ -1210,6 +1241,7 @@ RefundData = TypedDict(
         "emergency": NotRequired[OrderEmergency | None],
         "expiresAt": int,
         "failureReason": NotRequired[str | None],
+        "fees": list[Fee],
         "from": OrderFrom,
         "fromCcy": str,
         "orderId": str,

@@ -1,0 +1,92 @@
+//! A partner's earnings (docs/fees.md, "Earnings"): its markups in the fee ledger, summed per
+//! currency and per UTC day.
+
+use std::collections::BTreeMap;
+
+use swapd_core::amount::Amount;
+use swapd_core::fees::{LedgerRow, Party, Stage};
+use swapd_core::market::currencies::currency;
+use swapd_core::owner::Owner;
+use swapd_types::earnings::{Earnings, EarningsDay, EarningsRow, EarningsTotal};
+
+use crate::{App, Error};
+
+/// The most rows one answer holds.
+pub const MAX_ROWS: u32 = 10_000;
+/// The longest window one answer covers.
+pub const MAX_WINDOW_SECS: i64 = 366 * 86_400;
+const DAY_SECS: i64 = 86_400;
+
+/// What `owner`'s markups earned in `[since, until)` (epoch seconds).
+pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<Earnings, Error> {
+    let rows = app
+        .store
+        .fee_ledger(&owner.scope(), since * 1000, until * 1000, MAX_ROWS + 1)
+        .await?;
+    let truncated = rows.len() > MAX_ROWS as usize;
+    let rows: Vec<LedgerRow> = rows
+        .into_iter()
+        .take(MAX_ROWS as usize)
+        .filter(|row| row.party == Party::Partner)
+        .collect();
+    Ok(Earnings {
+        since,
+        until,
+        totals: sums(&rows, |_| 0)
+            .into_iter()
+            .map(|((_, currency), (expected, realized))| EarningsTotal {
+                currency,
+                expected,
+                realized,
+            })
+            .collect(),
+        days: sums(&rows, |row| row.at_ms / 1000 / DAY_SECS * DAY_SECS)
+            .into_iter()
+            .map(|((day, currency), (expected, realized))| EarningsDay {
+                day,
+                currency,
+                expected,
+                realized,
+            })
+            .collect(),
+        rows: rows.iter().map(view).collect(),
+        truncated,
+    })
+}
+
+/// Expected and realized sums of `rows` by (`bucket`, currency), exactly.
+fn sums(
+    rows: &[LedgerRow],
+    bucket: impl Fn(&LedgerRow) -> i64,
+) -> BTreeMap<(i64, String), (String, String)> {
+    let mut sums: BTreeMap<(i64, String), (Amount, Amount)> = BTreeMap::new();
+    for row in rows {
+        let precision = currency(&row.currency).map_or(18, |c| c.precision);
+        let Ok(amount) = Amount::parse(&row.amount, precision) else {
+            continue;
+        };
+        let zero = Amount::zero(precision);
+        let entry = sums
+            .entry((bucket(row), row.currency.clone()))
+            .or_insert((zero, zero));
+        match row.stage {
+            Stage::Expected => entry.0 = entry.0 + amount,
+            Stage::Realized => entry.1 = entry.1 + amount,
+        }
+    }
+    sums.into_iter()
+        .map(|(key, (expected, realized))| (key, (expected.to_string(), realized.to_string())))
+        .collect()
+}
+
+fn view(row: &LedgerRow) -> EarningsRow {
+    EarningsRow {
+        order_id: row.order_id.clone(),
+        kind: row.party.as_str().into(),
+        stage: row.stage.as_str().into(),
+        bps: row.bps.clone(),
+        amount: row.amount.clone(),
+        currency: row.currency.clone(),
+        at: row.at_ms / 1000,
+    }
+}
