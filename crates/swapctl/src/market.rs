@@ -119,6 +119,7 @@ pub async fn quote(api: &impl SwapApi, out: &Out, pair: PairArgs) -> anyhow::Res
             rate_type: pair.rate.map(Into::into),
             refund_address: None,
             route_constraints: None,
+            affiliate_code: None,
         })
         .await?;
     if out.json(&quote)? {

@@ -17,19 +17,42 @@ pub const MAX_ROWS: u32 = 10_000;
 pub const MAX_WINDOW_SECS: i64 = 366 * 86_400;
 const DAY_SECS: i64 = 86_400;
 
+/// The window an answer covers when none is given: the last 30 days.
+const DEFAULT_WINDOW_SECS: i64 = 30 * DAY_SECS;
+
+/// The window `[since, until)` asked for (epoch seconds), checked: by default the 30 days up to
+/// the second after `now` (so what was just learnt is in), at most [`MAX_WINDOW_SECS`].
+pub fn window(since: Option<i64>, until: Option<i64>, now: i64) -> Result<(i64, i64), Error> {
+    let until = until.unwrap_or(now + 1);
+    let since = since.unwrap_or(until - DEFAULT_WINDOW_SECS);
+    if since >= until {
+        return Err(Error::invalid("until", "must be after since"));
+    }
+    if until - since > MAX_WINDOW_SECS {
+        return Err(Error::invalid("until", "at most 366 days after since"));
+    }
+    Ok((since, until))
+}
+
 /// What `owner`'s markups earned in `[since, until)` (epoch seconds).
 pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<Earnings, Error> {
     let rows = app
         .store
         .fee_ledger(&owner.scope(), since * 1000, until * 1000, MAX_ROWS + 1)
         .await?;
+    Ok(summary(rows, Party::Partner, since, until))
+}
+
+/// `party`'s earnings in `rows` (read with a limit of [`MAX_ROWS`] + 1, so that one more says
+/// the window held more than an answer shows).
+pub fn summary(rows: Vec<LedgerRow>, party: Party, since: i64, until: i64) -> Earnings {
     let truncated = rows.len() > MAX_ROWS as usize;
     let rows: Vec<LedgerRow> = rows
         .into_iter()
         .take(MAX_ROWS as usize)
-        .filter(|row| row.party == Party::Partner)
+        .filter(|row| row.party == party)
         .collect();
-    Ok(Earnings {
+    Earnings {
         since,
         until,
         totals: sums(&rows, |_| 0)
@@ -51,7 +74,7 @@ pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<E
             .collect(),
         rows: rows.iter().map(view).collect(),
         truncated,
-    })
+    }
 }
 
 /// Expected and realized sums of `rows` by (`bucket`, currency), exactly.

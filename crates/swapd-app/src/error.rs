@@ -23,6 +23,9 @@ pub enum Error {
     TagRequired(String),
     #[error("{0}")]
     PairUnsupported(String),
+    /// No active affiliate has the code.
+    #[error("{0}")]
+    AffiliateUnknown(String),
     #[error("{0}")]
     AmountOutOfRange(String),
     #[error("no order with this id belongs to this key")]
@@ -114,6 +117,7 @@ impl Error {
             Self::AddressInvalid(_) => ErrorCode::AddressInvalid,
             Self::TagRequired(_) => ErrorCode::TagRequired,
             Self::PairUnsupported(_) => ErrorCode::PairUnsupported,
+            Self::AffiliateUnknown(_) => ErrorCode::AffiliateUnknown,
             Self::AmountOutOfRange(_) => ErrorCode::AmountOutOfRange,
             Self::OrderNotFound => ErrorCode::OrderNotFound,
             Self::CreateToken(RedeemError::NotFound) => ErrorCode::NotFound,

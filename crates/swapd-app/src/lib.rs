@@ -58,12 +58,35 @@ pub struct App<'a> {
 }
 
 impl App<'_> {
-    /// The fees this request's quotes ask the providers to carry.
-    pub fn quote_fees(&self) -> swapd_core::fees::FeePolicy {
-        swapd_core::fees::FeePolicy {
+    /// The fees this request's quotes ask the providers to carry: the operator's, the
+    /// partner's markup, and the share of the affiliate whose code the request gives (refused
+    /// when no active affiliate has it).
+    pub async fn quote_fees(
+        &self,
+        affiliate_code: Option<&str>,
+    ) -> Result<swapd_core::fees::FeePolicy, Error> {
+        let affiliate_share_bps = match affiliate_code {
+            None => 0,
+            Some(code) if !swapd_core::affiliates::is_code(code) => {
+                return Err(Error::invalid(
+                    "affiliateCode",
+                    "1 to 64 letters, digits, `_` or `-`",
+                ));
+            }
+            Some(code) => match self.store.affiliate(code).await? {
+                Some(affiliate) if affiliate.active => affiliate.share_bps,
+                _ => {
+                    return Err(Error::AffiliateUnknown(format!(
+                        "no affiliate has the code `{code}`"
+                    )));
+                }
+            },
+        };
+        Ok(swapd_core::fees::FeePolicy {
             partner_bps: self.partner_bps,
+            affiliate_share_bps,
             ..self.fees.clone()
-        }
+        })
     }
 }
 

@@ -60,6 +60,8 @@ struct Terms {
     create_token_hash: Option<String>,
     /// The quote's fees (docs/fees.md).
     fees: Vec<swapd_core::market::routes::RouteFee>,
+    /// The affiliate the quote was made for.
+    affiliate_code: Option<String>,
 }
 
 /// Opens `owner`'s order: on the terms of the route its `createToken` resolved (a fixed rate
@@ -102,7 +104,7 @@ pub async fn create(
         refund_address: destinations.refund,
         refund_tag: destinations.refund_tag,
         email: destinations.email,
-        affiliate_code: destinations.affiliate_code,
+        affiliate_code: terms.affiliate_code,
         fees: terms.fees,
         create_token_hash: terms.create_token_hash.clone(),
         page_url: Some(page_url),
@@ -128,11 +130,9 @@ struct Destinations {
     refund: Option<Address>,
     refund_tag: Option<String>,
     email: Option<Email>,
-    affiliate_code: Option<String>,
 }
 
-/// The payout and refund destinations, the e-mail address and the affiliate code of an order
-/// on `terms`.
+/// The payout and refund destinations and the e-mail address of an order on `terms`.
 fn destinations(terms: &Terms, input: OrderInput) -> Result<Destinations, Error> {
     let (from, to) = (terms.from, terms.to);
     let to_address = parse_address(to, &input.to_address, "toAddress")?;
@@ -154,25 +154,12 @@ fn destinations(terms: &Terms, input: OrderInput) -> Result<Destinations, Error>
         return Err(Error::invalid("refundTag", "needs refundAddress"));
     }
     let email = input.email.as_deref().map(parse_email).transpose()?;
-    if let Some(code) = &input.affiliate_code {
-        let well_formed = (1..=64).contains(&code.len())
-            && code
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !well_formed {
-            return Err(Error::invalid(
-                "affiliateCode",
-                "1 to 64 letters, digits, `_` or `-`",
-            ));
-        }
-    }
     Ok(Destinations {
         to: to_address,
         to_tag: input.tag,
         refund,
         refund_tag: input.refund_tag,
         email,
-        affiliate_code: input.affiliate_code,
     })
 }
 
@@ -252,6 +239,14 @@ async fn token_terms(
         return Err(RedeemError::Expired.into());
     }
     let route = record.route;
+    // The fees were quoted with the route's code (or none): an order cannot change them.
+    if input.affiliate_code.is_some() && input.affiliate_code != route.affiliate_code {
+        return Err(Error::invalid(
+            "affiliateCode",
+            "give it when discovering routes (GET /routes?affiliateCode=…): the createToken \
+             fixes the fees",
+        ));
+    }
     if route.execution_type != ExecutionType::Offchain {
         return Err(Error::RouteUnavailable(
             "onchain routes are executed with POST /onchain/routes/resolve".into(),
@@ -280,6 +275,7 @@ async fn token_terms(
         rate_lock: route.rate_lock,
         create_token_hash: Some(hash),
         fees: route.fees,
+        affiliate_code: route.affiliate_code,
     })
 }
 
@@ -301,7 +297,7 @@ async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<T
         direction,
     )?;
     let request = QuoteRequest {
-        fees: app.quote_fees(),
+        fees: app.quote_fees(input.affiliate_code.as_deref()).await?,
         ..QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms)
     };
     let (provider, quote) = crate::quotes::best_offchain_quote(app, &request, |_| true).await?;
@@ -318,6 +314,7 @@ async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<T
         rate_lock: quote.rate_lock,
         create_token_hash: None,
         fees: crate::routes::route_fees(&quote.fees),
+        affiliate_code: input.affiliate_code.clone(),
     })
 }
 

@@ -27,6 +27,8 @@ pub struct RoutesAsk {
     pub wallet: Option<Wallet>,
     /// The destination of onchain routes, checked for `to`'s network.
     pub recipient: Option<String>,
+    /// An affiliate's code (well formed): its share is in the quotes and their route quotes.
+    pub affiliate_code: Option<String>,
 }
 
 /// Asks every provider (or the one named) for `ask` and answers with route cards, best first;
@@ -45,7 +47,7 @@ pub async fn discover(
         rate_type: ask.rate_type,
         wallet: ask.wallet.clone(),
         recipient: ask.recipient.clone(),
-        fees: app.quote_fees(),
+        fees: app.quote_fees(ask.affiliate_code.as_deref()).await?,
         now_ms,
     };
     let provider = ask.provider.as_deref();
@@ -86,13 +88,14 @@ pub async fn discover(
             let mut card = empty_card(&ask, candidate.provider.id, execution_type);
             match candidate.outcome {
                 Ok(quote) => {
-                    let record = route_quote(
+                    let mut record = route_quote(
                         owner,
                         candidate.provider.id,
                         execution_type,
                         &request,
                         &quote,
                     );
+                    record.affiliate_code.clone_from(&ask.affiliate_code);
                     fill_card(&mut card, &record, &quote);
                     stored.push(record);
                 }
@@ -179,6 +182,7 @@ fn route_quote(
         recipient: request.recipient.clone(),
         gasless: quote.gasless,
         rate_lock: quote.rate_lock.clone(),
+        affiliate_code: None,
         created_at_ms: request.now_ms,
         expires_at_ms: request.now_ms + i64::from(quote.valid_for_secs) * 1000,
     }

@@ -2,6 +2,7 @@
 //! [`Clock`], storage through the [`Store`] port.
 
 pub mod address;
+pub mod affiliates;
 pub mod amount;
 pub mod api_keys;
 pub mod chain;

@@ -38,7 +38,7 @@ use crate::{Backend, migrations};
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
-        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, console_logouts_end_one_session_or_every_earlier_one_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, fee_ledger_rows_are_written_with_the_order_and_its_completion, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
+        $crate::conformance_tests!(@each $fresh; migrations_apply_once_and_match_the_embedded_list, ping_answers, api_keys_round_trip_exactly, duplicate_api_key_ids_conflict, api_keys_list_oldest_first, revocation_is_idempotent_and_keeps_the_first_time, nonces_are_single_use_per_key_until_purged, console_logouts_end_one_session_or_every_earlier_one_until_purged, nonce_batches_ignore_duplicates_and_live_nonces_reload, rate_decisions_match_the_pure_function_and_refusals_consume_nothing, concurrent_rate_consumption_admits_exactly_the_quota, idempotency_records_follow_the_plan, keys_taken_at_commit_yield_to_live_records_only, concurrent_first_attempts_execute_once, a_restarted_node_releases_only_its_own_claims, route_quotes_are_visible_to_their_owner_only, create_tokens_are_single_use_owner_bound_and_expire, concurrent_redemptions_succeed_once, orders_are_created_with_their_events_and_token_atomically, order_updates_are_compare_and_set, affiliates_are_unique_listed_and_disabled, fee_ledger_rows_are_written_with_the_order_and_its_completion, due_orders_are_claimed_earliest_first_until_their_lease_ends, concurrent_order_claims_are_disjoint, sandbox_transfers_happen_once_per_key, sandbox_exchanges_open_once_and_update_by_compare_and_set, sandbox_deposits_commit_with_their_idempotency_record, notifications_are_leased_until_marked, execution_plans_are_one_per_resolve_key_and_owner_bound, execution_plan_updates_are_compare_and_set, due_execution_plans_are_claimed_earliest_first_until_their_lease_ends, subscriptions_are_owner_bound_and_compare_and_set, the_subscription_cap_holds_under_concurrent_inserts, events_fan_out_to_matching_active_subscriptions_in_their_transaction, old_events_are_purged_with_their_deliveries, concurrent_claims_are_disjoint_and_leases_expire, attempts_are_recorded_with_their_lease_and_can_disable_a_subscription, replays_select_owned_events_and_queue_deliveries, x402_settlements_happen_once_and_payments_buy_one_call, siwx_nonces_are_used_once, windows_admit_their_limit_and_refusals_count_nothing, jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_the_holder, commits_ring_the_bells_of_the_work_they_make, served_rates_come_back_by_pair_and_window);
     };
     (@each $fresh:path; $($check:ident),*) => {
         $(
@@ -686,6 +686,7 @@ pub async fn a_restarted_node_releases_only_its_own_claims(store: &Arc<dyn Store
 
 fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
     RouteQuote {
+        affiliate_code: None,
         id: id.into(),
         owner: owner.into(),
         provider: "atlas".into(),
@@ -1200,6 +1201,42 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
     );
     assert_eq!(
         store.order("ord_token_again", "key:one").await.unwrap(),
+        None
+    );
+}
+
+pub async fn affiliates_are_unique_listed_and_disabled(store: &Arc<dyn Store>) {
+    use swapd_core::affiliates::Affiliate;
+    let first = Affiliate::new("wallet-app", "Wallet App", 2_500, "0xabc", 1_000).unwrap();
+    let second = Affiliate::new("blog", "Blog", 100, "bc1q", 2_000).unwrap();
+    store.insert_affiliate(&first).await.unwrap();
+    store.insert_affiliate(&second).await.unwrap();
+    assert!(matches!(
+        store.insert_affiliate(&first).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.affiliate("wallet-app").await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(store.affiliate("nobody").await.unwrap(), None);
+    let codes: Vec<String> = store
+        .list_affiliates()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.code)
+        .collect();
+    assert_eq!(codes, ["wallet-app", "blog"], "oldest first");
+    let disabled = store
+        .set_affiliate_active("wallet-app", false)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!disabled.active);
+    assert!(!store.affiliate("wallet-app").await.unwrap().unwrap().active);
+    assert_eq!(
+        store.set_affiliate_active("nobody", false).await.unwrap(),
         None
     );
 }

@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use swapd_core::Store;
 
+mod affiliates;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod idempotency;
 mod jobs;
 mod keys;
+mod ledger;
 mod maintenance;
 mod orders;
 mod plans;

@@ -113,6 +113,7 @@ error_codes! {
     ContentEncodingUnsupported => "content_encoding_unsupported", 415;
     IdempotencyKeyReused => "idempotency_key_reused", 422;
     PairUnsupported => "pair_unsupported", 422;
+    AffiliateUnknown => "affiliate_unknown", 422;
     AmountOutOfRange => "amount_out_of_range", 422;
     RouteUnavailable => "route_unavailable", 422;
     RecipientRequired => "recipient_required", 422;

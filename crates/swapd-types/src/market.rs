@@ -155,6 +155,10 @@ pub struct QuoteInput {
     pub refund_address: Option<String>,
     #[serde(default)]
     pub route_constraints: Option<RouteConstraints>,
+    /// An affiliate's code: its share of the service fee is in the quote (docs/fees.md).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
+    pub affiliate_code: Option<String>,
 }
 
 /// `POST /quotes` answer: the best offchain offer.

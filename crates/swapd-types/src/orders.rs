@@ -39,7 +39,9 @@ pub struct OrderInput {
     pub refund_address: Option<String>,
     #[serde(default)]
     pub refund_tag: Option<String>,
+    /// An affiliate's code (docs/fees.md); an order made from a createToken takes its routes'.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub affiliate_code: Option<String>,
     /// Status e-mails go here from creation on.
     #[serde(default)]

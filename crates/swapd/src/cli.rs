@@ -49,6 +49,9 @@ pub enum Command {
     /// Manage Business API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage affiliates: codes that take a share of the service fee (docs/fees.md).
+    #[command(subcommand)]
+    Affiliates(AffiliatesCommand),
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -111,6 +114,57 @@ pub enum KeysCommand {
     /// Revoke a key: its requests are refused from now on.
     Revoke {
         id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AffiliatesCommand {
+    /// Register an affiliate; its code is accepted on quotes, routes and orders from now on.
+    #[command(after_help = "Examples:
+  swapd affiliates create --code wallet-app --name \"Wallet App\" --share 25% --payout 0x52908400098527886E0F7030069857D2E4169EE7
+  swapd affiliates create --code blog --name Blog --share 1000 --payout bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq --json")]
+    Create {
+        /// What users quote and order with (`affiliateCode`): letters, digits, `_`, `-`.
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        name: String,
+        /// Its share of the service fee: bps of the fee (`2500`) or a percent (`25%`).
+        #[arg(long)]
+        share: String,
+        /// Where you pay it: an address or an account.
+        #[arg(long)]
+        payout: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List affiliates.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one affiliate.
+    Show {
+        code: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable a code: new quotes and orders refuse it; existing orders keep their fees.
+    Disable { code: String },
+    /// What an affiliate's code earned: totals per currency, expected and realized.
+    #[command(
+        after_help = "Example:\n  swapd affiliates earnings wallet-app --since 1795000000 --json"
+    )]
+    Earnings {
+        code: String,
+        /// Start (Unix epoch seconds) [default: 30 days before --until].
+        #[arg(long)]
+        since: Option<i64>,
+        /// End, excluded (Unix epoch seconds) [default: the second after now].
+        #[arg(long)]
+        until: Option<i64>,
         #[arg(long)]
         json: bool,
     },

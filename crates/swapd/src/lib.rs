@@ -1,6 +1,7 @@
 //! The swapd binary as a library, so integration tests can build and run the same server that
 //! `main` runs.
 
+pub mod affiliates;
 pub mod app;
 pub mod cli;
 pub mod config;

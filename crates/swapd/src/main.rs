@@ -6,7 +6,7 @@ use clap::Parser;
 use swapd::app::{App, Roles, Runtime, cancel_on_signal, open_store};
 use swapd::cli::{Cli, Command, ConfigCommand, ConsoleCommand};
 use swapd::config::Config;
-use swapd::{keys, logging};
+use swapd::{affiliates, keys, logging};
 use swapd_core::Mode;
 use tokio_util::sync::CancellationToken;
 
@@ -52,6 +52,9 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Keys(command) => keys::run(&Runtime::open(config).await?, command).await,
+        Command::Affiliates(command) => {
+            affiliates::run(&Runtime::open(config).await?, command).await
+        }
         Command::Console(ConsoleCommand::HashPassword) => {
             let mut password = String::new();
             std::io::stdin()

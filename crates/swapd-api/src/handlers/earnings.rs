@@ -2,7 +2,7 @@
 //! ledger, only its key's own.
 
 use axum::extract::State;
-use swapd_app::earnings::{self as earnings_app, MAX_WINDOW_SECS};
+use swapd_app::earnings as earnings_app;
 use swapd_types::Success;
 use swapd_types::earnings::Earnings;
 
@@ -10,9 +10,6 @@ use super::input::invalid;
 use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, AppState, SignedQuery};
-
-/// The window an answer covers when none is given: the last 30 days.
-const DEFAULT_WINDOW_SECS: i64 = 30 * 86_400;
 
 /// What the key's markups earned.
 #[utoipa::path(get, path = "/api/v3/earnings", operation_id = "earnings", tag = "business",
@@ -22,8 +19,8 @@ const DEFAULT_WINDOW_SECS: i64 = 30 * 86_400;
         order was created and `realized` when the provider took them. Unix epoch seconds; \
         default: the last 30 days; at most 366 days, 10 000 rows (`truncated`).",
     params(
-        ("since" = Option<i64>, Query, description = "Start (included), epoch seconds"),
-        ("until" = Option<i64>, Query, description = "End (excluded), epoch seconds; default: the second after now"),
+        ("since" = Option<i64>, Query, minimum = 0, maximum = 253402300799.0, description = "Start (included), epoch seconds"),
+        ("until" = Option<i64>, Query, minimum = 0, maximum = 253402300799.0, description = "End (excluded), epoch seconds; default: the second after now"),
     ),
     responses(
         (status = 200, description = "The earnings", body = inline(Success<Earnings>)),
@@ -62,15 +59,9 @@ fn window(query: &SignedQuery, now: i64) -> Result<(i64, i64), ApiError> {
             })
             .transpose()
     };
-    // The window's end is excluded: by default it is the second after now, so what was just
-    // learnt is in.
-    let until = seconds("until")?.unwrap_or(now + 1);
-    let since = seconds("since")?.unwrap_or(until - DEFAULT_WINDOW_SECS);
-    if since >= until {
-        return Err(invalid("since", "must be before until"));
-    }
-    if until - since > MAX_WINDOW_SECS {
-        return Err(invalid("since", "the window is at most 366 days"));
-    }
-    Ok((since, until))
+    Ok(earnings_app::window(
+        seconds("since")?,
+        seconds("until")?,
+        now,
+    )?)
 }

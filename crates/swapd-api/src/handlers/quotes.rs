@@ -52,7 +52,7 @@ pub(crate) async fn quotes(
     let now_ms = state.clock.now_ms();
     let app = state.app_for(&caller);
     let request = QuoteRequest {
-        fees: app.quote_fees(),
+        fees: app.quote_fees(input.affiliate_code.as_deref()).await?,
         ..QuoteRequest::without_wallet(from, to, amount, direction, rate_type, now_ms)
     };
     let (provider, quote) = swapd_app::quotes::best_offchain_quote(app, &request, |id| {

@@ -38,6 +38,7 @@ use crate::{ApiError, ApiJson, AppState, SignedQuery};
         ("walletChainNamespace" = Option<String>, Query, pattern = "^(eip155|solana)$", description = "`eip155` or `solana`; inferred from walletAddress"),
         ("recipientAddress" = Option<String>, Query, description = "Destination of onchain routes, checked for toCcy's network"),
         ("provider" = Option<String>, Query, description = "Only this provider (lowercase id)"),
+        ("affiliateCode" = Option<String>, Query, pattern = "^[A-Za-z0-9_-]{1,64}$", description = "An affiliate's code: its share of the service fee is in the routes, and the orders made from them take the code (docs/fees.md)"),
     ),
     responses(
         (status = 200, description = "Route cards", body = inline(Success<Routes>)),
@@ -134,6 +135,7 @@ fn routes_query(state: &AppState, query: &SignedQuery) -> Result<RoutesAsk, ApiE
             "walletChainNamespace",
             "recipientAddress",
             "provider",
+            "affiliateCode",
         ],
     )?;
     let from = pair_currency(required(query, "fromCcy")?)?;
@@ -158,6 +160,7 @@ fn routes_query(state: &AppState, query: &SignedQuery) -> Result<RoutesAsk, ApiE
         .scalar("recipientAddress")?
         .map(|address| check_address(to, address, "recipientAddress").map(|()| address.to_owned()))
         .transpose()?;
+    let affiliate_code = query.scalar("affiliateCode")?.map(str::to_owned);
     Ok(RoutesAsk {
         from,
         to,
@@ -167,6 +170,7 @@ fn routes_query(state: &AppState, query: &SignedQuery) -> Result<RoutesAsk, ApiE
         provider,
         wallet,
         recipient,
+        affiliate_code,
     })
 }
 

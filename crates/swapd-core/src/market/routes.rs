@@ -40,6 +40,9 @@ impl RouteFee {
 /// decimal strings in the display units of their currency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RouteQuote {
+    /// The affiliate whose code the quote was made with; its order takes the code.
+    #[serde(default)]
+    pub affiliate_code: Option<String>,
     /// `rqq_…`.
     pub id: String,
     /// The caller scope that received it (`key:<id>`, `wallet:<address>`).

@@ -4,6 +4,7 @@
 //! this boundary. Writes that complete a request's idempotency record take an
 //! [`IdempotentFinish`] and commit it in the same transaction as their effect.
 
+mod affiliates;
 mod idempotency;
 mod jobs;
 mod keys;
@@ -16,6 +17,7 @@ mod x402;
 
 use async_trait::async_trait;
 
+pub use affiliates::AffiliateStore;
 pub use idempotency::{IdempotencyStore, IdempotentFinish, KeyHold};
 pub use jobs::JobStore;
 pub use keys::{EVERY_CONSOLE_SESSION, KeyStore, NonceOutcome, NonceRecord};
@@ -86,6 +88,7 @@ pub type WorkListener = std::pin::Pin<Box<dyn std::future::Future<Output = ()> +
 /// Every aggregate: what one swapd node stores.
 pub trait Store:
     Maintenance
+    + AffiliateStore
     + KeyStore
     + IdempotencyStore
     + QuoteStore
@@ -100,6 +103,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: Maintenance
+        + AffiliateStore
         + KeyStore
         + IdempotencyStore
         + QuoteStore

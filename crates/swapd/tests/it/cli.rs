@@ -275,6 +275,82 @@ fn a_key_carries_a_markup_up_to_the_operators_cap() {
 }
 
 #[test]
+fn affiliates_are_registered_listed_disabled_and_their_earnings_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let created = ok(swapd(dir.path()).args([
+        "affiliates",
+        "create",
+        "--code",
+        "wallet-app",
+        "--name",
+        "Wallet App",
+        "--share",
+        "25%",
+        "--payout",
+        "0xabc",
+        "--json",
+    ]));
+    let created: serde_json::Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(created["shareBps"], 2500);
+    assert_eq!(created["active"], true);
+    let again = run(swapd(dir.path()).args([
+        "affiliates",
+        "create",
+        "--code",
+        "wallet-app",
+        "--name",
+        "X",
+        "--share",
+        "10",
+        "--payout",
+        "y",
+    ]));
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already has the code `wallet-app`"),
+        "{}",
+        stderr(&again)
+    );
+    let bad = run(swapd(dir.path()).args([
+        "affiliates",
+        "create",
+        "--code",
+        "x",
+        "--name",
+        "X",
+        "--share",
+        "150%",
+        "--payout",
+        "y",
+    ]));
+    assert!(
+        stderr(&bad).contains("the share must be 1 to 10000 bps"),
+        "{}",
+        stderr(&bad)
+    );
+
+    ok(swapd(dir.path()).args(["affiliates", "disable", "wallet-app"]));
+    let listed: serde_json::Value = serde_json::from_str(&ok(swapd(dir.path()).args([
+        "affiliates",
+        "list",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(listed[0]["code"], "wallet-app");
+    assert_eq!(listed[0]["active"], false);
+    let earned: serde_json::Value = serde_json::from_str(&ok(swapd(dir.path()).args([
+        "affiliates",
+        "earnings",
+        "wallet-app",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(earned["totals"], serde_json::json!([]));
+    let unknown = run(swapd(dir.path()).args(["affiliates", "show", "nobody"]));
+    assert!(stderr(&unknown).contains("no affiliate has the code `nobody`"));
+}
+
+#[test]
 fn config_show_redacts_and_bad_settings_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let master = "ab".repeat(32);

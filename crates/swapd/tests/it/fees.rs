@@ -308,3 +308,112 @@ async fn a_partners_markup_is_in_the_ledger_and_its_earnings_only() {
     assert_eq!(bad.status, 400);
     assert_eq!(bad.body["error"]["code"], "validation_failed");
 }
+
+/// An affiliate's code takes its share out of the service fee: the user receives the same with
+/// or without it; the order made from the routes keeps the code, and the affiliate's rows are
+/// in the ledger; unknown and disabled codes are refused.
+#[tokio::test]
+async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_order() {
+    use crate::lifecycle::{deposit, order, post, step};
+    use crate::support::{Options, TestServer};
+    use swapd_core::affiliates::Affiliate;
+    use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
+
+    let server = TestServer::start_with(Options {
+        service_bps: 30,
+        ..Options::default()
+    })
+    .await;
+    let now = swapd_core::Clock::now_ms(server.clock.as_ref());
+    let store = &server.state.store;
+    store
+        .insert_affiliate(&Affiliate::new("wallet-app", "Wallet App", 2_500, "0xabc", now).unwrap())
+        .await
+        .unwrap();
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    let routes = |query: &'static str| {
+        let (server, key) = (&server, &key);
+        async move {
+            server
+                .send(&server.sign(key, "GET", "/api/v3/routes", query, b""))
+                .await
+        }
+    };
+    let plain = routes("fromCcy=BTC&toCcy=USDTTRC&amount=0.05").await;
+    let coded = routes("fromCcy=BTC&toCcy=USDTTRC&amount=0.05&affiliateCode=wallet-app").await;
+    assert_eq!(coded.status, 200, "{}", coded.body);
+    let card = |resp: &crate::support::Resp| resp.body["data"]["routes"][0].clone();
+    let (plain, coded) = (card(&plain), card(&coded));
+    assert_eq!(plain["executionProvider"], coded["executionProvider"]);
+    assert_eq!(
+        plain["expectedOutputAmount"], coded["expectedOutputAmount"],
+        "the user receives the same with or without a code"
+    );
+    let fees = coded["fees"].as_array().unwrap().clone();
+    assert_eq!(party(&fees, "service").unwrap()["bps"], "22.5");
+    assert_eq!(party(&fees, "affiliate").unwrap()["bps"], "7.5");
+
+    let resolved = post(
+        &server,
+        &key,
+        "/api/v3/routes/resolve",
+        &serde_json::json!({"routeQuoteId": coded["routeQuoteId"]}),
+    )
+    .await;
+    assert_eq!(resolved.status, 200, "{}", resolved.body);
+    let token = resolved.body["data"]["createToken"].clone();
+    let other_code = post(
+        &server,
+        &key,
+        "/api/v3/orders",
+        &serde_json::json!({"createToken": token, "toAddress": crate::lifecycle::TRON_ADDRESS, "affiliateCode": "someone-else"}),
+    )
+    .await;
+    assert_eq!(other_code.status, 400, "{}", other_code.body);
+    let created = post(
+        &server,
+        &key,
+        "/api/v3/orders",
+        &serde_json::json!({"createToken": token, "toAddress": crate::lifecycle::TRON_ADDRESS}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = created.body["data"].clone();
+    assert_eq!(
+        created["affiliateCode"], "wallet-app",
+        "the order takes the routes' code"
+    );
+    let id = created["orderId"].as_str().unwrap().to_owned();
+    deposit(
+        &server,
+        &key,
+        &id,
+        created["from"]["amount"].as_str().unwrap(),
+    )
+    .await;
+    step(&server, 0).await;
+    step(&server, 1).await;
+    step(&server, 1).await;
+    assert_eq!(order(&server, &key, &id).await["status"], "completed");
+    let rows = store
+        .affiliate_ledger("wallet-app", 0, i64::MAX, 100)
+        .await
+        .unwrap();
+    let affiliate = party(&fees, "affiliate").unwrap();
+    let seen: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.stage.as_str(), r.amount.as_str()))
+        .collect();
+    let amount = affiliate["amount"].as_str().unwrap();
+    assert_eq!(seen, [("expected", amount), ("realized", amount)]);
+
+    let unknown = routes("fromCcy=BTC&toCcy=USDTTRC&amount=0.05&affiliateCode=nobody").await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert_eq!(unknown.body["error"]["code"], "affiliate_unknown");
+    store
+        .set_affiliate_active("wallet-app", false)
+        .await
+        .unwrap();
+    let disabled = routes("fromCcy=BTC&toCcy=USDTTRC&amount=0.05&affiliateCode=wallet-app").await;
+    assert_eq!(disabled.body["error"]["code"], "affiliate_unknown");
+}

@@ -585,7 +585,7 @@ export interface components {
          * @description Stable error code. Each code always comes with the same HTTP status.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "invalid_json" | "amount_invalid" | "address_invalid" | "tag_required" | "idempotency_key_missing" | "idempotency_key_invalid" | "path_not_canonical" | "query_invalid_encoding" | "invalid_payment_payload" | "invalid_siwx_payload" | "body_not_allowed" | "duplicate_parameter" | "webhook_url_invalid" | "webhook_url_scheme_not_allowed" | "webhook_url_port_not_allowed" | "webhook_url_credentials_not_allowed" | "webhook_url_host_not_allowed" | "webhook_url_unresolvable" | "auth_header_missing" | "auth_header_duplicated" | "api_key_invalid" | "api_key_revoked" | "signature_malformed" | "signature_invalid" | "timestamp_invalid" | "timestamp_out_of_window" | "nonce_invalid" | "nonce_reused" | "siwx_required" | "siwx_invalid" | "execution_token_missing" | "execution_token_invalid" | "payment_required" | "payment_invalid" | "payment_failed" | "permission_denied" | "ip_not_allowed" | "origin_not_allowed" | "wallet_mismatch" | "not_found" | "order_not_found" | "route_not_found" | "execution_not_found" | "webhook_not_found" | "event_not_found" | "job_not_found" | "method_not_allowed" | "idempotency_key_in_use" | "order_state_conflict" | "order_not_refundable" | "choice_not_allowed" | "create_token_used" | "rotation_in_progress" | "execution_already_reported" | "payment_already_used" | "payment_in_progress" | "webhook_limit_reached" | "webhook_disabled" | "desk_action_unsupported" | "quote_expired" | "create_token_expired" | "plan_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "content_encoding_unsupported" | "idempotency_key_reused" | "pair_unsupported" | "amount_out_of_range" | "route_unavailable" | "recipient_required" | "wallet_unsupported" | "execution_signature_invalid" | "rate_limit_exceeded" | "ip_rate_limited" | "quota_exceeded" | "paid_attempts_exceeded" | "wallet_reads_exceeded" | "headers_too_large" | "internal_error" | "provider_error" | "facilitator_error" | "service_unavailable" | "auth_unavailable";
+        ErrorCode: "validation_failed" | "invalid_json" | "amount_invalid" | "address_invalid" | "tag_required" | "idempotency_key_missing" | "idempotency_key_invalid" | "path_not_canonical" | "query_invalid_encoding" | "invalid_payment_payload" | "invalid_siwx_payload" | "body_not_allowed" | "duplicate_parameter" | "webhook_url_invalid" | "webhook_url_scheme_not_allowed" | "webhook_url_port_not_allowed" | "webhook_url_credentials_not_allowed" | "webhook_url_host_not_allowed" | "webhook_url_unresolvable" | "auth_header_missing" | "auth_header_duplicated" | "api_key_invalid" | "api_key_revoked" | "signature_malformed" | "signature_invalid" | "timestamp_invalid" | "timestamp_out_of_window" | "nonce_invalid" | "nonce_reused" | "siwx_required" | "siwx_invalid" | "execution_token_missing" | "execution_token_invalid" | "payment_required" | "payment_invalid" | "payment_failed" | "permission_denied" | "ip_not_allowed" | "origin_not_allowed" | "wallet_mismatch" | "not_found" | "order_not_found" | "route_not_found" | "execution_not_found" | "webhook_not_found" | "event_not_found" | "job_not_found" | "method_not_allowed" | "idempotency_key_in_use" | "order_state_conflict" | "order_not_refundable" | "choice_not_allowed" | "create_token_used" | "rotation_in_progress" | "execution_already_reported" | "payment_already_used" | "payment_in_progress" | "webhook_limit_reached" | "webhook_disabled" | "desk_action_unsupported" | "quote_expired" | "create_token_expired" | "plan_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "content_encoding_unsupported" | "idempotency_key_reused" | "pair_unsupported" | "affiliate_unknown" | "amount_out_of_range" | "route_unavailable" | "recipient_required" | "wallet_unsupported" | "execution_signature_invalid" | "rate_limit_exceeded" | "ip_rate_limited" | "quota_exceeded" | "paid_attempts_exceeded" | "wallet_reads_exceeded" | "headers_too_large" | "internal_error" | "provider_error" | "facilitator_error" | "service_unavailable" | "auth_unavailable";
         /** @description `{"success": false, "error": {...}}`: the body of every error response. */
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
@@ -739,6 +739,7 @@ export interface components {
             received: components["schemas"]["Received"][];
         };
         OrderInput: {
+            /** @description An affiliate's code (docs/fees.md); an order made from a createToken takes its routes'. */
             affiliateCode?: string | null;
             /** @description Decimal string greater than zero, at most the currency's precision in fraction digits */
             amount?: string | null;
@@ -907,6 +908,8 @@ export interface components {
          *     }
          */
         QuoteInput: {
+            /** @description An affiliate's code: its share of the service fee is in the quote (docs/fees.md). */
+            affiliateCode?: string | null;
             /** @description Decimal string greater than zero, at most the currency's precision in fraction digits */
             amount: string;
             direction?: null | components["schemas"]["Direction"];
@@ -3287,6 +3290,8 @@ export interface operations {
                 recipientAddress?: string;
                 /** @description Only this provider (lowercase id) */
                 provider?: string;
+                /** @description An affiliate's code: its share of the service fee is in the routes, and the orders made from them take the code (docs/fees.md) */
+                affiliateCode?: string;
             };
             header?: never;
             path?: never;

@@ -183,6 +183,7 @@ ErrorCode: TypeAlias = Literal[
     "content_encoding_unsupported",
     "idempotency_key_reused",
     "pair_unsupported",
+    "affiliate_unknown",
     "amount_out_of_range",
     "route_unavailable",
     "recipient_required",
@@ -745,6 +746,7 @@ class DiscoverRoutesQuery(TypedDict, closed=True):
     walletChainNamespace: NotRequired[str]
     recipientAddress: NotRequired[str]
     provider: NotRequired[str]
+    affiliateCode: NotRequired[str]
 
 
 class GetOnchainExecutionData(TypedDict):
@@ -1098,6 +1100,7 @@ class QuoteInput(TypedDict, closed=True):
     `POST /quotes` body.
     """
 
+    affiliateCode: NotRequired[str | None]
     amount: str
     direction: NotRequired[Direction | None]
     fromCcy: str
