@@ -42,6 +42,16 @@ async fn full_key(server: &TestServer) -> TestKey {
 async fn a_full_input_creates_an_order_awaiting_its_deposit() {
     let server = TestServer::start().await;
     let key = full_key(&server).await;
+    // An affiliate code names a registered affiliate (docs/fees.md); the order keeps it.
+    let affiliate =
+        swapd_core::affiliates::Affiliate::new("partner-7", "Partner 7", 2_500, "0xabc", 0)
+            .unwrap();
+    server
+        .state
+        .store
+        .insert_affiliate(&affiliate)
+        .await
+        .unwrap();
     let body = json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS,
         "refundAddress": BTC_ADDRESS, "email": "ops@example.com", "affiliateCode": "partner-7"});
     let request = server.sign(
