@@ -283,6 +283,7 @@ async fn fixedfloat_signs_every_call_and_runs_an_order_into_an_emergency_refund(
             RateType::Float,
             Direction::From,
             amount,
+            None,
         )
         .await
         .unwrap();
@@ -298,6 +299,7 @@ async fn fixedfloat_signs_every_call_and_runs_an_order_into_an_emergency_refund(
             amount,
             to_address: "TAzsQ9Gx8eqFNFSKbeXrbi45CuVPHzA8wr",
             tag: None,
+            referral: None,
         })
         .await
         .unwrap();
@@ -336,6 +338,88 @@ async fn a_wrong_secret_is_refused_by_the_desk() {
     assert_eq!(desk.currencies().await.err(), Some(DeskError::Unauthorized));
 }
 
+/// The operator's referral rides on `price` and `create` as FixedFloat documents it, and the
+/// quote shows the service fee FixedFloat takes out of the output for it.
+#[tokio::test]
+async fn fixedfloat_carries_the_service_fee_under_the_operators_refcode() {
+    use swapd_core::desk::{Desk, Destination, ExchangeRequest};
+    use swapd_core::provider::{FeeKind, Provider, QuoteRequest};
+    let server = fixedfloat_server().await;
+    let desk = swapd_desks::fixedfloat::FixedFloatDesk::new(fixedfloat(&server, "ff-secret"))
+        .with_refcode("swapd-op");
+    let mut request = QuoteRequest::without_wallet(
+        def("BTC"),
+        def("USDTTRC"),
+        Amount::parse("0.5", 8).unwrap(),
+        Direction::From,
+        RateType::Float,
+        0,
+    );
+    request.fees.service_bps = 40;
+    request.fees.partner_bps = 25;
+    let quote = desk.quote(&request).await.unwrap();
+    let bodies = |call: &str| {
+        let server = &server;
+        let call = call.to_owned();
+        async move {
+            server
+                .received_requests()
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.url.path().ends_with(&call))
+                .map(|r| String::from_utf8(r.body).unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    let price = bodies("/price").await;
+    assert!(
+        price
+            .last()
+            .unwrap()
+            .ends_with(r#""refcode":"swapd-op","afftax":0.4}"#),
+        "{price:?}"
+    );
+    let service = quote
+        .fees
+        .iter()
+        .find(|f| f.kind == FeeKind::Service)
+        .expect("the service fee is shown");
+    assert_eq!(service.rate.unwrap().to_string(), "40");
+    assert!(
+        quote.fees.iter().all(|f| f.kind != FeeKind::Partner),
+        "FixedFloat pays one code: the partner's markup is left out"
+    );
+    assert_eq!(quote.rate_lock.as_deref(), Some("afftax-bps:40"));
+
+    desk.open(&ExchangeRequest {
+        reference: "ord_ff_fee".into(),
+        from: def("BTC"),
+        to: def("USDTTRC"),
+        rate_type: RateType::Float,
+        from_amount: quote.from_amount,
+        to_amount: quote.to_amount,
+        rate_lock: quote.rate_lock.clone(),
+        payout: Destination {
+            address: "TAzsQ9Gx8eqFNFSKbeXrbi45CuVPHzA8wr".into(),
+            tag: None,
+        },
+        refund: None,
+        deposit_deadline_ms: 0,
+        now_ms: 0,
+    })
+    .await
+    .unwrap();
+    let create = bodies("/create").await;
+    assert!(
+        create
+            .last()
+            .unwrap()
+            .contains(r#""refcode":"swapd-op","afftax":0.4,"toAddress""#),
+        "{create:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_refusal_in_the_envelope_keeps_fixedfloats_words_out() {
     let server = MockServer::start().await;
@@ -347,6 +431,7 @@ async fn a_refusal_in_the_envelope_keeps_fixedfloats_words_out() {
         amount: Amount::parse("0.5", 8).unwrap(),
         to_address: "not-an-address",
         tag: None,
+        referral: None,
     };
     Mock::given(method("POST"))
         .and(path("/api/v2/create"))

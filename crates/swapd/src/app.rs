@@ -73,7 +73,9 @@ fn live_provider(
                 timeout(desk.timeout_ms),
             )
             .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
-            Ok(Arc::new(fixedfloat::FixedFloatDesk::new(client)))
+            Ok(Arc::new(
+                fixedfloat::FixedFloatDesk::new(client).with_refcode(&desk.refcode),
+            ))
         }
         lifi::ID => {
             let settings = &providers.lifi;

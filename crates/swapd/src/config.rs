@@ -401,6 +401,11 @@ pub struct DeskConfig {
     /// ChangeNOW only: the account has the `payload` partner field enabled, so creates carry
     /// swapd's order reference and a lost create is matched by it.
     pub payload_reference: bool,
+    /// FixedFloat only: the operator's referral code, under which FixedFloat takes the service
+    /// fee out of the output (`refcode` and `afftax`, docs/fees.md). Empty: FixedFloat carries
+    /// no fee.
+    #[serde(default)]
+    pub refcode: String,
     /// How long one call may take, in milliseconds.
     pub timeout_ms: u64,
 }
@@ -413,6 +418,7 @@ impl DeskConfig {
             api_secret: String::new(),
             private_api_key: String::new(),
             payload_reference: false,
+            refcode: String::new(),
             timeout_ms: 10_000,
         }
     }

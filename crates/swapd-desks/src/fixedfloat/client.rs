@@ -64,8 +64,9 @@ impl FixedFloat {
         rate: RateType,
         direction: Direction,
         amount: Amount,
+        referral: Option<super::Referral<'_>>,
     ) -> Result<(DeskQuote, DeskLimits), DeskError> {
-        let body = super::price_body(rate, from_code, to_code, direction, amount);
+        let body = super::price_body(rate, from_code, to_code, direction, amount, referral);
         let answer = self.call(Call::Read, "price", &body).await?;
         read(answer, |body| super::quote(body, from, to))
     }

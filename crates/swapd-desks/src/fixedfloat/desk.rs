@@ -17,9 +17,11 @@ use swapd_core::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
 
-use super::{Choice, CreateOrder, FixedFloat, OrderRef};
+use super::{Choice, CreateOrder, FixedFloat, OrderRef, Referral};
 use crate::Listed;
 use crate::quoting::{self, Listings};
+use swapd_core::fees::FeeSchedule;
+use swapd_core::provider::Fee;
 
 pub const ID: &str = "fixedfloat";
 
@@ -29,14 +31,48 @@ const DURATION_SECS: u32 = 900;
 pub struct FixedFloatDesk {
     client: FixedFloat,
     listings: Listings,
+    /// The operator's referral code, under which FixedFloat takes the service fee
+    /// (`providers.fixedfloat.refcode`); without one, FixedFloat carries no fee.
+    refcode: Option<String>,
 }
+
+/// The prefix of the handle a fee-carrying quote leaves for the order (`rate_lock`): the order
+/// is opened with the same commission, so it gets the quoted price.
+const AFFTAX_HANDLE: &str = "afftax-bps:";
 
 impl FixedFloatDesk {
     pub fn new(client: FixedFloat) -> Self {
         Self {
             client,
             listings: Listings::default(),
+            refcode: None,
         }
+    }
+
+    /// Carries the service fee under `refcode` (docs/fees.md): FixedFloat takes it out of the
+    /// output as the referral's commission (`afftax`) and pays it to the code's account. Only
+    /// the operator's fee (with the affiliate's share in it) can be carried so: a partner's
+    /// markup is left out of FixedFloat's quotes.
+    pub fn with_refcode(mut self, refcode: &str) -> Self {
+        self.refcode = Some(refcode.to_owned()).filter(|code| !code.is_empty());
+        self
+    }
+
+    /// The referral a quote of `request` carries, and the fees it stands for.
+    fn referral(&self, request: &QuoteRequest) -> Option<(Referral<'_>, FeeSchedule)> {
+        let refcode = self.refcode.as_deref()?;
+        let asked = request.fees.schedule_for(ID);
+        let carried = FeeSchedule {
+            partner_bps: 0,
+            ..asked
+        };
+        (carried.service_bps > 0).then_some((
+            Referral {
+                refcode,
+                afftax_bps: carried.service_bps,
+            },
+            carried,
+        ))
     }
 
     /// The pair as the desk lists it.
@@ -91,6 +127,7 @@ impl Provider for FixedFloatDesk {
     }
 
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
+        let referral = self.referral(request);
         let answer = async {
             let (from, to) = self
                 .sides(request.from, request.to, request.rate_type)
@@ -102,13 +139,24 @@ impl Provider for FixedFloatDesk {
                     request.rate_type,
                     request.direction,
                     request.amount,
+                    referral.map(|(referral, _)| referral),
                 )
                 .await
         };
         let (quote, limits) = answer
             .await
             .map_err(|e| quoting::provider_error(ID, e, Some(request.from)))?;
-        quoting::provider_quote(request, &limits, quote, DURATION_SECS)
+        let mut quote = quoting::provider_quote(request, &limits, quote, DURATION_SECS)?;
+        if let Some((referral, carried)) = referral {
+            // FixedFloat's output is after its commission; the parties' shares are of the
+            // output before it.
+            let (_, _, fees) = carried.gross_for(quote.to_amount).map_err(|_| {
+                ProviderError::Unavailable("FixedFloat quoted no output after fees".into())
+            })?;
+            quote.fees.extend(Fee::of_parties(&fees, request.to.code));
+            quote.rate_lock = Some(format!("{AFFTAX_HANDLE}{}", referral.afftax_bps));
+        }
+        Ok(quote)
     }
 
     fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
@@ -138,6 +186,13 @@ impl Desk for FixedFloatDesk {
                 amount: request.from_amount,
                 to_address: &request.payout.address,
                 tag: request.payout.tag.as_deref(),
+                referral: self.refcode.as_deref().and_then(|refcode| {
+                    let bps = request.rate_lock.as_deref()?.strip_prefix(AFFTAX_HANDLE)?;
+                    Some(Referral {
+                        refcode,
+                        afftax_bps: bps.parse().ok()?,
+                    })
+                }),
             })
             .await
     }

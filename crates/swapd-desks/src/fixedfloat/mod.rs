@@ -77,6 +77,14 @@ pub fn catalog(body: &[u8]) -> Result<Catalog, DeskError> {
     Ok(catalog)
 }
 
+/// The operator's referral at FixedFloat (docs/fees.md): its `refcode`, and the commission
+/// (`afftax`, a percent) FixedFloat takes out of the output for it, in bps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Referral<'a> {
+    pub refcode: &'a str,
+    pub afftax_bps: u32,
+}
+
 /// `price` request body. `amount` is of the side `direction` names.
 pub fn price_body(
     rate: RateType,
@@ -84,8 +92,11 @@ pub fn price_body(
     to_code: &str,
     direction: Direction,
     amount: Amount,
+    referral: Option<Referral<'_>>,
 ) -> String {
-    body(&PriceBody::new(rate, from_code, to_code, direction, amount))
+    body(&PriceBody::new(
+        rate, from_code, to_code, direction, amount, referral,
+    ))
 }
 
 /// What `create` opens: FixedFloat's codes of the pair (the catalog's `desk_code`), the amount
@@ -99,6 +110,8 @@ pub struct CreateOrder<'a> {
     pub amount: Amount,
     pub to_address: &'a str,
     pub tag: Option<&'a str>,
+    /// The referral the price was quoted with, so the order gets the same price.
+    pub referral: Option<Referral<'a>>,
 }
 
 /// `create` request body.
@@ -110,6 +123,7 @@ pub fn create_body(order: &CreateOrder<'_>) -> String {
             order.to_code,
             order.direction,
             order.amount,
+            order.referral,
         ),
         to_address: order.to_address,
         tag: order.tag,
@@ -390,6 +404,11 @@ struct PriceBody<'a> {
     to_ccy: &'a str,
     direction: &'a str,
     amount: Box<RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refcode: Option<&'a str>,
+    /// A percent, as FixedFloat reads it (`0.5` is 50 bps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    afftax: Option<Box<RawValue>>,
 }
 
 impl<'a> PriceBody<'a> {
@@ -399,13 +418,20 @@ impl<'a> PriceBody<'a> {
         to_ccy: &'a str,
         direction: Direction,
         amount: Amount,
+        referral: Option<Referral<'a>>,
     ) -> Self {
+        let percent = |bps: u32| {
+            let text = format!("{}.{:02}", bps / 100, bps % 100);
+            number(Amount::parse(&text, 2).expect("digits and a point"))
+        };
         Self {
             kind: rate_name(rate),
             from_ccy,
             to_ccy,
             direction: direction_name(direction),
             amount: number(amount),
+            refcode: referral.map(|r| r.refcode),
+            afftax: referral.map(|r| percent(r.afftax_bps)),
         }
     }
 }

@@ -33,8 +33,31 @@ fn the_signature_is_the_hmac_of_the_exact_body_bytes() {
 fn request_bodies_are_compact_in_a_fixed_order_with_exact_amounts() {
     let amount = Amount::parse("0.5", 8).unwrap();
     assert_eq!(
-        price_body(RateType::Float, "BTC", "USDTTRC", Direction::From, amount),
+        price_body(
+            RateType::Float,
+            "BTC",
+            "USDTTRC",
+            Direction::From,
+            amount,
+            None
+        ),
         r#"{"type":"float","fromCcy":"BTC","toCcy":"USDTTRC","direction":"from","amount":0.5}"#
+    );
+    // The operator's referral: FixedFloat's `refcode`, and `afftax` as a percent (35 bps).
+    let referral = Referral {
+        refcode: "swapd-op",
+        afftax_bps: 35,
+    };
+    assert_eq!(
+        price_body(
+            RateType::Fixed,
+            "BTC",
+            "ETH",
+            Direction::From,
+            amount,
+            Some(referral)
+        ),
+        r#"{"type":"fixed","fromCcy":"BTC","toCcy":"ETH","direction":"from","amount":0.5,"refcode":"swapd-op","afftax":0.35}"#
     );
     let tiny = Amount::parse("0.00000001", 8).unwrap();
     assert_eq!(
@@ -46,8 +69,25 @@ fn request_bodies_are_compact_in_a_fixed_order_with_exact_amounts() {
             amount: tiny,
             to_address: "rPEPPER7kfTD9w2To4CQk6UCfuHM9c6GDY",
             tag: Some("12345"),
+            referral: None,
         }),
         r#"{"type":"fixed","fromCcy":"BTC","toCcy":"XRP","direction":"to","amount":0.00000001,"toAddress":"rPEPPER7kfTD9w2To4CQk6UCfuHM9c6GDY","tag":"12345"}"#
+    );
+    assert_eq!(
+        create_body(&CreateOrder {
+            rate: RateType::Float,
+            from_code: "BTC",
+            to_code: "ETH",
+            direction: Direction::From,
+            amount,
+            to_address: "0x52908400098527886E0F7030069857D2E4169EE7",
+            tag: None,
+            referral: Some(Referral {
+                refcode: "swapd-op",
+                afftax_bps: 100,
+            }),
+        }),
+        r#"{"type":"float","fromCcy":"BTC","toCcy":"ETH","direction":"from","amount":0.5,"refcode":"swapd-op","afftax":1,"toAddress":"0x52908400098527886E0F7030069857D2E4169EE7"}"#
     );
     assert_eq!(
         order_body("ZG3Y2F", "tok"),
