@@ -165,6 +165,20 @@ pub fn provider_quote(
     })
 }
 
+/// The parties' fees a desk took out of `quote`'s output (its commission), as entries of the
+/// quote: derived from the output after them, since the desk states only that.
+pub fn with_carried_fees(
+    quote: &mut ProviderQuote,
+    request: &QuoteRequest,
+    carried: swapd_core::fees::FeeSchedule,
+) -> Result<(), ProviderError> {
+    let (_, _, fees) = carried.gross_for(quote.to_amount).map_err(|_| {
+        ProviderError::Unavailable("the desk quoted no output after its fees".into())
+    })?;
+    quote.fees.extend(Fee::of_parties(&fees, request.to.code));
+    Ok(())
+}
+
 /// A desk's failure as the market sees it, in swapd's words: out of range with the desk's
 /// limits (in `from`, when the request named it), unsupported, or unavailable.
 pub fn provider_error(desk: &str, error: DeskError, from: Option<&CurrencyDef>) -> ProviderError {

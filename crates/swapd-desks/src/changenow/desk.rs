@@ -146,7 +146,19 @@ impl Provider for ChangeNowDesk {
         let (limits, quote) = answer
             .await
             .map_err(|e| quoting::provider_error(ID, e, Some(request.from)))?;
-        quoting::provider_quote(request, &limits, quote, DURATION_SECS)
+        let mut quote = quoting::provider_quote(request, &limits, quote, DURATION_SECS)?;
+        // ChangeNOW's commission is set on the operator's account and already inside every
+        // amount it quotes for the key (docs/fees.md): it is shown as the service fee, at the
+        // percent `fees` names for ChangeNOW, never taken a second time. It pays one account:
+        // a partner's markup is left out.
+        let carried = swapd_core::fees::FeeSchedule {
+            partner_bps: 0,
+            ..request.fees.schedule_for(ID)
+        };
+        if carried.service_bps > 0 {
+            quoting::with_carried_fees(&mut quote, request, carried)?;
+        }
+        Ok(quote)
     }
 
     fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {

@@ -21,7 +21,6 @@ use super::{Choice, CreateOrder, FixedFloat, OrderRef, Referral};
 use crate::Listed;
 use crate::quoting::{self, Listings};
 use swapd_core::fees::FeeSchedule;
-use swapd_core::provider::Fee;
 
 pub const ID: &str = "fixedfloat";
 
@@ -148,12 +147,7 @@ impl Provider for FixedFloatDesk {
             .map_err(|e| quoting::provider_error(ID, e, Some(request.from)))?;
         let mut quote = quoting::provider_quote(request, &limits, quote, DURATION_SECS)?;
         if let Some((referral, carried)) = referral {
-            // FixedFloat's output is after its commission; the parties' shares are of the
-            // output before it.
-            let (_, _, fees) = carried.gross_for(quote.to_amount).map_err(|_| {
-                ProviderError::Unavailable("FixedFloat quoted no output after fees".into())
-            })?;
-            quote.fees.extend(Fee::of_parties(&fees, request.to.code));
+            quoting::with_carried_fees(&mut quote, request, carried)?;
             quote.rate_lock = Some(format!("{AFFTAX_HANDLE}{}", referral.afftax_bps));
         }
         Ok(quote)

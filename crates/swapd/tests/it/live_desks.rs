@@ -206,6 +206,69 @@ async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
     events.iter().map(|e| e.event_type).collect()
 }
 
+/// ChangeNOW's commission is inside its amounts: with its percent set in `[fees]`, an order
+/// shows it as the service fee (and no second deduction), and a partner's markup is left out.
+#[tokio::test]
+async fn changenows_account_commission_is_shown_as_the_service_fee() {
+    let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
+    let desk = fake_changenow(&exchange).await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["changenow".into()];
+    providers.changenow.base_url = format!("{}/v2/", desk.uri());
+    providers.changenow.api_key = API_KEY.into();
+    let server = TestServer::start_with(Options {
+        live: Some(Live {
+            providers,
+            chains: Default::default(),
+        }),
+        service_bps: 50,
+        ..Options::default()
+    })
+    .await;
+    let key = server
+        .key_with_markup(
+            &[PricesRead, OrdersCreate, OrdersRead],
+            &[],
+            &[],
+            Default::default(),
+            20,
+        )
+        .await;
+    let created = post(
+        &server,
+        &key,
+        "/api/v3/orders",
+        &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": "float",
+                "toAddress": PAYOUT, "refundAddress": REFUND}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = created.body["data"].clone();
+    let fees = created["fees"].as_array().unwrap();
+    let service = fees
+        .iter()
+        .find(|f| f["kind"] == "service")
+        .expect("{fees:?}");
+    assert_eq!(service["bps"], "50");
+    assert!(fees.iter().all(|f| f["kind"] != "partner"), "{fees:?}");
+    // The output is ChangeNOW's own: nothing more was taken from it.
+    let baseline = {
+        let other = fake_changenow(&Exchange(Arc::new(Mutex::new(Some("waiting"))))).await;
+        let plain = live_server(&other).await;
+        let key = plain.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+        let created = post(
+            &plain,
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": "float",
+                    "toAddress": PAYOUT, "refundAddress": REFUND}),
+        )
+        .await;
+        created.body["data"]["to"]["amount"].clone()
+    };
+    assert_eq!(created["to"]["amount"], baseline);
+}
+
 #[tokio::test]
 async fn fixed_and_float_orders_run_at_a_live_desk_through_an_outage_to_completed() {
     for rate_type in ["fixed", "float"] {
