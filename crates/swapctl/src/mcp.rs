@@ -306,7 +306,7 @@ fn signed(business: &BusinessClient, call: HttpCall) -> Result<HttpCall, Refusal
         .headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok());
-    let nonce = hex::encode(rand_nonce());
+    let nonce = swapd_client::new_nonce();
     let signed = business
         .sign(
             call.method.clone(),
@@ -315,7 +315,7 @@ fn signed(business: &BusinessClient, call: HttpCall) -> Result<HttpCall, Refusal
             body.as_ref(),
             key,
             &nonce,
-            now_secs(),
+            swapd_client::now_secs(),
         )
         .map_err(|e| Refusal::new(ErrorCode::ValidationFailed, e.to_string()))?;
     let mut headers = call.headers;
@@ -331,16 +331,6 @@ fn signed(business: &BusinessClient, call: HttpCall) -> Result<HttpCall, Refusal
         headers,
         body: (!signed.body.is_empty()).then_some(signed.body),
     })
-}
-
-fn rand_nonce() -> [u8; 16] {
-    rand::random()
-}
-
-fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 #[cfg(test)]

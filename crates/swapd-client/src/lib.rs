@@ -161,7 +161,8 @@ pub fn new_idempotency_key() -> String {
     hex::encode(bytes)
 }
 
-pub(crate) fn now_secs() -> i64 {
+/// Now, in Unix epoch seconds (what `X-API-TIMESTAMP` carries).
+pub fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

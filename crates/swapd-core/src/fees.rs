@@ -11,7 +11,18 @@ use crate::amount::{Amount, Rounding};
 use crate::market::pricing::BPS;
 
 /// Who a fee goes to (`kind` on the wire).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
 pub enum Party {
@@ -262,12 +273,8 @@ pub fn ledger_rows(order: &crate::orders::Order, stage: Stage, at_ms: i64) -> Ve
         .fees
         .iter()
         .filter_map(|fee| {
-            let party = match fee.kind.as_str() {
-                "service" => Party::Service,
-                "partner" => Party::Partner,
-                "affiliate" => Party::Affiliate,
-                _ => return None,
-            };
+            // The other kinds (network, provider) are nobody's earnings.
+            let party: Party = fee.kind.parse().ok()?;
             Some(LedgerRow {
                 order_id: order.id.clone(),
                 owner: order.owner.clone(),

@@ -1,7 +1,7 @@
 //! The fee ledger's rows (docs/fees.md, "The ledger").
 
 use swapd_core::StoreError;
-use swapd_core::fees::{LedgerRow, Party};
+use swapd_core::fees::LedgerRow;
 
 use crate::map_sqlx_error;
 use crate::sql::{SqlStore, Tx};
@@ -46,12 +46,7 @@ impl LedgerDbRow {
     fn into_domain(self) -> Result<LedgerRow, StoreError> {
         let corrupt =
             |what: &str| StoreError::Corrupt(format!("fee ledger {}: {what}", self.order_id));
-        let party = match self.party.as_str() {
-            "service" => Party::Service,
-            "partner" => Party::Partner,
-            "affiliate" => Party::Affiliate,
-            _ => return Err(corrupt("party")),
-        };
+        let party = self.party.parse().map_err(|_| corrupt("party"))?;
         let stage = self.stage.parse().map_err(|_| corrupt("stage"))?;
         Ok(LedgerRow {
             order_id: self.order_id,

@@ -6,7 +6,7 @@ use swapd_app::earnings as earnings_app;
 use swapd_types::Success;
 use swapd_types::earnings::Earnings;
 
-use super::input::invalid;
+use super::input::{invalid, only_parameters};
 use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, AppState, SignedQuery};
@@ -38,16 +38,7 @@ pub(crate) async fn earnings(
 
 /// `since` and `until` of the query, checked.
 fn window(query: &SignedQuery, now: i64) -> Result<(i64, i64), ApiError> {
-    if let Some((name, _)) = query
-        .0
-        .iter()
-        .find(|(name, _)| name != "since" && name != "until")
-    {
-        return Err(invalid(
-            name,
-            "unknown parameter; this route takes since and until",
-        ));
-    }
+    only_parameters(query, &["since", "until"])?;
     let seconds = |name: &str| -> Result<Option<i64>, ApiError> {
         query
             .scalar(name)?

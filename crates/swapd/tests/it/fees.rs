@@ -75,6 +75,20 @@ fn amount(text: &Value) -> Amount {
     Amount::parse(text.as_str().unwrap(), precision).unwrap()
 }
 
+/// `GET /routes` for 0.1 BTC to ETH, as `client`'s key asks it.
+async fn btc_eth_routes(client: &BusinessClient) -> Value {
+    client
+        .call(
+            Call::get("/routes")
+                .param("fromCcy", "BTC")
+                .param("toCcy", "ETH")
+                .param("amount", "0.1"),
+        )
+        .await
+        .unwrap()
+        .data
+}
+
 /// The party fee of `kind` in `fees`, if any.
 fn party<'a>(fees: &'a [Value], kind: &str) -> Option<&'a Value> {
     fees.iter().find(|fee| fee["kind"] == kind)
@@ -93,16 +107,7 @@ fn share(gross: Amount, bps: u32) -> Amount {
 async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_after_them() {
     let server = Server::start(30).await;
     let partner = server.partner(20).await;
-    let routes = partner
-        .call(
-            Call::get("/routes")
-                .param("fromCcy", "BTC")
-                .param("toCcy", "ETH")
-                .param("amount", "0.1"),
-        )
-        .await
-        .unwrap()
-        .data;
+    let routes = btc_eth_routes(&partner).await;
     let cards: Vec<&Value> = routes["routes"]
         .as_array()
         .unwrap()
@@ -156,16 +161,7 @@ async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_af
 
     // A key without a markup pays the service fee only.
     let plain = server.partner(0).await;
-    let routes = plain
-        .call(
-            Call::get("/routes")
-                .param("fromCcy", "BTC")
-                .param("toCcy", "ETH")
-                .param("amount", "0.1"),
-        )
-        .await
-        .unwrap()
-        .data;
+    let routes = btc_eth_routes(&plain).await;
     for card in routes["routes"]
         .as_array()
         .unwrap()
@@ -206,16 +202,7 @@ async fn a_reverse_quote_delivers_at_least_the_amount_asked_after_fees() {
 async fn without_fees_configured_nothing_is_taken() {
     let server = Server::start(0).await;
     let partner = server.partner(0).await;
-    let routes = partner
-        .call(
-            Call::get("/routes")
-                .param("fromCcy", "BTC")
-                .param("toCcy", "ETH")
-                .param("amount", "0.1"),
-        )
-        .await
-        .unwrap()
-        .data;
+    let routes = btc_eth_routes(&partner).await;
     for card in routes["routes"].as_array().unwrap() {
         for fee in card["fees"].as_array().unwrap() {
             assert!(

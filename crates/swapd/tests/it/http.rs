@@ -7,10 +7,11 @@ use swapd::config::Config;
 use swapd_client::SwapApi;
 use tokio_util::sync::CancellationToken;
 
-struct Server {
-    base: String,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+/// A real server on 127.0.0.1:0 with its own SQLite file (also the MCP tests').
+pub(crate) struct Server {
+    pub(crate) base: String,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) task: tokio::task::JoinHandle<anyhow::Result<()>>,
     _dir: tempfile::TempDir,
 }
 
@@ -20,7 +21,7 @@ impl Server {
     }
 
     /// A server whose configuration `configure` adjusts.
-    async fn start_with(configure: impl FnOnce(&mut Config)) -> Server {
+    pub(crate) async fn start_with(configure: impl FnOnce(&mut Config)) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let mut config = crate::local_config(dir.path());
         configure(&mut config);

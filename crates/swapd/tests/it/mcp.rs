@@ -5,36 +5,17 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use swapd::app::{App, Roles, Runtime};
-use swapd::config::Config;
-use tokio_util::sync::CancellationToken;
 
-struct Server {
-    base: String,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-    _dir: tempfile::TempDir,
+use crate::http::Server;
+
+/// What a test sends to `/mcp` of a [`Server`].
+trait Mcp {
+    fn post(&self, session: Option<&str>, message: Value) -> reqwest::RequestBuilder;
+    async fn open_session(&self) -> Result<String, reqwest::Response>;
+    async fn close_session(&self, id: &str);
 }
 
-impl Server {
-    async fn start(configure: impl FnOnce(&mut Config)) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = crate::local_config(dir.path());
-        configure(&mut config);
-        let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
-            .await
-            .unwrap();
-        let base = format!("http://{}", app.local_addr().unwrap());
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(app.run_until_stopped(shutdown.clone()));
-        Server {
-            base,
-            shutdown,
-            task,
-            _dir: dir,
-        }
-    }
-
+impl Mcp for Server {
     fn post(&self, session: Option<&str>, message: Value) -> reqwest::RequestBuilder {
         let mut request = reqwest::Client::new()
             .post(format!("{}/mcp", self.base))
@@ -98,7 +79,7 @@ impl Server {
 
 #[tokio::test]
 async fn sessions_past_the_bound_are_refused_until_one_ends() {
-    let server = Server::start(|config| config.mcp.max_sessions = 2).await;
+    let server = Server::start_with(|config| config.mcp.max_sessions = 2).await;
     let first = server.open_session().await.unwrap();
     let _second = server.open_session().await.unwrap();
     let refused = server.open_session().await.unwrap_err();
@@ -118,7 +99,7 @@ async fn sessions_past_the_bound_are_refused_until_one_ends() {
 
 #[tokio::test]
 async fn an_idle_session_is_closed_and_frees_its_place() {
-    let server = Server::start(|config| {
+    let server = Server::start_with(|config| {
         config.mcp.max_sessions = 1;
         config.mcp.session_idle_secs = 1;
     })
@@ -149,7 +130,7 @@ async fn an_idle_session_is_closed_and_frees_its_place() {
 
 #[tokio::test]
 async fn an_open_mcp_stream_does_not_hold_up_shutdown() {
-    let server = Server::start(|_| {}).await;
+    let server = Server::start_with(|_| {}).await;
     let session = server.open_session().await.unwrap();
     let stream = reqwest::Client::new()
         .get(format!("{}/mcp", server.base))
