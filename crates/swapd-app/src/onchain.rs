@@ -196,6 +196,7 @@ async fn build_plan(
             gasless: route.gasless,
             deadline_secs: expires_at_ms / 1000,
             slippage_bps: wanted.slippage_bps,
+            fee: route.onchain_fee.clone(),
         }),
     )
     .await
@@ -229,6 +230,9 @@ async fn build_plan(
         provider_state: built.provider_state,
         now_ms,
         expires_at_ms,
+        fees: route.fees.clone(),
+        affiliate_code: route.affiliate_code.clone(),
+        fee: route.onchain_fee.clone(),
     }))
 }
 

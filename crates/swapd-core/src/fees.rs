@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::amount::{Amount, Rounding};
 use crate::market::pricing::BPS;
+use crate::market::routes::RouteFee;
 
 /// Who a fee goes to (`kind` on the wire).
 #[derive(
@@ -65,6 +66,29 @@ pub struct FeePolicy {
     pub partner_bps: u32,
     /// The affiliate's share of the service fee, in bps of that fee.
     pub affiliate_share_bps: u32,
+    /// Where the routers that pay a fee to an address pay the operator's.
+    pub recipients: FeeRecipients,
+}
+
+/// Where the operator's fee is paid on chain, by the routers that pay it to an address
+/// (docs/fees.md, "Recipients"). A router with no recipient for a swap leaves the fee out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeeRecipients {
+    /// The operator's EVM address (0x's `swapFeeRecipient`, Relay's `appFees` recipient).
+    pub evm: Option<alloy_primitives::Address>,
+    /// The operator's Solana token accounts, by the catalog code of the currency each holds
+    /// (Jupiter's `feeAccount`, which must hold the output's mint).
+    pub solana: std::collections::BTreeMap<String, String>,
+}
+
+/// What a router is asked to collect for the operator on chain: the service fee, the
+/// affiliate's share inside it (the operator pays affiliates), in whole bps, and where to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnchainFee {
+    pub bps: u32,
+    /// An EVM address, a Solana token account; empty for a router that pays an account it
+    /// knows (LI.FI's integrator).
+    pub recipient: String,
 }
 
 impl FeePolicy {
@@ -129,6 +153,15 @@ pub struct NothingLeft {
 }
 
 impl FeeSchedule {
+    /// The operator's part only: what a provider that pays one account (a refcode, an
+    /// integrator, a fee recipient) can carry; a partner's markup is left out.
+    pub fn operator_only(self) -> FeeSchedule {
+        FeeSchedule {
+            partner_bps: 0,
+            ..self
+        }
+    }
+
     pub const NONE: FeeSchedule = FeeSchedule {
         service_bps: 0,
         partner_bps: 0,
@@ -175,6 +208,23 @@ impl FeeSchedule {
             rate,
             amount,
         })
+        .collect()
+    }
+
+    /// The operator's fee of `total`, as a provider stated the amount it takes: the affiliate's
+    /// share of it rounded down, the rest the service's (the same split as [`Self::split`]).
+    pub fn operator_split(&self, total: Amount) -> Vec<PartyFee> {
+        let share = self.affiliate_share_bps.min(BPS);
+        let affiliate = total.mul_div(U256::from(share), U256::from(BPS), Rounding::Down);
+        let affiliate_rate = Rate::share_of(self.service_bps, share);
+        let service_rate = Rate(Rate::from_bps(self.service_bps).0 - affiliate_rate.0);
+        [
+            (Party::Service, service_rate, total.checked_sub(affiliate).expect("a share of a fee is at most the fee")),
+            (Party::Affiliate, affiliate_rate, affiliate),
+        ]
+        .into_iter()
+        .filter(|(_, rate, _)| rate.0 > 0)
+        .map(|(party, rate, amount)| PartyFee { party, rate, amount })
         .collect()
     }
 
@@ -266,21 +316,29 @@ pub struct LedgerRow {
     pub at_ms: i64,
 }
 
-/// The parties' rows of an order's fees (`kind`, `bps`, `amount`, `currency` as quoted), at
-/// `stage`: the other fees (network, provider) are nobody's earnings.
-pub fn ledger_rows(order: &crate::orders::Order, stage: Stage, at_ms: i64) -> Vec<LedgerRow> {
-    order
+/// What a swap was charged, as the ledger files it: an order's or an execution's id and owner,
+/// the affiliate's code, and its fee entries (`kind`, `bps`, `amount`, `currency` as quoted).
+pub struct Charged<'a> {
+    pub id: &'a str,
+    pub owner: &'a str,
+    pub affiliate_code: Option<&'a str>,
+    pub fees: &'a [RouteFee],
+}
+
+/// The parties' rows of a swap's fees at `stage`: the other fees (network, provider) are
+/// nobody's earnings.
+pub fn ledger_rows(charged: Charged<'_>, stage: Stage, at_ms: i64) -> Vec<LedgerRow> {
+    charged
         .fees
         .iter()
         .filter_map(|fee| {
-            // The other kinds (network, provider) are nobody's earnings.
             let party: Party = fee.kind.parse().ok()?;
             Some(LedgerRow {
-                order_id: order.id.clone(),
-                owner: order.owner.clone(),
+                order_id: charged.id.to_owned(),
+                owner: charged.owner.to_owned(),
                 party,
                 affiliate_code: (party == Party::Affiliate)
-                    .then(|| order.affiliate_code.clone())
+                    .then(|| charged.affiliate_code.map(str::to_owned))
                     .flatten(),
                 stage,
                 bps: fee.bps.clone(),
@@ -290,6 +348,36 @@ pub fn ledger_rows(order: &crate::orders::Order, stage: Stage, at_ms: i64) -> Ve
             })
         })
         .collect()
+}
+
+/// The operator's parties' fees as realized when `paid` (in their currency) reached its
+/// recipient: the service fee and the affiliate's share in it were paid together, so `paid` is
+/// split between them as expected was (the affiliate's part rounded down); the other entries
+/// are as expected. Nothing paid where something was expected realizes zeros.
+pub fn realized_operator_fees(expected: &[RouteFee], paid: Amount) -> Vec<RouteFee> {
+    let operator = |fee: &RouteFee| matches!(fee.kind.parse(), Ok(Party::Service | Party::Affiliate));
+    let units = |fee: &RouteFee| {
+        Amount::parse(&fee.amount, paid.decimals())
+            .map(|amount| amount.units())
+            .unwrap_or_default()
+    };
+    let expected_total: U256 = expected.iter().filter(|f| operator(f)).map(units).sum();
+    let mut affiliate_paid = U256::ZERO;
+    let mut shares: Vec<RouteFee> = expected
+        .iter()
+        .map(|fee| {
+            let mut fee = fee.clone();
+            if fee.kind == Party::Affiliate.as_str() && !expected_total.is_zero() {
+                affiliate_paid = paid.units() * units(&fee) / expected_total;
+                fee.amount = Amount::from_units(affiliate_paid, paid.decimals()).to_string();
+            }
+            fee
+        })
+        .collect();
+    for fee in shares.iter_mut().filter(|fee| fee.kind == Party::Service.as_str()) {
+        fee.amount = Amount::from_units(paid.units() - affiliate_paid, paid.decimals()).to_string();
+    }
+    shares
 }
 
 #[cfg(test)]
@@ -336,11 +424,38 @@ mod tests {
             service_bps: 30,
             per_provider: [("changenow".to_owned(), 50)].into(),
             partner_bps: 10,
-            affiliate_share_bps: 0,
+            ..Default::default()
         };
         assert_eq!(policy.schedule_for("changenow").service_bps, 50);
         assert_eq!(policy.schedule_for("lifi").service_bps, 30);
         assert_eq!(policy.schedule_for("lifi").partner_bps, 10);
+    }
+
+    fn route_fee(kind: &str, bps: &str, amount: &str) -> RouteFee {
+        RouteFee {
+            kind: kind.into(),
+            bps: Some(bps.into()),
+            amount: amount.into(),
+            currency: "USDCBASE".into(),
+        }
+    }
+
+    #[test]
+    fn what_reached_the_recipient_is_split_as_expected_was() {
+        let expected = [
+            route_fee("network", "0", "0.01"),
+            route_fee("service", "22.5", "0.0675"),
+            route_fee("affiliate", "7.5", "0.0225"),
+        ];
+        let amounts = |paid: u128| -> Vec<String> {
+            realized_operator_fees(&expected, amount(paid, 6))
+                .into_iter()
+                .map(|fee| fee.amount)
+                .collect()
+        };
+        assert_eq!(amounts(90_000), ["0.01", "0.0675", "0.0225"], "all of it");
+        assert_eq!(amounts(45_001), ["0.01", "0.033751", "0.01125"], "the affiliate's part rounded down");
+        assert_eq!(amounts(0), ["0.01", "0", "0"], "nothing arrived");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! signer).
 
 use crate::amount::Amount;
+use crate::fees::OnchainFee;
 use crate::market::currencies::CurrencyDef;
+use crate::market::routes::RouteFee;
 use alloy_primitives::{Address, B256, Signature};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -56,6 +58,9 @@ pub struct Tracked {
     pub tx_hashes: Vec<ExecutionTx>,
     pub received_amount: Option<String>,
     pub received_token: Option<String>,
+    /// What reached the operator's fee recipient, in base units of the fee's currency, where
+    /// the provider's transactions show it (their `Transfer` logs); `None` where they do not.
+    pub fee_paid: Option<alloy_primitives::U256>,
 }
 
 /// An execution plan and where its execution stands. Stored whole; `version` guards every
@@ -106,6 +111,18 @@ pub struct ExecutionPlan {
     pub page_url: Option<String>,
     /// When the tracker looks at it next; `None` once terminal.
     pub next_check_at_ms: Option<i64>,
+    /// The fees of its route, locked with its terms (docs/fees.md).
+    #[serde(default)]
+    pub fees: Vec<RouteFee>,
+    /// The affiliate whose code its route was quoted with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affiliate_code: Option<String>,
+    /// Where the provider pays the operator's fee, when it pays an address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fee: Option<OnchainFee>,
+    /// The parties' fees as the execution's end showed them taken: the realized ledger rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fees_realized: Option<Vec<RouteFee>>,
 }
 
 /// Why a report is refused.
@@ -149,6 +166,9 @@ pub struct NewPlan {
     pub page_url: Option<String>,
     pub now_ms: i64,
     pub expires_at_ms: i64,
+    pub fees: Vec<RouteFee>,
+    pub affiliate_code: Option<String>,
+    pub fee: Option<OnchainFee>,
 }
 
 impl ExecutionPlan {
@@ -195,6 +215,10 @@ impl ExecutionPlan {
             updated_at_ms: new.now_ms,
             page_url: new.page_url,
             next_check_at_ms: Some(new.expires_at_ms),
+            fees: new.fees,
+            affiliate_code: new.affiliate_code,
+            fee: new.fee,
+            fees_realized: None,
         }
     }
 
@@ -263,6 +287,9 @@ impl ExecutionPlan {
             return false;
         }
         let terminal = tracked.status.is_terminal();
+        if tracked.outcome == Some(Outcome::Completed) {
+            self.fees_realized = Some(self.realized_fees(tracked.fee_paid));
+        }
         self.status = tracked.status;
         self.substatus = tracked.substatus;
         self.outcome = tracked.outcome;
@@ -271,6 +298,37 @@ impl ExecutionPlan {
         self.received_token = tracked.received_token;
         self.touch(now_ms, (!terminal).then_some(next_check_ms));
         true
+    }
+
+    /// The parties' fees a completed execution realized: what reached the fee recipient, where
+    /// the chain shows it; otherwise the provider collected what it quoted (docs/fees.md).
+    fn realized_fees(&self, fee_paid: Option<alloy_primitives::U256>) -> Vec<RouteFee> {
+        let currency = self
+            .fees
+            .iter()
+            .find(|fee| fee.kind.parse::<crate::fees::Party>().is_ok())
+            .and_then(|fee| crate::market::currencies::currency(&fee.currency));
+        match (fee_paid, currency) {
+            (Some(units), Some(currency)) => crate::fees::realized_operator_fees(
+                &self.fees,
+                Amount::from_base_units(units, currency.decimals, crate::amount::Rounding::Down),
+            ),
+            _ => self.fees.clone(),
+        }
+    }
+
+    /// Its fees as the ledger files them: as quoted, or as realized.
+    pub fn charged(&self, stage: crate::fees::Stage) -> crate::fees::Charged<'_> {
+        let fees = match (stage, &self.fees_realized) {
+            (crate::fees::Stage::Realized, Some(realized)) => realized,
+            _ => &self.fees,
+        };
+        crate::fees::Charged {
+            id: &self.id,
+            owner: &self.owner,
+            affiliate_code: self.affiliate_code.as_deref(),
+            fees,
+        }
     }
 
     /// The signatures of a gasless report not yet passed on to the provider's relayer.
@@ -635,6 +693,10 @@ mod tests {
             updated_at_ms: 0,
             page_url: None,
             next_check_at_ms: Some(1_000),
+            fees: Vec::new(),
+            affiliate_code: None,
+            fee: None,
+            fees_realized: None,
         }
     }
 
@@ -652,7 +714,41 @@ mod tests {
             tx_hashes: Vec::new(),
             received_amount: None,
             received_token: None,
+            fee_paid: None,
         }
+    }
+
+    #[test]
+    fn a_completed_execution_realizes_its_fees_from_what_reached_the_recipient() {
+        let fee = |kind: &str, amount: &str| RouteFee {
+            kind: kind.into(),
+            bps: Some("15".into()),
+            amount: amount.into(),
+            currency: "USDCBASE".into(),
+        };
+        let done = |fee_paid| Tracked {
+            outcome: Some(Outcome::Completed),
+            fee_paid,
+            ..tracked(ExecutionStatus::Done, "completed")
+        };
+        let reported = |plan: &mut ExecutionPlan| {
+            plan.fees = vec![fee("service", "0.045"), fee("affiliate", "0.045")];
+            plan.accept_report(tx("0xaa"), 10).unwrap();
+        };
+        let amounts = |plan: &ExecutionPlan| -> Vec<String> {
+            let realized = plan.fees_realized.as_ref().expect("realized");
+            realized.iter().map(|fee| fee.amount.clone()).collect()
+        };
+
+        let mut plan = plan(false);
+        reported(&mut plan);
+        assert!(plan.apply_tracked(done(Some(alloy_primitives::U256::from(80_000u64))), 30, 40));
+        assert_eq!(amounts(&plan), ["0.04", "0.04"], "what the chain showed, split as quoted");
+
+        let mut plan = self::plan(false);
+        reported(&mut plan);
+        assert!(plan.apply_tracked(done(None), 30, 40));
+        assert_eq!(amounts(&plan), ["0.045", "0.045"], "the provider took what it quoted");
     }
 
     #[test]

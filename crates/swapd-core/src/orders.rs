@@ -284,6 +284,10 @@ pub struct Order {
     /// The fees of its quote, locked with its terms (docs/fees.md).
     #[serde(default)]
     pub fees: Vec<crate::market::routes::RouteFee>,
+    /// The parties' fees as the desk reported taking them, where it reports them (ChangeNOW's
+    /// `partnerInfo.commission`); otherwise its completion realizes `fees`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fees_realized: Option<Vec<crate::market::routes::RouteFee>>,
     pub email: Option<String>,
     /// The createToken it was made with, by hash.
     pub create_token_hash: Option<String>,
@@ -355,6 +359,20 @@ impl OrderLifetimes {
 }
 
 impl Order {
+    /// Its fees as the ledger files them: as quoted, or as realized.
+    pub fn charged(&self, stage: crate::fees::Stage) -> crate::fees::Charged<'_> {
+        let fees = match (stage, &self.fees_realized) {
+            (crate::fees::Stage::Realized, Some(realized)) => realized,
+            _ => &self.fees,
+        };
+        crate::fees::Charged {
+            id: &self.id,
+            owner: &self.owner,
+            affiliate_code: self.affiliate_code.as_deref(),
+            fees,
+        }
+    }
+
     /// The order as the API shows it.
     pub fn view(&self) -> swapd_types::orders::OrderView {
         use swapd_types::orders::{

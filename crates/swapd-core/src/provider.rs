@@ -219,6 +219,47 @@ pub struct ProviderQuote {
     /// The desk's handle on this fixed rate (ChangeNOW's `rateId`), passed back when the
     /// exchange is opened. Never shown to clients.
     pub rate_lock: Option<String>,
+    /// The operator's fee an onchain router was asked to collect, and where: passed again when
+    /// the plan is built (docs/fees.md).
+    pub onchain_fee: Option<crate::fees::OnchainFee>,
+}
+
+impl ProviderQuote {
+    /// Lists the parties' fees a provider took out of the output (a desk's commission, a
+    /// router's fee in the output token): derived from the output after them, since that is all
+    /// the provider states (docs/fees.md).
+    pub fn with_output_fees(
+        mut self,
+        to: &CurrencyDef,
+        carried: crate::fees::FeeSchedule,
+    ) -> Result<Self, ProviderError> {
+        let (_, _, fees) = carried.gross_for(self.to_amount).map_err(|_| {
+            ProviderError::Unavailable("the provider quoted no output after its fees".into())
+        })?;
+        self.fees.extend(Fee::of_parties(&fees, to.code));
+        Ok(self)
+    }
+
+    /// Lists the operator's fee as the provider stated the `total` it takes (0x's
+    /// `integratorFee`), split between the service and the affiliate.
+    pub fn with_stated_fee(
+        mut self,
+        currency: &CurrencyDef,
+        carried: crate::fees::FeeSchedule,
+        total: Amount,
+    ) -> Self {
+        self.fees
+            .extend(Fee::of_parties(&carried.operator_split(total), currency.code));
+        self
+    }
+
+    /// Lists the parties' fees a router takes out of the input before it swaps (LI.FI's `fee`,
+    /// Relay's `appFees`), in the input currency: its output is already what the rest buys.
+    pub fn with_input_fees(mut self, from: &CurrencyDef, carried: crate::fees::FeeSchedule) -> Self {
+        self.fees
+            .extend(Fee::of_parties(&carried.split(self.from_amount), from.code));
+        self
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -296,6 +337,8 @@ pub struct PlanRequest {
     pub gasless: bool,
     /// The plan's deadline (Unix seconds): transactions and permits stop being valid then.
     pub deadline_secs: i64,
+    /// The operator's fee the route was quoted with, collected by the plan's transactions.
+    pub fee: Option<crate::fees::OnchainFee>,
 }
 
 /// The output a route card showed: what the user agreed to.
@@ -455,6 +498,7 @@ mod tests {
             slippage_bps: 100,
             gasless: false,
             deadline_secs: 0,
+            fee: None,
         }
     }
 

@@ -162,21 +162,8 @@ pub fn provider_quote(
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: false,
         rate_lock: quote.rate_lock,
+        onchain_fee: None,
     })
-}
-
-/// The parties' fees a desk took out of `quote`'s output (its commission), as entries of the
-/// quote: derived from the output after them, since the desk states only that.
-pub fn with_carried_fees(
-    quote: &mut ProviderQuote,
-    request: &QuoteRequest,
-    carried: swapd_core::fees::FeeSchedule,
-) -> Result<(), ProviderError> {
-    let (_, _, fees) = carried.gross_for(quote.to_amount).map_err(|_| {
-        ProviderError::Unavailable("the desk quoted no output after its fees".into())
-    })?;
-    quote.fees.extend(Fee::of_parties(&fees, request.to.code));
-    Ok(())
 }
 
 /// A desk's failure as the market sees it, in swapd's words: out of range with the desk's

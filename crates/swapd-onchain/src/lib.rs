@@ -22,7 +22,8 @@ use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{EvmChain, SolanaChain};
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::provider::ProviderError;
+use swapd_core::fees::{FeeSchedule, OnchainFee};
+use swapd_core::provider::{ProviderError, QuoteRequest};
 
 /// The chains swapd reads, by network (`[chains.<network>]`).
 #[derive(Clone, Default)]
@@ -54,6 +55,31 @@ impl Chains {
     pub fn solana(&self) -> Option<&Arc<dyn SolanaChain>> {
         self.solana.as_ref()
     }
+}
+
+/// The operator's fee a router collects for `request` (the service fee, the affiliate's share
+/// inside it), with where it is paid (`recipient`, `None` when the router pays an account it
+/// knows), and at most `max_bps`: `None` when there is none to collect, or the router could not
+/// collect it, which leaves it out of the router's quotes (docs/fees.md).
+fn operator_fee(
+    request: &QuoteRequest,
+    provider: &str,
+    recipient: Option<String>,
+    max_bps: u32,
+) -> Option<(OnchainFee, FeeSchedule)> {
+    let carried = request.fees.schedule_for(provider).operator_only();
+    (carried.service_bps > 0 && carried.service_bps <= max_bps).then(|| {
+        let fee = OnchainFee {
+            bps: carried.service_bps,
+            recipient: recipient.unwrap_or_default(),
+        };
+        (fee, carried)
+    })
+}
+
+/// The operator's EVM fee recipient, as the routers write it.
+fn evm_recipient(request: &QuoteRequest) -> Option<String> {
+    request.fees.recipients.evm.map(|address| address.to_checksum(None))
 }
 
 sol! {

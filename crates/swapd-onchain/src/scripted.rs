@@ -181,5 +181,46 @@ pub fn plan(
         updated_at_ms: 10_000,
         page_url: None,
         next_check_at_ms: Some(10_000),
+        fees: Vec::new(),
+        affiliate_code: None,
+        fee: None,
+        fees_realized: None,
     }
+}
+
+/// The operator's EVM fee recipient of [`fee_policy`].
+pub const FEE_RECIPIENT: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
+
+/// Fees asked of a router: a 30 bps service fee, a quarter of it an affiliate's, a partner's
+/// 20 bps markup (which a router paying one recipient leaves out), and the operator's
+/// recipients.
+pub fn fee_policy() -> swapd_core::fees::FeePolicy {
+    swapd_core::fees::FeePolicy {
+        service_bps: 30,
+        partner_bps: 20,
+        affiliate_share_bps: 2_500,
+        recipients: swapd_core::fees::FeeRecipients {
+            evm: Some(FEE_RECIPIENT.parse().unwrap()),
+            solana: [(
+                "USDCSOL".to_owned(),
+                "FeeAccount1111111111111111111111111111111111".to_owned(),
+            )]
+            .into(),
+        },
+        ..Default::default()
+    }
+}
+
+/// A quote's fee entries as `(kind, bps, amount, currency)`.
+pub fn entries(fees: &[swapd_core::provider::Fee]) -> Vec<(String, String, String, String)> {
+    fees.iter()
+        .filter_map(|fee| {
+            Some((
+                fee.kind.as_str().to_owned(),
+                fee.rate?.to_string(),
+                fee.amount.to_string(),
+                fee.currency.to_owned(),
+            ))
+        })
+        .collect()
 }

@@ -164,6 +164,15 @@ fn paid(logs: &[EvmLog], to: &CurrencyDef, recipient: &str) -> Option<U256> {
     (!units.is_zero()).then_some(units)
 }
 
+/// What `logs` paid the operator's fee recipient in `to`, when the plan's router pays the fee
+/// to an address in a token (0x): zero when nothing arrived; `None` when the chain cannot show
+/// it (no recipient, or the chain's coin, which leaves no log).
+pub fn fee_paid(logs: &[EvmLog], plan: &ExecutionPlan, to: &CurrencyDef) -> Option<U256> {
+    let recipient: Address = plan.fee.as_ref()?.recipient.parse().ok()?;
+    let token: Address = to.contract?.parse().ok()?;
+    Some(chain::transferred_to(logs, token, recipient))
+}
+
 /// What a final receipt on `to`'s chain paid the plan's recipient in `to`: its `Transfer` logs
 /// for a token; for the chain's coin (which leaves no log), the recipient's balance change over
 /// the receipt's block, counting back what it spent on the transaction
@@ -210,6 +219,7 @@ pub fn completed(to: &CurrencyDef, units: U256, tx_hashes: Vec<ExecutionTx>) -> 
             Amount::from_base_units(units, to.decimals, Rounding::Down).to_string(),
         ),
         received_token: Some(to.code.into()),
+        fee_paid: None,
     }
 }
 
@@ -221,5 +231,6 @@ pub fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionT
         tx_hashes,
         received_amount: None,
         received_token: None,
+        fee_paid: None,
     }
 }

@@ -713,6 +713,7 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         recipient: None,
         gasless: false,
         rate_lock: Some("rate-lock-1".into()),
+        onchain_fee: None,
         created_at_ms: expires_at_ms - 120_000,
         expires_at_ms,
     }
@@ -1778,6 +1779,10 @@ fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionP
         updated_at_ms: now,
         page_url: None,
         next_check_at_ms: Some(now + 300_000),
+        fees: Vec::new(),
+        affiliate_code: None,
+        fee: None,
+        fees_realized: None,
     }
 }
 

@@ -5,7 +5,10 @@ use swapd_core::onchain::ExecutionPlan;
 use swapd_core::store::{IdempotentFinish, PlanStore};
 use swapd_core::wakeup::Work;
 
+use swapd_core::fees::{self, Stage};
+
 use crate::codec::encode_json;
+use crate::ledger::insert_ledger_in;
 use crate::map_sqlx_error;
 use crate::sql::{Claim, SqlStore, VersionedBody};
 
@@ -42,6 +45,12 @@ impl PlanStore for SqlStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
+        let expected = fees::ledger_rows(
+            plan.charged(Stage::Expected),
+            Stage::Expected,
+            plan.created_at_ms,
+        );
+        insert_ledger_in(&mut tx, &expected).await?;
         self.commit(tx, Some(finish), &[]).await
     }
 
@@ -101,6 +110,15 @@ impl PlanStore for SqlStore {
         };
         if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
+        }
+        // Written by the change that completes the execution (a row already there stays).
+        if plan.fees_realized.is_some() {
+            let realized = fees::ledger_rows(
+                plan.charged(Stage::Realized),
+                Stage::Realized,
+                plan.updated_at_ms,
+            );
+            insert_ledger_in(&mut tx, &realized).await?;
         }
         self.commit(tx, finish, works).await?;
         Ok(true)

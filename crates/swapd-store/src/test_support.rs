@@ -201,6 +201,7 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Orde
         emergency: None,
         affiliate_code: None,
         fees: Vec::new(),
+        fees_realized: None,
         email: None,
         create_token_hash: None,
         created_at_ms: now,

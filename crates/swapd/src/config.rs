@@ -70,6 +70,20 @@ pub struct FeesConfig {
     pub max_markup_bps: u32,
     /// The most the service fee and a markup may take together, in bps.
     pub max_total_bps: u32,
+    /// Where the onchain routers that pay the fee to an address pay the operator's.
+    pub recipients: FeeRecipientsConfig,
+}
+
+/// Where the operator's fee is paid on chain (docs/fees.md, "Recipients"): a router without
+/// the recipient it needs leaves the fee out of its quotes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeeRecipientsConfig {
+    /// An EVM address (0x's `swapFeeRecipient`, Relay's `appFees`).
+    pub evm: Option<String>,
+    /// Solana token accounts by the catalog code of the currency each holds (Jupiter's
+    /// `feeAccount`, which must hold the output's mint).
+    pub solana: BTreeMap<String, String>,
 }
 
 impl Default for FeesConfig {
@@ -79,6 +93,7 @@ impl Default for FeesConfig {
             provider_service_bps: BTreeMap::new(),
             max_markup_bps: 300,
             max_total_bps: 1_000,
+            recipients: FeeRecipientsConfig::default(),
         }
     }
 }
@@ -106,7 +121,31 @@ impl FeesConfig {
                 ));
             }
         }
+        self.evm_recipient()?;
+        for (code, account) in &self.recipients.solana {
+            let key = format!("fees.recipients.solana.{code}");
+            match swapd_core::market::currencies::currency(code) {
+                Some(def) if def.network.chain_namespace() == "solana" => {}
+                _ => return Err(setting(&key, "names no Solana currency swapd lists")),
+            }
+            swapd_core::address::Network::Solana
+                .validate_address(account)
+                .map_err(|_| setting(&key, "is not a Solana account address"))?;
+        }
         Ok(())
+    }
+
+    fn evm_recipient(&self) -> Result<Option<alloy_primitives::Address>, ConfigError> {
+        self.recipients
+            .evm
+            .as_deref()
+            .map(|text| {
+                text.parse::<alloy_primitives::Address>()
+                    .ok()
+                    .filter(|address| !address.is_zero())
+                    .ok_or_else(|| setting("fees.recipients.evm", "is not an EVM address"))
+            })
+            .transpose()
     }
 
     /// The operator's part of every quote's fees.
@@ -114,6 +153,10 @@ impl FeesConfig {
         swapd_core::fees::FeePolicy {
             service_bps: self.service_bps,
             per_provider: self.provider_service_bps.clone(),
+            recipients: swapd_core::fees::FeeRecipients {
+                evm: self.evm_recipient().ok().flatten(),
+                solana: self.recipients.solana.clone(),
+            },
             ..Default::default()
         }
     }

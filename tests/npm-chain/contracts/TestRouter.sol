@@ -22,6 +22,23 @@ contract TestRouter {
         require(IERC20(token).transfer(recipient, amountOut), "payout");
     }
 
+    /// The same, also paying `fee` of the output token to `feeRecipient`: an aggregator that
+    /// collects an integrator's fee in the output token in the swap's own transaction (0x's
+    /// `swapFeeRecipient`).
+    function swapNativeForTokenWithFee(
+        address token,
+        uint256 amountOut,
+        uint256 minAmountOut,
+        address recipient,
+        address feeRecipient,
+        uint256 fee
+    ) external payable {
+        require(msg.value > 0, "no input");
+        require(amountOut >= minAmountOut, "slippage");
+        require(IERC20(token).transfer(feeRecipient, fee), "fee");
+        require(IERC20(token).transfer(recipient, amountOut), "payout");
+    }
+
     function swapTokenForNative(
         address token,
         uint256 amountIn,

@@ -151,12 +151,9 @@ impl Provider for ChangeNowDesk {
         // amount it quotes for the key (docs/fees.md): it is shown as the service fee, at the
         // percent `fees` names for ChangeNOW, never taken a second time. It pays one account:
         // a partner's markup is left out.
-        let carried = swapd_core::fees::FeeSchedule {
-            partner_bps: 0,
-            ..request.fees.schedule_for(ID)
-        };
+        let carried = request.fees.schedule_for(ID).operator_only();
         if carried.service_bps > 0 {
-            quoting::with_carried_fees(&mut quote, request, carried)?;
+            quote = quote.with_output_fees(request.to, carried)?;
         }
         Ok(quote)
     }

@@ -60,11 +60,7 @@ impl FixedFloatDesk {
     /// The referral a quote of `request` carries, and the fees it stands for.
     fn referral(&self, request: &QuoteRequest) -> Option<(Referral<'_>, FeeSchedule)> {
         let refcode = self.refcode.as_deref()?;
-        let asked = request.fees.schedule_for(ID);
-        let carried = FeeSchedule {
-            partner_bps: 0,
-            ..asked
-        };
+        let carried = request.fees.schedule_for(ID).operator_only();
         (carried.service_bps > 0).then_some((
             Referral {
                 refcode,
@@ -147,7 +143,7 @@ impl Provider for FixedFloatDesk {
             .map_err(|e| quoting::provider_error(ID, e, Some(request.from)))?;
         let mut quote = quoting::provider_quote(request, &limits, quote, DURATION_SECS)?;
         if let Some((referral, carried)) = referral {
-            quoting::with_carried_fees(&mut quote, request, carried)?;
+            quote = quote.with_output_fees(request.to, carried)?;
             quote.rate_lock = Some(format!("{AFFTAX_HANDLE}{}", referral.afftax_bps));
         }
         Ok(quote)

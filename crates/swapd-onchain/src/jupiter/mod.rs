@@ -14,6 +14,7 @@ pub use provider::{BASE_URL, ID, Jupiter};
 use alloy_primitives::U256;
 use base64::Engine;
 use swapd_core::address::Network;
+use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::{Direction, RateType};
@@ -55,18 +56,38 @@ fn query(
     amount: Amount,
     direction: Direction,
     slippage_bps: u32,
+    fee: Option<&OnchainFee>,
 ) -> Vec<(&'static str, String)> {
     let (amount, mode) = match direction {
         Direction::From => (units(amount, from), "ExactIn"),
         Direction::To => (units(amount, to), "ExactOut"),
     };
-    vec![
+    let mut query = vec![
         ("inputMint", mint(from).to_owned()),
         ("outputMint", mint(to).to_owned()),
         ("amount", amount.to_string()),
         ("slippageBps", slippage_bps.to_string()),
         ("swapMode", mode.to_owned()),
-    ]
+    ];
+    if let Some(fee) = fee {
+        query.push(("platformFeeBps", fee.bps.to_string()));
+    }
+    query
+}
+
+/// Jupiter's platform fee is below 100 %.
+const MAX_PLATFORM_FEE_BPS: u32 = 9_999;
+
+/// The operator's fee Jupiter takes from the output into the operator's token account for the
+/// output's mint (`platformFeeBps`, and `feeAccount` on `/swap`; docs/fees.md): for an exact
+/// input only (on an exact output Jupiter would take it from the input), and where the operator
+/// named an account for the output (`fees.recipients.solana`).
+pub fn fee_for(request: &QuoteRequest) -> Option<(OnchainFee, FeeSchedule)> {
+    if request.direction != Direction::From {
+        return None;
+    }
+    let account = request.fees.recipients.solana.get(request.to.code)?;
+    crate::operator_fee(request, ID, Some(account.clone()), MAX_PLATFORM_FEE_BPS)
 }
 
 /// Why Jupiter offers nothing without a Solana node.
@@ -100,6 +121,7 @@ pub fn card_query(
         request.amount,
         request.direction,
         DEFAULT_SLIPPAGE_BPS,
+        fee_for(request).as_ref().map(|(fee, _)| fee),
     ))
 }
 
@@ -111,6 +133,7 @@ pub fn plan_query(request: &PlanRequest) -> Vec<(&'static str, String)> {
         request.from_amount,
         Direction::From,
         request.slippage_bps,
+        request.fee.as_ref(),
     )
 }
 
@@ -150,7 +173,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
     if to_amount.is_zero() || min_output > to_amount {
         return Err(confused("a quote without a usable output"));
     }
-    Ok(ProviderQuote {
+    let quote = ProviderQuote {
         from_amount,
         to_amount,
         min_output,
@@ -163,7 +186,16 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: false,
         rate_lock: None,
-    })
+        onchain_fee: None,
+    };
+    // Jupiter's out amount is what the wallet receives after the platform fee.
+    match fee_for(request) {
+        Some((fee, carried)) => Ok(ProviderQuote {
+            onchain_fee: Some(fee),
+            ..quote.with_output_fees(to, carried)?
+        }),
+        None => Ok(quote),
+    }
 }
 
 /// The plan's quote, checked against what the card showed ([`PlanRequest::accept`]): the body
@@ -186,15 +218,19 @@ pub fn checked_quote(
     Ok((quote, accepted))
 }
 
-/// `/swap`'s body: the quote as Jupiter gave it, for the wallet, SOL wrapped and unwrapped.
-pub fn swap_body(quote: serde_json::Value, wallet: &str) -> String {
-    serde_json::json!({
+/// `/swap`'s body: the quote as Jupiter gave it, for the wallet, SOL wrapped and unwrapped,
+/// the platform fee paid into the operator's `fee_account`.
+pub fn swap_body(quote: serde_json::Value, wallet: &str, fee: Option<&OnchainFee>) -> String {
+    let mut body = serde_json::json!({
         "quoteResponse": quote,
         "userPublicKey": wallet,
         "wrapAndUnwrapSol": true,
         "dynamicComputeUnitLimit": true,
-    })
-    .to_string()
+    });
+    if let Some(fee) = fee {
+        body["feeAccount"] = fee.recipient.clone().into();
+    }
+    body.to_string()
 }
 
 /// The plan's one step: the unsigned transaction, valid until `lastValidBlockHeight`.

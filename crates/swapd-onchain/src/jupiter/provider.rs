@@ -89,7 +89,7 @@ impl Provider for Jupiter {
             .post(
                 Call::Read,
                 "swap",
-                &super::swap_body(quote, &request.wallet_address),
+                &super::swap_body(quote, &request.wallet_address, request.fee.as_ref()),
                 &[],
             )
             .await?;

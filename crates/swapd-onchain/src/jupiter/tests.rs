@@ -89,6 +89,7 @@ fn plan_request(min: &str) -> PlanRequest {
         slippage_bps: 50,
         gasless: false,
         deadline_secs: 1_800_000_300,
+        fee: None,
     }
 }
 
@@ -272,6 +273,60 @@ async fn a_plan_is_the_swap_transaction_for_the_wallet_with_its_last_valid_block
         .await
         .unwrap_err();
     assert!(error.to_string().contains("the price moved"), "{error}");
+}
+
+#[tokio::test]
+async fn the_operators_fee_is_jupiters_platform_fee_into_the_operators_account_for_the_output() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/quote"))
+        .and(query_param("platformFeeBps", "30"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(sol_to_usdc()))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let account = "FeeAccount1111111111111111111111111111111111";
+    Mock::given(method("POST"))
+        .and(path("/swap"))
+        .and(body_partial_json(json!({"feeAccount": account})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({"swapTransaction": base64::engine::general_purpose::STANDARD.encode([7u8; 60]),
+                   "lastValidBlockHeight": 279632475}),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let jupiter = jupiter(&server, solana()).await;
+    let card = jupiter
+        .quote(&QuoteRequest {
+            fees: crate::scripted::fee_policy(),
+            ..request("SOL", "USDCSOL", "2.5", Direction::From)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::scripted::entries(&card.fees),
+        [
+            ("service".into(), "22.5".into(), "0.846567".into(), "USDCSOL".into()),
+            ("affiliate".into(), "7.5".into(), "0.282189".into(), "USDCSOL".into()),
+        ]
+    );
+    let fee = card.onchain_fee.clone().unwrap();
+    assert_eq!((fee.bps, fee.recipient.as_str()), (30, account));
+    jupiter
+        .build_plan(&PlanRequest {
+            fee: Some(fee),
+            ..plan_request("373.2")
+        })
+        .await
+        .unwrap();
+
+    // An exact output would pay the fee from the input: left out.
+    let exact_out = QuoteRequest {
+        fees: crate::scripted::fee_policy(),
+        ..request("SOL", "USDCSOL", "375", Direction::To)
+    };
+    assert!(super::fee_for(&exact_out).is_none());
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ pub use provider::{BASE_URL, ID, LiFi};
 
 use alloy_primitives::{Address, U256};
 use swapd_core::address::Network;
+use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::RateType;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
@@ -100,7 +101,7 @@ fn query(
     sender: &str,
     recipient: Option<&str>,
     slippage_bps: u32,
-    integrator: &str,
+    (integrator, fee): (&str, Option<&OnchainFee>),
 ) -> Result<Vec<(&'static str, String)>, ProviderError> {
     let from_chain = chain_id(from.network).ok_or_else(|| uncovered(from))?;
     let to_chain = chain_id(to.network).ok_or_else(|| uncovered(to))?;
@@ -119,7 +120,25 @@ fn query(
     if !integrator.is_empty() {
         query.push(("integrator", integrator.to_owned()));
     }
+    if let Some(fee) = fee {
+        // A fraction of the input: 30 bps is `0.003`.
+        let fraction = Amount::from_units(U256::from(fee.bps), 4);
+        query.push(("fee", fraction.to_string()));
+    }
     Ok(query)
+}
+
+/// LI.FI takes its `fee` from the input below 100 %.
+const MAX_FEE_BPS: u32 = 9_999;
+
+/// The operator's fee LI.FI takes from the input for swapd's integrator (`integrator` and
+/// `fee`; docs/fees.md): it pays the integrator's fee wallet, set up with LI.FI, so it needs an
+/// integrator name.
+pub fn fee_for(request: &QuoteRequest, integrator: &str) -> Option<(OnchainFee, FeeSchedule)> {
+    if integrator.is_empty() {
+        return None;
+    }
+    crate::operator_fee(request, ID, None, MAX_FEE_BPS)
 }
 
 /// The query that prices a route card.
@@ -152,7 +171,10 @@ pub fn card_query(request: &QuoteRequest, integrator: &str) -> Result<QuoteQuery
         sender,
         request.recipient.as_deref(),
         swapd_core::onchain::DEFAULT_SLIPPAGE_BPS,
-        integrator,
+        (
+            integrator,
+            fee_for(request, integrator).as_ref().map(|(fee, _)| fee),
+        ),
     )?;
     // A card is a price: no need to simulate a transaction for a sender that may hold nothing.
     query.push(("skipSimulation", "true".into()));
@@ -171,7 +193,7 @@ pub fn plan_query(request: &PlanRequest, integrator: &str) -> Result<QuoteQuery,
         &request.wallet_address,
         request.recipient.as_deref(),
         request.slippage_bps,
-        integrator,
+        (integrator, request.fee.as_ref()),
     )?;
     Ok(QuoteQuery {
         path: "quote",
@@ -206,7 +228,11 @@ fn check_tokens(
 }
 
 /// A card's terms from LI.FI's quote.
-pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
+pub fn card(
+    body: &[u8],
+    request: &QuoteRequest,
+    integrator: &str,
+) -> Result<ProviderQuote, ProviderError> {
     let quote: wire::Quote = parse_json(body)?;
     let (from, to) = (request.from, request.to);
     check_tokens(&quote, from, to)?;
@@ -222,7 +248,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
     if to_amount.is_zero() || min_output > to_amount {
         return Err(confused("a quote without a usable output"));
     }
-    Ok(ProviderQuote {
+    let quote = ProviderQuote {
         from_amount,
         to_amount,
         min_output,
@@ -237,6 +263,15 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: false,
         rate_lock: None,
+        onchain_fee: None,
+    };
+    // LI.FI's output is what the input less its fee buys.
+    Ok(match fee_for(request, integrator) {
+        Some((fee, carried)) => ProviderQuote {
+            onchain_fee: Some(fee),
+            ..quote.with_input_fees(from, carried)
+        },
+        None => quote,
     })
 }
 
@@ -400,6 +435,7 @@ pub fn tracked(
         tx_hashes: vec![source.clone()],
         received_amount: None,
         received_token: None,
+        fee_paid: None,
     };
     Ok(Some(match status.status.as_str() {
         "NOT_FOUND" => return Ok(None),
@@ -429,6 +465,7 @@ pub fn tracked(
             tx_hashes: vec![source.clone()],
             received_amount: None,
             received_token: None,
+            fee_paid: None,
         },
         _ => return Err(confused("a status swapd does not know")),
     }))
@@ -507,6 +544,7 @@ fn done(
         tx_hashes,
         received_amount: Some(received_amount),
         received_token: Some(received_token),
+        fee_paid: None,
     })
 }
 

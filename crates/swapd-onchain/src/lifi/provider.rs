@@ -182,7 +182,7 @@ impl Provider for LiFi {
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         let query = super::card_query(request, &self.integrator)?;
         let body = self.quote_body(query, request.from).await?;
-        super::card(&body, request)
+        super::card(&body, request, &self.integrator)
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {

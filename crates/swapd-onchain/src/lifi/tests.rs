@@ -137,6 +137,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         slippage_bps: 50,
         gasless: false,
         deadline_secs: 1_800_000_000,
+        fee: None,
     }
 }
 
@@ -159,6 +160,58 @@ async fn serving(route: &str, answer: ResponseTemplate) -> MockServer {
         .mount(&server)
         .await;
     server
+}
+
+#[tokio::test]
+async fn the_operators_fee_is_lifis_integrator_fee_taken_from_the_input() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/quote"))
+        .and(query_param("integrator", "swapd"))
+        .and(query_param("fee", "0.003"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(eth_to_usdc()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let quote = lifi(&server, Chains::default())
+        .await
+        .quote(&QuoteRequest {
+            fees: crate::scripted::fee_policy(),
+            ..request("ETH", "USDCETH", "1", Direction::From)
+        })
+        .await
+        .unwrap();
+    // In the input currency, of the input; one integrator, so the partner's markup is left out.
+    assert_eq!(
+        crate::scripted::entries(&quote.fees),
+        [
+            ("service".into(), "22.5".into(), "0.00225".into(), "ETH".into()),
+            ("affiliate".into(), "7.5".into(), "0.00075".into(), "ETH".into()),
+        ]
+    );
+    assert_eq!(quote.to_amount.to_string(), "2994.123456");
+    let fee = quote.onchain_fee.unwrap();
+    assert_eq!((fee.bps, fee.recipient.as_str()), (30, ""));
+    let query = super::plan_query(
+        &PlanRequest {
+            fee: Some(fee),
+            ..plan_request("ETH", "USDCETH", "1", "2979")
+        },
+        "swapd",
+    )
+    .unwrap();
+    assert!(query.query.contains(&("fee", "0.003".into())), "{:?}", query.query);
+
+    // Without an integrator name LI.FI pays no one: the fee is left out.
+    let quote_without = super::card_query(
+        &QuoteRequest {
+            fees: crate::scripted::fee_policy(),
+            ..request("ETH", "USDCETH", "1", Direction::From)
+        },
+        "",
+    )
+    .unwrap();
+    assert!(!quote_without.query.iter().any(|(name, _)| *name == "fee"));
 }
 
 #[tokio::test]

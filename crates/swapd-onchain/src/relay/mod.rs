@@ -14,6 +14,7 @@ pub use provider::{BASE_URL, ID, Relay};
 use alloy_primitives::{Address, U256};
 use serde::{Deserialize, Serialize};
 use swapd_core::address::Network;
+use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::{Direction, RateType};
@@ -77,6 +78,17 @@ struct Route<'a> {
     user: &'a str,
     recipient: Option<&'a str>,
     slippage_bps: Option<u32>,
+    fee: Option<&'a OnchainFee>,
+}
+
+/// Relay's app fees are bps of the input; it takes at most this many.
+const MAX_APP_FEE_BPS: u32 = 10_000;
+
+/// The operator's fee Relay takes from the input as an app fee for the operator's EVM
+/// recipient (`appFees`; docs/fees.md).
+pub fn fee_for(request: &QuoteRequest) -> Option<(OnchainFee, FeeSchedule)> {
+    let recipient = crate::evm_recipient(request)?;
+    crate::operator_fee(request, ID, Some(recipient), MAX_APP_FEE_BPS)
 }
 
 fn quote_body(route: Route<'_>, referrer: &str) -> Result<String, ProviderError> {
@@ -108,6 +120,15 @@ fn quote_body(route: Route<'_>, referrer: &str) -> Result<String, ProviderError>
         slippage_tolerance: route.slippage_bps.map(|bps| bps.to_string()),
         referrer,
         use_permit: from.contract.is_some(),
+        // One recipient per party: the operator's (the affiliate's share inside it).
+        app_fees: route
+            .fee
+            .map(|fee| wire::AppFee {
+                recipient: &fee.recipient,
+                fee: fee.bps.to_string(),
+            })
+            .into_iter()
+            .collect(),
     };
     Ok(serde_json::to_string(&body).expect("the quote request serializes"))
 }
@@ -121,6 +142,7 @@ pub fn card_body(request: &QuoteRequest, referrer: &str) -> Result<String, Provi
         .as_ref()
         .and_then(|w| w.address.as_deref())
         .unwrap_or(UNNAMED_EVM_USER);
+    let fee = fee_for(request);
     quote_body(
         Route {
             from: request.from,
@@ -130,6 +152,7 @@ pub fn card_body(request: &QuoteRequest, referrer: &str) -> Result<String, Provi
             user,
             recipient: request.recipient.as_deref(),
             slippage_bps: None,
+            fee: fee.as_ref().map(|(fee, _)| fee),
         },
         referrer,
     )
@@ -146,6 +169,7 @@ pub fn plan_body(request: &PlanRequest, referrer: &str) -> Result<String, Provid
             user: &request.wallet_address,
             recipient: request.recipient.as_deref(),
             slippage_bps: Some(request.slippage_bps),
+            fee: request.fee.as_ref(),
         },
         referrer,
     )
@@ -223,7 +247,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
             }
         }
     }
-    Ok(ProviderQuote {
+    let quote = ProviderQuote {
         from_amount,
         to_amount,
         min_output,
@@ -239,6 +263,15 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: signature_only(&quote.steps),
         rate_lock: None,
+        onchain_fee: None,
+    };
+    // Relay's output is what the input less the app fee buys.
+    Ok(match fee_for(request) {
+        Some((fee, carried)) => ProviderQuote {
+            onchain_fee: Some(fee),
+            ..quote.with_input_fees(from, carried)
+        },
+        None => quote,
     })
 }
 

@@ -140,6 +140,7 @@ fn plan_request(min: &str) -> PlanRequest {
         slippage_bps: 50,
         gasless: true,
         deadline_secs: 1_800_000_300,
+        fee: None,
     }
 }
 
@@ -190,6 +191,45 @@ async fn a_card_asks_for_exact_input_with_a_permit_for_tokens() {
             (FeeKind::Provider, "USDCBASE", "0.05".to_owned())
         ]
     );
+}
+
+#[tokio::test]
+async fn the_operators_fee_is_a_relay_app_fee_taken_from_the_input() {
+    let server = MockServer::start().await;
+    let app_fees = json!({"appFees": [{"recipient": crate::scripted::FEE_RECIPIENT, "fee": "30"}]});
+    Mock::given(method("POST"))
+        .and(path("/quote/v2"))
+        .and(body_partial_json(app_fees))
+        .respond_with(ResponseTemplate::new(200).set_body_json(quote(signature_steps())))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let relay = relay(&server, Chains::default()).await;
+    let card = relay
+        .quote(&QuoteRequest {
+            fees: crate::scripted::fee_policy(),
+            ..request("USDCBASE", "USDCARB", "25")
+        })
+        .await
+        .unwrap();
+    // In bps of the input, in the input currency; one recipient, the operator's.
+    assert_eq!(
+        crate::scripted::entries(&card.fees),
+        [
+            ("service".into(), "22.5".into(), "0.05625".into(), "USDCBASE".into()),
+            ("affiliate".into(), "7.5".into(), "0.01875".into(), "USDCBASE".into()),
+        ]
+    );
+    assert_eq!(card.to_amount.to_string(), "24.95", "Relay's output is after the fee");
+    let fee = card.onchain_fee.clone().unwrap();
+    assert_eq!((fee.bps, fee.recipient.as_str()), (30, crate::scripted::FEE_RECIPIENT));
+    relay
+        .build_plan(&PlanRequest {
+            fee: Some(fee),
+            ..plan_request("24.9")
+        })
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

@@ -26,6 +26,16 @@ pub struct QuoteRequest<'a> {
     /// Ask for a permit signature instead of an approval transaction, where the token allows.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub use_permit: bool,
+    /// Fees Relay takes from the input for the app, each to its EVM recipient.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub app_fees: Vec<AppFee<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AppFee<'a> {
+    pub recipient: &'a str,
+    /// Basis points of the input, as a string.
+    pub fee: String,
 }
 
 #[derive(Debug, Deserialize)]

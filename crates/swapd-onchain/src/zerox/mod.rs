@@ -13,6 +13,7 @@ pub use provider::{BASE_URL, ID, ZeroX};
 
 use alloy_primitives::{Address, U256};
 use swapd_core::amount::{Amount, Rounding};
+use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::{Direction, RateType};
 use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, SignedStep, typed_data_hash};
@@ -62,13 +63,23 @@ pub struct Query {
     pub query: Vec<(&'static str, String)>,
 }
 
+/// 0x takes at most this many bps per recipient (`swapFeeBps`).
+const MAX_SWAP_FEE_BPS: u32 = 1_000;
+
+/// The operator's fee 0x pays in the output token to the operator's EVM recipient
+/// (`swapFeeRecipient`, `swapFeeBps`, `swapFeeToken`; docs/fees.md).
+pub fn fee_for(request: &QuoteRequest) -> Option<(OnchainFee, FeeSchedule)> {
+    let recipient = crate::evm_recipient(request)?;
+    crate::operator_fee(request, ID, Some(recipient), MAX_SWAP_FEE_BPS)
+}
+
 fn query(
     path: (&'static str, &'static str),
-    from: &CurrencyDef,
-    to: &CurrencyDef,
+    (from, to): (&CurrencyDef, &CurrencyDef),
     amount: Amount,
     taker: Option<&str>,
     slippage_bps: u32,
+    fee: Option<&OnchainFee>,
 ) -> Query {
     let chain_id = from.network.evm_chain_id().unwrap_or_default();
     let mut query = vec![
@@ -80,6 +91,12 @@ fn query(
     ];
     if let Some(taker) = taker {
         query.push(("taker", taker.to_owned()));
+    }
+    if let Some(fee) = fee {
+        // One recipient per party: the operator's (the affiliate's share inside it).
+        query.push(("swapFeeRecipient", fee.recipient.clone()));
+        query.push(("swapFeeBps", fee.bps.to_string()));
+        query.push(("swapFeeToken", token(to).to_owned()));
     }
     Query {
         path: if gasless(from) { path.1 } else { path.0 },
@@ -116,11 +133,11 @@ pub fn card_query(request: &QuoteRequest, reads_chain: bool) -> Result<Query, Pr
     let taker = request.wallet.as_ref().and_then(|w| w.address.as_deref());
     Ok(query(
         ("swap/allowance-holder/price", "gasless/price"),
-        from,
-        to,
+        (from, to),
         request.amount,
         taker,
         DEFAULT_SLIPPAGE_BPS,
+        fee_for(request).as_ref().map(|(fee, _)| fee),
     ))
 }
 
@@ -129,11 +146,11 @@ pub fn card_query(request: &QuoteRequest, reads_chain: bool) -> Result<Query, Pr
 pub fn plan_query(request: &PlanRequest) -> Query {
     query(
         ("swap/allowance-holder/quote", "gasless/quote"),
-        request.from,
-        request.to,
+        (request.from, request.to),
         request.from_amount,
         Some(&request.wallet_address),
         request.slippage_bps,
+        request.fee.as_ref(),
     )
 }
 
@@ -174,14 +191,14 @@ fn usable(
 /// A card's terms from 0x's price.
 pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
     let (from, to) = (request.from, request.to);
-    let quote = usable(body, from, to, units(request.amount, from))?;
-    let to_amount = display(integer(quote.buy_amount.as_deref())?, to, Rounding::Down);
-    let min_output = match quote.min_buy_amount.as_deref() {
+    let answer = usable(body, from, to, units(request.amount, from))?;
+    let to_amount = display(integer(answer.buy_amount.as_deref())?, to, Rounding::Down);
+    let min_output = match answer.min_buy_amount.as_deref() {
         Some(min) => display(integer(Some(min))?, to, Rounding::Down),
         None => swapd_core::market::routes::less_bps(to_amount, DEFAULT_SLIPPAGE_BPS),
     };
     let mut fees = Vec::new();
-    if let Some(fee) = quote.total_network_fee.as_deref()
+    if let Some(fee) = answer.total_network_fee.as_deref()
         && let Some(native) = CURRENCIES
             .iter()
             .find(|def| def.network == from.network && def.contract.is_none())
@@ -192,7 +209,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
             native.code,
         ));
     }
-    Ok(ProviderQuote {
+    let quote = ProviderQuote {
         from_amount: request.amount,
         to_amount,
         min_output,
@@ -205,6 +222,27 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: gasless(from),
         rate_lock: None,
+        onchain_fee: None,
+    };
+    // 0x's buy amount is what the taker receives after the fee it pays the recipient, which
+    // it states; derived from the buy amount where it does not.
+    let Some((fee, carried)) = fee_for(request) else {
+        return Ok(quote);
+    };
+    let stated = match &answer.fees {
+        Some(wire::Fees {
+            integrator_fee: Some(stated),
+        }) if stated.token.eq_ignore_ascii_case(token(to)) => {
+            Some(display(integer(Some(&stated.amount))?, to, Rounding::Down))
+        }
+        _ => None,
+    };
+    Ok(ProviderQuote {
+        onchain_fee: Some(fee),
+        ..match stated {
+            Some(total) => quote.with_stated_fee(to, carried, total),
+            None => quote.with_output_fees(to, carried)?,
+        }
     })
 }
 

@@ -107,7 +107,10 @@ impl ZeroX {
             OnChain::Decided(tracked) => Ok(tracked),
             OnChain::Final(receipt) => {
                 match tracking::received(&self.chains, &receipt, plan, from, to).await? {
-                    Some(units) => Ok(tracking::completed(to, units, vec![source])),
+                    Some(units) => Ok(Tracked {
+                        fee_paid: tracking::fee_paid(&receipt.logs, plan, to),
+                        ..tracking::completed(to, units, vec![source])
+                    }),
                     // Executed but nothing reached the wallet: not a swap swapd can vouch for.
                     None => Ok(tracking::state(
                         ExecutionStatus::Failed,

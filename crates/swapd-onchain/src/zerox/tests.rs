@@ -71,6 +71,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         slippage_bps: 100,
         gasless: false,
         deadline_secs: 1_800_000_000,
+        fee: None,
     }
 }
 
@@ -150,6 +151,54 @@ async fn a_native_input_card_is_priced_by_the_allowance_holder_api() {
     assert_eq!(quote.fees[0].kind, FeeKind::Network);
     assert_eq!(quote.fees[0].currency, "ETHBASE");
     assert_eq!(quote.fees[0].amount.to_string(), "0.00000124");
+}
+
+fn entry(kind: &str, bps: &str, amount: &str, currency: &str) -> (String, String, String, String) {
+    (kind.into(), bps.into(), amount.into(), currency.into())
+}
+
+#[tokio::test]
+async fn the_operators_fee_is_paid_by_0x_to_its_recipient_in_the_output_token() {
+    let server = MockServer::start().await;
+    for endpoint in ["/swap/allowance-holder/price", "/swap/allowance-holder/quote"] {
+        Mock::given(method("GET"))
+            .and(path(endpoint))
+            .and(query_param("swapFeeRecipient", crate::scripted::FEE_RECIPIENT))
+            .and(query_param("swapFeeBps", "30"))
+            .and(query_param("swapFeeToken", USDC))
+            .respond_with(ResponseTemplate::new(200).set_body_json(eth_to_usdc()))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let zerox = zerox(&server, Chains::new(vec![base()])).await;
+    let quote = zerox
+        .quote(&QuoteRequest {
+            fees: crate::scripted::fee_policy(),
+            ..request("ETHBASE", "USDCBASE", "0.01")
+        })
+        .await
+        .unwrap();
+    // 0x's buy amount is after the fee: the entries are derived from it; one recipient, the
+    // operator's, so the partner's markup is left out.
+    assert_eq!(quote.to_amount.to_string(), "30.012345");
+    assert_eq!(
+        crate::scripted::entries(&quote.fees),
+        [
+            entry("service", "22.5", "0.067731", "USDCBASE"),
+            entry("affiliate", "7.5", "0.022576", "USDCBASE"),
+        ]
+    );
+    let fee = quote.onchain_fee.clone().unwrap();
+    assert_eq!((fee.bps, fee.recipient.as_str()), (30, crate::scripted::FEE_RECIPIENT));
+    // The plan asks 0x for the same fee.
+    zerox
+        .build_plan(&PlanRequest {
+            fee: Some(fee),
+            ..plan_request("ETHBASE", "USDCBASE", "0.01", "29.7")
+        })
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -584,4 +633,54 @@ async fn coin_output_is_read_from_the_wallets_balance_over_the_block() {
         .unwrap();
     assert_eq!(tracked.received_token.as_deref(), Some("ETHBASE"));
     assert_eq!(tracked.received_amount.as_deref(), Some("0.0083"));
+}
+
+#[tokio::test]
+async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
+    let server = MockServer::start().await;
+    let chain = base();
+    let zerox = zerox(&server, Chains::new(vec![chain.clone()])).await;
+    let mut plan = plan("ETHBASE", "USDCBASE");
+    plan.gasless = false;
+    plan.fee = Some(swapd_core::fees::OnchainFee {
+        bps: 30,
+        recipient: crate::scripted::FEE_RECIPIENT.into(),
+    });
+    let usdc: Address = USDC.parse().unwrap();
+    chain.mined(
+        TX,
+        80,
+        true,
+        WALLET.parse().unwrap(),
+        vec![
+            paid_log(usdc, crate::scripted::FEE_RECIPIENT, 89_000),
+            paid_log(usdc, WALLET, 29_910_000),
+        ],
+    );
+    chain.set_head(81);
+    let report = ExecutionReport::TxHash { tx_hash: TX.into() };
+    let tracked = zerox
+        .track_execution(TrackRequest {
+            plan: &plan,
+            report: &report,
+            reported_at_ms: 10_000,
+            now_ms: 20_000,
+        })
+        .await
+        .unwrap();
+    assert_eq!(tracked.received_amount.as_deref(), Some("29.91"));
+    assert_eq!(tracked.fee_paid, Some(U256::from(89_000u64)), "what the log shows");
+
+    // A plan without a fee recipient reads none.
+    let unpaid = ExecutionPlan { fee: None, ..plan };
+    let tracked = zerox
+        .track_execution(TrackRequest {
+            plan: &unpaid,
+            report: &report,
+            reported_at_ms: 10_000,
+            now_ms: 20_000,
+        })
+        .await
+        .unwrap();
+    assert_eq!(tracked.fee_paid, None);
 }

@@ -32,6 +32,23 @@ pub struct Quote {
     pub trade: Option<Signable>,
     #[serde(default)]
     pub approval: Option<Signable>,
+    #[serde(default)]
+    pub fees: Option<Fees>,
+}
+
+/// The fees 0x states, each `null` when not taken.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fees {
+    /// The `swapFeeBps` fee paid to `swapFeeRecipient`.
+    #[serde(default)]
+    pub integrator_fee: Option<TokenAmount>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TokenAmount {
+    pub amount: String,
+    pub token: String,
 }
 
 #[derive(Debug, Deserialize)]

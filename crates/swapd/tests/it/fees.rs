@@ -3,68 +3,42 @@
 
 use alloy_primitives::U256;
 use serde_json::Value;
-use swapd::app::{App, Roles, Runtime};
-use swapd_client::{BusinessClient, Call, Credentials, Surface};
 use swapd_core::amount::Amount;
 use swapd_types::Permission;
-use tokio_util::sync::CancellationToken;
 
-struct Server {
-    base: String,
-    runtime: Runtime,
-    shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
+use crate::support::{Options, TestKey, TestServer};
+
+/// A sandbox server whose operator takes `service_bps`.
+async fn fee_server(service_bps: u32) -> TestServer {
+    TestServer::start_with(Options {
+        fees: swapd::config::FeesConfig {
+            service_bps,
+            ..Default::default()
+        },
+        ..Options::default()
+    })
+    .await
 }
 
-impl Server {
-    async fn start(service_bps: u32) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = crate::local_config(dir.path());
-        config.fees.service_bps = service_bps;
-        let app = App::build(Runtime::open(config.clone()).await.unwrap(), Roles::ALL)
-            .await
-            .unwrap();
-        let base = format!("http://{}", app.local_addr().unwrap());
-        let shutdown = CancellationToken::new();
-        tokio::spawn(app.run_until_stopped(shutdown.clone()));
-        let runtime = Runtime::open(config).await.unwrap();
-        Server {
-            base,
-            runtime,
-            shutdown,
-            _dir: dir,
-        }
-    }
-
-    /// A client whose key carries `markup_bps`.
-    async fn partner(&self, markup_bps: u32) -> BusinessClient {
-        let policy = swapd_core::api_keys::ApiKeyPolicy::new(
-            "fees",
-            [Permission::PricesRead, Permission::OrdersCreate],
+/// A partner's key carrying `markup_bps`.
+async fn partner(server: &TestServer, markup_bps: u32) -> TestKey {
+    server
+        .key_with_markup(
+            &[Permission::PricesRead, Permission::OrdersCreate],
             &[],
             &[],
             Default::default(),
+            markup_bps,
         )
-        .unwrap()
-        .with_markup_bps(markup_bps);
-        let issued = swapd_core::api_keys::ApiKey::issue(
-            policy,
-            &self.runtime.master_key,
-            swapd_core::Clock::now_ms(self.runtime.clock.as_ref()),
-        );
-        self.runtime
-            .store
-            .insert_api_key(&issued.key)
-            .await
-            .unwrap();
-        BusinessClient::new(&self.base, Credentials::new(issued.key.id, issued.secret)).unwrap()
-    }
+        .await
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
+/// What `key` is answered, the data of a success.
+async fn data(server: &TestServer, key: &TestKey, method: &str, path: &str, query: &str, body: Value) -> Value {
+    let body = if body.is_null() { Vec::new() } else { serde_json::to_vec(&body).unwrap() };
+    let resp = server.call(key, method, path, query, &body).await;
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    resp.body["data"].clone()
 }
 
 /// An ETH amount, at ETH's precision in the catalog (the scale fees are computed at).
@@ -75,18 +49,15 @@ fn amount(text: &Value) -> Amount {
     Amount::parse(text.as_str().unwrap(), precision).unwrap()
 }
 
-/// `GET /routes` for 0.1 BTC to ETH, as `client`'s key asks it.
-async fn btc_eth_routes(client: &BusinessClient) -> Value {
-    client
-        .call(
-            Call::get("/routes")
-                .param("fromCcy", "BTC")
-                .param("toCcy", "ETH")
-                .param("amount", "0.1"),
-        )
-        .await
-        .unwrap()
-        .data
+/// `GET /routes` for 0.1 BTC to ETH, as `key` asks it.
+async fn btc_eth_routes(server: &TestServer, key: &TestKey) -> Value {
+    let query = "fromCcy=BTC&toCcy=ETH&amount=0.1";
+    data(server, key, "GET", "/api/v3/routes", query, Value::Null).await
+}
+
+/// `POST /quotes` with `body`, as `key` asks it.
+async fn quote(server: &TestServer, key: &TestKey, body: Value) -> Value {
+    data(server, key, "POST", "/api/v3/quotes", "", body).await
 }
 
 /// The party fee of `kind` in `fees`, if any.
@@ -105,9 +76,9 @@ fn share(gross: Amount, bps: u32) -> Amount {
 
 #[tokio::test]
 async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_after_them() {
-    let server = Server::start(30).await;
-    let partner = server.partner(20).await;
-    let routes = btc_eth_routes(&partner).await;
+    let server = fee_server(30).await;
+    let partner = partner(&server, 20).await;
+    let routes = btc_eth_routes(&server, &partner).await;
     let cards: Vec<&Value> = routes["routes"]
         .as_array()
         .unwrap()
@@ -139,17 +110,12 @@ async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_af
         "ranked by the output after fees: {outputs:?}"
     );
 
-    let quote = partner
-        .call(
-            Call::post(
-                "/quotes",
-                &serde_json::json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1"}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap()
-        .data;
+    let quote = quote(
+        &server,
+        &partner,
+        serde_json::json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1"}),
+    )
+    .await;
     let fees = quote["fees"].as_array().unwrap();
     let gross = amount(&quote["toAmount"])
         + amount(&party(fees, "service").unwrap()["amount"])
@@ -160,8 +126,8 @@ async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_af
     );
 
     // A key without a markup pays the service fee only.
-    let plain = server.partner(0).await;
-    let routes = btc_eth_routes(&plain).await;
+    let plain = self::partner(&server, 0).await;
+    let routes = btc_eth_routes(&server, &plain).await;
     for card in routes["routes"]
         .as_array()
         .unwrap()
@@ -176,19 +142,14 @@ async fn routes_and_quotes_show_the_service_fee_and_the_markup_and_the_output_af
 
 #[tokio::test]
 async fn a_reverse_quote_delivers_at_least_the_amount_asked_after_fees() {
-    let server = Server::start(45).await;
-    let partner = server.partner(25).await;
-    let quote = partner
-        .call(
-            Call::post(
-                "/quotes",
-                &serde_json::json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "2", "direction": "to"}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap()
-        .data;
+    let server = fee_server(45).await;
+    let partner = partner(&server, 25).await;
+    let quote = quote(
+        &server,
+        &partner,
+        serde_json::json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "2", "direction": "to"}),
+    )
+    .await;
     assert!(
         amount(&quote["toAmount"]) >= amount(&serde_json::json!("2")),
         "{quote}"
@@ -200,9 +161,9 @@ async fn a_reverse_quote_delivers_at_least_the_amount_asked_after_fees() {
 
 #[tokio::test]
 async fn without_fees_configured_nothing_is_taken() {
-    let server = Server::start(0).await;
-    let partner = server.partner(0).await;
-    let routes = btc_eth_routes(&partner).await;
+    let server = fee_server(0).await;
+    let partner = partner(&server, 0).await;
+    let routes = btc_eth_routes(&server, &partner).await;
     for card in routes["routes"].as_array().unwrap() {
         for fee in card["fees"].as_array().unwrap() {
             assert!(
@@ -219,11 +180,13 @@ async fn without_fees_configured_nothing_is_taken() {
 #[tokio::test]
 async fn a_partners_markup_is_in_the_ledger_and_its_earnings_only() {
     use crate::lifecycle::{create, deposit, order, step};
-    use crate::support::{Options, TestServer};
     use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
     let server = TestServer::start_with(Options {
-        service_bps: 30,
+        fees: swapd::config::FeesConfig {
+            service_bps: 30,
+            ..Default::default()
+        },
         ..Options::default()
     })
     .await;
@@ -302,12 +265,14 @@ async fn a_partners_markup_is_in_the_ledger_and_its_earnings_only() {
 #[tokio::test]
 async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_order() {
     use crate::lifecycle::{deposit, order, post, step};
-    use crate::support::{Options, TestServer};
     use swapd_core::affiliates::Affiliate;
     use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
     let server = TestServer::start_with(Options {
-        service_bps: 30,
+        fees: swapd::config::FeesConfig {
+            service_bps: 30,
+            ..Default::default()
+        },
         ..Options::default()
     })
     .await;

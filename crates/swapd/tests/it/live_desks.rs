@@ -221,7 +221,10 @@ async fn changenows_account_commission_is_shown_as_the_service_fee() {
             providers,
             chains: Default::default(),
         }),
-        service_bps: 50,
+        fees: swapd::config::FeesConfig {
+            service_bps: 50,
+            ..Default::default()
+        },
         ..Options::default()
     })
     .await;

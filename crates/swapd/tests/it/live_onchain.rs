@@ -29,6 +29,7 @@ sol! {
     function mint(address to, uint256 value) external;
     function balanceOf(address owner) external view returns (uint256);
     function swapNativeForToken(address token, uint256 amountOut, uint256 minAmountOut, address recipient) external payable;
+    function swapNativeForTokenWithFee(address token, uint256 amountOut, uint256 minAmountOut, address recipient, address feeRecipient, uint256 fee) external payable;
     function swapTokenForNative(address token, uint256 amountIn, uint256 amountOut, uint256 minAmountOut, address recipient) external;
 }
 
@@ -986,5 +987,207 @@ async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() 
     assert_eq!(
         chain.token_balance(wallet.address()).await,
         U256::from(30_000_123u64)
+    );
+}
+
+/// A fake 0x (AllowanceHolder API) on Base: 0.01 ETH buys 30 USDC, of which it pays the
+/// operator's fee (`swapFeeBps` of the buy amount, in the buy token) to `swapFeeRecipient` and
+/// the rest to the taker, in the one transaction it quotes, through the test router. Asked
+/// without the fee parameters, it answers 400.
+struct FakeZeroX;
+
+impl Respond for FakeZeroX {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let query: std::collections::HashMap<String, String> =
+            request.url.query_pairs().into_owned().collect();
+        let usdc = USDC_BASE.to_checksum(None);
+        let (Some(recipient), Some(bps), Some(token)) = (
+            query.get("swapFeeRecipient"),
+            query.get("swapFeeBps"),
+            query.get("swapFeeToken"),
+        ) else {
+            return ResponseTemplate::new(400).set_body_json(json!({"name": "INPUT_INVALID"}));
+        };
+        assert_eq!(token, &usdc, "the fee is taken in the buy token");
+        let gross = 30_000_000u64;
+        let fee = gross * bps.parse::<u64>().unwrap() / 10_000;
+        let (buy, min_buy) = (gross - fee, 29_700_000u64);
+        let taker: Address = query["taker"].parse().unwrap();
+        let data = swapNativeForTokenWithFeeCall {
+            token: USDC_BASE,
+            amountOut: U256::from(buy),
+            minAmountOut: U256::from(min_buy),
+            recipient: taker,
+            feeRecipient: recipient.parse().unwrap(),
+            fee: U256::from(fee),
+        }
+        .abi_encode();
+        ResponseTemplate::new(200).set_body_json(json!({
+            "liquidityAvailable": true,
+            "buyToken": usdc, "buyAmount": buy.to_string(), "minBuyAmount": min_buy.to_string(),
+            "sellToken": "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE",
+            "sellAmount": query["sellAmount"],
+            "fees": {"integratorFee": {"amount": fee.to_string(), "token": usdc, "type": "volume"},
+                     "zeroExFee": null, "gasFee": null},
+            "issues": {"allowance": null, "balance": null, "simulationIncomplete": false},
+            "totalNetworkFee": "1000000000000",
+            "transaction": {"to": ROUTER, "data": Bytes::from(data), "gas": "200000",
+                            "gasPrice": "1000000000", "value": query["sellAmount"]},
+            "zid": "0x1"
+        }))
+    }
+}
+
+/// The operator's fee on a live 0x route: quoted per party (the affiliate's share carved out of
+/// the service fee), passed to 0x as its `swapFeeRecipient`/`swapFeeBps`/`swapFeeToken`, paid
+/// on a real chain by the plan's own transaction, and realized in the ledger from the receipt's
+/// `Transfer` log to the recipient: exactly what was expected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_from_the_log() {
+    if !chain_dir().join("node_modules/.bin/hardhat").exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run this test: npm ci --prefix tests/npm-chain (.ci/run does)"
+        );
+        println!("SKIPPED: run `npm ci --prefix tests/npm-chain` to install the local chain");
+        return;
+    }
+    let chain = LocalChain::start().await;
+    chain.deploy().await;
+    let wallet = PrivateKeySigner::random();
+    chain
+        .rpc(
+            "hardhat_setBalance",
+            json!([wallet.address(), "0xde0b6b3a7640000"]),
+        )
+        .await;
+    let fee_recipient = PrivateKeySigner::random().address();
+
+    let zerox = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(FakeZeroX)
+        .mount(&zerox)
+        .await;
+    let mut providers = swapd::config::Config::default().providers;
+    providers.live = vec!["zerox".into()];
+    providers.zerox.base_url = format!("{}/", zerox.uri());
+    providers.zerox.api_key = "zx-key".into();
+    providers.zerox.timeout_ms = 5_000;
+    let chains = [(
+        "base".to_owned(),
+        swapd::config::ChainConfig {
+            rpc_url: chain.url.clone(),
+            confirmations: Some(1),
+            timeout_ms: 5_000,
+        },
+    )]
+    .into();
+    let mut fees = swapd::config::FeesConfig {
+        service_bps: 30,
+        ..Default::default()
+    };
+    fees.recipients.evm = Some(fee_recipient.to_string());
+    let server = TestServer::start_with(Options {
+        live: Some(Live { providers, chains }),
+        fees,
+        ..Options::default()
+    })
+    .await;
+    let now = swapd_core::Clock::now_ms(server.clock.as_ref());
+    let affiliate =
+        swapd_core::affiliates::Affiliate::new("wallet-app", "Wallet App", 2_500, "0xabc", now)
+            .unwrap();
+    server.state.store.insert_affiliate(&affiliate).await.unwrap();
+    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+
+    let query = format!(
+        "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}&affiliateCode=wallet-app",
+        wallet.address()
+    );
+    let routes = data(&server.call(&key, "GET", "/api/v3/routes", &query, b"").await).clone();
+    let card = routes["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|card| card["executionProvider"] == "zerox")
+        .unwrap_or_else(|| panic!("no 0x card in {routes}"))
+        .clone();
+    assert_eq!(card["isAvailable"], true, "{card}");
+    // 0x states the fee it takes (0.09 USDC of the 30): a quarter of it is the affiliate's.
+    assert_eq!(card["expectedOutputAmount"], "29.91");
+    let parties: Vec<(Value, Value, Value)> = card["fees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|fee| fee["kind"] == "service" || fee["kind"] == "affiliate")
+        .map(|fee| (fee["kind"].clone(), fee["bps"].clone(), fee["amount"].clone()))
+        .collect();
+    assert_eq!(
+        parties,
+        [
+            (json!("service"), json!("22.5"), json!("0.0675")),
+            (json!("affiliate"), json!("7.5"), json!("0.0225")),
+        ]
+    );
+
+    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet.address()});
+    let resolved = server
+        .call(
+            &key,
+            "POST",
+            "/api/v3/onchain/routes/resolve",
+            "",
+            &serde_json::to_vec(&body).unwrap(),
+        )
+        .await;
+    let plan = data(&resolved).clone();
+    let hash = chain
+        .sign_and_send(&wallet, &plan["steps"][0]["transaction"])
+        .await;
+    assert_eq!(
+        data(&report(&server, &key, &plan, &hash).await)["status"],
+        "submitted"
+    );
+    track(&server).await;
+    let done = execution(&server, &key, &plan).await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["receivedAmount"], "29.91");
+    assert_eq!(
+        chain.token_balance(fee_recipient).await,
+        U256::from(90_000u64),
+        "the plan's transaction paid the recipient"
+    );
+
+    // Expected with the plan, realized from the Transfer log: one row per party and stage.
+    let rows = server
+        .state
+        .store
+        .fee_ledger(&format!("key:{}", key.id), 0, i64::MAX, 100)
+        .await
+        .unwrap();
+    let id = plan["executionPlanId"].as_str().unwrap();
+    let mut seen: Vec<(String, String, String, Option<String>)> = rows
+        .iter()
+        .map(|row| {
+            assert_eq!(row.order_id, id);
+            assert_eq!(row.currency, "USDCBASE");
+            (
+                row.party.as_str().to_owned(),
+                row.stage.as_str().to_owned(),
+                row.amount.clone(),
+                row.affiliate_code.clone(),
+            )
+        })
+        .collect();
+    seen.sort();
+    let code = Some("wallet-app".to_owned());
+    assert_eq!(
+        seen,
+        [
+            ("affiliate".into(), "expected".into(), "0.0225".into(), code.clone()),
+            ("affiliate".into(), "realized".into(), "0.0225".into(), code),
+            ("service".into(), "expected".into(), "0.0675".into(), None),
+            ("service".into(), "realized".into(), "0.0675".into(), None),
+        ]
     );
 }

@@ -169,8 +169,8 @@ pub struct Options {
     pub x402_wallet_routes: bool,
     /// `orders.fixed_lifetime_secs` and `orders.float_lifetime_secs`.
     pub order_lifetime_secs: (i64, i64),
-    /// `fees.service_bps`.
-    pub service_bps: u32,
+    /// `[fees]`.
+    pub fees: swapd::config::FeesConfig,
     /// Requests per second and failed authentications per minute per client address (the
     /// production defaults unless a test changes them).
     pub ip_limits: (u32, u32),
@@ -208,7 +208,7 @@ impl Default for Options {
             facilitator: None,
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
-            service_bps: 0,
+            fees: swapd::config::FeesConfig::default(),
             request_timeout_ms: 60_000,
             live: None,
             ip_limits: (
@@ -352,7 +352,7 @@ impl TestServer {
             config.orders.float_lifetime_secs,
         ) = options.order_lifetime_secs;
         config.webhooks.timeout_ms = WEBHOOK_TIMEOUT.as_millis() as u64;
-        config.fees.service_bps = options.service_bps;
+        config.fees = options.fees;
         config.security.trusted_proxies = options.trusted_proxies;
         config.security.request_timeout_ms = options.request_timeout_ms;
         (
