@@ -232,6 +232,16 @@ pub struct DeskExchange {
     pub deposit_deadline: Option<i64>,
     /// Why it failed, in swapd's words, when it did.
     pub failure_reason: Option<String>,
+    /// What the desk reports it took for the operator's account (ChangeNOW's
+    /// `partnerInfo.commission`), once it has: the order's realized service fee.
+    pub commission: Option<DeskCommission>,
+}
+
+/// A desk's commission for the operator: the amount and the currency it was taken in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeskCommission {
+    pub amount: Amount,
+    pub currency: &'static CurrencyDef,
 }
 
 /// A desk's price for an exchange.

@@ -219,12 +219,22 @@ impl FeeSchedule {
         let affiliate_rate = Rate::share_of(self.service_bps, share);
         let service_rate = Rate(Rate::from_bps(self.service_bps).0 - affiliate_rate.0);
         [
-            (Party::Service, service_rate, total.checked_sub(affiliate).expect("a share of a fee is at most the fee")),
+            (
+                Party::Service,
+                service_rate,
+                total
+                    .checked_sub(affiliate)
+                    .expect("a share of a fee is at most the fee"),
+            ),
             (Party::Affiliate, affiliate_rate, affiliate),
         ]
         .into_iter()
         .filter(|(_, rate, _)| rate.0 > 0)
-        .map(|(party, rate, amount)| PartyFee { party, rate, amount })
+        .map(|(party, rate, amount)| PartyFee {
+            party,
+            rate,
+            amount,
+        })
         .collect()
     }
 
@@ -350,15 +360,25 @@ pub fn ledger_rows(charged: Charged<'_>, stage: Stage, at_ms: i64) -> Vec<Ledger
         .collect()
 }
 
-/// The operator's parties' fees as realized when `paid` (in their currency) reached its
-/// recipient: the service fee and the affiliate's share in it were paid together, so `paid` is
-/// split between them as expected was (the affiliate's part rounded down); the other entries
-/// are as expected. Nothing paid where something was expected realizes zeros.
-pub fn realized_operator_fees(expected: &[RouteFee], paid: Amount) -> Vec<RouteFee> {
-    let operator = |fee: &RouteFee| matches!(fee.kind.parse(), Ok(Party::Service | Party::Affiliate));
+/// The operator's parties' fees as realized when `paid` of `currency` reached the operator (a
+/// recipient's Transfer, a desk's reported commission): the service fee and the affiliate's
+/// share in it were paid together, so `paid` is split between them as expected was (the
+/// affiliate's part rounded down); the other entries are as expected. Nothing paid where
+/// something was expected realizes zeros.
+pub fn realized_operator_fees(
+    expected: &[RouteFee],
+    paid: Amount,
+    currency: &crate::market::currencies::CurrencyDef,
+) -> Vec<RouteFee> {
+    let operator =
+        |fee: &RouteFee| matches!(fee.kind.parse(), Ok(Party::Service | Party::Affiliate));
+    // Expected in another currency (a desk that took its commission from the input): split
+    // by the expected amounts' proportions all the same, each read at its own currency's scale.
     let units = |fee: &RouteFee| {
-        Amount::parse(&fee.amount, paid.decimals())
-            .map(|amount| amount.units())
+        let scale = crate::market::currencies::currency(&fee.currency)
+            .map_or(paid.decimals(), |def| def.decimals.min(18));
+        Amount::parse(&fee.amount, scale)
+            .map(|amount| amount.rescale(paid.decimals(), Rounding::Down).units())
             .unwrap_or_default()
     };
     let expected_total: U256 = expected.iter().filter(|f| operator(f)).map(units).sum();
@@ -371,10 +391,16 @@ pub fn realized_operator_fees(expected: &[RouteFee], paid: Amount) -> Vec<RouteF
                 affiliate_paid = paid.units() * units(&fee) / expected_total;
                 fee.amount = Amount::from_units(affiliate_paid, paid.decimals()).to_string();
             }
+            if operator(&fee) {
+                fee.currency = currency.code.to_owned();
+            }
             fee
         })
         .collect();
-    for fee in shares.iter_mut().filter(|fee| fee.kind == Party::Service.as_str()) {
+    for fee in shares
+        .iter_mut()
+        .filter(|fee| fee.kind == Party::Service.as_str())
+    {
         fee.amount = Amount::from_units(paid.units() - affiliate_paid, paid.decimals()).to_string();
     }
     shares
@@ -442,19 +468,24 @@ mod tests {
 
     #[test]
     fn what_reached_the_recipient_is_split_as_expected_was() {
+        let usdc = crate::market::currencies::currency("USDCBASE").unwrap();
         let expected = [
             route_fee("network", "0", "0.01"),
             route_fee("service", "22.5", "0.0675"),
             route_fee("affiliate", "7.5", "0.0225"),
         ];
         let amounts = |paid: u128| -> Vec<String> {
-            realized_operator_fees(&expected, amount(paid, 6))
+            realized_operator_fees(&expected, amount(paid, 6), usdc)
                 .into_iter()
                 .map(|fee| fee.amount)
                 .collect()
         };
         assert_eq!(amounts(90_000), ["0.01", "0.0675", "0.0225"], "all of it");
-        assert_eq!(amounts(45_001), ["0.01", "0.033751", "0.01125"], "the affiliate's part rounded down");
+        assert_eq!(
+            amounts(45_001),
+            ["0.01", "0.033751", "0.01125"],
+            "the affiliate's part rounded down"
+        );
         assert_eq!(amounts(0), ["0.01", "0", "0"], "nothing arrived");
     }
 

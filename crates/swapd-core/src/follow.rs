@@ -336,6 +336,14 @@ fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
         seen.refund_amount.map(|a| a.to_string()),
     );
     take(&mut order.refund_tx, seen.refund_tx.clone());
+    if let (Some(commission), None) = (&seen.commission, &order.fees_realized) {
+        order.fees_realized = Some(crate::fees::realized_operator_fees(
+            &order.fees,
+            commission.amount,
+            commission.currency,
+        ));
+        changed = true;
+    }
     changed
 }
 
@@ -419,6 +427,7 @@ mod tests {
             refund_amount: None,
             deposit_deadline: None,
             failure_reason: None,
+            commission: None,
         }
     }
 
@@ -442,6 +451,42 @@ mod tests {
 
     fn types(followed: &Followed) -> Vec<EventType> {
         followed.events.iter().map(|e| e.event_type).collect()
+    }
+
+    #[test]
+    fn a_reported_commission_realizes_the_operators_fees_once() {
+        let fee = |kind: &str, amount: &str| crate::market::routes::RouteFee {
+            kind: kind.into(),
+            bps: Some("25".into()),
+            amount: amount.into(),
+            currency: "USDTTRC".into(),
+        };
+        let mut order = order(false);
+        order.fees = vec![fee("service", "2.5"), fee("affiliate", "2.5")];
+        let mut finished = seen(DeskStatus::Finished);
+        finished.deposits = vec![deposit(3)];
+        finished.commission = Some(crate::desk::DeskCommission {
+            amount: Amount::parse("4.8", 6).unwrap(),
+            currency: currency("USDTTRC").unwrap(),
+        });
+        let done = follow(&order, &finished, btc(), &rules(), T0 + 1)
+            .unwrap()
+            .order;
+        let realized: Vec<String> = done
+            .fees_realized
+            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|fee| fee.amount)
+            .collect();
+        assert_eq!(realized, ["2.4", "2.4"], "the report, split as quoted");
+        // A later, different report does not rewrite what was realized.
+        finished.commission.as_mut().unwrap().amount = Amount::parse("9", 6).unwrap();
+        let again = follow(&done, &finished, btc(), &rules(), T0 + 2);
+        assert_eq!(
+            again.map_or(done.fees_realized.clone(), |f| f.order.fees_realized),
+            done.fees_realized
+        );
     }
 
     #[test]

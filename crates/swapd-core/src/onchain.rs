@@ -312,6 +312,7 @@ impl ExecutionPlan {
             (Some(units), Some(currency)) => crate::fees::realized_operator_fees(
                 &self.fees,
                 Amount::from_base_units(units, currency.decimals, crate::amount::Rounding::Down),
+                currency,
             ),
             _ => self.fees.clone(),
         }
@@ -743,12 +744,20 @@ mod tests {
         let mut plan = plan(false);
         reported(&mut plan);
         assert!(plan.apply_tracked(done(Some(alloy_primitives::U256::from(80_000u64))), 30, 40));
-        assert_eq!(amounts(&plan), ["0.04", "0.04"], "what the chain showed, split as quoted");
+        assert_eq!(
+            amounts(&plan),
+            ["0.04", "0.04"],
+            "what the chain showed, split as quoted"
+        );
 
         let mut plan = self::plan(false);
         reported(&mut plan);
         assert!(plan.apply_tracked(done(None), 30, 40));
-        assert_eq!(amounts(&plan), ["0.045", "0.045"], "the provider took what it quoted");
+        assert_eq!(
+            amounts(&plan),
+            ["0.045", "0.045"],
+            "the provider took what it quoted"
+        );
     }
 
     #[test]

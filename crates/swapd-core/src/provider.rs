@@ -248,14 +248,20 @@ impl ProviderQuote {
         carried: crate::fees::FeeSchedule,
         total: Amount,
     ) -> Self {
-        self.fees
-            .extend(Fee::of_parties(&carried.operator_split(total), currency.code));
+        self.fees.extend(Fee::of_parties(
+            &carried.operator_split(total),
+            currency.code,
+        ));
         self
     }
 
     /// Lists the parties' fees a router takes out of the input before it swaps (LI.FI's `fee`,
     /// Relay's `appFees`), in the input currency: its output is already what the rest buys.
-    pub fn with_input_fees(mut self, from: &CurrencyDef, carried: crate::fees::FeeSchedule) -> Self {
+    pub fn with_input_fees(
+        mut self,
+        from: &CurrencyDef,
+        carried: crate::fees::FeeSchedule,
+    ) -> Self {
         self.fees
             .extend(Fee::of_parties(&carried.split(self.from_amount), from.code));
         self

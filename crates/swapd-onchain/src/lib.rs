@@ -21,8 +21,8 @@ use serde::de::DeserializeOwned;
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{EvmChain, SolanaChain};
-use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::fees::{FeeSchedule, OnchainFee};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::provider::{ProviderError, QuoteRequest};
 
 /// The chains swapd reads, by network (`[chains.<network>]`).
@@ -79,7 +79,11 @@ fn operator_fee(
 
 /// The operator's EVM fee recipient, as the routers write it.
 fn evm_recipient(request: &QuoteRequest) -> Option<String> {
-    request.fees.recipients.evm.map(|address| address.to_checksum(None))
+    request
+        .fees
+        .recipients
+        .evm
+        .map(|address| address.to_checksum(None))
 }
 
 sol! {

@@ -151,7 +151,11 @@ impl OrderStore for SqlStore {
         .await
         .map_err(map_sqlx_error)?;
         insert_events_in(&mut tx, events).await?;
-        let expected = fees::ledger_rows(order.charged(Stage::Expected), Stage::Expected, order.created_at_ms);
+        let expected = fees::ledger_rows(
+            order.charged(Stage::Expected),
+            Stage::Expected,
+            order.created_at_ms,
+        );
         insert_ledger_in(&mut tx, &expected).await?;
         self.commit(tx, Some(finish), &order_work(events)).await?;
         Ok(Ok(()))
@@ -223,7 +227,11 @@ impl OrderStore for SqlStore {
         // The sandbox desks carry the fees they quote: a completed order's provider has taken
         // them. (Live desks' reports take over here: docs/fees.md.)
         if events.iter().any(|e| e.event_type == EventType::Completed) {
-            let realized = fees::ledger_rows(order.charged(Stage::Realized), Stage::Realized, order.updated_at_ms);
+            let realized = fees::ledger_rows(
+                order.charged(Stage::Realized),
+                Stage::Realized,
+                order.updated_at_ms,
+            );
             insert_ledger_in(&mut tx, &realized).await?;
         }
         self.commit(tx, finish, &order_work(events)).await?;

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use swapd_core::amount::Amount;
-use swapd_core::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange};
+use swapd_core::desk::{
+    DeskCommission, DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange,
+};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::{Direction, RateType};
 
@@ -75,6 +77,20 @@ impl ChangeNow {
         let query = super::lookup_query(request.payout_address, since_ms);
         let answer = private.get("exchanges", &query).await?;
         read(answer, |body| super::find_opened(body, request))
+    }
+
+    /// What exchange `id` earned the operator's account, read with the private key; `None`
+    /// without that key, or before ChangeNOW reports it.
+    pub async fn commission(
+        &self,
+        id: &str,
+        pair: (&'static CurrencyDef, &'static CurrencyDef),
+    ) -> Result<Option<DeskCommission>, DeskError> {
+        let Some(private) = &self.private else {
+            return Ok(None);
+        };
+        let answer = private.get("exchanges", &super::exchange_query(id)).await?;
+        read(answer, |body| super::commission(body, id, pair))
     }
 
     /// The active currencies, as swapd's catalog.

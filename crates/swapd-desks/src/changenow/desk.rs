@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use swapd_core::desk::{
-    Desk, DeskActions, DeskError, DeskExchange, ExchangeRef, ExchangeRequest, OpenedExchange,
+    Desk, DeskActions, DeskError, DeskExchange, DeskStatus, ExchangeRef, ExchangeRequest,
+    OpenedExchange,
 };
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::{Direction, ExecutionType, RateType};
@@ -202,8 +203,27 @@ impl Desk for ChangeNowDesk {
     }
 
     async fn exchange(&self, exchange: &ExchangeRef<'_>) -> Result<DeskExchange, DeskError> {
-        self.client
+        let mut seen = self
+            .client
             .exchange(exchange.id, exchange.from, exchange.to)
-            .await
+            .await?;
+        // A finished exchange's commission is the order's realized service fee
+        // (docs/fees.md). Not reported (or not readable now): the order completes all the same,
+        // its expected fee taken as realized.
+        if seen.status == DeskStatus::Finished {
+            match self
+                .client
+                .commission(exchange.id, (exchange.from, exchange.to))
+                .await
+            {
+                Ok(commission) => seen.commission = commission,
+                Err(error) => tracing::warn!(
+                    exchange = exchange.id,
+                    %error,
+                    "ChangeNOW's commission report could not be read"
+                ),
+            }
+        }
+        Ok(seen)
     }
 }

@@ -15,8 +15,8 @@ use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::amount::Rounding::{self, Down, Up};
 use swapd_core::desk::{
-    DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus, OpenedExchange,
-    decimal,
+    DeskCommission, DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus,
+    OpenedExchange, decimal,
 };
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::{Direction, RateType};
@@ -214,6 +214,39 @@ fn iso_millis(ms: i64) -> String {
     at.format(&format).unwrap_or_default()
 }
 
+/// The query of `GET /v2/exchanges` for one exchange, by its id.
+pub fn exchange_query(id: &str) -> Vec<(&'static str, String)> {
+    vec![("requestId", id.to_owned()), ("limit", "1".to_owned())]
+}
+
+/// What exchange `id` earned the operator's account, as `GET /v2/exchanges` reports it
+/// (`partnerInfo.commission`): in the exchange's input or output currency, whichever its
+/// ticker names. `None` when not (yet) reported.
+pub fn commission(
+    body: &[u8],
+    id: &str,
+    (from, to): (&'static CurrencyDef, &'static CurrencyDef),
+) -> Result<Option<DeskCommission>, DeskError> {
+    let list: wire::ExchangeList = parse_json(body)?;
+    let Some((item, commission)) = list.exchanges.iter().find_map(|item| {
+        let commission = item.partner_info.as_ref()?.commission.as_ref()?;
+        (item.exchange_id == id).then_some((item, commission))
+    }) else {
+        return Ok(None);
+    };
+    let currency = [(&item.payout.currency, to), (&item.payin.currency, from)]
+        .into_iter()
+        .find(|(ticker, _)| commission.currency.eq_ignore_ascii_case(ticker))
+        .map(|(_, def)| def);
+    let (Some(currency), Some(amount)) = (currency, &commission.amount) else {
+        return Ok(None);
+    };
+    Ok(Some(DeskCommission {
+        amount: number(amount, currency.precision, Rounding::Down)?,
+        currency,
+    }))
+}
+
 /// What a lookup after a lost create found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
@@ -398,6 +431,7 @@ pub fn exchange(
         refund_amount: amount(&wire.refund_amount, from.precision, Down)?,
         deposit_deadline: None,
         failure_reason: None,
+        commission: None,
         id: wire.id,
     })
 }

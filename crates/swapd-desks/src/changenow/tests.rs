@@ -324,6 +324,42 @@ fn listed(id: &str, payload: serde_json::Value, amount: &str, address: &str) -> 
     .unwrap()
 }
 
+#[test]
+fn the_commission_reported_for_an_exchange_is_in_the_currency_its_ticker_names() {
+    let (btc, usdt) = (currency("BTC").unwrap(), currency("USDTETH").unwrap());
+    let mut item = listed("cn-7", serde_json::Value::Null, "0.1", "0xabc");
+    let body =
+        |item: &serde_json::Value| serde_json::json!({"count": 1, "exchanges": [item]}).to_string();
+    item["partnerInfo"]["commission"] =
+        serde_json::json!({"currency": "usdt", "amount": 21.4, "percent": 0.5});
+    let found = commission(body(&item).as_bytes(), "cn-7", (btc, usdt))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.amount.to_string(), found.currency.code),
+        ("21.4".into(), "USDTETH")
+    );
+    item["partnerInfo"]["commission"] =
+        serde_json::json!({"currency": "btc", "amount": 0.0004, "percent": 0.5});
+    let found = commission(body(&item).as_bytes(), "cn-7", (btc, usdt))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.amount.to_string(), found.currency.code),
+        ("0.0004".into(), "BTC")
+    );
+    // Another exchange's, or none: nothing.
+    assert_eq!(
+        commission(body(&item).as_bytes(), "cn-8", (btc, usdt)).unwrap(),
+        None
+    );
+    item["partnerInfo"]["commission"] = serde_json::Value::Null;
+    assert_eq!(
+        commission(body(&item).as_bytes(), "cn-7", (btc, usdt)).unwrap(),
+        None
+    );
+}
+
 fn found(items: &[serde_json::Value], request: &CreateRequest<'_>) -> Found {
     let body = serde_json::json!({"count": items.len(), "exchanges": items});
     find_opened(body.to_string().as_bytes(), request).unwrap()

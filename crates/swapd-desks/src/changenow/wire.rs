@@ -153,6 +153,17 @@ pub struct PartnerInfo {
     /// The partner fields sent on create, when the account has them enabled.
     #[serde(default)]
     pub payload: Option<serde_json::Value>,
+    /// What the exchange earned the partner's account.
+    #[serde(default)]
+    pub commission: Option<Commission>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Commission {
+    /// The ticker it was taken in (`usdt`).
+    pub currency: String,
+    #[serde(default)]
+    pub amount: Option<Number>,
 }
 
 /// The body of a refused request: `{"error": "<code>", "message": "<text>"}`.

@@ -304,6 +304,7 @@ pub fn exchange(
             .as_deref()
             .and_then(|seconds| seconds.get().trim_matches('"').parse().ok()),
         failure_reason: None,
+        commission: None,
         id: order.id,
     })
 }

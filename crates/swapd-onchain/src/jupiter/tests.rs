@@ -307,8 +307,18 @@ async fn the_operators_fee_is_jupiters_platform_fee_into_the_operators_account_f
     assert_eq!(
         crate::scripted::entries(&card.fees),
         [
-            ("service".into(), "22.5".into(), "0.846567".into(), "USDCSOL".into()),
-            ("affiliate".into(), "7.5".into(), "0.282189".into(), "USDCSOL".into()),
+            (
+                "service".into(),
+                "22.5".into(),
+                "0.846567".into(),
+                "USDCSOL".into()
+            ),
+            (
+                "affiliate".into(),
+                "7.5".into(),
+                "0.282189".into(),
+                "USDCSOL".into()
+            ),
         ]
     );
     let fee = card.onchain_fee.clone().unwrap();

@@ -12,8 +12,8 @@ pub use provider::{BASE_URL, ID, LiFi};
 
 use alloy_primitives::{Address, U256};
 use swapd_core::address::Network;
-use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::amount::{Amount, Rounding};
+use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::market::RateType;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::onchain::{ExecutionStatus, Outcome, Tracked};

@@ -185,8 +185,18 @@ async fn the_operators_fee_is_lifis_integrator_fee_taken_from_the_input() {
     assert_eq!(
         crate::scripted::entries(&quote.fees),
         [
-            ("service".into(), "22.5".into(), "0.00225".into(), "ETH".into()),
-            ("affiliate".into(), "7.5".into(), "0.00075".into(), "ETH".into()),
+            (
+                "service".into(),
+                "22.5".into(),
+                "0.00225".into(),
+                "ETH".into()
+            ),
+            (
+                "affiliate".into(),
+                "7.5".into(),
+                "0.00075".into(),
+                "ETH".into()
+            ),
         ]
     );
     assert_eq!(quote.to_amount.to_string(), "2994.123456");
@@ -200,7 +210,11 @@ async fn the_operators_fee_is_lifis_integrator_fee_taken_from_the_input() {
         "swapd",
     )
     .unwrap();
-    assert!(query.query.contains(&("fee", "0.003".into())), "{:?}", query.query);
+    assert!(
+        query.query.contains(&("fee", "0.003".into())),
+        "{:?}",
+        query.query
+    );
 
     // Without an integrator name LI.FI pays no one: the fee is left out.
     let quote_without = super::card_query(

@@ -216,13 +216,30 @@ async fn the_operators_fee_is_a_relay_app_fee_taken_from_the_input() {
     assert_eq!(
         crate::scripted::entries(&card.fees),
         [
-            ("service".into(), "22.5".into(), "0.05625".into(), "USDCBASE".into()),
-            ("affiliate".into(), "7.5".into(), "0.01875".into(), "USDCBASE".into()),
+            (
+                "service".into(),
+                "22.5".into(),
+                "0.05625".into(),
+                "USDCBASE".into()
+            ),
+            (
+                "affiliate".into(),
+                "7.5".into(),
+                "0.01875".into(),
+                "USDCBASE".into()
+            ),
         ]
     );
-    assert_eq!(card.to_amount.to_string(), "24.95", "Relay's output is after the fee");
+    assert_eq!(
+        card.to_amount.to_string(),
+        "24.95",
+        "Relay's output is after the fee"
+    );
     let fee = card.onchain_fee.clone().unwrap();
-    assert_eq!((fee.bps, fee.recipient.as_str()), (30, crate::scripted::FEE_RECIPIENT));
+    assert_eq!(
+        (fee.bps, fee.recipient.as_str()),
+        (30, crate::scripted::FEE_RECIPIENT)
+    );
     relay
         .build_plan(&PlanRequest {
             fee: Some(fee),

@@ -160,10 +160,16 @@ fn entry(kind: &str, bps: &str, amount: &str, currency: &str) -> (String, String
 #[tokio::test]
 async fn the_operators_fee_is_paid_by_0x_to_its_recipient_in_the_output_token() {
     let server = MockServer::start().await;
-    for endpoint in ["/swap/allowance-holder/price", "/swap/allowance-holder/quote"] {
+    for endpoint in [
+        "/swap/allowance-holder/price",
+        "/swap/allowance-holder/quote",
+    ] {
         Mock::given(method("GET"))
             .and(path(endpoint))
-            .and(query_param("swapFeeRecipient", crate::scripted::FEE_RECIPIENT))
+            .and(query_param(
+                "swapFeeRecipient",
+                crate::scripted::FEE_RECIPIENT,
+            ))
             .and(query_param("swapFeeBps", "30"))
             .and(query_param("swapFeeToken", USDC))
             .respond_with(ResponseTemplate::new(200).set_body_json(eth_to_usdc()))
@@ -190,7 +196,10 @@ async fn the_operators_fee_is_paid_by_0x_to_its_recipient_in_the_output_token() 
         ]
     );
     let fee = quote.onchain_fee.clone().unwrap();
-    assert_eq!((fee.bps, fee.recipient.as_str()), (30, crate::scripted::FEE_RECIPIENT));
+    assert_eq!(
+        (fee.bps, fee.recipient.as_str()),
+        (30, crate::scripted::FEE_RECIPIENT)
+    );
     // The plan asks 0x for the same fee.
     zerox
         .build_plan(&PlanRequest {
@@ -669,7 +678,11 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
         .await
         .unwrap();
     assert_eq!(tracked.received_amount.as_deref(), Some("29.91"));
-    assert_eq!(tracked.fee_paid, Some(U256::from(89_000u64)), "what the log shows");
+    assert_eq!(
+        tracked.fee_paid,
+        Some(U256::from(89_000u64)),
+        "what the log shows"
+    );
 
     // A plan without a fee recipient reads none.
     let unpaid = ExecutionPlan { fee: None, ..plan };

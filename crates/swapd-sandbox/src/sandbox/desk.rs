@@ -556,6 +556,7 @@ fn reported(id: &str, book: &Order) -> Result<DeskExchange, DeskError> {
             .and_then(|a| amount(a, from.precision)),
         deposit_deadline: Some(book.expires_at_ms / 1000),
         failure_reason: book.failure_reason.clone(),
+        commission: None,
     })
 }
 

@@ -34,8 +34,19 @@ async fn partner(server: &TestServer, markup_bps: u32) -> TestKey {
 }
 
 /// What `key` is answered, the data of a success.
-async fn data(server: &TestServer, key: &TestKey, method: &str, path: &str, query: &str, body: Value) -> Value {
-    let body = if body.is_null() { Vec::new() } else { serde_json::to_vec(&body).unwrap() };
+async fn data(
+    server: &TestServer,
+    key: &TestKey,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: Value,
+) -> Value {
+    let body = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(&body).unwrap()
+    };
     let resp = server.call(key, method, path, query, &body).await;
     assert_eq!(resp.status, 200, "{}", resp.body);
     resp.body["data"].clone()

@@ -208,14 +208,34 @@ async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
 
 /// ChangeNOW's commission is inside its amounts: with its percent set in `[fees]`, an order
 /// shows it as the service fee (and no second deduction), and a partner's markup is left out.
+/// Once the exchange finished, the commission ChangeNOW reports for it
+/// (`partnerInfo.commission` in `GET /v2/exchanges`, under the private key) is the realized row.
 #[tokio::test]
-async fn changenows_account_commission_is_shown_as_the_service_fee() {
+async fn changenows_account_commission_is_shown_as_the_service_fee_and_realized_from_its_report() {
     let exchange = Exchange(Arc::new(Mutex::new(Some("waiting"))));
     let desk = fake_changenow(&exchange).await;
+    Mock::given(method("GET"))
+        .and(path("/v2/exchanges"))
+        .and(query_param("requestId", "cn-e2e-1"))
+        .and(header("x-changenow-api-key", "cn-private-key"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"count": 1, "exchanges": [{
+            "createdAt": "2026-11-26T12:00:05.000Z", "updatedAt": "2026-11-26T12:09:05.000Z",
+            "exchangeId": "cn-e2e-1", "requestId": "cn-e2e-1", "status": "finished",
+            "validUntil": null, "flow": "standard",
+            "payin": {"currency": "btc", "address": PAYIN, "extraId": null, "amount": 0.1,
+                      "expectedAmount": 0.1, "hash": PAYIN_HASH},
+            "payout": {"currency": "usdt", "address": PAYOUT, "extraId": null, "hash": PAYOUT_HASH},
+            "refund": {"currency": "btc", "address": null, "extra_id": null, "hash": null},
+            "partnerInfo": {"commission": {"currency": "usdt", "amount": 21.4, "percent": 0.5},
+                            "userId": null, "payload": null}
+        }]})))
+        .mount(&desk)
+        .await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["changenow".into()];
     providers.changenow.base_url = format!("{}/v2/", desk.uri());
     providers.changenow.api_key = API_KEY.into();
+    providers.changenow.private_api_key = "cn-private-key".into();
     let server = TestServer::start_with(Options {
         live: Some(Live {
             providers,
@@ -270,6 +290,32 @@ async fn changenows_account_commission_is_shown_as_the_service_fee() {
         created.body["data"]["to"]["amount"].clone()
     };
     assert_eq!(created["to"]["amount"], baseline);
+
+    // Finished: the realized service fee is what ChangeNOW reports it took.
+    exchange.set(Some("finished"));
+    pass(&server).await;
+    let id = created["orderId"].as_str().unwrap();
+    assert_eq!(order(&server, &key, id).await["status"], "completed");
+    let rows = server
+        .state
+        .store
+        .fee_ledger(&format!("key:{}", key.id), 0, i64::MAX, 100)
+        .await
+        .unwrap();
+    let row = |stage: &str| {
+        rows.iter()
+            .find(|row| row.party.as_str() == "service" && row.stage.as_str() == stage)
+            .map(|row| (row.amount.clone(), row.currency.clone()))
+            .unwrap_or_else(|| panic!("no {stage} service row in {rows:?}"))
+    };
+    assert_eq!(
+        row("expected"),
+        (
+            service["amount"].as_str().unwrap().to_owned(),
+            "USDTETH".to_owned()
+        )
+    );
+    assert_eq!(row("realized"), ("21.4".to_owned(), "USDTETH".to_owned()));
 }
 
 #[tokio::test]

@@ -1097,14 +1097,24 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
     let affiliate =
         swapd_core::affiliates::Affiliate::new("wallet-app", "Wallet App", 2_500, "0xabc", now)
             .unwrap();
-    server.state.store.insert_affiliate(&affiliate).await.unwrap();
+    server
+        .state
+        .store
+        .insert_affiliate(&affiliate)
+        .await
+        .unwrap();
     let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
 
     let query = format!(
         "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}&affiliateCode=wallet-app",
         wallet.address()
     );
-    let routes = data(&server.call(&key, "GET", "/api/v3/routes", &query, b"").await).clone();
+    let routes = data(
+        &server
+            .call(&key, "GET", "/api/v3/routes", &query, b"")
+            .await,
+    )
+    .clone();
     let card = routes["routes"]
         .as_array()
         .unwrap()
@@ -1120,7 +1130,13 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
         .unwrap()
         .iter()
         .filter(|fee| fee["kind"] == "service" || fee["kind"] == "affiliate")
-        .map(|fee| (fee["kind"].clone(), fee["bps"].clone(), fee["amount"].clone()))
+        .map(|fee| {
+            (
+                fee["kind"].clone(),
+                fee["bps"].clone(),
+                fee["amount"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         parties,
@@ -1184,7 +1200,12 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
     assert_eq!(
         seen,
         [
-            ("affiliate".into(), "expected".into(), "0.0225".into(), code.clone()),
+            (
+                "affiliate".into(),
+                "expected".into(),
+                "0.0225".into(),
+                code.clone()
+            ),
             ("affiliate".into(), "realized".into(), "0.0225".into(), code),
             ("service".into(), "expected".into(), "0.0675".into(), None),
             ("service".into(), "realized".into(), "0.0675".into(), None),
