@@ -6,8 +6,10 @@ webhook subscription with deliveries, and an order:
   console.py --base URL --password PASSWORD --artifacts DIR
 
 Logs in (after a wrong password), creates an API key (its secret shown once, and a reload of
-that page creates no second key), revokes it, replays a webhook delivery, reads an order, the
-providers and the payments, shows that a form posted without its CSRF token or from another
+that page creates no second key), revokes it, creates a key with a partner markup (one above
+the cap refused), registers and disables an affiliate, reads the revenue page (the order's
+expected service fee, reconciled) and downloads its CSV, replays a webhook delivery, reads an
+order, the providers and the payments, shows that a form posted without its CSRF token or from another
 site is refused, that a logged-out session's cookie no longer works, and that failed logins
 are limited (429 with Retry-After). Prints the created
 key as JSON on its last line (`{apiKey, apiSecret}`, as `swapd keys create --json`), for the test to check against the API. Exits non-zero on the first
@@ -89,6 +91,54 @@ def main() -> int:
             max_redirects=0,
         )
         assert cross_site.status == 403, cross_site.status
+
+        # A partner's markup: shown on its key; above the operator's cap, refused.
+        page.fill("form#create-key input[name=name]", "greedy partner")
+        page.check("form#create-key input[name=permission][value='prices:read']")
+        page.fill("form#create-key input[name=markupBps]", "301")
+        page.click("form#create-key button[type=submit]")
+        expect(page.locator(".problem")).to_contain_text("fees.max_markup_bps = 300")
+        page.fill("form#create-key input[name=name]", "partner with markup")
+        page.check("form#create-key input[name=permission][value='prices:read']")
+        page.fill("form#create-key input[name=markupBps]", "25")
+        page.click("form#create-key button[type=submit]")
+        marked = page.locator("#new-key").inner_text()
+        expect(page.locator(f"tr[data-key='{marked}'] td.markup")).to_have_text("25")
+
+        # Affiliates: registered (a taken code refused), listed, disabled.
+        page.goto(base + "/console/affiliates")
+        for _ in range(2):
+            page.fill("form#create-affiliate input[name=code]", "wallet-app")
+            page.fill("form#create-affiliate input[name=name]", "Wallet App")
+            page.fill("form#create-affiliate input[name=share]", "25%")
+            page.fill("form#create-affiliate input[name=payout]", "0x52908400098527886E0F7030069857D2E4169EE7")
+            page.click("form#create-affiliate button[type=submit]")
+        expect(page.locator(".problem")).to_contain_text("already has the code `wallet-app`")
+        row = page.locator("tr[data-code='wallet-app']")
+        expect(row.locator("td.status")).to_have_text("active")
+        expect(row).to_contain_text("2500")
+        row.locator("button", has_text="Disable").click()
+        expect(page.locator("tr[data-code='wallet-app'] td.status")).to_have_text("disabled")
+        page.screenshot(path=os.path.join(args.artifacts, "console-affiliates.png"), full_page=True)
+
+        # Revenue: the service fee of the order made before the browser came, expected (it
+        # has not completed), reconciled, and the rows as CSV.
+        page.goto(base + "/console/revenue")
+        service = page.locator("#totals tr[data-party='service']").first
+        expect(service).to_be_visible()
+        expected = service.locator("td.expected").inner_text()
+        assert float(expected) > 0, expected
+        expect(service.locator("td.realized")).to_have_text("0")
+        expect(page.locator("#reconciled")).to_be_visible()
+        page.screenshot(path=os.path.join(args.artifacts, "console-revenue.png"), full_page=True)
+        with page.expect_download() as download:
+            page.click("a#csv")
+        lines = open(download.value.path()).read().splitlines()
+        assert lines[0] == "order_id,owner,party,affiliate_code,stage,bps,amount,currency,at", lines
+        cells = lines[1].split(",")
+        assert cells[2:5] == ["service", "", "expected"] and cells[6] == expected, lines
+        bad_window = context.request.get(base + "/console/revenue?since=2026-02-30")
+        assert bad_window.status == 400, bad_window.status
 
         # Webhooks: the subscription's deliveries, one replayed.
         page.goto(base + "/console/webhooks")

@@ -14,11 +14,30 @@ pub async fn issue(
     store: &dyn KeyStore,
     master: &MasterKey,
     policy: ApiKeyPolicy,
+    max_markup_bps: u32,
     now_ms: i64,
-) -> Result<IssuedKey, StoreError> {
+) -> Result<IssuedKey, IssueError> {
+    if policy.markup_bps() > max_markup_bps {
+        return Err(IssueError::MarkupAboveCap {
+            bps: policy.markup_bps(),
+            cap: max_markup_bps,
+        });
+    }
     let issued = ApiKey::issue(policy, master, now_ms);
     store.insert_api_key(&issued.key).await?;
     Ok(issued)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// A partner's markup above the operator's cap is refused when the key is created
+    /// (docs/fees.md, "Partner markups").
+    #[error(
+        "a markup of {bps} bps is more than this operator allows (fees.max_markup_bps = {cap})"
+    )]
+    MarkupAboveCap { bps: u32, cap: u32 },
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -128,4 +128,6 @@ pub struct AppParts {
     pub mcp: mcp::Settings,
     /// The operator's fees on every quote (docs/fees.md).
     pub fees: swapd_core::fees::FeePolicy,
+    /// The operator's bounds on markups and on the ledger's reconciliation.
+    pub fee_rules: swapd_core::fees::FeeRules,
 }

@@ -38,7 +38,12 @@ pub fn window(since: Option<i64>, until: Option<i64>, now: i64) -> Result<(i64, 
 pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<Earnings, Error> {
     let rows = app
         .store
-        .fee_ledger(&owner.scope(), since * 1000, until * 1000, MAX_ROWS + 1)
+        .fee_ledger(
+            Some(&owner.scope()),
+            since * 1000,
+            until * 1000,
+            MAX_ROWS + 1,
+        )
         .await?;
     Ok(summary(rows, Party::Partner, since, until))
 }

@@ -18,6 +18,8 @@ use crate::market::routes::RouteFee;
     Copy,
     PartialEq,
     Eq,
+    PartialOrd,
+    Ord,
     Hash,
     Serialize,
     Deserialize,
@@ -406,6 +408,67 @@ pub fn realized_operator_fees(
     shares
 }
 
+/// The operator's bounds on what partners and the ledger may do (`[fees]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeeRules {
+    /// The largest markup a partner's key may carry, in bps.
+    pub max_markup_bps: u32,
+    /// How far a realized fee may be off the expected one before reconciliation flags it, in
+    /// bps of the expected amount.
+    pub reconcile_tolerance_bps: u32,
+}
+
+/// A party's fee on a swap whose realized amount differs from the expected one by more than
+/// the tolerance (docs/fees.md, "Reconciliation").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mismatch {
+    pub order_id: String,
+    pub party: Party,
+    pub currency: String,
+    pub expected: String,
+    pub realized: String,
+}
+
+/// The swaps in `rows` whose realized fee for a party is off the expected one by more than
+/// `tolerance_bps` of it. A fee not realized yet is no mismatch (its swap may still run, or it
+/// ended without one); one realized in another currency than expected (a desk reporting its
+/// commission in the pair's other currency) cannot be compared and is left out.
+pub fn reconcile(rows: &[LedgerRow], tolerance_bps: u32) -> Vec<Mismatch> {
+    let mut by_party: std::collections::BTreeMap<(&str, Party), [Option<&LedgerRow>; 2]> =
+        std::collections::BTreeMap::new();
+    for row in rows {
+        let slot = match row.stage {
+            Stage::Expected => 0,
+            Stage::Realized => 1,
+        };
+        by_party.entry((&row.order_id, row.party)).or_default()[slot] = Some(row);
+    }
+    let units = |text: &str| {
+        Amount::parse(text, crate::amount::MAX_DECIMALS)
+            .map(|amount| amount.units())
+            .ok()
+    };
+    by_party
+        .into_values()
+        .filter_map(|[expected, realized]| {
+            let (expected, realized) = (expected?, realized?);
+            if expected.currency != realized.currency {
+                return None;
+            }
+            let (e, r) = (units(&expected.amount)?, units(&realized.amount)?);
+            let off = if e > r { e - r } else { r - e };
+            (off * U256::from(BPS) > e * U256::from(tolerance_bps)).then(|| Mismatch {
+                order_id: expected.order_id.clone(),
+                party: expected.party,
+                currency: expected.currency.clone(),
+                expected: expected.amount.clone(),
+                realized: realized.amount.clone(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -487,6 +550,45 @@ mod tests {
             "the affiliate's part rounded down"
         );
         assert_eq!(amounts(0), ["0.01", "0", "0"], "nothing arrived");
+    }
+
+    #[test]
+    fn reconciliation_flags_realized_fees_off_the_expected_beyond_the_tolerance() {
+        let row = |id: &str, party, stage, amount: &str, currency: &str| LedgerRow {
+            order_id: id.into(),
+            owner: "key:a".into(),
+            party,
+            affiliate_code: None,
+            stage,
+            bps: None,
+            amount: amount.into(),
+            currency: currency.into(),
+            at_ms: 0,
+        };
+        use Party::*;
+        use Stage::*;
+        let rows = [
+            row("ord_exact", Service, Expected, "1.5", "USDC"),
+            row("ord_exact", Service, Realized, "1.5", "USDC"),
+            row("ord_close", Service, Expected, "100", "USDC"),
+            row("ord_close", Service, Realized, "99.5", "USDC"),
+            row("ord_off", Service, Expected, "100", "USDC"),
+            row("ord_off", Service, Realized, "98", "USDC"),
+            row("ord_off", Affiliate, Expected, "1", "USDC"),
+            row("ord_off", Affiliate, Realized, "0", "USDC"),
+            row("ord_running", Partner, Expected, "3", "USDC"),
+            row("ord_other", Service, Expected, "3", "USDC"),
+            row("ord_other", Service, Realized, "0.0001", "BTC"),
+        ];
+        let flagged: Vec<(String, Party)> = reconcile(&rows, 50)
+            .into_iter()
+            .map(|m| (m.order_id, m.party))
+            .collect();
+        assert_eq!(
+            flagged,
+            [("ord_off".into(), Service), ("ord_off".into(), Affiliate)]
+        );
+        assert_eq!(reconcile(&rows, 0).len(), 3, "no tolerance: ord_close too");
     }
 
     #[test]

@@ -102,6 +102,13 @@ impl AffiliateStore for SqlStore {
         until_ms: i64,
         limit: u32,
     ) -> Result<Vec<LedgerRow>, StoreError> {
-        ledger::select(self, "affiliate_code", code, since_ms, until_ms, limit).await
+        ledger::select(
+            self,
+            Some(("affiliate_code", code)),
+            since_ms,
+            until_ms,
+            limit,
+        )
+        .await
     }
 }

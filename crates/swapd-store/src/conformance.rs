@@ -1280,7 +1280,7 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
         .unwrap()
         .unwrap();
     let rows = store
-        .fee_ledger("key:shop", now, now + 1, 100)
+        .fee_ledger(Some("key:shop"), now, now + 1, 100)
         .await
         .unwrap();
     let seen: Vec<(Party, Stage, &str, Option<&str>)> = rows
@@ -1310,7 +1310,7 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
     );
     assert_eq!(
         store
-            .fee_ledger("key:shop", now, now + 100, 100)
+            .fee_ledger(Some("key:shop"), now, now + 100, 100)
             .await
             .unwrap()
             .len(),
@@ -1327,7 +1327,7 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
             .unwrap()
     );
     let rows = store
-        .fee_ledger("key:shop", now, now + 100, 100)
+        .fee_ledger(Some("key:shop"), now, now + 100, 100)
         .await
         .unwrap();
     let realized: Vec<(Party, i64)> = rows
@@ -1342,7 +1342,7 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
     // The window and the owner bound what is read.
     assert_eq!(
         store
-            .fee_ledger("key:shop", now + 1, now + 100, 100)
+            .fee_ledger(Some("key:shop"), now + 1, now + 100, 100)
             .await
             .unwrap()
             .len(),
@@ -1350,14 +1350,23 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
     );
     assert!(
         store
-            .fee_ledger("key:other", 0, i64::MAX, 100)
+            .fee_ledger(Some("key:other"), 0, i64::MAX, 100)
             .await
             .unwrap()
             .is_empty()
     );
+    // The operator's view: every owner's rows.
     assert_eq!(
         store
-            .fee_ledger("key:shop", 0, i64::MAX, 1)
+            .fee_ledger(None, now + 1, now + 100, 100)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        store
+            .fee_ledger(Some("key:shop"), 0, i64::MAX, 1)
             .await
             .unwrap()
             .len(),

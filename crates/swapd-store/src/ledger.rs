@@ -62,27 +62,30 @@ impl LedgerDbRow {
     }
 }
 
-/// The rows whose `column` (`owner` or `affiliate_code`) is `value`, learnt in
-/// `[since_ms, until_ms)`, oldest first, at most `limit`.
+/// The rows learnt in `[since_ms, until_ms)` whose `column` (`owner` or `affiliate_code`) is
+/// the value `filter` names (every row without one), oldest first, at most `limit`.
 pub(crate) async fn select(
     store: &SqlStore,
-    column: &'static str,
-    value: &str,
+    filter: Option<(&'static str, &str)>,
     since_ms: i64,
     until_ms: i64,
     limit: u32,
 ) -> Result<Vec<LedgerRow>, StoreError> {
-    let rows: Vec<LedgerDbRow> = sqlx::query_as(crate::sql::built(format!(
+    let (condition, value) = match filter {
+        Some((column, value)) => (format!("{column} = $4 AND "), Some(value)),
+        None => (String::new(), None),
+    };
+    let mut query = sqlx::query_as(crate::sql::built(format!(
         "SELECT order_id, owner, party, affiliate_code, stage, bps, amount, currency, at \
-         FROM fee_ledger WHERE {column} = $1 AND at >= $2 AND at < $3 \
-         ORDER BY at, order_id, party, stage LIMIT $4"
+         FROM fee_ledger WHERE {condition}at >= $1 AND at < $2 \
+         ORDER BY at, order_id, party, stage LIMIT $3"
     )))
-    .bind(value)
     .bind(since_ms)
     .bind(until_ms)
-    .bind(i64::from(limit))
-    .fetch_all(&store.pool)
-    .await
-    .map_err(map_sqlx_error)?;
+    .bind(i64::from(limit));
+    if let Some(value) = value {
+        query = query.bind(value);
+    }
+    let rows: Vec<LedgerDbRow> = query.fetch_all(&store.pool).await.map_err(map_sqlx_error)?;
     rows.into_iter().map(LedgerDbRow::into_domain).collect()
 }

@@ -163,12 +163,13 @@ impl OrderStore for SqlStore {
 
     async fn fee_ledger(
         &self,
-        owner: &str,
+        owner: Option<&str>,
         since_ms: i64,
         until_ms: i64,
         limit: u32,
     ) -> Result<Vec<LedgerRow>, StoreError> {
-        ledger::select(self, "owner", owner, since_ms, until_ms, limit).await
+        let filter = owner.map(|owner| ("owner", owner));
+        ledger::select(self, filter, since_ms, until_ms, limit).await
     }
 
     async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {

@@ -8,6 +8,7 @@ mod executions;
 pub mod mail;
 mod market_intel;
 mod orders;
+mod reconcile;
 mod webhooks;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ pub use executions::ExecutionTracker;
 pub use mail::{FileMailer, Notifier, SmtpMailer};
 pub use market_intel::JobRunner;
 pub use orders::OrderEngine;
+pub use reconcile::Reconciler;
 pub use webhooks::{DispatchLimits, WebhookDispatcher};
 
 use swapd_core::health::WorkerHealth;
@@ -40,6 +42,7 @@ pub struct Worker {
     executions: Option<ExecutionTracker>,
     webhooks: Option<(WebhookDispatcher, Duration)>,
     jobs: Option<(JobRunner, Duration)>,
+    reconciler: Option<(Reconciler, Duration)>,
     health: WorkerHealth,
     event_retention: Option<Duration>,
 }
@@ -55,6 +58,7 @@ impl Worker {
             executions: None,
             webhooks: None,
             jobs: None,
+            reconciler: None,
             health: WorkerHealth::default(),
             event_retention: None,
         }
@@ -99,6 +103,12 @@ impl Worker {
     /// Also runs market-intel jobs, one pass per `interval`.
     pub fn with_jobs(mut self, runner: JobRunner, interval: Duration) -> Self {
         self.jobs = Some((runner, interval));
+        self
+    }
+
+    /// Also reconciles the fee ledger, one pass per `interval`.
+    pub fn with_reconciler(mut self, reconciler: Reconciler, interval: Duration) -> Self {
+        self.reconciler = Some((reconciler, interval));
         self
     }
 
@@ -166,6 +176,13 @@ impl Worker {
                 if let Some((dispatcher, interval)) = &self.webhooks {
                     each("webhooks", *interval, Some(Work::Deliveries))
                         .repeat(|| dispatcher.run_due())
+                        .await;
+                }
+            },
+            async {
+                if let Some((reconciler, interval)) = &self.reconciler {
+                    each("fee_reconciliation", *interval, None)
+                        .repeat(|| reconciler.run())
                         .await;
                 }
             },

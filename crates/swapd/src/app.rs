@@ -305,6 +305,14 @@ impl App {
                         Duration::from_millis(runtime.config.webhooks.poll_interval_ms),
                     )
                     .with_jobs(parts.jobs, Duration::from_millis(500))
+                    .with_reconciler(
+                        swapd_worker::Reconciler::new(
+                            runtime.store.clone(),
+                            runtime.clock.clone(),
+                            runtime.config.fees.rules(),
+                        ),
+                        Duration::from_secs(runtime.config.fees.reconcile_interval_secs),
+                    )
                     .with_event_retention(Duration::from_secs(
                         u64::from(runtime.config.webhooks.retention_days) * 86_400,
                     ))
@@ -618,6 +626,7 @@ impl Runtime {
             replays_per_minute: config.webhooks.replays_per_minute,
             console,
             fees: config.fees.policy(),
+            fee_rules: config.fees.rules(),
             mcp: swapd_api::mcp::Settings {
                 max_sessions: config.mcp.max_sessions,
                 session_idle: Duration::from_secs(config.mcp.session_idle_secs),

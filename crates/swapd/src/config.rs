@@ -72,6 +72,11 @@ pub struct FeesConfig {
     pub max_total_bps: u32,
     /// Where the onchain routers that pay the fee to an address pay the operator's.
     pub recipients: FeeRecipientsConfig,
+    /// How far a realized fee may be off the expected one, in bps of it, before the
+    /// reconciliation flags it (metric and console).
+    pub reconcile_tolerance_bps: u32,
+    /// How often the reconciliation looks at the ledger, in seconds.
+    pub reconcile_interval_secs: u64,
 }
 
 /// Where the operator's fee is paid on chain (docs/fees.md, "Recipients"): a router without
@@ -94,6 +99,8 @@ impl Default for FeesConfig {
             max_markup_bps: 300,
             max_total_bps: 1_000,
             recipients: FeeRecipientsConfig::default(),
+            reconcile_tolerance_bps: 100,
+            reconcile_interval_secs: 300,
         }
     }
 }
@@ -121,6 +128,12 @@ impl FeesConfig {
                 ));
             }
         }
+        if self.reconcile_interval_secs == 0 {
+            return Err(setting(
+                "fees.reconcile_interval_secs",
+                "must be at least 1",
+            ));
+        }
         self.evm_recipient()?;
         for (code, account) in &self.recipients.solana {
             let key = format!("fees.recipients.solana.{code}");
@@ -146,6 +159,13 @@ impl FeesConfig {
                     .ok_or_else(|| setting("fees.recipients.evm", "is not an EVM address"))
             })
             .transpose()
+    }
+
+    pub fn rules(&self) -> swapd_core::fees::FeeRules {
+        swapd_core::fees::FeeRules {
+            max_markup_bps: self.max_markup_bps,
+            reconcile_tolerance_bps: self.reconcile_tolerance_bps,
+        }
     }
 
     /// The operator's part of every quote's fees.

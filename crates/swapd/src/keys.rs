@@ -66,17 +66,11 @@ async fn create(runtime: &Runtime, args: CreateKeyArgs) -> anyhow::Result<()> {
     )
     .context("invalid key policy")?
     .with_markup_bps(args.markup_bps);
-    let cap = runtime.config.fees.max_markup_bps;
-    if args.markup_bps > cap {
-        bail!(
-            "--markup-bps {} is more than this operator allows (fees.max_markup_bps = {cap})",
-            args.markup_bps
-        );
-    }
     let issued = swapd_api::keys::issue(
         runtime.store.as_ref(),
         &runtime.master_key,
         policy,
+        runtime.config.fees.max_markup_bps,
         runtime.clock.now_ms(),
     )
     .await?;

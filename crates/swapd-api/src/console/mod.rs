@@ -10,6 +10,7 @@
 //! the console adds no rule of its own.
 
 mod pages;
+mod revenue;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::extract::{Form, FromRequestParts, State};
@@ -140,6 +141,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
         .route("/console/logout", post(logout))
         .route("/console/logout-everywhere", post(logout_everywhere))
         .merge(pages::router())
+        .merge(revenue::router())
 }
 
 /// What `/console` answers when the console is off.
@@ -526,6 +528,8 @@ pub(crate) fn layout(title: &str, operator: Option<&Operator>, main: Markup) -> 
                         a href="/console/webhooks" { "Webhooks" }
                         a href="/console/providers" { "Providers" }
                         a href="/console/payments" { "x402 payments" }
+                        a href="/console/revenue" { "Revenue" }
+                        a href="/console/affiliates" { "Affiliates" }
                         form.inline method="post" action="/console/logout" {
                             input type="hidden" name="csrf" value=(operator.csrf);
                             button type="submit" { "Log out" }

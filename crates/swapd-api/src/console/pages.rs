@@ -31,11 +31,11 @@ pub(super) fn router() -> axum::Router<AppState> {
         .route("/console/payments", get(payments))
 }
 
-fn page(title: &str, operator: &Operator, main: Markup) -> Response {
+pub(super) fn page(title: &str, operator: &Operator, main: Markup) -> Response {
     page_headers(Html(layout(title, Some(operator), main).into_string()).into_response())
 }
 
-fn failed(error: impl std::fmt::Display) -> Response {
+pub(super) fn failed(error: impl std::fmt::Display) -> Response {
     tracing::error!(%error, "console page failed");
     refused(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -95,13 +95,14 @@ async fn keys_page(
                 }
             }
             table #keys {
-                tr { th { "Key" } th { "Name" } th { "Status" } th { "Permissions" } th { "Created" } th {} }
+                tr { th { "Key" } th { "Name" } th { "Status" } th { "Permissions" } th { "Markup (bps)" } th { "Created" } th {} }
                 @for key in &all {
                     tr data-key=(key.id) {
                         td { code { (key.id) } }
                         td { (key.policy.name()) }
                         td.status { (key.status) }
                         td { (key.policy.permissions().iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")) }
+                        td.markup { (key.policy.markup_bps()) }
                         td { (when(key.created_at_ms)) }
                         td { @if key.is_active() {
                             form method="post" action=(format!("/console/keys/{}/revoke", key.id)) {
@@ -127,6 +128,8 @@ async fn keys_page(
                     label { "Requests per minute " input name="perMinute" type="number" min="1" value=(defaults.per_minute); }
                     label { "Requests per hour " input name="perHour" type="number" min="1" value=(defaults.per_hour); }
                     label { "Weight per hour " input name="weightPerHour" type="number" min="1" value=(defaults.weight_per_hour); }
+                    label { "Partner markup, bps of the output (at most " (state.fee_rules.max_markup_bps) ") "
+                        input name="markupBps" type="number" min="0" value="0"; }
                     button type="submit" { "Create" }
                 }
             }
@@ -179,17 +182,18 @@ async fn create_key(
             weight_per_hour: number("weightPerHour", defaults.weight_per_hour)?,
         })
     })();
-    let policy = match (permissions, limits) {
-        (Ok(permissions), Ok(limits)) => ApiKeyPolicy::new(
+    let policy = match (permissions, limits, number("markupBps", 0)) {
+        (Ok(permissions), Ok(limits), Ok(markup_bps)) => ApiKeyPolicy::new(
             field("name"),
             permissions,
             &list("ipAllow"),
             &list("origins"),
             limits,
         )
+        .map(|policy| policy.with_markup_bps(markup_bps))
         .map_err(|e| e.to_string()),
-        (Err(_), _) => Err("unknown permission".to_owned()),
-        (_, Err(problem)) => Err(problem),
+        (Err(_), _, _) => Err("unknown permission".to_owned()),
+        (_, Err(problem), _) | (_, _, Err(problem)) => Err(problem),
     };
     let policy = match policy {
         Ok(policy) => policy,
@@ -200,13 +204,19 @@ async fn create_key(
         }
     };
     let now = state.clock.now_ms();
-    match crate::keys::issue(state.store.as_ref(), &state.master_key, policy, now).await {
+    let cap = state.fee_rules.max_markup_bps;
+    match crate::keys::issue(state.store.as_ref(), &state.master_key, policy, cap, now).await {
         Ok(issued) => {
             tracing::info!(key = %issued.key.id, "API key created in the console");
             // Post, redirect, get: a reload of the page that shows the secret creates nothing.
             let flash = serde_json::to_string(&(&issued.key.id, &issued.secret))
                 .expect("strings serialize");
             super::redirect_with_flash(&state, &operator, "/console/keys", &flash)
+        }
+        Err(refused @ crate::keys::IssueError::MarkupAboveCap { .. }) => {
+            let mut response = keys_page(&state, &operator, None, Some(&refused.to_string())).await;
+            *response.status_mut() = StatusCode::BAD_REQUEST;
+            response
         }
         Err(error) => failed(error),
     }
@@ -251,7 +261,7 @@ struct OrderQuery {
     until: String,
 }
 
-fn day_ms(text: &str) -> Result<Option<i64>, String> {
+pub(super) fn day_ms(text: &str) -> Result<Option<i64>, String> {
     if text.is_empty() {
         return Ok(None);
     }

@@ -34,11 +34,11 @@ pub trait OrderStore: Send + Sync + 'static {
         finish: IdempotentFinish<'_>,
     ) -> Result<Result<(), RedeemError>, StoreError>;
 
-    /// The fee ledger rows of `owner`'s orders learnt in `[since_ms, until_ms)`, oldest first,
-    /// at most `limit`.
+    /// The fee ledger rows of `owner`'s orders (every owner's with `None`: the operator's view)
+    /// learnt in `[since_ms, until_ms)`, oldest first, at most `limit`.
     async fn fee_ledger(
         &self,
-        owner: &str,
+        owner: Option<&str>,
         since_ms: i64,
         until_ms: i64,
         limit: u32,

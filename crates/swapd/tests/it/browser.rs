@@ -203,7 +203,9 @@ async fn the_console_manages_keys_and_replays_a_delivery_in_chromium() {
     let (mut server, base, _log) = serve_watched(
         swapd(dir.path())
             .args(["serve", "--listen", "127.0.0.1:0"])
-            .env("SWAPD_CONSOLE__PASSWORD_HASH", &hash),
+            .env("SWAPD_CONSOLE__PASSWORD_HASH", &hash)
+            // The order below pays a service fee: the revenue page has a row.
+            .env("SWAPD_FEES__SERVICE_BPS", "30"),
     );
     let client = client_for(&base, &key);
     let (hook, seen) = receiver().await;

@@ -263,7 +263,7 @@ fn a_key_carries_a_markup_up_to_the_operators_cap() {
     assert!(!above.status.success());
     assert!(
         stderr(&above).contains(
-            "--markup-bps 51 is more than this operator allows (fees.max_markup_bps = 50)"
+            "a markup of 51 bps is more than this operator allows (fees.max_markup_bps = 50)"
         ),
         "{}",
         stderr(&above)

@@ -1178,7 +1178,7 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
     let rows = server
         .state
         .store
-        .fee_ledger(&format!("key:{}", key.id), 0, i64::MAX, 100)
+        .fee_ledger(Some(&format!("key:{}", key.id)), 0, i64::MAX, 100)
         .await
         .unwrap();
     let id = plan["executionPlanId"].as_str().unwrap();
