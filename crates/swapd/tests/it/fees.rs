@@ -293,7 +293,10 @@ async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_ord
         .insert_affiliate(&Affiliate::new("wallet-app", "Wallet App", 2_500, "0xabc", now).unwrap())
         .await
         .unwrap();
-    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    // A partner with a markup, whose user comes with an affiliate's code.
+    let key = server
+        .key_with_markup(&[PricesRead, OrdersCreate, OrdersRead], &[], &[], Default::default(), 40)
+        .await;
     let routes = |query: &'static str| {
         let (server, key) = (&server, &key);
         async move {
@@ -369,6 +372,23 @@ async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_ord
         .collect();
     let amount = affiliate["amount"].as_str().unwrap();
     assert_eq!(seen, [("expected", amount), ("realized", amount)]);
+    // The partner's earnings: its markup, expected and realized, exactly; another key's
+    // earnings hold nothing of it.
+    let markup = party(&fees, "partner").unwrap()["amount"].clone();
+    let earnings = server
+        .send(&server.sign(&key, "GET", "/api/v3/earnings", "", b""))
+        .await;
+    assert_eq!(earnings.status, 200, "{}", earnings.body);
+    let totals = &earnings.body["data"]["totals"];
+    assert_eq!(
+        totals,
+        &serde_json::json!([{"currency": "USDTTRC", "expected": markup, "realized": markup}])
+    );
+    let other = server.key(&[OrdersRead]).await;
+    let nothing = server
+        .send(&server.sign(&other, "GET", "/api/v3/earnings", "", b""))
+        .await;
+    assert_eq!(nothing.body["data"]["rows"], serde_json::json!([]));
 
     let unknown = routes("fromCcy=BTC&toCcy=USDTTRC&amount=0.05&affiliateCode=nobody").await;
     assert_eq!(unknown.status, 422, "{}", unknown.body);
