@@ -101,9 +101,12 @@ def main() -> int:
         page.fill("form#create-key input[name=name]", "partner with markup")
         page.check("form#create-key input[name=permission][value='prices:read']")
         page.fill("form#create-key input[name=markupBps]", "25")
+        page.fill("form#create-key input[name=markupRecipient]", "0x90F79bf6EB2c4f870365E785982E1f101E93b906")
         page.click("form#create-key button[type=submit]")
         marked = page.locator("#new-key").inner_text()
-        expect(page.locator(f"tr[data-key='{marked}'] td.markup")).to_have_text("25")
+        expect(page.locator(f"tr[data-key='{marked}'] td.markup")).to_have_text(
+            "25 to 0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+        )
 
         # Affiliates: registered (a taken code refused), listed, disabled.
         page.goto(base + "/console/affiliates")

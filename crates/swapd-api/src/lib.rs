@@ -65,14 +65,14 @@ impl AppState {
             windows: self.limits.windows.as_ref(),
             replays_per_minute: self.replays_per_minute,
             fees: &self.fees,
-            partner_bps: 0,
+            partner: swapd_core::fees::Markup::default(),
         }
     }
 
     /// [`Self::app`] for `caller`: its quotes carry the partner's markup.
     pub fn app_for(&self, caller: &principal::Caller) -> swapd_app::App<'_> {
         swapd_app::App {
-            partner_bps: caller.markup_bps(),
+            partner: caller.markup(),
             ..self.app()
         }
     }

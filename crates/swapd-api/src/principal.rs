@@ -24,8 +24,8 @@ pub enum Caller {
 pub struct KeyPrincipal {
     pub key_id: String,
     pub permissions: Vec<Permission>,
-    /// The partner's markup on its quotes, in bps (docs/fees.md).
-    pub markup_bps: u32,
+    /// The partner's markup on its quotes (docs/fees.md).
+    pub markup: swapd_core::fees::Markup,
 }
 
 impl Caller {
@@ -44,10 +44,10 @@ impl Caller {
     }
 
     /// The partner's markup on this caller's quotes: its key's; none for a wallet.
-    pub fn markup_bps(&self) -> u32 {
+    pub fn markup(&self) -> swapd_core::fees::Markup {
         match self {
-            Self::Key(key) => key.markup_bps,
-            Self::Wallet(_) => 0,
+            Self::Key(key) => key.markup,
+            Self::Wallet(_) => swapd_core::fees::Markup::default(),
         }
     }
 

@@ -53,8 +53,8 @@ pub struct App<'a> {
     pub replays_per_minute: u32,
     /// The operator's fees on every quote (docs/fees.md).
     pub fees: &'a swapd_core::fees::FeePolicy,
-    /// The asking partner's markup on the quotes of this request, in bps (its API key's).
-    pub partner_bps: u32,
+    /// The asking partner's markup on the quotes of this request (its API key's).
+    pub partner: swapd_core::fees::Markup,
 }
 
 impl App<'_> {
@@ -83,8 +83,12 @@ impl App<'_> {
             },
         };
         Ok(swapd_core::fees::FeePolicy {
-            partner_bps: self.partner_bps,
+            partner_bps: self.partner.bps,
             affiliate_share_bps,
+            recipients: swapd_core::fees::FeeRecipients {
+                partner_evm: self.partner.recipient,
+                ..self.fees.recipients.clone()
+            },
             ..self.fees.clone()
         })
     }

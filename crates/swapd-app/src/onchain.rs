@@ -196,7 +196,7 @@ async fn build_plan(
             gasless: route.gasless,
             deadline_secs: expires_at_ms / 1000,
             slippage_bps: wanted.slippage_bps,
-            fee: route.onchain_fee.clone(),
+            onchain_fees: route.onchain_fees.clone(),
         }),
     )
     .await
@@ -232,7 +232,7 @@ async fn build_plan(
         expires_at_ms,
         fees: route.fees.clone(),
         affiliate_code: route.affiliate_code.clone(),
-        fee: route.onchain_fee.clone(),
+        onchain_fees: route.onchain_fees.clone(),
     }))
 }
 

@@ -182,7 +182,7 @@ fn route_quote(
         recipient: request.recipient.clone(),
         gasless: quote.gasless,
         rate_lock: quote.rate_lock.clone(),
-        onchain_fee: quote.onchain_fee.clone(),
+        onchain_fees: quote.onchain_fees.clone(),
         affiliate_code: None,
         created_at_ms: request.now_ms,
         expires_at_ms: request.now_ms + i64::from(quote.valid_for_secs) * 1000,

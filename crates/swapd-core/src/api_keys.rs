@@ -46,6 +46,9 @@ pub struct ApiKeyPolicy {
     limits: RateLimits,
     /// The partner's markup on its quotes, in bps of the output (docs/fees.md).
     markup_bps: u32,
+    /// Where the onchain routers that pay fees to addresses pay the markup (an EVM address);
+    /// without one they leave it out.
+    markup_recipient: Option<alloy_primitives::Address>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +67,8 @@ pub enum PolicyError {
     Limit(&'static str, u32),
     #[error("too many {0} entries (at most {MAX_LIST_ENTRIES})")]
     TooMany(&'static str),
+    #[error("`{0}` is not an EVM address (0x and 40 hex digits, checksummed when mixed case)")]
+    MarkupRecipient(String),
 }
 
 impl ApiKeyPolicy {
@@ -115,6 +120,7 @@ impl ApiKeyPolicy {
             origins: dedup(origins),
             limits,
             markup_bps: 0,
+            markup_recipient: None,
         })
     }
 
@@ -128,6 +134,30 @@ impl ApiKeyPolicy {
     /// The partner's markup on this key's quotes, in bps.
     pub fn markup_bps(&self) -> u32 {
         self.markup_bps
+    }
+
+    /// The policy whose markup the onchain routers pay to `address` (an EVM address).
+    pub fn with_markup_recipient(mut self, address: &str) -> Result<Self, PolicyError> {
+        let parsed = address
+            .parse::<alloy_primitives::Address>()
+            .ok()
+            .filter(|parsed| {
+                !parsed.is_zero()
+                    && crate::address::Network::Ethereum
+                        .validate_address(address)
+                        .is_ok()
+            })
+            .ok_or_else(|| PolicyError::MarkupRecipient(address.chars().take(64).collect()))?;
+        self.markup_recipient = Some(parsed);
+        Ok(self)
+    }
+
+    /// The partner's markup: its rate and its onchain recipient.
+    pub fn markup(&self) -> crate::fees::Markup {
+        crate::fees::Markup {
+            bps: self.markup_bps,
+            recipient: self.markup_recipient,
+        }
     }
 
     pub fn name(&self) -> &str {

@@ -72,8 +72,8 @@ pub struct FeePolicy {
     pub recipients: FeeRecipients,
 }
 
-/// Where the operator's fee is paid on chain, by the routers that pay it to an address
-/// (docs/fees.md, "Recipients"). A router with no recipient for a swap leaves the fee out.
+/// Where the parties' fees are paid on chain, by the routers that pay them to an address
+/// (docs/fees.md, "Recipients"). A router with no recipient for a party leaves its fee out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FeeRecipients {
     /// The operator's EVM address (0x's `swapFeeRecipient`, Relay's `appFees` recipient).
@@ -81,12 +81,33 @@ pub struct FeeRecipients {
     /// The operator's Solana token accounts, by the catalog code of the currency each holds
     /// (Jupiter's `feeAccount`, which must hold the output's mint).
     pub solana: std::collections::BTreeMap<String, String>,
+    /// The asking partner's EVM address for its markup (its key's markup recipient).
+    pub partner_evm: Option<alloy_primitives::Address>,
 }
 
-/// What a router is asked to collect for the operator on chain: the service fee, the
-/// affiliate's share inside it (the operator pays affiliates), in whole bps, and where to.
+/// A partner's markup, as its API key carries it: the rate, and where the onchain routers that
+/// pay a fee to an address pay it (none: they leave it out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Markup {
+    pub bps: u32,
+    pub recipient: Option<alloy_primitives::Address>,
+}
+
+/// Whom an onchain router pays a fee to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Payee {
+    /// The operator: its service fee, the affiliate's share inside it (the operator pays
+    /// affiliates).
+    Operator,
+    /// The partner: its markup.
+    Partner,
+}
+
+/// What a router is asked to collect for one payee on chain, in whole bps, and where to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OnchainFee {
+    pub payee: Payee,
     pub bps: u32,
     /// An EVM address, a Solana token account; empty for a router that pays an account it
     /// knows (LI.FI's integrator).
@@ -428,6 +449,25 @@ pub struct Mismatch {
     pub currency: String,
     pub expected: String,
     pub realized: String,
+}
+
+/// The partner's fee as realized when `paid` of `currency` reached its recipient (a Transfer):
+/// the other entries are as they were.
+pub fn realized_partner_fee(
+    fees: &[RouteFee],
+    paid: Amount,
+    currency: &crate::market::currencies::CurrencyDef,
+) -> Vec<RouteFee> {
+    fees.iter()
+        .map(|fee| match fee.kind.parse() {
+            Ok(Party::Partner) => RouteFee {
+                amount: paid.to_string(),
+                currency: currency.code.to_owned(),
+                ..fee.clone()
+            },
+            _ => fee.clone(),
+        })
+        .collect()
 }
 
 /// The swaps in `rows` whose realized fee for a party is off the expected one by more than

@@ -5,7 +5,7 @@
 //! signer).
 
 use crate::amount::Amount;
-use crate::fees::OnchainFee;
+use crate::fees::{OnchainFee, Payee};
 use crate::market::currencies::CurrencyDef;
 use crate::market::routes::RouteFee;
 use alloy_primitives::{Address, B256, Signature};
@@ -58,9 +58,9 @@ pub struct Tracked {
     pub tx_hashes: Vec<ExecutionTx>,
     pub received_amount: Option<String>,
     pub received_token: Option<String>,
-    /// What reached the operator's fee recipient, in base units of the fee's currency, where
-    /// the provider's transactions show it (their `Transfer` logs); `None` where they do not.
-    pub fee_paid: Option<alloy_primitives::U256>,
+    /// What reached each fee recipient, in base units of the fees' currency, where the
+    /// provider's transactions show it (their `Transfer` logs); empty where they do not.
+    pub fees_paid: Vec<(crate::fees::Payee, alloy_primitives::U256)>,
 }
 
 /// An execution plan and where its execution stands. Stored whole; `version` guards every
@@ -117,9 +117,9 @@ pub struct ExecutionPlan {
     /// The affiliate whose code its route was quoted with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affiliate_code: Option<String>,
-    /// Where the provider pays the operator's fee, when it pays an address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fee: Option<OnchainFee>,
+    /// Where the provider pays the fees, when it pays them to addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub onchain_fees: Vec<OnchainFee>,
     /// The parties' fees as the execution's end showed them taken: the realized ledger rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fees_realized: Option<Vec<RouteFee>>,
@@ -168,7 +168,7 @@ pub struct NewPlan {
     pub expires_at_ms: i64,
     pub fees: Vec<RouteFee>,
     pub affiliate_code: Option<String>,
-    pub fee: Option<OnchainFee>,
+    pub onchain_fees: Vec<OnchainFee>,
 }
 
 impl ExecutionPlan {
@@ -217,7 +217,7 @@ impl ExecutionPlan {
             next_check_at_ms: Some(new.expires_at_ms),
             fees: new.fees,
             affiliate_code: new.affiliate_code,
-            fee: new.fee,
+            onchain_fees: new.onchain_fees,
             fees_realized: None,
         }
     }
@@ -288,7 +288,7 @@ impl ExecutionPlan {
         }
         let terminal = tracked.status.is_terminal();
         if tracked.outcome == Some(Outcome::Completed) {
-            self.fees_realized = Some(self.realized_fees(tracked.fee_paid));
+            self.fees_realized = Some(self.realized_fees(&tracked.fees_paid));
         }
         self.status = tracked.status;
         self.substatus = tracked.substatus;
@@ -300,22 +300,31 @@ impl ExecutionPlan {
         true
     }
 
-    /// The parties' fees a completed execution realized: what reached the fee recipient, where
-    /// the chain shows it; otherwise the provider collected what it quoted (docs/fees.md).
-    fn realized_fees(&self, fee_paid: Option<alloy_primitives::U256>) -> Vec<RouteFee> {
-        let currency = self
+    /// The parties' fees a completed execution realized: what reached each fee recipient,
+    /// where the chain shows it; otherwise the provider collected what it quoted
+    /// (docs/fees.md).
+    fn realized_fees(&self, fees_paid: &[(Payee, alloy_primitives::U256)]) -> Vec<RouteFee> {
+        let Some(currency) = self
             .fees
             .iter()
             .find(|fee| fee.kind.parse::<crate::fees::Party>().is_ok())
-            .and_then(|fee| crate::market::currencies::currency(&fee.currency));
-        match (fee_paid, currency) {
-            (Some(units), Some(currency)) => crate::fees::realized_operator_fees(
-                &self.fees,
-                Amount::from_base_units(units, currency.decimals, crate::amount::Rounding::Down),
-                currency,
-            ),
-            _ => self.fees.clone(),
-        }
+            .and_then(|fee| crate::market::currencies::currency(&fee.currency))
+        else {
+            return self.fees.clone();
+        };
+        fees_paid
+            .iter()
+            .fold(self.fees.clone(), |fees, (payee, units)| {
+                let paid = Amount::from_base_units(
+                    *units,
+                    currency.decimals,
+                    crate::amount::Rounding::Down,
+                );
+                match payee {
+                    Payee::Operator => crate::fees::realized_operator_fees(&fees, paid, currency),
+                    Payee::Partner => crate::fees::realized_partner_fee(&fees, paid, currency),
+                }
+            })
     }
 
     /// Its fees as the ledger files them: as quoted, or as realized.
@@ -696,7 +705,7 @@ mod tests {
             next_check_at_ms: Some(1_000),
             fees: Vec::new(),
             affiliate_code: None,
-            fee: None,
+            onchain_fees: Vec::new(),
             fees_realized: None,
         }
     }
@@ -715,7 +724,7 @@ mod tests {
             tx_hashes: Vec::new(),
             received_amount: None,
             received_token: None,
-            fee_paid: None,
+            fees_paid: Vec::new(),
         }
     }
 
@@ -727,13 +736,17 @@ mod tests {
             amount: amount.into(),
             currency: "USDCBASE".into(),
         };
-        let done = |fee_paid| Tracked {
+        let done = |fees_paid| Tracked {
             outcome: Some(Outcome::Completed),
-            fee_paid,
+            fees_paid,
             ..tracked(ExecutionStatus::Done, "completed")
         };
         let reported = |plan: &mut ExecutionPlan| {
-            plan.fees = vec![fee("service", "0.045"), fee("affiliate", "0.045")];
+            plan.fees = vec![
+                fee("service", "0.045"),
+                fee("affiliate", "0.045"),
+                fee("partner", "0.03"),
+            ];
             plan.accept_report(tx("0xaa"), 10).unwrap();
         };
         let amounts = |plan: &ExecutionPlan| -> Vec<String> {
@@ -743,19 +756,24 @@ mod tests {
 
         let mut plan = plan(false);
         reported(&mut plan);
-        assert!(plan.apply_tracked(done(Some(alloy_primitives::U256::from(80_000u64))), 30, 40));
+        let paid = |units: u64| alloy_primitives::U256::from(units);
+        let fees_paid = vec![
+            (Payee::Operator, paid(80_000)),
+            (Payee::Partner, paid(29_000)),
+        ];
+        assert!(plan.apply_tracked(done(fees_paid), 30, 40));
         assert_eq!(
             amounts(&plan),
-            ["0.04", "0.04"],
-            "what the chain showed, split as quoted"
+            ["0.04", "0.04", "0.029"],
+            "what the chain showed each recipient, the operator's split as quoted"
         );
 
         let mut plan = self::plan(false);
         reported(&mut plan);
-        assert!(plan.apply_tracked(done(None), 30, 40));
+        assert!(plan.apply_tracked(done(Vec::new()), 30, 40));
         assert_eq!(
             amounts(&plan),
-            ["0.045", "0.045"],
+            ["0.045", "0.045", "0.03"],
             "the provider took what it quoted"
         );
     }

@@ -219,9 +219,9 @@ pub struct ProviderQuote {
     /// The desk's handle on this fixed rate (ChangeNOW's `rateId`), passed back when the
     /// exchange is opened. Never shown to clients.
     pub rate_lock: Option<String>,
-    /// The operator's fee an onchain router was asked to collect, and where: passed again when
-    /// the plan is built (docs/fees.md).
-    pub onchain_fee: Option<crate::fees::OnchainFee>,
+    /// The fees an onchain router was asked to collect, and where: passed again when the plan
+    /// is built (docs/fees.md).
+    pub onchain_fees: Vec<crate::fees::OnchainFee>,
 }
 
 impl ProviderQuote {
@@ -343,8 +343,8 @@ pub struct PlanRequest {
     pub gasless: bool,
     /// The plan's deadline (Unix seconds): transactions and permits stop being valid then.
     pub deadline_secs: i64,
-    /// The operator's fee the route was quoted with, collected by the plan's transactions.
-    pub fee: Option<crate::fees::OnchainFee>,
+    /// The fees the route was quoted with, collected by the plan's transactions.
+    pub onchain_fees: Vec<crate::fees::OnchainFee>,
 }
 
 /// The output a route card showed: what the user agreed to.
@@ -504,7 +504,7 @@ mod tests {
             slippage_bps: 100,
             gasless: false,
             deadline_secs: 0,
-            fee: None,
+            onchain_fees: Vec::new(),
         }
     }
 

@@ -162,7 +162,7 @@ pub fn provider_quote(
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: false,
         rate_lock: quote.rate_lock,
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
     })
 }
 

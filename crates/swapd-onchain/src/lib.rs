@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{EvmChain, SolanaChain};
-use swapd_core::fees::{FeeSchedule, OnchainFee};
+use swapd_core::fees::{FeeSchedule, OnchainFee, Payee};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::provider::{ProviderError, QuoteRequest};
 
@@ -57,24 +57,41 @@ impl Chains {
     }
 }
 
-/// The operator's fee a router collects for `request` (the service fee, the affiliate's share
-/// inside it), with where it is paid (`recipient`, `None` when the router pays an account it
-/// knows), and at most `max_bps`: `None` when there is none to collect, or the router could not
-/// collect it, which leaves it out of the router's quotes (docs/fees.md).
-fn operator_fee(
+/// The fees a router collects for `request`, and to whom (docs/fees.md): the operator's
+/// service fee (the affiliate's share inside it) to `operator` (empty for a router that pays
+/// an account it knows; `None`: none set), and, where the router pays several recipients, the
+/// partner's markup to the address its key names; each at most `max_bps`. A party without a
+/// recipient, or past the bound, is left out of the router's quotes. With the schedule the
+/// fees add up to; `None` when there is nothing to collect.
+fn onchain_fees(
     request: &QuoteRequest,
     provider: &str,
-    recipient: Option<String>,
+    (operator, pays_partner): (Option<String>, bool),
     max_bps: u32,
-) -> Option<(OnchainFee, FeeSchedule)> {
-    let carried = request.fees.schedule_for(provider).operator_only();
-    (carried.service_bps > 0 && carried.service_bps <= max_bps).then(|| {
-        let fee = OnchainFee {
-            bps: carried.service_bps,
-            recipient: recipient.unwrap_or_default(),
-        };
-        (fee, carried)
-    })
+) -> Option<(Vec<OnchainFee>, FeeSchedule)> {
+    let asked = request.fees.schedule_for(provider);
+    let within = |bps: u32| bps > 0 && bps <= max_bps;
+    let mut fees = Vec::new();
+    let mut carried = FeeSchedule::NONE;
+    if let Some(recipient) = operator.filter(|_| within(asked.service_bps)) {
+        carried.service_bps = asked.service_bps;
+        carried.affiliate_share_bps = asked.affiliate_share_bps;
+        fees.push(OnchainFee {
+            payee: Payee::Operator,
+            bps: asked.service_bps,
+            recipient,
+        });
+    }
+    let partner = request.fees.recipients.partner_evm;
+    if let Some(recipient) = partner.filter(|_| pays_partner && within(asked.partner_bps)) {
+        carried.partner_bps = asked.partner_bps;
+        fees.push(OnchainFee {
+            payee: Payee::Partner,
+            bps: asked.partner_bps,
+            recipient: recipient.to_checksum(None),
+        });
+    }
+    (!fees.is_empty()).then_some((fees, carried))
 }
 
 /// The operator's EVM fee recipient, as the routers write it.

@@ -183,7 +183,7 @@ pub fn plan(
         next_check_at_ms: Some(10_000),
         fees: Vec::new(),
         affiliate_code: None,
-        fee: None,
+        onchain_fees: Vec::new(),
         fees_realized: None,
     }
 }
@@ -192,8 +192,8 @@ pub fn plan(
 pub const FEE_RECIPIENT: &str = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 
 /// Fees asked of a router: a 30 bps service fee, a quarter of it an affiliate's, a partner's
-/// 20 bps markup (which a router paying one recipient leaves out), and the operator's
-/// recipients.
+/// 20 bps markup (which a router paying one recipient leaves out), the operator's recipients
+/// and the partner's.
 pub fn fee_policy() -> swapd_core::fees::FeePolicy {
     swapd_core::fees::FeePolicy {
         service_bps: 30,
@@ -206,10 +206,14 @@ pub fn fee_policy() -> swapd_core::fees::FeePolicy {
                 "FeeAccount1111111111111111111111111111111111".to_owned(),
             )]
             .into(),
+            partner_evm: Some(PARTNER_RECIPIENT.parse().unwrap()),
         },
         ..Default::default()
     }
 }
+
+/// The partner's EVM recipient of [`fee_policy`].
+pub const PARTNER_RECIPIENT: &str = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 /// A quote's fee entries as `(kind, bps, amount, currency)`.
 pub fn entries(fees: &[swapd_core::provider::Fee]) -> Vec<(String, String, String, String)> {

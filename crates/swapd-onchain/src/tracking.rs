@@ -5,6 +5,7 @@
 use alloy_primitives::{Address, U256};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::chain::{self, EvmLog, EvmReceipt, SolanaTx, SourceTx};
+use swapd_core::fees::Payee;
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::onchain::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
 use swapd_core::provider::ProviderError;
@@ -164,13 +165,23 @@ fn paid(logs: &[EvmLog], to: &CurrencyDef, recipient: &str) -> Option<U256> {
     (!units.is_zero()).then_some(units)
 }
 
-/// What `logs` paid the operator's fee recipient in `to`, when the plan's router pays the fee
-/// to an address in a token (0x): zero when nothing arrived; `None` when the chain cannot show
-/// it (no recipient, or the chain's coin, which leaves no log).
-pub fn fee_paid(logs: &[EvmLog], plan: &ExecutionPlan, to: &CurrencyDef) -> Option<U256> {
-    let recipient: Address = plan.fee.as_ref()?.recipient.parse().ok()?;
-    let token: Address = to.contract?.parse().ok()?;
-    Some(chain::transferred_to(logs, token, recipient))
+/// What `logs` paid each fee recipient in `to`, when the plan's router pays the fees to
+/// addresses in a token (0x): zero when nothing arrived; none when the chain cannot show it
+/// (no recipients, or the chain's coin, which leaves no log).
+pub fn fees_paid(logs: &[EvmLog], plan: &ExecutionPlan, to: &CurrencyDef) -> Vec<(Payee, U256)> {
+    let Some(token) = to
+        .contract
+        .and_then(|contract| contract.parse::<Address>().ok())
+    else {
+        return Vec::new();
+    };
+    plan.onchain_fees
+        .iter()
+        .filter_map(|fee| {
+            let recipient: Address = fee.recipient.parse().ok()?;
+            Some((fee.payee, chain::transferred_to(logs, token, recipient)))
+        })
+        .collect()
 }
 
 /// What a final receipt on `to`'s chain paid the plan's recipient in `to`: its `Transfer` logs
@@ -219,7 +230,7 @@ pub fn completed(to: &CurrencyDef, units: U256, tx_hashes: Vec<ExecutionTx>) -> 
             Amount::from_base_units(units, to.decimals, Rounding::Down).to_string(),
         ),
         received_token: Some(to.code.into()),
-        fee_paid: None,
+        fees_paid: Vec::new(),
     }
 }
 
@@ -231,6 +242,6 @@ pub fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionT
         tx_hashes,
         received_amount: None,
         received_token: None,
-        fee_paid: None,
+        fees_paid: Vec::new(),
     }
 }

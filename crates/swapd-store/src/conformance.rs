@@ -102,11 +102,12 @@ fn sample_policy(name: &str) -> ApiKeyPolicy {
 pub async fn api_keys_round_trip_exactly(store: &Arc<dyn Store>) {
     let store = store.as_ref();
     let master = MasterKey::generate();
-    let issued = ApiKey::issue(
-        sample_policy("Ünïcode partner ✓"),
-        &master,
-        1_700_000_000_001,
-    );
+    // With a markup paid on chain to its recipient.
+    let policy = sample_policy("Ünïcode partner ✓")
+        .with_markup_bps(25)
+        .with_markup_recipient("0x90F79bf6EB2c4f870365E785982E1f101E93b906")
+        .unwrap();
+    let issued = ApiKey::issue(policy, &master, 1_700_000_000_001);
     store.insert_api_key(&issued.key).await.unwrap();
 
     let loaded = store
@@ -713,7 +714,7 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         recipient: None,
         gasless: false,
         rate_lock: Some("rate-lock-1".into()),
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
         created_at_ms: expires_at_ms - 120_000,
         expires_at_ms,
     }
@@ -1790,7 +1791,7 @@ fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionP
         next_check_at_ms: Some(now + 300_000),
         fees: Vec::new(),
         affiliate_code: None,
-        fee: None,
+        onchain_fees: Vec::new(),
         fees_realized: None,
     }
 }

@@ -18,7 +18,7 @@ impl KeyStore for SqlStore {
         let row = ApiKeyRow::from_domain(key);
         sqlx::query(built(format!(
             "INSERT INTO api_keys ({API_KEY_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
         )))
         .bind(row.id)
         .bind(row.name)
@@ -33,6 +33,7 @@ impl KeyStore for SqlStore {
         .bind(row.created_at)
         .bind(row.revoked_at)
         .bind(row.markup_bps)
+        .bind(row.markup_recipient)
         .execute(&self.pool)
         .await
         .map(drop)

@@ -21,11 +21,13 @@ pub(crate) struct ApiKeyRow {
     pub created_at: i64,
     pub revoked_at: Option<i64>,
     pub markup_bps: i64,
+    pub markup_recipient: Option<String>,
 }
 
 /// The `api_keys` columns in [`ApiKeyRow`] order.
 pub(crate) const API_KEY_COLUMNS: &str = "id, name, permissions, ip_allow, origins, per_minute, \
-     per_hour, weight_per_hour, status, sealed_secret, created_at, revoked_at, markup_bps";
+     per_hour, weight_per_hour, status, sealed_secret, created_at, revoked_at, markup_bps, \
+     markup_recipient";
 
 impl ApiKeyRow {
     pub fn from_domain(key: &ApiKey) -> Self {
@@ -45,6 +47,10 @@ impl ApiKeyRow {
             created_at: key.created_at_ms,
             revoked_at: key.revoked_at_ms,
             markup_bps: policy.markup_bps().into(),
+            markup_recipient: policy
+                .markup()
+                .recipient
+                .map(|address| address.to_checksum(None)),
         }
     }
 
@@ -63,9 +69,14 @@ impl ApiKeyRow {
             weight_per_hour: limit(self.weight_per_hour)?,
         };
         let markup_bps = u32::try_from(self.markup_bps).map_err(|_| corrupt("markup".into()))?;
-        let policy = ApiKeyPolicy::new(&self.name, permissions, &ip_allow, &origins, limits)
+        let mut policy = ApiKeyPolicy::new(&self.name, permissions, &ip_allow, &origins, limits)
             .map_err(|e| corrupt(e.to_string()))?
             .with_markup_bps(markup_bps);
+        if let Some(recipient) = &self.markup_recipient {
+            policy = policy
+                .with_markup_recipient(recipient)
+                .map_err(|e| corrupt(e.to_string()))?;
+        }
         let status = self
             .status
             .parse()

@@ -191,6 +191,10 @@ pub struct CreateKeyArgs {
     /// `fees.max_markup_bps` (docs/fees.md) [default: 0].
     #[arg(long, default_value_t = 0, value_name = "BPS")]
     pub markup_bps: u32,
+    /// The EVM address the onchain routers that pay fees to addresses (0x, Relay) pay the
+    /// markup to; without one they leave the markup out (docs/fees.md).
+    #[arg(long, value_name = "ADDRESS")]
+    pub markup_recipient: Option<String>,
     /// Requests per hour [default: 3600].
     #[arg(long)]
     pub per_hour: Option<u32>,

@@ -176,6 +176,7 @@ impl FeesConfig {
             recipients: swapd_core::fees::FeeRecipients {
                 evm: self.evm_recipient().ok().flatten(),
                 solana: self.recipients.solana.clone(),
+                partner_evm: None,
             },
             ..Default::default()
         }

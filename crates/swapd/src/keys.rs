@@ -66,6 +66,12 @@ async fn create(runtime: &Runtime, args: CreateKeyArgs) -> anyhow::Result<()> {
     )
     .context("invalid key policy")?
     .with_markup_bps(args.markup_bps);
+    let policy = match &args.markup_recipient {
+        Some(address) => policy
+            .with_markup_recipient(address)
+            .context("--markup-recipient")?,
+        None => policy,
+    };
     let issued = swapd_api::keys::issue(
         runtime.store.as_ref(),
         &runtime.master_key,
@@ -132,6 +138,9 @@ fn print_key(key: &ApiKey, json: bool) -> anyhow::Result<()> {
         limits.per_minute, limits.per_hour, limits.weight_per_hour
     );
     println!("markupBps:    {}", key.policy.markup_bps());
+    if let Some(recipient) = key.policy.markup().recipient {
+        println!("markupTo:     {recipient}");
+    }
     println!("createdAt:    {}", key.created_at_ms / 1000);
     if let Some(revoked) = key.revoked_at_ms {
         println!("revokedAt:    {}", revoked / 1000);
@@ -163,6 +172,7 @@ fn describe(key: &ApiKey) -> Value {
             "weightPerHour": limits.weight_per_hour,
         },
         "markupBps": key.policy.markup_bps(),
+        "markupRecipient": key.policy.markup().recipient.map(|address| address.to_checksum(None)),
         "createdAt": key.created_at_ms / 1000,
         "revokedAt": key.revoked_at_ms.map(|ms| ms / 1000),
     })

@@ -22,20 +22,23 @@ contract TestRouter {
         require(IERC20(token).transfer(recipient, amountOut), "payout");
     }
 
-    /// The same, also paying `fee` of the output token to `feeRecipient`: an aggregator that
-    /// collects an integrator's fee in the output token in the swap's own transaction (0x's
-    /// `swapFeeRecipient`).
-    function swapNativeForTokenWithFee(
+    /// The same, also paying `fees` of the output token to their `feeRecipients`: an
+    /// aggregator that collects integrators' fees in the output token in the swap's own
+    /// transaction (0x's `swapFeeRecipient`, one per party).
+    function swapNativeForTokenWithFees(
         address token,
         uint256 amountOut,
         uint256 minAmountOut,
         address recipient,
-        address feeRecipient,
-        uint256 fee
+        address[] calldata feeRecipients,
+        uint256[] calldata fees
     ) external payable {
         require(msg.value > 0, "no input");
         require(amountOut >= minAmountOut, "slippage");
-        require(IERC20(token).transfer(feeRecipient, fee), "fee");
+        require(feeRecipients.length == fees.length, "fees");
+        for (uint256 i = 0; i < fees.length; i++) {
+            require(IERC20(token).transfer(feeRecipients[i], fees[i]), "fee");
+        }
         require(IERC20(token).transfer(recipient, amountOut), "payout");
     }
 

@@ -153,7 +153,7 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
     request.extensions_mut().insert(Caller::Key(KeyPrincipal {
         key_id: key.key.id.clone(),
         permissions: key.key.policy.permissions().iter().copied().collect(),
-        markup_bps: key.key.policy.markup_bps(),
+        markup: key.key.policy.markup(),
     }));
     Ok((request, Grant { quota, cors_origin }))
 }

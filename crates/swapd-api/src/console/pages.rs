@@ -102,7 +102,8 @@ async fn keys_page(
                         td { (key.policy.name()) }
                         td.status { (key.status) }
                         td { (key.policy.permissions().iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")) }
-                        td.markup { (key.policy.markup_bps()) }
+                        td.markup { (key.policy.markup_bps())
+                            @if let Some(recipient) = key.policy.markup().recipient { " to " code { (recipient) } } }
                         td { (when(key.created_at_ms)) }
                         td { @if key.is_active() {
                             form method="post" action=(format!("/console/keys/{}/revoke", key.id)) {
@@ -130,6 +131,8 @@ async fn keys_page(
                     label { "Weight per hour " input name="weightPerHour" type="number" min="1" value=(defaults.weight_per_hour); }
                     label { "Partner markup, bps of the output (at most " (state.fee_rules.max_markup_bps) ") "
                         input name="markupBps" type="number" min="0" value="0"; }
+                    label { "Markup recipient on chain (an EVM address; empty: 0x and Relay leave the markup out) "
+                        input name="markupRecipient" maxlength="42"; }
                     button type="submit" { "Create" }
                 }
             }
@@ -191,6 +194,10 @@ async fn create_key(
             limits,
         )
         .map(|policy| policy.with_markup_bps(markup_bps))
+        .and_then(|policy| match field("markupRecipient") {
+            "" => Ok(policy),
+            address => policy.with_markup_recipient(address),
+        })
         .map_err(|e| e.to_string()),
         (Err(_), _, _) => Err("unknown permission".to_owned()),
         (_, Err(problem), _) | (_, _, Err(problem)) => Err(problem),

@@ -70,9 +70,9 @@ pub struct RouteQuote {
     /// The desk's handle on the quoted fixed rate, for opening the exchange: never shown.
     #[serde(default)]
     pub rate_lock: Option<String>,
-    /// The operator's fee an onchain router collects, locked with the quote.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub onchain_fee: Option<crate::fees::OnchainFee>,
+    /// The fees an onchain router collects, locked with the quote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub onchain_fees: Vec<crate::fees::OnchainFee>,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
 }
@@ -219,7 +219,7 @@ mod tests {
             valid_for_secs: 60,
             gasless: false,
             rate_lock: None,
-            onchain_fee: None,
+            onchain_fees: Vec::new(),
         }
     }
 

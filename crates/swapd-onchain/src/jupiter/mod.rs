@@ -82,12 +82,12 @@ const MAX_PLATFORM_FEE_BPS: u32 = 9_999;
 /// output's mint (`platformFeeBps`, and `feeAccount` on `/swap`; docs/fees.md): for an exact
 /// input only (on an exact output Jupiter would take it from the input), and where the operator
 /// named an account for the output (`fees.recipients.solana`).
-pub fn fee_for(request: &QuoteRequest) -> Option<(OnchainFee, FeeSchedule)> {
+pub fn fees_for(request: &QuoteRequest) -> Option<(Vec<OnchainFee>, FeeSchedule)> {
     if request.direction != Direction::From {
         return None;
     }
-    let account = request.fees.recipients.solana.get(request.to.code)?;
-    crate::operator_fee(request, ID, Some(account.clone()), MAX_PLATFORM_FEE_BPS)
+    let account = request.fees.recipients.solana.get(request.to.code).cloned();
+    crate::onchain_fees(request, ID, (account, false), MAX_PLATFORM_FEE_BPS)
 }
 
 /// Why Jupiter offers nothing without a Solana node.
@@ -121,7 +121,9 @@ pub fn card_query(
         request.amount,
         request.direction,
         DEFAULT_SLIPPAGE_BPS,
-        fee_for(request).as_ref().map(|(fee, _)| fee),
+        fees_for(request)
+            .and_then(|(fees, _)| fees.into_iter().next())
+            .as_ref(),
     ))
 }
 
@@ -133,7 +135,7 @@ pub fn plan_query(request: &PlanRequest) -> Vec<(&'static str, String)> {
         request.from_amount,
         Direction::From,
         request.slippage_bps,
-        request.fee.as_ref(),
+        request.onchain_fees.first(),
     )
 }
 
@@ -186,12 +188,12 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: false,
         rate_lock: None,
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
     };
     // Jupiter's out amount is what the wallet receives after the platform fee.
-    match fee_for(request) {
-        Some((fee, carried)) => Ok(ProviderQuote {
-            onchain_fee: Some(fee),
+    match fees_for(request) {
+        Some((fees, carried)) => Ok(ProviderQuote {
+            onchain_fees: fees,
             ..quote.with_output_fees(to, carried)?
         }),
         None => Ok(quote),

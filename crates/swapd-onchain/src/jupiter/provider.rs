@@ -89,7 +89,7 @@ impl Provider for Jupiter {
             .post(
                 Call::Read,
                 "swap",
-                &super::swap_body(quote, &request.wallet_address, request.fee.as_ref()),
+                &super::swap_body(quote, &request.wallet_address, request.onchain_fees.first()),
                 &[],
             )
             .await?;

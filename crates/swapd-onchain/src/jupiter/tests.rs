@@ -89,7 +89,7 @@ fn plan_request(min: &str) -> PlanRequest {
         slippage_bps: 50,
         gasless: false,
         deadline_secs: 1_800_000_300,
-        fee: None,
+        onchain_fees: Vec::new(),
     }
 }
 
@@ -321,11 +321,12 @@ async fn the_operators_fee_is_jupiters_platform_fee_into_the_operators_account_f
             ),
         ]
     );
-    let fee = card.onchain_fee.clone().unwrap();
+    let fees = card.onchain_fees.clone();
+    let fee = &fees[0];
     assert_eq!((fee.bps, fee.recipient.as_str()), (30, account));
     jupiter
         .build_plan(&PlanRequest {
-            fee: Some(fee),
+            onchain_fees: fees.clone(),
             ..plan_request("373.2")
         })
         .await
@@ -336,7 +337,7 @@ async fn the_operators_fee_is_jupiters_platform_fee_into_the_operators_account_f
         fees: crate::scripted::fee_policy(),
         ..request("SOL", "USDCSOL", "375", Direction::To)
     };
-    assert!(super::fee_for(&exact_out).is_none());
+    assert!(super::fees_for(&exact_out).is_none());
 }
 
 #[tokio::test]

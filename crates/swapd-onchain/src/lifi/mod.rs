@@ -134,11 +134,14 @@ const MAX_FEE_BPS: u32 = 9_999;
 /// The operator's fee LI.FI takes from the input for swapd's integrator (`integrator` and
 /// `fee`; docs/fees.md): it pays the integrator's fee wallet, set up with LI.FI, so it needs an
 /// integrator name.
-pub fn fee_for(request: &QuoteRequest, integrator: &str) -> Option<(OnchainFee, FeeSchedule)> {
+pub fn fees_for(
+    request: &QuoteRequest,
+    integrator: &str,
+) -> Option<(Vec<OnchainFee>, FeeSchedule)> {
     if integrator.is_empty() {
         return None;
     }
-    crate::operator_fee(request, ID, None, MAX_FEE_BPS)
+    crate::onchain_fees(request, ID, (Some(String::new()), false), MAX_FEE_BPS)
 }
 
 /// The query that prices a route card.
@@ -173,7 +176,9 @@ pub fn card_query(request: &QuoteRequest, integrator: &str) -> Result<QuoteQuery
         swapd_core::onchain::DEFAULT_SLIPPAGE_BPS,
         (
             integrator,
-            fee_for(request, integrator).as_ref().map(|(fee, _)| fee),
+            fees_for(request, integrator)
+                .and_then(|(fees, _)| fees.into_iter().next())
+                .as_ref(),
         ),
     )?;
     // A card is a price: no need to simulate a transaction for a sender that may hold nothing.
@@ -193,7 +198,7 @@ pub fn plan_query(request: &PlanRequest, integrator: &str) -> Result<QuoteQuery,
         &request.wallet_address,
         request.recipient.as_deref(),
         request.slippage_bps,
-        (integrator, request.fee.as_ref()),
+        (integrator, request.onchain_fees.first()),
     )?;
     Ok(QuoteQuery {
         path: "quote",
@@ -263,12 +268,12 @@ pub fn card(
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: false,
         rate_lock: None,
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
     };
     // LI.FI's output is what the input less its fee buys.
-    Ok(match fee_for(request, integrator) {
-        Some((fee, carried)) => ProviderQuote {
-            onchain_fee: Some(fee),
+    Ok(match fees_for(request, integrator) {
+        Some((fees, carried)) => ProviderQuote {
+            onchain_fees: fees,
             ..quote.with_input_fees(from, carried)
         },
         None => quote,
@@ -435,7 +440,7 @@ pub fn tracked(
         tx_hashes: vec![source.clone()],
         received_amount: None,
         received_token: None,
-        fee_paid: None,
+        fees_paid: Vec::new(),
     };
     Ok(Some(match status.status.as_str() {
         "NOT_FOUND" => return Ok(None),
@@ -465,7 +470,7 @@ pub fn tracked(
             tx_hashes: vec![source.clone()],
             received_amount: None,
             received_token: None,
-            fee_paid: None,
+            fees_paid: Vec::new(),
         },
         _ => return Err(confused("a status swapd does not know")),
     }))
@@ -544,7 +549,7 @@ fn done(
         tx_hashes,
         received_amount: Some(received_amount),
         received_token: Some(received_token),
-        fee_paid: None,
+        fees_paid: Vec::new(),
     })
 }
 

@@ -137,7 +137,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         slippage_bps: 50,
         gasless: false,
         deadline_secs: 1_800_000_000,
-        fee: None,
+        onchain_fees: Vec::new(),
     }
 }
 
@@ -200,11 +200,12 @@ async fn the_operators_fee_is_lifis_integrator_fee_taken_from_the_input() {
         ]
     );
     assert_eq!(quote.to_amount.to_string(), "2994.123456");
-    let fee = quote.onchain_fee.unwrap();
+    let fees = quote.onchain_fees.clone();
+    let fee = &fees[0];
     assert_eq!((fee.bps, fee.recipient.as_str()), (30, ""));
     let query = super::plan_query(
         &PlanRequest {
-            fee: Some(fee),
+            onchain_fees: fees.clone(),
             ..plan_request("ETH", "USDCETH", "1", "2979")
         },
         "swapd",

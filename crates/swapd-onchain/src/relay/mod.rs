@@ -78,17 +78,17 @@ struct Route<'a> {
     user: &'a str,
     recipient: Option<&'a str>,
     slippage_bps: Option<u32>,
-    fee: Option<&'a OnchainFee>,
+    fees: &'a [OnchainFee],
 }
 
 /// Relay's app fees are bps of the input; it takes at most this many.
 const MAX_APP_FEE_BPS: u32 = 10_000;
 
-/// The operator's fee Relay takes from the input as an app fee for the operator's EVM
-/// recipient (`appFees`; docs/fees.md).
-pub fn fee_for(request: &QuoteRequest) -> Option<(OnchainFee, FeeSchedule)> {
-    let recipient = crate::evm_recipient(request)?;
-    crate::operator_fee(request, ID, Some(recipient), MAX_APP_FEE_BPS)
+/// The fees Relay takes from the input as app fees, one per party: for the operator's EVM
+/// recipient and the partner's (`appFees`; docs/fees.md).
+pub fn fees_for(request: &QuoteRequest) -> Option<(Vec<OnchainFee>, FeeSchedule)> {
+    let operator = crate::evm_recipient(request);
+    crate::onchain_fees(request, ID, (operator, true), MAX_APP_FEE_BPS)
 }
 
 fn quote_body(route: Route<'_>, referrer: &str) -> Result<String, ProviderError> {
@@ -120,14 +120,14 @@ fn quote_body(route: Route<'_>, referrer: &str) -> Result<String, ProviderError>
         slippage_tolerance: route.slippage_bps.map(|bps| bps.to_string()),
         referrer,
         use_permit: from.contract.is_some(),
-        // One recipient per party: the operator's (the affiliate's share inside it).
+        // One recipient per party (the affiliate's share is the operator's).
         app_fees: route
-            .fee
+            .fees
+            .iter()
             .map(|fee| wire::AppFee {
                 recipient: &fee.recipient,
                 fee: fee.bps.to_string(),
             })
-            .into_iter()
             .collect(),
     };
     Ok(serde_json::to_string(&body).expect("the quote request serializes"))
@@ -142,7 +142,7 @@ pub fn card_body(request: &QuoteRequest, referrer: &str) -> Result<String, Provi
         .as_ref()
         .and_then(|w| w.address.as_deref())
         .unwrap_or(UNNAMED_EVM_USER);
-    let fee = fee_for(request);
+    let fees = fees_for(request).map(|(fees, _)| fees).unwrap_or_default();
     quote_body(
         Route {
             from: request.from,
@@ -152,7 +152,7 @@ pub fn card_body(request: &QuoteRequest, referrer: &str) -> Result<String, Provi
             user,
             recipient: request.recipient.as_deref(),
             slippage_bps: None,
-            fee: fee.as_ref().map(|(fee, _)| fee),
+            fees: &fees,
         },
         referrer,
     )
@@ -169,7 +169,7 @@ pub fn plan_body(request: &PlanRequest, referrer: &str) -> Result<String, Provid
             user: &request.wallet_address,
             recipient: request.recipient.as_deref(),
             slippage_bps: Some(request.slippage_bps),
-            fee: request.fee.as_ref(),
+            fees: &request.onchain_fees,
         },
         referrer,
     )
@@ -263,12 +263,12 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: signature_only(&quote.steps),
         rate_lock: None,
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
     };
     // Relay's output is what the input less the app fee buys.
-    Ok(match fee_for(request) {
-        Some((fee, carried)) => ProviderQuote {
-            onchain_fee: Some(fee),
+    Ok(match fees_for(request) {
+        Some((fees, carried)) => ProviderQuote {
+            onchain_fees: fees,
             ..quote.with_input_fees(from, carried)
         },
         None => quote,

@@ -121,7 +121,7 @@ impl Relay {
                     // Relay's status says no amount, and the refund is on the origin chain.
                     received_amount: None,
                     received_token: Some(from.code.into()),
-                    fee_paid: None,
+                    fees_paid: Vec::new(),
                 })
             }
             Intent::Filled(hashes) => {
@@ -153,7 +153,7 @@ impl Relay {
                 tx_hashes,
                 received_amount: None,
                 received_token: Some(to.code.into()),
-                fee_paid: None,
+                fees_paid: Vec::new(),
             },
             AtDestination::NotYet => {
                 tracking::state(ExecutionStatus::Pending, "awaiting_destination", tx_hashes)

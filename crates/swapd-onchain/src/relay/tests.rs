@@ -140,7 +140,7 @@ fn plan_request(min: &str) -> PlanRequest {
         slippage_bps: 50,
         gasless: true,
         deadline_secs: 1_800_000_300,
-        fee: None,
+        onchain_fees: Vec::new(),
     }
 }
 
@@ -194,9 +194,12 @@ async fn a_card_asks_for_exact_input_with_a_permit_for_tokens() {
 }
 
 #[tokio::test]
-async fn the_operators_fee_is_a_relay_app_fee_taken_from_the_input() {
+async fn each_partys_fee_is_a_relay_app_fee_taken_from_the_input() {
     let server = MockServer::start().await;
-    let app_fees = json!({"appFees": [{"recipient": crate::scripted::FEE_RECIPIENT, "fee": "30"}]});
+    let app_fees = json!({"appFees": [
+        {"recipient": crate::scripted::FEE_RECIPIENT, "fee": "30"},
+        {"recipient": crate::scripted::PARTNER_RECIPIENT, "fee": "20"}
+    ]});
     Mock::given(method("POST"))
         .and(path("/quote/v2"))
         .and(body_partial_json(app_fees))
@@ -212,7 +215,7 @@ async fn the_operators_fee_is_a_relay_app_fee_taken_from_the_input() {
         })
         .await
         .unwrap();
-    // In bps of the input, in the input currency; one recipient, the operator's.
+    // In bps of the input, in the input currency; one recipient per party.
     assert_eq!(
         crate::scripted::entries(&card.fees),
         [
@@ -228,6 +231,12 @@ async fn the_operators_fee_is_a_relay_app_fee_taken_from_the_input() {
                 "0.01875".into(),
                 "USDCBASE".into()
             ),
+            (
+                "partner".into(),
+                "20".into(),
+                "0.05".into(),
+                "USDCBASE".into()
+            ),
         ]
     );
     assert_eq!(
@@ -235,14 +244,11 @@ async fn the_operators_fee_is_a_relay_app_fee_taken_from_the_input() {
         "24.95",
         "Relay's output is after the fee"
     );
-    let fee = card.onchain_fee.clone().unwrap();
-    assert_eq!(
-        (fee.bps, fee.recipient.as_str()),
-        (30, crate::scripted::FEE_RECIPIENT)
-    );
+    let fees = card.onchain_fees.clone();
+    assert_eq!(fees.len(), 2);
     relay
         .build_plan(&PlanRequest {
-            fee: Some(fee),
+            onchain_fees: fees.clone(),
             ..plan_request("24.9")
         })
         .await

@@ -66,11 +66,11 @@ pub struct Query {
 /// 0x takes at most this many bps per recipient (`swapFeeBps`).
 const MAX_SWAP_FEE_BPS: u32 = 1_000;
 
-/// The operator's fee 0x pays in the output token to the operator's EVM recipient
-/// (`swapFeeRecipient`, `swapFeeBps`, `swapFeeToken`; docs/fees.md).
-pub fn fee_for(request: &QuoteRequest) -> Option<(OnchainFee, FeeSchedule)> {
-    let recipient = crate::evm_recipient(request)?;
-    crate::operator_fee(request, ID, Some(recipient), MAX_SWAP_FEE_BPS)
+/// The fees 0x pays in the output token, one recipient per party: the operator's EVM recipient
+/// and the partner's (`swapFeeRecipient`, `swapFeeBps`, `swapFeeToken`; docs/fees.md).
+pub fn fees_for(request: &QuoteRequest) -> Option<(Vec<OnchainFee>, FeeSchedule)> {
+    let operator = crate::evm_recipient(request);
+    crate::onchain_fees(request, ID, (operator, true), MAX_SWAP_FEE_BPS)
 }
 
 fn query(
@@ -79,7 +79,7 @@ fn query(
     amount: Amount,
     taker: Option<&str>,
     slippage_bps: u32,
-    fee: Option<&OnchainFee>,
+    fees: &[OnchainFee],
 ) -> Query {
     let chain_id = from.network.evm_chain_id().unwrap_or_default();
     let mut query = vec![
@@ -92,10 +92,12 @@ fn query(
     if let Some(taker) = taker {
         query.push(("taker", taker.to_owned()));
     }
-    if let Some(fee) = fee {
-        // One recipient per party: the operator's (the affiliate's share inside it).
-        query.push(("swapFeeRecipient", fee.recipient.clone()));
-        query.push(("swapFeeBps", fee.bps.to_string()));
+    if !fees.is_empty() {
+        // One recipient per party, in comma lists (the affiliate's share is the operator's).
+        let list =
+            |each: fn(&OnchainFee) -> String| fees.iter().map(each).collect::<Vec<_>>().join(",");
+        query.push(("swapFeeRecipient", list(|fee| fee.recipient.clone())));
+        query.push(("swapFeeBps", list(|fee| fee.bps.to_string())));
         query.push(("swapFeeToken", token(to).to_owned()));
     }
     Query {
@@ -137,7 +139,7 @@ pub fn card_query(request: &QuoteRequest, reads_chain: bool) -> Result<Query, Pr
         request.amount,
         taker,
         DEFAULT_SLIPPAGE_BPS,
-        fee_for(request).as_ref().map(|(fee, _)| fee),
+        &fees_for(request).map(|(fees, _)| fees).unwrap_or_default(),
     ))
 }
 
@@ -150,7 +152,7 @@ pub fn plan_query(request: &PlanRequest) -> Query {
         request.from_amount,
         Some(&request.wallet_address),
         request.slippage_bps,
-        request.fee.as_ref(),
+        &request.onchain_fees,
     )
 }
 
@@ -222,23 +224,27 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         valid_for_secs: QUOTE_VALID_SECS,
         gasless: gasless(from),
         rate_lock: None,
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
     };
-    // 0x's buy amount is what the taker receives after the fee it pays the recipient, which
-    // it states; derived from the buy amount where it does not.
-    let Some((fee, carried)) = fee_for(request) else {
+    // 0x's buy amount is what the taker receives after the fees it pays the recipients. It
+    // states the fee of one recipient (`integratorFee`); for several, or where it states
+    // nothing, the fees are derived from the buy amount.
+    let Some((fees, carried)) = fees_for(request) else {
         return Ok(quote);
     };
-    let stated = match &answer.fees {
-        Some(wire::Fees {
-            integrator_fee: Some(stated),
-        }) if stated.token.eq_ignore_ascii_case(token(to)) => {
+    let stated = match (&answer.fees, fees.as_slice()) {
+        (
+            Some(wire::Fees {
+                integrator_fee: Some(stated),
+            }),
+            [_one],
+        ) if stated.token.eq_ignore_ascii_case(token(to)) => {
             Some(display(integer(Some(&stated.amount))?, to, Rounding::Down))
         }
         _ => None,
     };
     Ok(ProviderQuote {
-        onchain_fee: Some(fee),
+        onchain_fees: fees,
         ..match stated {
             Some(total) => quote.with_stated_fee(to, carried, total),
             None => quote.with_output_fees(to, carried)?,

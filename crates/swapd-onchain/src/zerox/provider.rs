@@ -108,7 +108,7 @@ impl ZeroX {
             OnChain::Final(receipt) => {
                 match tracking::received(&self.chains, &receipt, plan, from, to).await? {
                     Some(units) => Ok(Tracked {
-                        fee_paid: tracking::fee_paid(&receipt.logs, plan, to),
+                        fees_paid: tracking::fees_paid(&receipt.logs, plan, to),
                         ..tracking::completed(to, units, vec![source])
                     }),
                     // Executed but nothing reached the wallet: not a swap swapd can vouch for.

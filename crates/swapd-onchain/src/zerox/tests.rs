@@ -71,7 +71,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         slippage_bps: 100,
         gasless: false,
         deadline_secs: 1_800_000_000,
-        fee: None,
+        onchain_fees: Vec::new(),
     }
 }
 
@@ -158,19 +158,21 @@ fn entry(kind: &str, bps: &str, amount: &str, currency: &str) -> (String, String
 }
 
 #[tokio::test]
-async fn the_operators_fee_is_paid_by_0x_to_its_recipient_in_the_output_token() {
+async fn each_partys_fee_is_paid_by_0x_to_its_recipient_in_the_output_token() {
     let server = MockServer::start().await;
+    let recipients = format!(
+        "{},{}",
+        crate::scripted::FEE_RECIPIENT,
+        crate::scripted::PARTNER_RECIPIENT
+    );
     for endpoint in [
         "/swap/allowance-holder/price",
         "/swap/allowance-holder/quote",
     ] {
         Mock::given(method("GET"))
             .and(path(endpoint))
-            .and(query_param(
-                "swapFeeRecipient",
-                crate::scripted::FEE_RECIPIENT,
-            ))
-            .and(query_param("swapFeeBps", "30"))
+            .and(query_param("swapFeeRecipient", recipients.as_str()))
+            .and(query_param("swapFeeBps", "30,20"))
             .and(query_param("swapFeeToken", USDC))
             .respond_with(ResponseTemplate::new(200).set_body_json(eth_to_usdc()))
             .expect(1)
@@ -185,29 +187,73 @@ async fn the_operators_fee_is_paid_by_0x_to_its_recipient_in_the_output_token() 
         })
         .await
         .unwrap();
-    // 0x's buy amount is after the fee: the entries are derived from it; one recipient, the
-    // operator's, so the partner's markup is left out.
+    // 0x's buy amount is after the fees: the entries are derived from it, one recipient per
+    // party (the affiliate's share is the operator's).
     assert_eq!(quote.to_amount.to_string(), "30.012345");
     assert_eq!(
         crate::scripted::entries(&quote.fees),
         [
-            entry("service", "22.5", "0.067731", "USDCBASE"),
-            entry("affiliate", "7.5", "0.022576", "USDCBASE"),
+            entry("service", "22.5", "0.067867", "USDCBASE"),
+            entry("affiliate", "7.5", "0.022622", "USDCBASE"),
+            entry("partner", "20", "0.060326", "USDCBASE"),
         ]
     );
-    let fee = quote.onchain_fee.clone().unwrap();
+    let fees = quote.onchain_fees.clone();
+    let payees: Vec<_> = fees
+        .iter()
+        .map(|fee| (fee.payee, fee.bps, fee.recipient.as_str()))
+        .collect();
+    use swapd_core::fees::Payee::{Operator, Partner};
     assert_eq!(
-        (fee.bps, fee.recipient.as_str()),
-        (30, crate::scripted::FEE_RECIPIENT)
+        payees,
+        [
+            (Operator, 30, crate::scripted::FEE_RECIPIENT),
+            (Partner, 20, crate::scripted::PARTNER_RECIPIENT)
+        ]
     );
     // The plan asks 0x for the same fee.
     zerox
         .build_plan(&PlanRequest {
-            fee: Some(fee),
+            onchain_fees: fees.clone(),
             ..plan_request("ETHBASE", "USDCBASE", "0.01", "29.7")
         })
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_fee_0x_states_for_one_recipient_is_split_as_it_states_it() {
+    let server = MockServer::start().await;
+    let mut stated = eth_to_usdc();
+    stated["fees"]["integratorFee"] = json!({"amount": "90300", "token": USDC, "type": "volume"});
+    Mock::given(method("GET"))
+        .and(path("/swap/allowance-holder/price"))
+        .and(query_param(
+            "swapFeeRecipient",
+            crate::scripted::FEE_RECIPIENT,
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(stated))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut fees = crate::scripted::fee_policy();
+    fees.recipients.partner_evm = None;
+    let quote = zerox(&server, Chains::new(vec![base()]))
+        .await
+        .quote(&QuoteRequest {
+            fees,
+            ..request("ETHBASE", "USDCBASE", "0.01")
+        })
+        .await
+        .unwrap();
+    // No recipient for the partner: its markup is left out; the operator's is 0x's figure.
+    assert_eq!(
+        crate::scripted::entries(&quote.fees),
+        [
+            entry("service", "22.5", "0.067725", "USDCBASE"),
+            entry("affiliate", "7.5", "0.022575", "USDCBASE"),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -651,10 +697,16 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
     let zerox = zerox(&server, Chains::new(vec![chain.clone()])).await;
     let mut plan = plan("ETHBASE", "USDCBASE");
     plan.gasless = false;
-    plan.fee = Some(swapd_core::fees::OnchainFee {
-        bps: 30,
-        recipient: crate::scripted::FEE_RECIPIENT.into(),
-    });
+    let fee = |payee, bps, recipient: &str| swapd_core::fees::OnchainFee {
+        payee,
+        bps,
+        recipient: recipient.into(),
+    };
+    use swapd_core::fees::Payee::{Operator, Partner};
+    plan.onchain_fees = vec![
+        fee(Operator, 30, crate::scripted::FEE_RECIPIENT),
+        fee(Partner, 20, crate::scripted::PARTNER_RECIPIENT),
+    ];
     let usdc: Address = USDC.parse().unwrap();
     chain.mined(
         TX,
@@ -663,6 +715,7 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
         WALLET.parse().unwrap(),
         vec![
             paid_log(usdc, crate::scripted::FEE_RECIPIENT, 89_000),
+            paid_log(usdc, crate::scripted::PARTNER_RECIPIENT, 60_000),
             paid_log(usdc, WALLET, 29_910_000),
         ],
     );
@@ -679,13 +732,19 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
         .unwrap();
     assert_eq!(tracked.received_amount.as_deref(), Some("29.91"));
     assert_eq!(
-        tracked.fee_paid,
-        Some(U256::from(89_000u64)),
-        "what the log shows"
+        tracked.fees_paid,
+        [
+            (Operator, U256::from(89_000u64)),
+            (Partner, U256::from(60_000u64))
+        ],
+        "what the logs show each recipient"
     );
 
     // A plan without a fee recipient reads none.
-    let unpaid = ExecutionPlan { fee: None, ..plan };
+    let unpaid = ExecutionPlan {
+        onchain_fees: Vec::new(),
+        ..plan
+    };
     let tracked = zerox
         .track_execution(TrackRequest {
             plan: &unpaid,
@@ -695,5 +754,5 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
         })
         .await
         .unwrap();
-    assert_eq!(tracked.fee_paid, None);
+    assert!(tracked.fees_paid.is_empty());
 }

@@ -197,7 +197,7 @@ impl Provider for OffchainDesk {
             valid_for_secs: 120,
             gasless: false,
             rate_lock: None,
-            onchain_fee: None,
+            onchain_fees: Vec::new(),
         })
     }
 }

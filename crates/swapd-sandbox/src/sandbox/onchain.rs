@@ -106,7 +106,7 @@ fn quote_onchain(
         valid_for_secs: 60,
         gasless: terms.gasless,
         rate_lock: None,
-        onchain_fee: None,
+        onchain_fees: Vec::new(),
     })
 }
 

@@ -634,7 +634,7 @@ pub fn track(
         tx_hashes,
         received_amount: Some(amount.to_string()),
         received_token: Some(token.code.into()),
-        fee_paid: None,
+        fees_paid: Vec::new(),
     })
 }
 
@@ -647,7 +647,7 @@ fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) 
         tx_hashes,
         received_amount: None,
         received_token: None,
-        fee_paid: None,
+        fees_paid: Vec::new(),
     }
 }
 
@@ -791,7 +791,7 @@ mod tests {
             slippage_bps: 50,
             gasless: false,
             deadline_secs: 1_800_000_300,
-            fee: None,
+            onchain_fees: Vec::new(),
         }
     }
 

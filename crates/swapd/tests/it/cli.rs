@@ -270,8 +270,40 @@ fn a_key_carries_a_markup_up_to_the_operators_cap() {
     );
     let created: serde_json::Value = serde_json::from_slice(&create("50").stdout).unwrap();
     assert_eq!(created["markupBps"], 50);
+    assert_eq!(created["markupRecipient"], serde_json::Value::Null);
     let shown = ok(swapd(dir.path()).args(["keys", "show", created["apiKey"].as_str().unwrap()]));
     assert!(shown.contains("markupBps:    50"), "{shown}");
+
+    // Its recipient on chain: an EVM address, or the key is not created.
+    let with_recipient = |address: &str| {
+        run(swapd(dir.path())
+            .args([
+                "keys",
+                "create",
+                "--name",
+                "dapp",
+                "--permissions",
+                "prices:read",
+            ])
+            .args([
+                "--markup-bps",
+                "20",
+                "--markup-recipient",
+                address,
+                "--json",
+            ]))
+    };
+    let bad = with_recipient("0xnot-an-address");
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("is not an EVM address"),
+        "{}",
+        stderr(&bad)
+    );
+    let address = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
+    let created: serde_json::Value =
+        serde_json::from_slice(&with_recipient(address).stdout).unwrap();
+    assert_eq!(created["markupRecipient"], address);
 }
 
 #[test]

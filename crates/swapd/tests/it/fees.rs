@@ -295,7 +295,13 @@ async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_ord
         .unwrap();
     // A partner with a markup, whose user comes with an affiliate's code.
     let key = server
-        .key_with_markup(&[PricesRead, OrdersCreate, OrdersRead], &[], &[], Default::default(), 40)
+        .key_with_markup(
+            &[PricesRead, OrdersCreate, OrdersRead],
+            &[],
+            &[],
+            Default::default(),
+            40,
+        )
         .await;
     let routes = |query: &'static str| {
         let (server, key) = (&server, &key);

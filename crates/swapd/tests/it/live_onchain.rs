@@ -29,7 +29,7 @@ sol! {
     function mint(address to, uint256 value) external;
     function balanceOf(address owner) external view returns (uint256);
     function swapNativeForToken(address token, uint256 amountOut, uint256 minAmountOut, address recipient) external payable;
-    function swapNativeForTokenWithFee(address token, uint256 amountOut, uint256 minAmountOut, address recipient, address feeRecipient, uint256 fee) external payable;
+    function swapNativeForTokenWithFees(address token, uint256 amountOut, uint256 minAmountOut, address recipient, address[] feeRecipients, uint256[] fees) external payable;
     function swapTokenForNative(address token, uint256 amountIn, uint256 amountOut, uint256 minAmountOut, address recipient) external;
 }
 
@@ -990,10 +990,10 @@ async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() 
     );
 }
 
-/// A fake 0x (AllowanceHolder API) on Base: 0.01 ETH buys 30 USDC, of which it pays the
-/// operator's fee (`swapFeeBps` of the buy amount, in the buy token) to `swapFeeRecipient` and
-/// the rest to the taker, in the one transaction it quotes, through the test router. Asked
-/// without the fee parameters, it answers 400.
+/// A fake 0x (AllowanceHolder API) on Base: 0.01 ETH buys 30.0001 USDC, of which it pays each
+/// fee (`swapFeeBps` of the buy amount, in the buy token) to its `swapFeeRecipient` and the rest
+/// to the taker, in the one transaction it quotes, through the test router. Asked without the
+/// fee parameters, it answers 400.
 struct FakeZeroX;
 
 impl Respond for FakeZeroX {
@@ -1001,25 +1001,29 @@ impl Respond for FakeZeroX {
         let query: std::collections::HashMap<String, String> =
             request.url.query_pairs().into_owned().collect();
         let usdc = USDC_BASE.to_checksum(None);
-        let (Some(recipient), Some(bps), Some(token)) = (
+        let (Some(recipients), Some(bps), Some(token)) = (
             query.get("swapFeeRecipient"),
             query.get("swapFeeBps"),
             query.get("swapFeeToken"),
         ) else {
             return ResponseTemplate::new(400).set_body_json(json!({"name": "INPUT_INVALID"}));
         };
-        assert_eq!(token, &usdc, "the fee is taken in the buy token");
-        let gross = 30_000_000u64;
-        let fee = gross * bps.parse::<u64>().unwrap() / 10_000;
-        let (buy, min_buy) = (gross - fee, 29_700_000u64);
-        let taker: Address = query["taker"].parse().unwrap();
-        let data = swapNativeForTokenWithFeeCall {
+        assert_eq!(token, &usdc, "the fees are taken in the buy token");
+        let gross = 30_000_100u64;
+        let recipients: Vec<Address> = recipients.split(',').map(|a| a.parse().unwrap()).collect();
+        let fees: Vec<U256> = bps
+            .split(',')
+            .map(|bps| U256::from(gross * bps.parse::<u64>().unwrap() / 10_000))
+            .collect();
+        let paid: u64 = fees.iter().map(|fee| fee.to::<u64>()).sum();
+        let (buy, min_buy) = (gross - paid, 29_700_000u64);
+        let data = swapNativeForTokenWithFeesCall {
             token: USDC_BASE,
             amountOut: U256::from(buy),
             minAmountOut: U256::from(min_buy),
-            recipient: taker,
-            feeRecipient: recipient.parse().unwrap(),
-            fee: U256::from(fee),
+            recipient: query["taker"].parse().unwrap(),
+            feeRecipients: recipients,
+            fees,
         }
         .abi_encode();
         ResponseTemplate::new(200).set_body_json(json!({
@@ -1027,8 +1031,7 @@ impl Respond for FakeZeroX {
             "buyToken": usdc, "buyAmount": buy.to_string(), "minBuyAmount": min_buy.to_string(),
             "sellToken": "0xEeeeeEeeeEeEeeEeEeEeeEEEeeeeEeeeeeeeEEeE",
             "sellAmount": query["sellAmount"],
-            "fees": {"integratorFee": {"amount": fee.to_string(), "token": usdc, "type": "volume"},
-                     "zeroExFee": null, "gasFee": null},
+            "fees": {"integratorFee": null, "zeroExFee": null, "gasFee": null},
             "issues": {"allowance": null, "balance": null, "simulationIncomplete": false},
             "totalNetworkFee": "1000000000000",
             "transaction": {"to": ROUTER, "data": Bytes::from(data), "gas": "200000",
@@ -1038,12 +1041,13 @@ impl Respond for FakeZeroX {
     }
 }
 
-/// The operator's fee on a live 0x route: quoted per party (the affiliate's share carved out of
-/// the service fee), passed to 0x as its `swapFeeRecipient`/`swapFeeBps`/`swapFeeToken`, paid
-/// on a real chain by the plan's own transaction, and realized in the ledger from the receipt's
-/// `Transfer` log to the recipient: exactly what was expected.
+/// The fees on a live 0x route: quoted per party (the affiliate's share carved out of the
+/// service fee), passed to 0x as `swapFeeRecipient`/`swapFeeBps`/`swapFeeToken` with one
+/// recipient per party (the operator's, the partner's), paid on a real chain by the plan's own
+/// transaction, and realized in the ledger from the receipt's `Transfer` logs to the
+/// recipients: exactly what was expected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_from_the_log() {
+async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from_the_logs() {
     if !chain_dir().join("node_modules/.bin/hardhat").exists() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -1061,7 +1065,10 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
             json!([wallet.address(), "0xde0b6b3a7640000"]),
         )
         .await;
-    let fee_recipient = PrivateKeySigner::random().address();
+    let (operator, partner) = (
+        PrivateKeySigner::random().address(),
+        PrivateKeySigner::random().address(),
+    );
 
     let zerox = MockServer::start().await;
     Mock::given(method("GET"))
@@ -1086,7 +1093,7 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
         service_bps: 30,
         ..Default::default()
     };
-    fees.recipients.evm = Some(fee_recipient.to_string());
+    fees.recipients.evm = Some(operator.to_string());
     let server = TestServer::start_with(Options {
         live: Some(Live { providers, chains }),
         fees,
@@ -1103,7 +1110,18 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
         .insert_affiliate(&affiliate)
         .await
         .unwrap();
-    let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
+    let policy = swapd_core::api_keys::ApiKeyPolicy::new(
+        "partner",
+        [PricesRead, OrdersCreate, OrdersRead],
+        &[],
+        &[],
+        Default::default(),
+    )
+    .unwrap()
+    .with_markup_bps(20)
+    .with_markup_recipient(&partner.to_checksum(None))
+    .unwrap();
+    let key = server.key_with_policy(policy).await;
 
     let query = format!(
         "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}&affiliateCode=wallet-app",
@@ -1123,13 +1141,14 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
         .unwrap_or_else(|| panic!("no 0x card in {routes}"))
         .clone();
     assert_eq!(card["isAvailable"], true, "{card}");
-    // 0x states the fee it takes (0.09 USDC of the 30): a quarter of it is the affiliate's.
-    assert_eq!(card["expectedOutputAmount"], "29.91");
+    // Of the 30.0001 USDC: 0.09 the operator's (a quarter of it the affiliate's), 0.06 the
+    // partner's.
+    assert_eq!(card["expectedOutputAmount"], "29.8501");
     let parties: Vec<(Value, Value, Value)> = card["fees"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|fee| fee["kind"] == "service" || fee["kind"] == "affiliate")
+        .filter(|fee| ["service", "affiliate", "partner"].contains(&fee["kind"].as_str().unwrap()))
         .map(|fee| {
             (
                 fee["kind"].clone(),
@@ -1143,6 +1162,7 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
         [
             (json!("service"), json!("22.5"), json!("0.0675")),
             (json!("affiliate"), json!("7.5"), json!("0.0225")),
+            (json!("partner"), json!("20"), json!("0.06")),
         ]
     );
 
@@ -1167,14 +1187,11 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
     track(&server).await;
     let done = execution(&server, &key, &plan).await;
     assert_eq!(done["status"], "done", "{done}");
-    assert_eq!(done["receivedAmount"], "29.91");
-    assert_eq!(
-        chain.token_balance(fee_recipient).await,
-        U256::from(90_000u64),
-        "the plan's transaction paid the recipient"
-    );
+    assert_eq!(done["receivedAmount"], "29.8501");
+    assert_eq!(chain.token_balance(operator).await, U256::from(90_000u64));
+    assert_eq!(chain.token_balance(partner).await, U256::from(60_000u64));
 
-    // Expected with the plan, realized from the Transfer log: one row per party and stage.
+    // Expected with the plan, realized from the Transfer logs: one row per party and stage.
     let rows = server
         .state
         .store
@@ -1182,33 +1199,34 @@ async fn a_0x_plan_pays_the_operators_fee_on_chain_and_the_ledger_realizes_it_fr
         .await
         .unwrap();
     let id = plan["executionPlanId"].as_str().unwrap();
-    let mut seen: Vec<(String, String, String, Option<String>)> = rows
+    let mut seen: Vec<(String, String, String)> = rows
         .iter()
         .map(|row| {
-            assert_eq!(row.order_id, id);
-            assert_eq!(row.currency, "USDCBASE");
-            (
-                row.party.as_str().to_owned(),
-                row.stage.as_str().to_owned(),
-                row.amount.clone(),
-                row.affiliate_code.clone(),
-            )
+            assert_eq!(
+                (row.order_id.as_str(), row.currency.as_str()),
+                (id, "USDCBASE")
+            );
+            let party = row.party.as_str().to_owned();
+            (party, row.stage.as_str().to_owned(), row.amount.clone())
         })
         .collect();
     seen.sort();
-    let code = Some("wallet-app".to_owned());
+    let row = |party: &str, stage: &str, amount: &str| (party.into(), stage.into(), amount.into());
     assert_eq!(
         seen,
         [
-            (
-                "affiliate".into(),
-                "expected".into(),
-                "0.0225".into(),
-                code.clone()
-            ),
-            ("affiliate".into(), "realized".into(), "0.0225".into(), code),
-            ("service".into(), "expected".into(), "0.0675".into(), None),
-            ("service".into(), "realized".into(), "0.0675".into(), None),
+            row("affiliate", "expected", "0.0225"),
+            row("affiliate", "realized", "0.0225"),
+            row("partner", "expected", "0.06"),
+            row("partner", "realized", "0.06"),
+            row("service", "expected", "0.0675"),
+            row("service", "realized", "0.0675"),
         ]
+    );
+    // The partner's earnings: its markup, expected and realized.
+    let earnings = data(&server.call(&key, "GET", "/api/v3/earnings", "", b"").await).clone();
+    assert_eq!(
+        earnings["totals"],
+        json!([{"currency": "USDCBASE", "expected": "0.06", "realized": "0.06"}])
     );
 }

@@ -573,6 +573,11 @@ impl TestServer {
         )
         .unwrap()
         .with_markup_bps(markup_bps);
+        self.key_with_policy(policy).await
+    }
+
+    /// A key of `policy`.
+    pub async fn key_with_policy(&self, policy: ApiKeyPolicy) -> TestKey {
         let issued = ApiKey::issue(
             policy,
             &self.master,
