@@ -126,6 +126,9 @@ pub struct AppParts {
     pub console: Option<Arc<console::Console>>,
     /// The MCP server at `/mcp`.
     pub mcp: mcp::Settings,
+    /// Cancelled when the node starts shutting down: `/readyz` answers not ready from then on,
+    /// while in-flight requests finish (docs/deploy.md, "Stopping").
+    pub stopping: tokio_util::sync::CancellationToken,
     /// The operator's fees on every quote (docs/fees.md).
     pub fees: swapd_core::fees::FeePolicy,
     /// The operator's bounds on markups and on the ledger's reconciliation.

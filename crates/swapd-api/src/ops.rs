@@ -61,15 +61,22 @@ pub(crate) async fn healthz() -> Json<Success<Health>> {
     Json(Success::new(Health { status: "ok" }))
 }
 
-/// Readiness: the database (and Redis, when configured) answers within two seconds.
+/// Readiness: the node is not shutting down, and the database (and Redis, when configured)
+/// answers within two seconds.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready to serve", body = inline(Success<Readiness>)),
-        (status = 503, description = "The database or Redis does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it)", body = swapd_types::ErrorEnvelope),
+        (status = 503, description = "The node is shutting down, the database or Redis does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it)", body = swapd_types::ErrorEnvelope),
     ))]
 pub(crate) async fn readyz(
     State(state): State<AppState>,
 ) -> Result<Json<Success<Readiness>>, ApiError> {
+    if state.stopping.is_cancelled() {
+        return Err(ApiError::new(
+            ErrorCode::ServiceUnavailable,
+            "this node is shutting down",
+        ));
+    }
     let failing = state.worker_health.failing();
     if !failing.is_empty() {
         let loops: Vec<String> = failing

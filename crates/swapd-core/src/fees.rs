@@ -204,38 +204,20 @@ impl FeeSchedule {
     /// rate is zero are left out. The affiliate's share is taken from the service fee's amount.
     pub fn split(&self, gross: Amount) -> Vec<PartyFee> {
         let of = |bps: u32| gross.mul_div(U256::from(bps), U256::from(BPS), Rounding::Down);
-        let service_total = of(self.service_bps);
-        let affiliate = service_total.mul_div(
-            U256::from(self.affiliate_share_bps.min(BPS)),
-            U256::from(BPS),
-            Rounding::Down,
-        );
-        let service = service_total
-            .checked_sub(affiliate)
-            .expect("a share of a fee is at most the fee");
-        let affiliate_rate = Rate::share_of(self.service_bps, self.affiliate_share_bps.min(BPS));
-        let service_rate = Rate(Rate::from_bps(self.service_bps).0 - affiliate_rate.0);
-        [
-            (Party::Service, service_rate, service),
-            (Party::Affiliate, affiliate_rate, affiliate),
-            (
-                Party::Partner,
-                Rate::from_bps(self.partner_bps),
-                of(self.partner_bps),
-            ),
-        ]
-        .into_iter()
-        .filter(|(_, rate, _)| rate.0 > 0)
-        .map(|(party, rate, amount)| PartyFee {
-            party,
-            rate,
-            amount,
-        })
-        .collect()
+        let mut fees = self.operator_split(of(self.service_bps));
+        if self.partner_bps > 0 {
+            fees.push(PartyFee {
+                party: Party::Partner,
+                rate: Rate::from_bps(self.partner_bps),
+                amount: of(self.partner_bps),
+            });
+        }
+        fees
     }
 
-    /// The operator's fee of `total`, as a provider stated the amount it takes: the affiliate's
-    /// share of it rounded down, the rest the service's (the same split as [`Self::split`]).
+    /// The operator's fee of `total` (its service fee's amount, or what a provider stated it
+    /// takes): the affiliate's share of it rounded down, the rest the service's; parties whose
+    /// rate is zero are left out.
     pub fn operator_split(&self, total: Amount) -> Vec<PartyFee> {
         let share = self.affiliate_share_bps.min(BPS);
         let affiliate = total.mul_div(U256::from(share), U256::from(BPS), Rounding::Down);

@@ -280,6 +280,10 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
 pub struct App {
     worker: Option<swapd_worker::Worker>,
     api: Option<Api>,
+    /// How long readiness says "stopping" before the listener closes, and how long in-flight
+    /// work may take after that (`[shutdown]`).
+    drain: Duration,
+    grace: Duration,
 }
 
 /// The API role, ready to serve.
@@ -328,7 +332,12 @@ impl App {
         };
         // Assemble the catalog now, so the first caller does not wait for the providers.
         market.catalog(runtime.clock.now_ms()).await;
-        Ok(App { worker, api })
+        Ok(App {
+            worker,
+            api,
+            drain: Duration::from_secs(runtime.config.shutdown.drain_secs),
+            grace: Duration::from_secs(runtime.config.shutdown.grace_secs),
+        })
     }
 
     /// The bound address, when the API role runs.
@@ -338,8 +347,21 @@ impl App {
             .and_then(|api| api.listener.local_addr().ok())
     }
 
-    /// Serves until `shutdown` is cancelled, then lets in-flight requests and jobs finish.
+    /// Serves until `shutdown` is cancelled, then stops (docs/deploy.md, "Stopping"): readiness
+    /// answers not ready at once and the listener keeps serving for the drain time; then
+    /// in-flight requests and worker passes get the grace time to finish, after which the
+    /// node stops regardless.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let (drain, grace) = (self.drain, self.grace);
+        let grace_over = CancellationToken::new();
+        tokio::spawn({
+            let (shutdown, grace_over) = (shutdown.clone(), grace_over.clone());
+            async move {
+                shutdown.cancelled().await;
+                tokio::time::sleep(drain + grace).await;
+                grace_over.cancel();
+            }
+        });
         let worker = self
             .worker
             .map(|worker| tokio::spawn(worker.run(shutdown.clone())));
@@ -359,19 +381,33 @@ impl App {
             });
             let revocations =
                 tokio::spawn(state.guards.clone().follow_revocations(shutdown.clone()));
+            let stopping = state.stopping.clone();
             let app = swapd_api::router(state).into_make_service_with_connect_info::<SocketAddr>();
             let stop = shutdown.clone();
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await
-                .context("HTTP server failed")?;
+            let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+                stop.cancelled().await;
+                stopping.cancel();
+                tracing::info!(?drain, "not ready any more; draining");
+                tokio::time::sleep(drain).await;
+            });
+            tokio::select! {
+                served = serving => served.context("HTTP server failed")?,
+                () = grace_over.cancelled() => {
+                    tracing::warn!(?grace, "in-flight requests did not finish in the grace time; stopping");
+                }
+            }
             flusher.await.context("nonce flusher panicked")?;
             revocations.await.context("revocation follower panicked")?;
             // Every accepted nonce is on disk now.
             marker.remove();
         }
         if let Some(worker) = worker {
-            worker.await.context("worker task panicked")?;
+            tokio::select! {
+                finished = worker => finished.context("worker task panicked")?,
+                () = grace_over.cancelled() => {
+                    tracing::warn!(?grace, "worker passes did not finish in the grace time; their leases end on their own");
+                }
+            }
         }
         Ok(())
     }
@@ -633,6 +669,7 @@ impl Runtime {
                 allowed_hosts: config.mcp.allowed_hosts.clone(),
                 shutdown: CancellationToken::new(),
             },
+            stopping: CancellationToken::new(),
         })
     }
 

@@ -41,6 +41,16 @@ pub enum Command {
   swapd serve --listen 0.0.0.0:8080 --api
   swapd serve --worker --database-url postgres://postgres@127.0.0.1:5432/swapd")]
     Serve(ServeArgs),
+    /// Exit 0 when this node's `/readyz` answers ready: the container image's health check,
+    /// which needs no shell (docs/deploy.md).
+    #[command(after_help = "Examples:
+  swapd healthcheck
+  swapd healthcheck --url http://127.0.0.1:8081/readyz")]
+    Healthcheck {
+        /// The readiness URL [default: /readyz at the configured listen address, on loopback].
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
     /// Apply pending database migrations and exit.
     #[command(
         after_help = "Example:\n  swapd migrate --database-url postgres://postgres@127.0.0.1:5432/swapd"

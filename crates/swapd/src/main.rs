@@ -39,6 +39,7 @@ fn main() -> ExitCode {
 async fn run(command: Command, config: Config) -> anyhow::Result<()> {
     match command {
         Command::Serve(args) => serve(config, Roles::from_flags(args.api, args.worker)).await,
+        Command::Healthcheck { url } => healthcheck(&config, url).await,
         Command::Migrate => {
             let store = open_store(&config).await?;
             store.migrate().await.context("migration failed")?;
@@ -143,4 +144,32 @@ fn invocation() -> &'static str {
     } else {
         "swapd"
     }
+}
+
+/// Whether this node answers ready at `url` (by default `/readyz` at the listen address, an
+/// unspecified address asked on loopback), within a few seconds.
+async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<()> {
+    let url = url.unwrap_or_else(|| {
+        let mut address = config.listen;
+        if address.ip().is_unspecified() {
+            address.set_ip(match address.ip() {
+                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        format!("http://{address}/readyz")
+    });
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build()?;
+    let answer = client
+        .get(&url)
+        .send()
+        .await
+        .with_context(|| format!("{url} does not answer"))?;
+    if !answer.status().is_success() {
+        bail!("{url} answered {}: not ready", answer.status());
+    }
+    println!("ready");
+    Ok(())
 }

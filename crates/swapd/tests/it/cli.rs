@@ -97,6 +97,17 @@ async fn serve_with_zero_configuration_creates_its_data_and_stops_on_sigterm() {
         (200, &Value::from("sandbox"))
     );
 
+    // The image's health check: ready here, refused where nothing answers.
+    let ready = run(swapd(dir.path()).args(["healthcheck", "--url", &format!("{base}/readyz")]));
+    assert!(ready.status.success(), "{}", stderr(&ready));
+    let closed = run(swapd(dir.path()).args(["healthcheck", "--url", "http://127.0.0.1:9/readyz"]));
+    assert!(!closed.status.success());
+    assert!(
+        stderr(&closed).contains("does not answer"),
+        "{}",
+        stderr(&closed)
+    );
+
     let data = dir.path().join("data");
     assert!(data.join("swapd.db").exists());
     let mode = std::os::unix::fs::PermissionsExt::mode(

@@ -2,6 +2,7 @@
 
 use reqwest::StatusCode;
 use serde_json::Value;
+use std::time::Duration;
 use swapd::app::{App, Roles, Runtime};
 use swapd::config::Config;
 use swapd_client::SwapApi;
@@ -618,4 +619,55 @@ async fn the_x402_asset_is_configurable() {
         format!("{problem:#}").contains("set x402.asset"),
         "{problem:#}"
     );
+}
+
+/// SIGTERM's stop (docs/deploy.md, "Stopping"): readiness answers not ready at once while the
+/// node keeps serving for the drain time, then a request still running gets the grace time and
+/// no more: the node stops on time.
+#[tokio::test]
+async fn a_stopping_node_says_not_ready_first_then_stops_within_its_grace() {
+    let server = Server::start_with(|config| {
+        config.shutdown.drain_secs = 2;
+        config.shutdown.grace_secs = 1;
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let ready = http
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+
+    server.shutdown.cancel();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let draining = http
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(draining.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: serde_json::Value = draining.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "service_unavailable");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
+        "{body}"
+    );
+    // Still serving while it drains.
+    let health = http
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+
+    // Stopped after drain and grace, not hanging.
+    tokio::time::timeout(Duration::from_secs(30), server.task)
+        .await
+        .expect("the node stopped")
+        .unwrap()
+        .unwrap();
 }

@@ -602,7 +602,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database (and Redis, when configured) answers within two seconds. */
+        /**
+         * Readiness: the node is not shutting down, and the database (and Redis, when configured)
+         *     answers within two seconds.
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -5056,7 +5059,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database or Redis does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it) */
+            /** @description The node is shutting down, the database or Redis does not answer, or a background loop of this process keeps failing (`service_unavailable`, the message names it) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -353,6 +353,7 @@ impl TestServer {
         ) = options.order_lifetime_secs;
         config.webhooks.timeout_ms = WEBHOOK_TIMEOUT.as_millis() as u64;
         config.fees = options.fees;
+        config.shutdown.drain_secs = 0;
         config.security.trusted_proxies = options.trusted_proxies;
         config.security.request_timeout_ms = options.request_timeout_ms;
         (
