@@ -122,8 +122,12 @@ pub(crate) async fn record_metrics(request: Request, next: Next) -> Response {
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let method = method_label(request.method());
     let started = Instant::now();
+    // The request's span (docs/deploy.md, "Traces") names the route template, never the path.
+    let span = tracing::Span::current();
+    span.record("http.route", route.as_str());
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();
+    span.record("http.status_code", status.as_str());
     metrics::counter!(REQUESTS_TOTAL, "route" => route.clone(), "method" => method, "status" => status)
         .increment(1);
     metrics::histogram!(REQUEST_DURATION, "route" => route, "method" => method)

@@ -74,12 +74,24 @@ fn application(state: AppState, extra: Router<AppState>, unthrottled: Router<App
                             .get(REQUEST_ID)
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or_default();
-                        tracing::info_span!(
+                        // The route template, status and caller's kind are recorded as they are
+                        // known; the trace continues the caller's `traceparent`, and its id
+                        // joins the logs to the trace.
+                        let span = tracing::info_span!(
                             "request",
                             method = %request.method(),
-                            path = %request.uri().path(),
                             request_id,
-                        )
+                            http.route = tracing::field::Empty,
+                            http.status_code = tracing::field::Empty,
+                            principal = tracing::field::Empty,
+                            trace_id = tracing::field::Empty,
+                            otel.kind = "server",
+                        );
+                        swapd_http::trace::continue_from(request.headers(), &span);
+                        if let Some(trace_id) = swapd_http::trace::trace_id(&span) {
+                            span.record("trace_id", trace_id.as_str());
+                        }
+                        span
                     },
                 ))
                 .layer(middleware::from_fn(envelope_framework_errors))

@@ -15,6 +15,7 @@ use swapd_core::orders::{Choice, EventType, Order, OrderStatus};
 use swapd_core::owner::Owner;
 use swapd_core::provider::QuoteRequest;
 use swapd_types::orders::OrderInput;
+use tracing::Instrument;
 
 use crate::input::{
     check_address, check_tag, pair_currency, parse_address, parse_amount, parse_email,
@@ -194,7 +195,9 @@ async fn open_exchange(
         deposit_deadline_ms: now_ms + app.order_lifetimes.for_rate(terms.rate_type),
         now_ms,
     };
+    let span = tracing::info_span!("desk.open", provider = %terms.provider);
     tokio::time::timeout(swapd_core::desk::CALL_DEADLINE, desk.open(&request))
+        .instrument(span)
         .await
         .map_err(|_| DeskError::Unavailable {
             detail: "no answer in time".into(),

@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 use hickory_resolver::TokioResolver;
 use hickory_resolver::config::{NameServerConfigGroup, ResolverConfig, ResolverOpts};
@@ -115,14 +116,19 @@ impl Sender {
     /// Makes one attempt. A destination the policy refuses fails without any connection.
     pub async fn send(&self, outgoing: Outgoing<'_>) -> Sent {
         let started = Instant::now();
-        let outcome = match self.check(outgoing.url).await {
-            Err(problem) => AttemptOutcome::Failed {
-                status: None,
-                error: format!("destination_blocked: {problem}"),
-                retry_after_secs: None,
-            },
-            Ok((destination, addresses)) => self.post(&destination, &addresses, outgoing).await,
-        };
+        let span = tracing::info_span!("webhook.delivery", otel.kind = "client");
+        let outcome = async {
+            match self.check(outgoing.url).await {
+                Err(problem) => AttemptOutcome::Failed {
+                    status: None,
+                    error: format!("destination_blocked: {problem}"),
+                    retry_after_secs: None,
+                },
+                Ok((destination, addresses)) => self.post(&destination, &addresses, outgoing).await,
+            }
+        }
+        .instrument(span)
+        .await;
         Sent {
             outcome,
             latency_ms: i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX),
@@ -165,6 +171,7 @@ impl Sender {
             .header("X-Webhook-Id", outgoing.id)
             .header("X-Webhook-Timestamp", &timestamp)
             .header("X-Webhook-Signature", outgoing.signature)
+            .headers(swapd_http::trace::headers())
             .body(outgoing.body.to_vec())
             .send()
             .await;

@@ -4,9 +4,12 @@
 //! sent once: the caller reconciles instead. What went wrong is said in swapd's words
 //! ([`Unreachable`]), never the upstream's.
 
+pub mod trace;
+
 use std::time::Duration;
 
 pub use reqwest;
+use tracing::Instrument;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use swapd_core::desk::DeskError;
@@ -158,6 +161,20 @@ impl Transport {
         call: Call,
         request: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<Answer, Unreachable> {
+        let span = tracing::info_span!(
+            "upstream",
+            upstream = self.upstream,
+            write = matches!(call, Call::Write),
+            otel.kind = "client",
+        );
+        self.sent(call, request).instrument(span).await
+    }
+
+    async fn sent(
+        &self,
+        call: Call,
+        request: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Answer, Unreachable> {
         let attempts = match call {
             Call::Read => READ_ATTEMPTS,
             Call::Write => 1,
@@ -189,7 +206,12 @@ impl Transport {
 
     async fn once(&self, request: reqwest::RequestBuilder) -> Result<Answer, Unreachable> {
         let failed = |error: reqwest::Error| self.unavailable(&error);
-        let response = request.timeout(self.timeout).send().await.map_err(failed)?;
+        let response = request
+            .headers(trace::headers())
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(failed)?;
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
         let body = response.bytes().await.map_err(failed)?.to_vec();

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
@@ -129,8 +130,10 @@ impl Market for Aggregator {
         let calls = self.providers.iter().filter(|p| selected(&p.info())).map(
             |provider| async move {
                 let info = provider.info();
+                let span = tracing::info_span!("provider.quote", provider = info.id);
                 let outcome = self
                     .ask(provider.as_ref(), request.now_ms, provider.quote(request))
+                    .instrument(span)
                     .await;
                 if let Err(ProviderError::Unavailable(reason)) = &outcome {
                     tracing::warn!(provider = info.id, %reason, "provider unavailable for a quote");

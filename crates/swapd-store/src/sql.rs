@@ -73,6 +73,7 @@ impl SqlStore {
     /// A write transaction. SQLite takes its write lock at BEGIN, so a read-then-write
     /// transaction cannot fail halfway with SQLITE_BUSY; PostgreSQL locks the rows it reads to
     /// update ([`SqlStore::locking`]).
+    #[tracing::instrument(name = "store.begin", skip_all)]
     pub(crate) async fn write_tx(&self) -> Result<Tx, StoreError> {
         match self.backend {
             Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
@@ -88,6 +89,7 @@ impl SqlStore {
 
     /// Ends a write: completes the request's idempotency record when there is one, announces
     /// `works` to every node, commits, then rings this process's bells.
+    #[tracing::instrument(name = "store.commit", skip_all)]
     pub(crate) async fn commit(
         &self,
         mut tx: Tx,

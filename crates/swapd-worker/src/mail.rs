@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use async_trait::async_trait;
 use lettre::message::Mailbox;
@@ -38,6 +39,7 @@ impl Mailer for SmtpMailer {
         let message = message(&self.from, mail)?;
         self.transport
             .send(message)
+            .instrument(tracing::info_span!("smtp.send", otel.kind = "client"))
             .await
             .map(drop)
             .map_err(|e| MailError(e.to_string()))

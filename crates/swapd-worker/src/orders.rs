@@ -6,6 +6,7 @@
 //! again after a crash) it answers as the first time.
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use futures_util::StreamExt;
 
@@ -143,7 +144,10 @@ impl OrderEngine {
                 access_token: token.as_deref(),
                 now_ms: now,
             };
-            let seen = self.ask(&order.provider, desk.exchange(&exchange)).await?;
+            let span = tracing::info_span!("desk.exchange", provider = %order.provider);
+            let seen = self
+                .ask(&order.provider, desk.exchange(&exchange).instrument(span))
+                .await?;
             if let Some(action) = follow::pending_action(&order, &seen.status) {
                 if passed_on {
                     // The desk took the decision and still shows it pending: look later.

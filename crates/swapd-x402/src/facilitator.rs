@@ -5,6 +5,7 @@
 //! answers are read whatever the status).
 
 use std::time::Duration;
+use tracing::Instrument;
 
 use async_trait::async_trait;
 
@@ -145,14 +146,14 @@ impl HttpFacilitator {
         timeout: Duration,
     ) -> Result<T, FacilitatorError> {
         let failed = |e| unavailable(path, timeout, e);
-        let response = self
-            .http
-            .post(self.url(path))
-            .timeout(timeout)
-            .json(body)
-            .send()
-            .await
-            .map_err(failed)?;
+        let span = tracing::info_span!("x402.facilitator", call = path, otel.kind = "client");
+        let post = self.http.post(self.url(path)).timeout(timeout).json(body);
+        #[cfg(feature = "server")]
+        let post = {
+            let _entered = span.enter();
+            post.headers(swapd_http::trace::headers())
+        };
+        let response = post.send().instrument(span).await.map_err(failed)?;
         let status = response.status();
         let bytes = response.bytes().await.map_err(failed)?;
         serde_json::from_slice(&bytes).map_err(|_| {

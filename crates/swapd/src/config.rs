@@ -56,6 +56,58 @@ pub struct Config {
     pub mcp: McpConfig,
     pub fees: FeesConfig,
     pub shutdown: ShutdownConfig,
+    pub telemetry: TelemetryConfig,
+}
+
+/// OpenTelemetry traces (docs/deploy.md, "Traces"): off unless an endpoint is set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP collector's base URL (`http://127.0.0.1:4318`); spans go to its
+    /// `/v1/traces`. Empty: no traces.
+    pub otlp_endpoint: String,
+    /// `service.name` on every span.
+    pub service_name: String,
+    /// The share of new traces recorded, 0 to 1 (a trace a caller started keeps its caller's
+    /// decision).
+    pub sample_ratio: f64,
+    /// Spans waiting for export at most; past it new ones are dropped.
+    pub queue_size: usize,
+    /// How long one export may take, in milliseconds.
+    pub export_timeout_ms: u64,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: String::new(),
+            service_name: "swapd".into(),
+            sample_ratio: 1.0,
+            queue_size: 2048,
+            export_timeout_ms: 3_000,
+        }
+    }
+}
+
+impl TelemetryConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !self.otlp_endpoint.is_empty() && !self.otlp_endpoint.starts_with("http://") {
+            return Err(setting(
+                "telemetry.otlp_endpoint",
+                "must be an http:// URL of an OTLP/HTTP collector (an agent next to the node); https is not supported",
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.sample_ratio) {
+            return Err(setting("telemetry.sample_ratio", "must be from 0 to 1"));
+        }
+        if self.queue_size == 0 || self.export_timeout_ms == 0 {
+            return Err(setting(
+                "telemetry.queue_size",
+                "queue_size and export_timeout_ms must be at least 1",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// How a node stops on SIGTERM (docs/deploy.md, "Stopping"): `/readyz` answers not ready at
@@ -593,35 +645,22 @@ impl Default for Config {
             mcp: McpConfig::default(),
             fees: FeesConfig::default(),
             shutdown: ShutdownConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
 
-/// Top-level keys that `SWAPD_*` variables may set. Other `SWAPD_*` variables (e.g. the client's
-/// `SWAPD_URL` or the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
-const ENV_KEYS: [&str; 21] = [
-    "mode",
-    "listen",
-    "data_dir",
-    "database_url",
-    "public_url",
-    "master_key",
-    "node_id",
-    "sandbox_fault_header",
-    "log",
-    "database",
-    "security",
-    "x402",
-    "providers",
-    "chains",
-    "orders",
-    "mail",
-    "webhooks",
-    "shared",
-    "console",
-    "mcp",
-    "fees",
-];
+/// Whether `key` (lower case) is a top-level setting that `SWAPD_*` variables may set: a field
+/// of [`Config`], as it serializes. Other `SWAPD_*` variables (e.g. the client's `SWAPD_URL` or
+/// the tests' `SWAPD_TEST_POSTGRES_URL`) are not configuration of the server.
+fn is_setting(key: &str) -> bool {
+    static KEYS: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| match serde_json::to_value(Config::default()) {
+            Ok(serde_json::Value::Object(fields)) => fields.keys().cloned().collect(),
+            _ => unreachable!("the configuration serializes as a map"),
+        });
+    KEYS.iter().any(|setting| setting == key)
+}
 
 /// Live provider adapters compiled into this build.
 pub const LIVE_PROVIDER_ADAPTERS: &[&str] = &[
@@ -675,7 +714,7 @@ impl Config {
             env.filter(|key| {
                 let key = key.as_str().to_ascii_lowercase();
                 let head = key.split("__").next().unwrap_or_default();
-                ENV_KEYS.contains(&head)
+                is_setting(head)
             })
             .split("__"),
         );
@@ -719,6 +758,7 @@ impl Config {
         self.console.validate()?;
         self.mcp.validate()?;
         self.fees.validate()?;
+        self.telemetry.validate()?;
         self.log.validate()?;
         self.database.validate()?;
         self.shared.validate()?;
@@ -1412,6 +1452,33 @@ mod tests {
             assert_eq!(config.database_url, "sqlite://from-flag/swapd.db");
             Ok(())
         });
+    }
+
+    #[test]
+    fn every_section_is_set_from_the_environment() {
+        let config = load(
+            &[
+                ("SWAPD_SHUTDOWN__DRAIN_SECS", "9"),
+                ("SWAPD_TELEMETRY__OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+                ("SWAPD_FEES__RECONCILE_TOLERANCE_BPS", "7"),
+                ("SWAPD_URL", "http://not-a-setting"),
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(config.shutdown.drain_secs, 9);
+        assert_eq!(config.telemetry.otlp_endpoint, "http://127.0.0.1:4318");
+        assert_eq!(config.fees.reconcile_tolerance_bps, 7);
+        let https = load(
+            &[("SWAPD_TELEMETRY__OTLP_ENDPOINT", "https://collector")],
+            None,
+        );
+        assert!(
+            https
+                .unwrap_err()
+                .to_string()
+                .contains("telemetry.otlp_endpoint")
+        );
     }
 
     #[test]

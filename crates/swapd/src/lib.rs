@@ -8,3 +8,4 @@ pub mod config;
 pub mod keys;
 pub mod logging;
 pub mod master_key;
+pub mod telemetry;

@@ -22,7 +22,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    logging::init(&config.log);
+    let telemetry = match swapd::telemetry::Telemetry::start(&config.telemetry) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: telemetry.otlp_endpoint: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
+    logging::init(&config.log, telemetry.as_ref());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

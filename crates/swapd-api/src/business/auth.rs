@@ -150,6 +150,7 @@ async fn admit(gate: &Gate, request: Request) -> Result<(Request, Grant), Refusa
             (error, grant)
         })?;
     let mut request = Request::from_parts(parts, Body::from(body));
+    tracing::Span::current().record("principal", "key");
     request.extensions_mut().insert(Caller::Key(KeyPrincipal {
         key_id: key.key.id.clone(),
         permissions: key.key.policy.permissions().iter().copied().collect(),

@@ -194,6 +194,7 @@ impl<'a> Context<'a> {
             .await
         {
             Ok(Some(wallet)) => {
+                tracing::Span::current().record("principal", "wallet");
                 request.extensions_mut().insert(Caller::Wallet(wallet));
                 return next.run(request).await;
             }
@@ -213,6 +214,7 @@ impl<'a> Context<'a> {
             }
             Err(refused) => return refused,
         };
+        tracing::Span::current().record("principal", "wallet");
         request.extensions_mut().insert(Caller::Wallet(wallet));
         next.run(request).await
     }

@@ -30,6 +30,7 @@ mod postgres;
 mod rate_limits;
 mod sdk_x402;
 mod shared_redis;
+mod telemetry;
 mod web_surface;
 mod webhook_durability;
 mod webhooks;
