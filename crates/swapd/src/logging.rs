@@ -9,8 +9,8 @@ use crate::config::{LogConfig, LogFormat};
 use crate::telemetry::Telemetry;
 
 /// Installs the global subscriber: human-readable text or one JSON object per line (with the
-/// fields of the spans it happens in: a request's `request_id` and `trace_id`), on stderr; and
-/// the OpenTelemetry layer when traces are on. `RUST_LOG`, when set, overrides `log.level` for
+/// spans it happens in and their fields: a request's `request_id` and `trace_id`), on stderr;
+/// and the OpenTelemetry layer when traces are on. `RUST_LOG`, when set, overrides `log.level` for
 /// the logs; traces take every span at `info` and above, whatever the logs show.
 pub fn init(config: &LogConfig, telemetry: Option<&Telemetry>) {
     let filter =
@@ -26,8 +26,6 @@ pub fn init(config: &LogConfig, telemetry: Option<&Telemetry>) {
             .with_writer(std::io::stderr)
             .json()
             .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
     });
     let _ = tracing_subscriber::registry()
         .with(text.with_filter(filter()))

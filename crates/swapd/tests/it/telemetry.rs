@@ -1,8 +1,9 @@
 //! OpenTelemetry traces from a real `swapd serve` (docs/deploy.md, "Traces"): a local collector
 //! decodes the OTLP/HTTP protobuf the exporter sends; a signed order creation carrying a
 //! `traceparent` is one trace, from the HTTP span through the store's transactions and the
-//! desk's call, in the caller's trace. With the collector gone, requests still succeed and the
-//! spans it did not take are counted in `/metrics`.
+//! desk's call, in the caller's trace; its log lines carry the request id and the trace id; the
+//! webhook delivery it causes carries a `traceparent` on. With the collector gone, requests
+//! still succeed and the spans it did not take are counted in `/metrics`.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -61,6 +62,30 @@ async fn collector() -> (String, Arc<Mutex<Vec<Received>>>) {
     (url, spans)
 }
 
+/// A webhook receiver keeping the `traceparent` of every delivery.
+async fn hooks() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let kept = kept.clone();
+            async move {
+                let traceparent = headers
+                    .get("traceparent")
+                    .and_then(|value| value.to_str().ok())
+                    .map(str::to_owned);
+                kept.lock().unwrap().push(traceparent);
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
 /// A signed `POST /api/v3/orders` carrying `traceparent`.
 async fn create_order(base: &str, key: &Value, traceparent: &str) -> reqwest::Response {
     let body = serde_json::to_vec(&json!({
@@ -96,13 +121,30 @@ async fn a_signed_order_creation_is_one_trace_in_the_callers_and_a_missing_colle
 {
     let (collector, spans) = collector().await;
     let dir = tempfile::tempdir().unwrap();
-    let key = create_key(dir.path(), "prices:read,orders:create,orders:read");
-    let (mut server, base, _log) = serve_watched(
+    let key = create_key(
+        dir.path(),
+        "prices:read,orders:create,orders:read,webhooks:write",
+    );
+    let (mut server, base, log) = serve_watched(
         swapd(dir.path())
             .args(["serve", "--listen", "127.0.0.1:0"])
             .env("SWAPD_TELEMETRY__OTLP_ENDPOINT", &collector)
-            .env("SWAPD_TELEMETRY__SERVICE_NAME", "swapd-under-test"),
+            .env("SWAPD_TELEMETRY__SERVICE_NAME", "swapd-under-test")
+            // The HTTP layer's own lines, in JSON: they carry the request's span.
+            .env("SWAPD_LOG__FORMAT", "json")
+            .env("RUST_LOG", "warn,tower_http=debug,swapd_api=info"),
     );
+
+    let (hook, deliveries) = hooks().await;
+    super::crash::client_for(&base, &key)
+        .send(
+            reqwest::Method::POST,
+            "/api/v3/webhooks",
+            &[],
+            Some(&json!({"url": hook, "events": ["order.created"]})),
+        )
+        .await
+        .unwrap();
 
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let parent = "00f067aa0ba902b7";
@@ -155,11 +197,49 @@ async fn a_signed_order_creation_is_one_trace_in_the_callers_and_a_missing_colle
             assert!(!value.contains(secret), "{span:?}");
         }
     }
+    // The logs join the trace: a line inside the request carries its request id and trace id.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let joined = loop {
+        match log.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) if line.contains(trace_id) => break line,
+            Ok(_) => {}
+            Err(_) => assert!(Instant::now() < deadline, "no log line in the trace"),
+        }
+    };
+    let line: Value = serde_json::from_str(&joined).unwrap();
+    let request_span = line["spans"]
+        .as_array()
+        .and_then(|spans| spans.iter().find(|span| span["name"] == "request"))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(request_span["trace_id"], trace_id, "{line}");
+    assert!(
+        request_span["request_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty()),
+        "{line}"
+    );
     let desk = trace.iter().find(|span| span.name == "desk.open").unwrap();
     assert!(
         desk.attributes.iter().any(|(key, _)| key == "provider"),
         "{desk:?}"
     );
+    // The delivery of the order's event carries its own trace context on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let traceparent = loop {
+        if let Some(first) = deliveries.lock().unwrap().first().cloned() {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "no delivery arrived");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let traceparent = traceparent.expect("a traceparent on the delivery");
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    assert_eq!(
+        (parts.len(), parts[0], parts[1].len(), parts[2].len()),
+        (4, "00", 32, 16),
+        "{traceparent}"
+    );
+
     // Stopped gracefully: the next node on this data dir takes requests at once.
     assert!(
         std::process::Command::new("kill")
