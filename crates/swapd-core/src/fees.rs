@@ -340,6 +340,28 @@ pub struct Charged<'a> {
     pub fees: &'a [RouteFee],
 }
 
+impl<'a> Charged<'a> {
+    /// A swap's fees at `stage`: as quoted, or at the realized stage as realized where that
+    /// is known (otherwise the provider took what it quoted).
+    pub fn at(
+        stage: Stage,
+        (id, owner, affiliate_code): (&'a str, &'a str, Option<&'a str>),
+        quoted: &'a [RouteFee],
+        realized: Option<&'a [RouteFee]>,
+    ) -> Self {
+        let fees = match (stage, realized) {
+            (Stage::Realized, Some(realized)) => realized,
+            _ => quoted,
+        };
+        Charged {
+            id,
+            owner,
+            affiliate_code,
+            fees,
+        }
+    }
+}
+
 /// The parties' rows of a swap's fees at `stage`: the other fees (network, provider) are
 /// nobody's earnings.
 pub fn ledger_rows(charged: Charged<'_>, stage: Stage, at_ms: i64) -> Vec<LedgerRow> {

@@ -329,16 +329,12 @@ impl ExecutionPlan {
 
     /// Its fees as the ledger files them: as quoted, or as realized.
     pub fn charged(&self, stage: crate::fees::Stage) -> crate::fees::Charged<'_> {
-        let fees = match (stage, &self.fees_realized) {
-            (crate::fees::Stage::Realized, Some(realized)) => realized,
-            _ => &self.fees,
-        };
-        crate::fees::Charged {
-            id: &self.id,
-            owner: &self.owner,
-            affiliate_code: self.affiliate_code.as_deref(),
-            fees,
-        }
+        crate::fees::Charged::at(
+            stage,
+            (&self.id, &self.owner, self.affiliate_code.as_deref()),
+            &self.fees,
+            self.fees_realized.as_deref(),
+        )
     }
 
     /// The signatures of a gasless report not yet passed on to the provider's relayer.

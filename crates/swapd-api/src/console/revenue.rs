@@ -92,6 +92,19 @@ async fn rows(
     }
 }
 
+/// The window asked for, checked, and its rows; the page that answers a bad window or an
+/// unreadable ledger.
+async fn asked(
+    state: &AppState,
+    window: &Window,
+) -> Result<((i64, i64), Vec<LedgerRow>), Response> {
+    let bounds = window
+        .bounds(state.clock.now_ms())
+        .map_err(|problem| refused(StatusCode::BAD_REQUEST, &problem))?;
+    let rows = rows(state, window, bounds).await.map_err(failed)?;
+    Ok((bounds, rows))
+}
+
 /// Totals per party and currency.
 fn totals(rows: &[LedgerRow], (since, until): (i64, i64)) -> Vec<(Party, EarningsTotal)> {
     [Party::Service, Party::Affiliate, Party::Partner]
@@ -110,13 +123,9 @@ async fn revenue(
     operator: Operator,
     Query(window): Query<Window>,
 ) -> Response {
-    let bounds = match window.bounds(state.clock.now_ms()) {
-        Ok(bounds) => bounds,
-        Err(problem) => return refused(StatusCode::BAD_REQUEST, &problem),
-    };
-    let rows = match rows(&state, &window, bounds).await {
-        Ok(rows) => rows,
-        Err(error) => return failed(error),
+    let (bounds, rows) = match asked(&state, &window).await {
+        Ok(asked) => asked,
+        Err(refusal) => return refusal,
     };
     let truncated = rows.len() > swapd_app::earnings::MAX_ROWS as usize;
     let tolerance = state.fee_rules.reconcile_tolerance_bps;
@@ -183,13 +192,9 @@ async fn revenue_csv(
     _operator: Operator,
     Query(window): Query<Window>,
 ) -> Response {
-    let bounds = match window.bounds(state.clock.now_ms()) {
-        Ok(bounds) => bounds,
-        Err(problem) => return refused(StatusCode::BAD_REQUEST, &problem),
-    };
-    let rows = match rows(&state, &window, bounds).await {
-        Ok(rows) => rows,
-        Err(error) => return failed(error),
+    let (bounds, rows) = match asked(&state, &window).await {
+        Ok(asked) => asked,
+        Err(refusal) => return refusal,
     };
     let mut csv =
         String::from("order_id,owner,party,affiliate_code,stage,bps,amount,currency,at\n");

@@ -358,21 +358,16 @@ async fn execution(server: &TestServer, key: &TestKey, plan: &Value) -> Value {
     data(&server.send(&request).await).clone()
 }
 
-/// One tracker pass, a little later.
-async fn track(server: &TestServer) {
-    server.clock.advance_ms(1_000);
-    server.tracker.run_due().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
+/// The local chain with the test contracts and a wallet holding 1 ETH; `None` (the test is
+/// skipped) where hardhat is not installed, which CI does not allow.
+async fn chain_with_a_funded_wallet() -> Option<(LocalChain, PrivateKeySigner)> {
     if !chain_dir().join("node_modules/.bin/hardhat").exists() {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI must run this test: npm ci --prefix tests/npm-chain (.ci/run does)"
         );
         println!("SKIPPED: run `npm ci --prefix tests/npm-chain` to install the local chain");
-        return;
+        return None;
     }
     let chain = LocalChain::start().await;
     chain.deploy().await;
@@ -383,6 +378,20 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
             json!([wallet.address(), "0xde0b6b3a7640000"]),
         )
         .await;
+    Some((chain, wallet))
+}
+
+/// One tracker pass, a little later.
+async fn track(server: &TestServer) {
+    server.clock.advance_ms(1_000);
+    server.tracker.run_due().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
+    let Some((chain, wallet)) = chain_with_a_funded_wallet().await else {
+        return;
+    };
 
     let lifi = MockServer::start().await;
     Mock::given(method("GET"))
@@ -892,23 +901,9 @@ impl Respond for FakeRelayWithoutGas {
 
 #[tokio::test]
 async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() {
-    if !chain_dir().join("node_modules/.bin/hardhat").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run this test: npm ci --prefix tests/npm-chain (.ci/run does)"
-        );
-        println!("SKIPPED: run `npm ci --prefix tests/npm-chain` to install the local chain");
+    let Some((chain, wallet)) = chain_with_a_funded_wallet().await else {
         return;
-    }
-    let chain = LocalChain::start().await;
-    chain.deploy().await;
-    let wallet = PrivateKeySigner::random();
-    chain
-        .rpc(
-            "hardhat_setBalance",
-            json!([wallet.address(), "0xde0b6b3a7640000"]),
-        )
-        .await;
+    };
     let relay = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(FakeRelayWithoutGas {
@@ -1048,23 +1043,9 @@ impl Respond for FakeZeroX {
 /// recipients: exactly what was expected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from_the_logs() {
-    if !chain_dir().join("node_modules/.bin/hardhat").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run this test: npm ci --prefix tests/npm-chain (.ci/run does)"
-        );
-        println!("SKIPPED: run `npm ci --prefix tests/npm-chain` to install the local chain");
+    let Some((chain, wallet)) = chain_with_a_funded_wallet().await else {
         return;
-    }
-    let chain = LocalChain::start().await;
-    chain.deploy().await;
-    let wallet = PrivateKeySigner::random();
-    chain
-        .rpc(
-            "hardhat_setBalance",
-            json!([wallet.address(), "0xde0b6b3a7640000"]),
-        )
-        .await;
+    };
     let (operator, partner) = (
         PrivateKeySigner::random().address(),
         PrivateKeySigner::random().address(),
