@@ -45,15 +45,15 @@ pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<E
             MAX_ROWS + 1,
         )
         .await?;
-    Ok(summary(rows, Party::Partner, since, until))
+    Ok(summary(&rows, Party::Partner, since, until))
 }
 
 /// `party`'s earnings in `rows` (read with a limit of [`MAX_ROWS`] + 1, so that one more says
 /// the window held more than an answer shows).
-pub fn summary(rows: Vec<LedgerRow>, party: Party, since: i64, until: i64) -> Earnings {
+pub fn summary(rows: &[LedgerRow], party: Party, since: i64, until: i64) -> Earnings {
     let truncated = rows.len() > MAX_ROWS as usize;
-    let rows: Vec<LedgerRow> = rows
-        .into_iter()
+    let rows: Vec<&LedgerRow> = rows
+        .iter()
         .take(MAX_ROWS as usize)
         .filter(|row| row.party == party)
         .collect();
@@ -77,14 +77,14 @@ pub fn summary(rows: Vec<LedgerRow>, party: Party, since: i64, until: i64) -> Ea
                 realized,
             })
             .collect(),
-        rows: rows.iter().map(view).collect(),
+        rows: rows.iter().copied().map(view).collect(),
         truncated,
     }
 }
 
 /// Expected and realized sums of `rows` by (`bucket`, currency), exactly.
 fn sums(
-    rows: &[LedgerRow],
+    rows: &[&LedgerRow],
     bucket: impl Fn(&LedgerRow) -> i64,
 ) -> BTreeMap<(i64, String), (String, String)> {
     let mut sums: BTreeMap<(i64, String), (Amount, Amount)> = BTreeMap::new();

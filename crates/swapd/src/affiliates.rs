@@ -87,7 +87,7 @@ pub async fn run(runtime: &Runtime, command: AffiliatesCommand) -> anyhow::Resul
                     swapd_app::earnings::MAX_ROWS + 1,
                 )
                 .await?;
-            let earned = swapd_app::earnings::summary(rows, Party::Affiliate, since, until);
+            let earned = swapd_app::earnings::summary(&rows, Party::Affiliate, since, until);
             if json {
                 println!("{}", serde_json::to_string_pretty(&earned)?);
                 return Ok(());

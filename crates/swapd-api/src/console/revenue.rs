@@ -110,7 +110,7 @@ fn totals(rows: &[LedgerRow], (since, until): (i64, i64)) -> Vec<(Party, Earning
     [Party::Service, Party::Affiliate, Party::Partner]
         .into_iter()
         .flat_map(|party| {
-            swapd_app::earnings::summary(rows.to_vec(), party, since, until)
+            swapd_app::earnings::summary(rows, party, since, until)
                 .totals
                 .into_iter()
                 .map(move |total| (party, total))

@@ -676,18 +676,22 @@ async fn coin_output_is_read_from_the_wallets_balance_over_the_block() {
             U256::from(1_000_000_000_000_000u64 + 8_300_000_000_000_000 - 21_000),
         ),
     ]);
-    let report = ExecutionReport::TxHash { tx_hash: TX.into() };
-    let tracked = zerox
+    let tracked = reported_tx(&zerox, &plan).await;
+    assert_eq!(tracked.received_token.as_deref(), Some("ETHBASE"));
+    assert_eq!(tracked.received_amount.as_deref(), Some("0.0083"));
+}
+
+/// What 0x's tracking makes of `plan` once its transaction `TX` was reported.
+async fn reported_tx(zerox: &ZeroX, plan: &ExecutionPlan) -> swapd_core::onchain::Tracked {
+    zerox
         .track_execution(TrackRequest {
-            plan: &plan,
-            report: &report,
+            plan,
+            report: &ExecutionReport::TxHash { tx_hash: TX.into() },
             reported_at_ms: 10_000,
             now_ms: 20_000,
         })
         .await
-        .unwrap();
-    assert_eq!(tracked.received_token.as_deref(), Some("ETHBASE"));
-    assert_eq!(tracked.received_amount.as_deref(), Some("0.0083"));
+        .unwrap()
 }
 
 #[tokio::test]
@@ -720,16 +724,7 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
         ],
     );
     chain.set_head(81);
-    let report = ExecutionReport::TxHash { tx_hash: TX.into() };
-    let tracked = zerox
-        .track_execution(TrackRequest {
-            plan: &plan,
-            report: &report,
-            reported_at_ms: 10_000,
-            now_ms: 20_000,
-        })
-        .await
-        .unwrap();
+    let tracked = reported_tx(&zerox, &plan).await;
     assert_eq!(tracked.received_amount.as_deref(), Some("29.91"));
     assert_eq!(
         tracked.fees_paid,
@@ -745,14 +740,6 @@ async fn what_reached_the_fee_recipient_is_read_from_the_swaps_transfer_logs() {
         onchain_fees: Vec::new(),
         ..plan
     };
-    let tracked = zerox
-        .track_execution(TrackRequest {
-            plan: &unpaid,
-            report: &report,
-            reported_at_ms: 10_000,
-            now_ms: 20_000,
-        })
-        .await
-        .unwrap();
+    let tracked = reported_tx(&zerox, &unpaid).await;
     assert!(tracked.fees_paid.is_empty());
 }

@@ -172,6 +172,23 @@ async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> R
         .await
 }
 
+/// The body of a float order of 0.1 BTC to USDT on Ethereum, paid out to PAYOUT, refunded to
+/// REFUND.
+fn float_order() -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1",
+        "type": "float", "toAddress": PAYOUT, "refundAddress": REFUND}),
+    )
+    .unwrap()
+}
+
+/// That order, created by `key`.
+async fn create_float_order(server: &TestServer, key: &TestKey) -> Resp {
+    server
+        .send(&server.sign(key, "POST", "/api/v3/orders", "", &float_order()))
+        .await
+}
+
 async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
     let resp = server
         .send(&server.sign(key, "GET", &format!("/api/v3/orders/{id}"), "", b""))
@@ -257,14 +274,7 @@ async fn changenows_account_commission_is_shown_as_the_service_fee_and_realized_
             20,
         )
         .await;
-    let created = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": "float",
-                "toAddress": PAYOUT, "refundAddress": REFUND}),
-    )
-    .await;
+    let created = create_float_order(&server, &key).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let created = created.body["data"].clone();
     let fees = created["fees"].as_array().unwrap();
@@ -279,14 +289,7 @@ async fn changenows_account_commission_is_shown_as_the_service_fee_and_realized_
         let other = fake_changenow(&Exchange(Arc::new(Mutex::new(Some("waiting"))))).await;
         let plain = live_server(&other).await;
         let key = plain.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
-        let created = post(
-            &plain,
-            &key,
-            "/api/v3/orders",
-            &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": "float",
-                    "toAddress": PAYOUT, "refundAddress": REFUND}),
-        )
-        .await;
+        let created = create_float_order(&plain, &key).await;
         created.body["data"]["to"]["amount"].clone()
     };
     assert_eq!(created["to"]["amount"], baseline);
@@ -685,14 +688,7 @@ async fn engines_on_several_nodes_ask_the_desk_once_per_look() {
     let desk = fake_changenow(&exchange).await;
     let server = live_server(&desk).await;
     let key = server.key(&[PricesRead, OrdersCreate, OrdersRead]).await;
-    let created = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": "float",
-                "toAddress": PAYOUT, "refundAddress": REFUND}),
-    )
-    .await;
+    let created = create_float_order(&server, &key).await;
     assert_eq!(created.status, 201, "{}", created.body);
     // A second worker node's engine on the same database.
     let state = &server.state;
@@ -779,14 +775,6 @@ impl Respond for PartnerList {
         ResponseTemplate::new(200)
             .set_body_json(json!({"count": exchanges.len(), "exchanges": exchanges}))
     }
-}
-
-fn float_order() -> Vec<u8> {
-    serde_json::to_vec(
-        &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1",
-        "type": "float", "toAddress": PAYOUT, "refundAddress": REFUND}),
-    )
-    .unwrap()
 }
 
 #[tokio::test]
@@ -882,9 +870,7 @@ async fn a_create_answered_after_swapds_timeout_is_found_in_the_partner_list_and
     })
     .await;
     let key = server.key(&[OrdersCreate, OrdersRead]).await;
-    let created = server
-        .send(&server.sign(&key, "POST", "/api/v3/orders", "", &float_order()))
-        .await;
+    let created = create_float_order(&server, &key).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let order = &created.body["data"];
     let id = order["orderId"].as_str().unwrap();
@@ -924,9 +910,7 @@ async fn a_create_answered_after_swapds_timeout_without_a_private_key_opens_no_o
         .await;
     let server = live_server_with(&desk, |changenow| changenow.timeout_ms = 300).await;
     let key = server.key(&[OrdersCreate, OrdersRead]).await;
-    let created = server
-        .send(&server.sign(&key, "POST", "/api/v3/orders", "", &float_order()))
-        .await;
+    let created = create_float_order(&server, &key).await;
     // Today's documented behaviour: nothing is stored, the client is told to retry; no
     // payload was sent (the account's partner field is not known to be on).
     assert!(created.status >= 500, "{}", created.body);
@@ -939,9 +923,7 @@ async fn the_engine_backs_off_while_a_desk_fails_and_returns_to_its_cadence_afte
     let desk = fake_changenow(&exchange).await;
     let server = live_server(&desk).await;
     let key = server.key(&[OrdersCreate, OrdersRead]).await;
-    let created = server
-        .send(&server.sign(&key, "POST", "/api/v3/orders", "", &float_order()))
-        .await;
+    let created = create_float_order(&server, &key).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
     let poll = 1_000; // the test server's orders.poll_interval_ms

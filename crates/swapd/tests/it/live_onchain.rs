@@ -304,14 +304,26 @@ async fn plan_for(
     amount: &str,
 ) -> Value {
     let query = format!("fromCcy={from}&toCcy={to}&amount={amount}&walletAddress={wallet}");
-    let resp = server.call(key, "GET", "/api/v3/routes", &query, b"").await;
+    let card = card_of(server, key, &query, "lifi").await;
+    assert_eq!(card["executionType"], "onchain");
+    resolve(server, key, &card, wallet).await
+}
+
+/// The available route card of `provider` among the routes `query` discovers.
+async fn card_of(server: &TestServer, key: &TestKey, query: &str, provider: &str) -> Value {
+    let resp = server.call(key, "GET", "/api/v3/routes", query, b"").await;
     let cards = data(&resp)["routes"].as_array().unwrap().clone();
     let card = cards
         .iter()
-        .find(|card| card["executionProvider"] == "lifi")
-        .unwrap_or_else(|| panic!("no LI.FI card in {cards:?}"));
+        .find(|card| card["executionProvider"] == provider)
+        .unwrap_or_else(|| panic!("no {provider} card in {cards:?}"))
+        .clone();
     assert_eq!(card["isAvailable"], true, "{card}");
-    assert_eq!(card["executionType"], "onchain");
+    card
+}
+
+/// The plan of `card` for `wallet`.
+async fn resolve(server: &TestServer, key: &TestKey, card: &Value, wallet: Address) -> Value {
     let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet});
     let resp = server
         .call(
@@ -697,26 +709,8 @@ async fn a_gasless_relay_plan_posts_the_wallets_own_signatures_and_is_followed_t
         "fromCcy=USDCBASE&toCcy=USDCARB&amount=25&walletAddress={}",
         wallet.address()
     );
-    let resp = server
-        .call(&key, "GET", "/api/v3/routes", &query, b"")
-        .await;
-    let cards = data(&resp)["routes"].as_array().unwrap().clone();
-    let card = cards
-        .iter()
-        .find(|c| c["executionProvider"] == "relay")
-        .unwrap();
-    assert_eq!(card["isAvailable"], true, "{card}");
-    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet.address()});
-    let resp = server
-        .call(
-            &key,
-            "POST",
-            "/api/v3/onchain/routes/resolve",
-            "",
-            &serde_json::to_vec(&body).unwrap(),
-        )
-        .await;
-    let plan = data(&resp).clone();
+    let card = card_of(&server, &key, &query, "relay").await;
+    let plan = resolve(&server, &key, &card, wallet.address()).await;
     assert_eq!(plan["gasless"], true);
     assert_eq!(plan["steps"][0]["signature"]["purpose"], "permit");
 
@@ -934,30 +928,11 @@ async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() 
         "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}",
         wallet.address()
     );
-    let resp = server
-        .call(&key, "GET", "/api/v3/routes", &query, b"")
-        .await;
-    let card = data(&resp)["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|card| card["executionProvider"] == "relay")
-        .cloned()
-        .unwrap_or_else(|| panic!("no Relay card: {}", resp.body));
+    let card = card_of(&server, &key, &query, "relay").await;
     assert_eq!(card["minOutputAmount"], "29.1", "{card}");
     // The quote is unchanged at resolve, its guarantee 3 % under the expected output, wider
     // than the default 0.5 % slippage: accepted, and the plan shows Relay's own guarantee.
-    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet.address()});
-    let resp = server
-        .call(
-            &key,
-            "POST",
-            "/api/v3/onchain/routes/resolve",
-            "",
-            &serde_json::to_vec(&body).unwrap(),
-        )
-        .await;
-    let plan = data(&resp).clone();
+    let plan = resolve(&server, &key, &card, wallet.address()).await;
     assert_eq!(plan["minOutputAmount"], "29.1", "{plan}");
     assert_eq!(plan["expectedOutputAmount"], "30");
     let step = &plan["steps"][0];
@@ -1108,20 +1083,7 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
         "fromCcy=ETHBASE&toCcy=USDCBASE&amount=0.01&walletAddress={}&affiliateCode=wallet-app",
         wallet.address()
     );
-    let routes = data(
-        &server
-            .call(&key, "GET", "/api/v3/routes", &query, b"")
-            .await,
-    )
-    .clone();
-    let card = routes["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|card| card["executionProvider"] == "zerox")
-        .unwrap_or_else(|| panic!("no 0x card in {routes}"))
-        .clone();
-    assert_eq!(card["isAvailable"], true, "{card}");
+    let card = card_of(&server, &key, &query, "zerox").await;
     // Of the 30.0001 USDC: 0.09 the operator's (a quarter of it the affiliate's), 0.06 the
     // partner's.
     assert_eq!(card["expectedOutputAmount"], "29.8501");
@@ -1147,17 +1109,7 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
         ]
     );
 
-    let body = json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet.address()});
-    let resolved = server
-        .call(
-            &key,
-            "POST",
-            "/api/v3/onchain/routes/resolve",
-            "",
-            &serde_json::to_vec(&body).unwrap(),
-        )
-        .await;
-    let plan = data(&resolved).clone();
+    let plan = resolve(&server, &key, &card, wallet.address()).await;
     let hash = chain
         .sign_and_send(&wallet, &plan["steps"][0]["transaction"])
         .await;
