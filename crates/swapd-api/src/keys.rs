@@ -2,11 +2,10 @@
 //! console, so neither adds a rule of its own.
 
 use swapd_core::StoreError;
-use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, IssuedKey};
+use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, IssuedKey, KEY_CACHE_TTL_MS};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::KeyStore;
 
-use crate::business::guards::KEY_CACHE_TTL_MS;
 use crate::limits::Sharing;
 
 /// Issues a key with `policy`: its secret (in [`IssuedKey`]) is shown once and stored sealed.

@@ -92,7 +92,7 @@ pub struct AppParts {
     pub clock: Arc<dyn Clock>,
     pub mode: Mode,
     /// API keys, nonces and rate limits of the Business API.
-    pub guards: Arc<business::guards::Guards>,
+    pub guards: Arc<business::Guards>,
     /// The limits' state every surface spends budgets from (the guards' own).
     pub limits: Arc<limits::Limits>,
     /// Peers whose `X-Forwarded-For` is believed.
@@ -100,7 +100,7 @@ pub struct AppParts {
     /// The liquidity providers, behind the aggregator.
     pub market: Arc<dyn swapd_core::market::Market>,
     /// Signs and checks onchain execution access tokens.
-    pub access_tokens: swapd_core::onchain::AccessTokens,
+    pub access_tokens: swapd_core::onchain::access::AccessTokens,
     /// Seals webhook signing secrets.
     pub master_key: swapd_core::secrets::MasterKey,
     /// Checks webhook URLs and sends test deliveries, under the mode's URL policy.
@@ -110,7 +110,7 @@ pub struct AppParts {
     /// Request and failed-authentication budgets per client address, before authentication.
     pub ip_limits: Arc<dyn swapd_core::rate_limit::Addresses>,
     /// How long new orders wait for their deposit.
-    pub order_lifetimes: swapd_core::orders::OrderLifetimes,
+    pub order_lifetimes: swapd_core::offchain::order::OrderLifetimes,
     /// Names this node on the idempotency claims it takes (released when it restarts).
     pub node_id: Arc<str>,
     /// Sandbox fault: honour `X-Sandbox-Fault: pause-after-commit` (see [`idempotency`]).

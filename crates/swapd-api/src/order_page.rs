@@ -19,7 +19,7 @@ use swapd_app::orders::{self, RefundTo};
 use swapd_core::Mode;
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::{CurrencyDef, currency};
-use swapd_core::orders::{Choice, Order, OrderEvent, OrderStatus};
+use swapd_core::offchain::order::{Choice, Order, OrderEvent, OrderStatus};
 use swapd_core::owner::{NotAnOwner, Owner};
 use swapd_types::orders::OrderView;
 use swapd_types::sandbox::DepositInput;
@@ -285,8 +285,8 @@ async fn execution_page(
     with_page_headers(Html(body.into_string()).into_response())
 }
 
-fn execution_text(status: swapd_core::onchain::ExecutionStatus) -> &'static str {
-    use swapd_core::onchain::ExecutionStatus::*;
+fn execution_text(status: swapd_core::onchain::plan::ExecutionStatus) -> &'static str {
+    use swapd_core::onchain::plan::ExecutionStatus::*;
     match status {
         AwaitingUser => "Waiting for the wallet to sign",
         Submitted => "Submitted, waiting for the chain",

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use swapd_core::amount::Amount;
-use swapd_core::fees::{LedgerRow, Party, Stage};
+use swapd_core::fees::Party;
+use swapd_core::fees::ledger::{LedgerRow, Stage};
 use swapd_core::market::currencies::currency;
 use swapd_core::owner::Owner;
 use swapd_types::earnings::{Earnings, EarningsDay, EarningsRow, EarningsTotal};

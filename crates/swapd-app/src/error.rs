@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use swapd_core::StoreError;
-use swapd_core::lifecycle::ChoiceError;
 use swapd_core::market::routes::RedeemError;
-use swapd_core::onchain::ReportError;
-use swapd_core::webhooks::UrlProblem;
+use swapd_core::offchain::actions::ChoiceError;
+use swapd_core::onchain::plan::ReportError;
+use swapd_core::webhooks::url_policy::UrlProblem;
 use swapd_types::ErrorCode;
 
 #[derive(Debug, thiserror::Error)]

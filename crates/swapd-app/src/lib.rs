@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::market::Market;
-use swapd_core::onchain::AccessTokens;
-use swapd_core::orders::OrderLifetimes;
+use swapd_core::offchain::order::OrderLifetimes;
+use swapd_core::onchain::access::AccessTokens;
 use swapd_core::rate_limit::Windows;
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::IdempotentFinish;
-use swapd_core::webhooks::Courier;
+use swapd_core::webhooks::delivery::Courier;
 use swapd_core::{Clock, Mode, Store};
 
 pub mod earnings;
@@ -230,7 +230,8 @@ mod tests {
             invalid.field_problem(),
             Some(("toAddress", "is not an address".to_owned()))
         );
-        let missing = Error::Choice(swapd_core::lifecycle::ChoiceError::RefundAddressMissing);
+        let missing =
+            Error::Choice(swapd_core::offchain::actions::ChoiceError::RefundAddressMissing);
         assert_eq!(missing.code(), ErrorCode::ValidationFailed);
         assert_eq!(
             missing.field_problem().map(|(f, _)| f),

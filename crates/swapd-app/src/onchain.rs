@@ -9,17 +9,20 @@ use swapd_core::ids;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::routes::{RouteQuote, less_bps};
-use swapd_core::onchain::{
-    self, ACCESS_TOKEN_TTL_MS, Accepted, DEFAULT_SLIPPAGE_BPS, ExecutionPlan, ExecutionReport,
-    MAX_SIGNATURES, MAX_SLIPPAGE_BPS, NewPlan, PLAN_TTL_MS, ReportError,
+use swapd_core::onchain::access::ACCESS_TOKEN_TTL_MS;
+use swapd_core::onchain::plan::{
+    Accepted, DEFAULT_SLIPPAGE_BPS, ExecutionPlan, ExecutionReport, MAX_SIGNATURES,
+    MAX_SLIPPAGE_BPS, NewPlan, PLAN_TTL_MS, ReportError,
 };
+use swapd_core::onchain::router::{PlanRequest, ShownTerms};
 use swapd_core::owner::Owner;
-use swapd_core::provider::{PlanRequest, ShownTerms};
 use swapd_types::onchain::{ExecutionPlanView, ExecutionReportInput, OnchainResolveInput};
 
 use crate::input::stored_currency;
 use crate::orders::{Page, new_link};
 use crate::{Answer, App, Error, IdempotencyKey};
+use swapd_core::onchain::plan;
+use swapd_core::onchain::signatures;
 
 /// Who asks: the owner of the plans, and on the x402 API the wallet the request is signed in
 /// (or paid) with, which a plan must act for.
@@ -32,7 +35,7 @@ impl Principal {
     /// Refuses another wallet address than the proven one, when there is one.
     fn check_wallet(&self, namespace: &str, wallet_address: &str) -> Result<(), Error> {
         match &self.wallet {
-            Some(proven) if !onchain::same_wallet(namespace, proven, wallet_address) => {
+            Some(proven) if !plan::same_wallet(namespace, proven, wallet_address) => {
                 Err(Error::WalletMismatch(
                     "walletAddress must be the wallet this request is signed in (or paid) with"
                         .into(),
@@ -73,8 +76,7 @@ pub async fn resolve(
             "must be an integer from 0 to 5000 basis points",
         ));
     }
-    let resolve_key =
-        onchain::resolve_key(&route.id, namespace, &input.wallet_address, slippage_bps);
+    let resolve_key = plan::resolve_key(&route.id, namespace, &input.wallet_address, slippage_bps);
     if let Some(plan) = app
         .store
         .execution_plan_for(&principal.owner.scope(), &resolve_key)
@@ -144,7 +146,7 @@ fn check_wallet(
         .map_err(|e| Error::AddressInvalid(format!("walletAddress: {e} ({namespace})")))?;
     principal.check_wallet(namespace, &input.wallet_address)?;
     if let Some(quoted_for) = &route.wallet_address
-        && !onchain::same_wallet(namespace, quoted_for, &input.wallet_address)
+        && !plan::same_wallet(namespace, quoted_for, &input.wallet_address)
     {
         return Err(Error::WalletMismatch(
             "this route was quoted for another walletAddress; discover routes for this wallet"
@@ -175,13 +177,13 @@ async fn build_plan(
     let expected = stored_amount(&route.to_amount, to)?;
     let plan_id = ids::new_id("ocx_");
     let expires_at_ms = now_ms + PLAN_TTL_MS;
-    let provider = app
+    let router = app
         .market
-        .provider(&route.provider)
+        .router(&route.provider)
         .ok_or_else(|| Error::Provider("the route's provider is gone".into()))?;
     let built = tokio::time::timeout(
-        swapd_core::provider::PLAN_DEADLINE,
-        provider.build_plan(&PlanRequest {
+        swapd_core::onchain::router::PLAN_DEADLINE,
+        router.build_plan(&PlanRequest {
             plan_id: plan_id.clone(),
             from,
             to,
@@ -285,7 +287,7 @@ pub async fn report(
             format!("this plan executes on {}", plan.chain_namespace),
         ));
     }
-    if !onchain::same_wallet(
+    if !plan::same_wallet(
         &plan.chain_namespace,
         &plan.wallet_address,
         &input.wallet_address,
@@ -339,7 +341,7 @@ fn parse_report(
             "this plan's steps are transactions: report the txHash of the last one",
         )),
         (Some(tx_hash), None) => Ok(ExecutionReport::TxHash {
-            tx_hash: onchain::normalize_tx_hash(&plan.chain_namespace, tx_hash)
+            tx_hash: signatures::normalize_tx_hash(&plan.chain_namespace, tx_hash)
                 .map_err(|problem| Error::invalid("txHash", problem))?,
         }),
         (None, Some(signatures)) => {
@@ -351,7 +353,7 @@ fn parse_report(
                 return Err(ReportError::PlanExpired.into());
             }
             Ok(ExecutionReport::Signatures {
-                signatures: onchain::verify_signatures(plan, signatures)
+                signatures: signatures::verify_signatures(plan, signatures)
                     .map_err(|problem| Error::SignatureInvalid(problem.to_string()))?,
             })
         }

@@ -4,16 +4,16 @@
 
 use swapd_core::address::Address;
 use swapd_core::amount::Amount;
-use swapd_core::desk::{DeskError, Destination, ExchangeRequest, token_context};
 use swapd_core::ids;
-use swapd_core::lifecycle::{self, OpenOrder};
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::provider::QuoteRequest;
 use swapd_core::market::routes::{self, RedeemError};
 use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::notify::Email;
-use swapd_core::orders::{Choice, EventType, Order, OrderStatus};
+use swapd_core::offchain::actions::OpenOrder;
+use swapd_core::offchain::desk::{DeskError, Destination, ExchangeRequest, token_context};
+use swapd_core::offchain::order::{Choice, EventType, Order, OrderStatus};
 use swapd_core::owner::Owner;
-use swapd_core::provider::QuoteRequest;
 use swapd_types::orders::OrderInput;
 use tracing::Instrument;
 
@@ -22,6 +22,7 @@ use crate::input::{
     stored_currency,
 };
 use crate::{Answer, App, Error, IdempotencyKey};
+use swapd_core::offchain::actions;
 
 /// What a hosted page shows: its links are `{public_url}/o/{id}/{token}` or `/x/…`.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +61,7 @@ struct Terms {
     rate_lock: Option<String>,
     create_token_hash: Option<String>,
     /// The quote's fees (docs/fees.md).
-    fees: Vec<swapd_core::market::routes::RouteFee>,
+    fees: Vec<swapd_core::fees::entry::RouteFee>,
     /// The affiliate the quote was made for.
     affiliate_code: Option<String>,
 }
@@ -87,7 +88,7 @@ pub async fn create(
             .seal(token.as_bytes(), &token_context(&order_id))
     });
     let page_url = new_link(app.public_url, Page::Order, &order_id);
-    let (order, events) = lifecycle::open(OpenOrder {
+    let (order, events) = actions::open(OpenOrder {
         id: order_id,
         owner: owner.clone(),
         from: terms.from,
@@ -171,7 +172,7 @@ async fn open_exchange(
     destinations: &Destinations,
     order_id: &str,
     now_ms: i64,
-) -> Result<swapd_core::desk::OpenedExchange, Error> {
+) -> Result<swapd_core::offchain::desk::OpenedExchange, Error> {
     let desk = app
         .market
         .desk(&terms.provider)
@@ -196,14 +197,17 @@ async fn open_exchange(
         now_ms,
     };
     let span = tracing::info_span!("desk.open", provider = %terms.provider);
-    tokio::time::timeout(swapd_core::desk::CALL_DEADLINE, desk.open(&request))
-        .instrument(span)
-        .await
-        .map_err(|_| DeskError::Unavailable {
-            detail: "no answer in time".into(),
-        })
-        .and_then(|opened| opened)
-        .map_err(|error| open_error(&terms.provider, &error))
+    tokio::time::timeout(
+        swapd_core::offchain::desk::CALL_DEADLINE,
+        desk.open(&request),
+    )
+    .instrument(span)
+    .await
+    .map_err(|_| DeskError::Unavailable {
+        detail: "no answer in time".into(),
+    })
+    .and_then(|opened| opened)
+    .map_err(|error| open_error(&terms.provider, &error))
 }
 
 async fn token_terms(
@@ -401,7 +405,7 @@ pub async fn answer_emergency(
     let now_ms = app.clock.now_ms();
     apply_change(app, owner, id, key, |order| {
         let refund = refund_to.checked(order)?;
-        let changed = lifecycle::choose(order, choice, refund, now_ms)?;
+        let changed = actions::choose(order, choice, refund, now_ms)?;
         if changed.is_some() {
             check_desk_action(app, order, true)?;
         }
@@ -421,7 +425,7 @@ pub async fn refund(
     let now_ms = app.clock.now_ms();
     apply_change(app, owner, id, key, |order| {
         let refund = refund_to.checked(order)?;
-        let changed = lifecycle::request_refund(order, refund, now_ms)?;
+        let changed = actions::request_refund(order, refund, now_ms)?;
         check_desk_action(app, order, order.status == OrderStatus::Emergency)?;
         Ok(Some(changed))
     })
@@ -439,7 +443,7 @@ pub async fn attach_email(
     let email = parse_email(email)?;
     let now_ms = app.clock.now_ms();
     apply_change(app, owner, id, key, |order| {
-        Ok(lifecycle::attach_email(order, &email, now_ms))
+        Ok(actions::attach_email(order, &email, now_ms))
     })
     .await
 }

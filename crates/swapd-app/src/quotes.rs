@@ -5,8 +5,8 @@ use swapd_core::amount::Amount;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::pricing;
+use swapd_core::market::provider::{ProviderError, ProviderQuote, QuoteRequest};
 use swapd_core::market::routes::{self, Candidate};
-use swapd_core::provider::{ProviderError, ProviderQuote, QuoteRequest};
 
 use crate::{App, Error};
 

@@ -3,12 +3,14 @@
 //! route quote of the caller's.
 
 use swapd_core::amount::Amount;
+use swapd_core::fees::entry::Fee;
+use swapd_core::fees::entry::RouteFee;
 use swapd_core::ids;
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::market::routes::{self, ResolveError, RouteFee, RouteQuote};
+use swapd_core::market::provider::{ProviderError, ProviderQuote, QuoteRequest, Wallet};
+use swapd_core::market::routes::{self, ResolveError, RouteQuote};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
 use swapd_core::owner::Owner;
-use swapd_core::provider::{Fee, ProviderError, ProviderQuote, QuoteRequest, Wallet};
 use swapd_types::market::{Resolved, RouteCard};
 
 use crate::quotes::record_rates;

@@ -66,7 +66,7 @@ pub async fn deposit(
 async fn wake(app: App<'_>, owner: &Owner, id: &str, now_ms: i64) -> Result<(), Error> {
     for _ in 0..3 {
         let order = owned(app, owner, id).await?;
-        let Some(due) = swapd_core::lifecycle::wake(&order, now_ms) else {
+        let Some(due) = swapd_core::offchain::actions::wake(&order, now_ms) else {
             return Ok(());
         };
         if app.store.update_order(&due, &[], None).await? {

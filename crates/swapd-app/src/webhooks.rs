@@ -6,18 +6,20 @@ use std::time::Duration;
 
 use strum::VariantArray;
 use swapd_core::ids;
-use swapd_core::orders::EventType;
+use swapd_core::offchain::order::EventType;
 use swapd_core::owner::Owner;
-use swapd_core::webhooks::{
-    self, AttemptOutcome, Delivery, Outgoing, QueuedDelivery, ReplaySelection, Subscription,
-    SubscriptionChange, SubscriptionStatus,
+use swapd_core::webhooks::delivery::{
+    AttemptOutcome, Delivery, Outgoing, QueuedDelivery, ReplaySelection,
 };
+use swapd_core::webhooks::subscription::{Subscription, SubscriptionChange, SubscriptionStatus};
 use swapd_types::webhooks::{
     DeliveryAttempt, QueuedReplay, ReplayQueued, RotateInput, Rotated, TestCallbackInput,
     TestCallbackResult, Webhook, WebhookCreated, WebhookDelivery, WebhookInput, WebhookPatch,
 };
 
 use crate::{Answer, App, Error, IdempotencyKey};
+use swapd_core::webhooks::signing;
+use swapd_core::webhooks::subscription;
 
 /// Times a change is re-read and re-applied when another writer saved the subscription first.
 const CHANGE_ATTEMPTS: usize = 3;
@@ -47,7 +49,7 @@ pub async fn create(
     let description = check_description(input.description)?;
     let now_ms = app.clock.now_ms();
     let id = ids::new_id("whk_");
-    let secret = webhooks::new_secret();
+    let secret = signing::new_secret();
     let secret_sealed = app.master_key.seal(secret.as_bytes(), &id);
     let subscription = Subscription::create(
         id,
@@ -73,7 +75,7 @@ pub async fn create(
     {
         return Err(Error::WebhookLimitReached(format!(
             "this key has {} subscriptions, the most it may have; disable and reuse one",
-            webhooks::MAX_SUBSCRIPTIONS_PER_OWNER
+            subscription::MAX_SUBSCRIPTIONS_PER_OWNER
         )));
     }
     Ok(answer.written(Some(key)))
@@ -127,14 +129,14 @@ pub async fn rotate(
 ) -> Result<Answer, Error> {
     let grace_secs = input
         .previous_secret_expires_in
-        .unwrap_or(webhooks::DEFAULT_ROTATION_GRACE_SECS);
-    if !(0..=webhooks::MAX_ROTATION_GRACE_SECS).contains(&grace_secs) {
+        .unwrap_or(subscription::DEFAULT_ROTATION_GRACE_SECS);
+    if !(0..=subscription::MAX_ROTATION_GRACE_SECS).contains(&grace_secs) {
         return Err(Error::invalid(
             "previousSecretExpiresIn",
             "must be from 0 to 604800 seconds",
         ));
     }
-    let secret = webhooks::new_secret();
+    let secret = signing::new_secret();
     change(app, owner, id, key, |subscription, now_ms| {
         let sealed = app.master_key.seal(secret.as_bytes(), &subscription.id);
         let rotated = subscription
@@ -282,18 +284,18 @@ pub async fn test_callback(
     let subscription = owned(app, owner, &input.webhook_id).await?;
     let now_ms = app.clock.now_ms();
     let event_id = key.stable_id("evt_");
-    let payload = webhooks::test_payload(&event_id, event_type, now_ms);
+    let payload = signing::test_payload(&event_id, event_type, now_ms);
     let keys = subscription
         .signing_secrets(now_ms)
         .into_iter()
         .map(|sealed| {
             let secret = app.master_key.open(sealed, &subscription.id).ok()?;
-            webhooks::secret_key(std::str::from_utf8(&secret).ok()?)
+            signing::secret_key(std::str::from_utf8(&secret).ok()?)
         })
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::internal("a subscription's sealed secret does not open"))?;
     let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    let signature = webhooks::signature_header(&keys, &event_id, now_ms / 1000, &payload);
+    let signature = signing::signature_header(&keys, &event_id, now_ms / 1000, &payload);
     let sent = app
         .courier
         .send(Outgoing {
@@ -439,7 +441,7 @@ fn parse_events(names: &[String]) -> Result<Vec<EventType>, Error> {
 
 fn check_description(description: Option<String>) -> Result<Option<String>, Error> {
     match description {
-        Some(text) if text.chars().count() > webhooks::MAX_DESCRIPTION_LEN => {
+        Some(text) if text.chars().count() > subscription::MAX_DESCRIPTION_LEN => {
             Err(Error::invalid("description", "at most 256 characters"))
         }
         other => Ok(other),

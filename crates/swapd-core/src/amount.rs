@@ -202,6 +202,77 @@ fn div_round(value: U256, divisor: U256, rounding: Rounding) -> U256 {
     }
 }
 
+/// A decimal as written in a JSON number or string (`0.1`, `4312.55`, `1e-7`, `2.5E+3`,
+/// `7.46249999999999999999`), as an [`Amount`] of `precision` fraction digits: every digit is
+/// read exactly (never through a float), then the value is cut to `precision` rounded as asked,
+/// so a figure swapd promises is never more than the desk's (an estimate rounds down, a
+/// required deposit up). `None` for anything that is not a non-negative decimal, or whose
+/// exponent or whole part is out of any amount's range.
+pub fn decimal(text: &str, precision: u8, rounding: Rounding) -> Option<Amount> {
+    /// Far beyond any amount's digits, small enough that the digit string stays short.
+    const MAX_EXPONENT: i32 = 64;
+    let text = text.trim();
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    if exponent.abs() > MAX_EXPONENT {
+        return None;
+    }
+    let (whole, fraction) = match mantissa.split_once('.') {
+        Some((_, "")) => return None,
+        Some(parts) => parts,
+        None => (mantissa, ""),
+    };
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits_only(whole) || !digits_only(fraction) {
+        return None;
+    }
+    // Move the point `exponent` places: all digits, and where the point goes among them.
+    let digits = format!("{whole}{fraction}");
+    let point = i64::try_from(whole.len()).ok()? + i64::from(exponent);
+    let plain = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).ok()?))
+    } else {
+        let point = usize::try_from(point).ok()?;
+        if point >= digits.len() {
+            format!("{digits}{}", "0".repeat(point - digits.len()))
+        } else {
+            format!("{}.{}", &digits[..point], &digits[point..])
+        }
+    };
+    let plain = trim_zeros(&plain);
+    let (whole, fraction) = plain.split_once('.').unwrap_or((&plain, ""));
+    let kept = fraction.len().min(usize::from(precision));
+    let (kept_fraction, dropped) = fraction.split_at(kept);
+    let cut = if kept_fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{kept_fraction}")
+    };
+    let amount = Amount::parse(&cut, precision).ok()?;
+    let more = dropped.bytes().any(|b| b != b'0');
+    Some(match rounding {
+        Rounding::Up if more => {
+            amount + Amount::from_units(alloy_primitives::U256::from(1u8), precision)
+        }
+        _ => amount,
+    })
+}
+
+/// `007.500` → `7.5`, `0.000` → `0`: the digits [`Amount::parse`] reads.
+fn trim_zeros(plain: &str) -> String {
+    let (whole, fraction) = plain.split_once('.').unwrap_or((plain, ""));
+    let whole = whole.trim_start_matches('0');
+    let fraction = fraction.trim_end_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    if fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{fraction}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,5 +421,105 @@ mod tests {
         );
         assert!(Amount::from_base_units(U256::from(5u8), 255, Rounding::Down).is_zero());
         assert!(!Amount::from_base_units(U256::from(5u8), 255, Rounding::Up).is_zero());
+    }
+}
+
+#[cfg(test)]
+mod decimal_tests {
+    use super::*;
+
+    fn shown(text: &str, precision: u8) -> Option<String> {
+        decimal(text, precision, Rounding::Down).map(|amount| amount.to_string())
+    }
+
+    fn up(text: &str, precision: u8) -> Option<String> {
+        decimal(text, precision, Rounding::Up).map(|amount| amount.to_string())
+    }
+
+    #[test]
+    fn decimals_are_read_exactly_from_their_text() {
+        assert_eq!(shown("0.1", 8).as_deref(), Some("0.1"));
+        assert_eq!(shown("4312.55", 6).as_deref(), Some("4312.55"));
+        assert_eq!(shown("0.50000000", 8).as_deref(), Some("0.5"));
+        assert_eq!(shown("1e-7", 8).as_deref(), Some("0.0000001"));
+        assert_eq!(shown("2.5E+3", 2).as_deref(), Some("2500"));
+        assert_eq!(shown("12", 0).as_deref(), Some("12"));
+        // 0.1 + 0.2 as a float is 0.30000000000000004; the text is what counts.
+        assert_eq!(shown("0.30000000000000004", 8).as_deref(), Some("0.3"));
+        // More digits than the currency has: an estimate rounds down, a requirement up.
+        assert_eq!(shown("1.999999999", 8).as_deref(), Some("1.99999999"));
+        assert_eq!(up("1.999999999", 8).as_deref(), Some("2"));
+        assert_eq!(up("1.99999999", 8).as_deref(), Some("1.99999999"), "exact");
+        assert_eq!(shown("0", 8).as_deref(), Some("0"));
+    }
+
+    #[test]
+    fn float_noise_and_tiny_exponents_beyond_eighteen_digits_are_cut_not_refused() {
+        // ChangeNOW's JSON numbers as its serializer writes them.
+        assert_eq!(
+            shown("7.46249999999999999999", 8).as_deref(),
+            Some("7.46249999")
+        );
+        assert_eq!(up("7.46249999999999999999", 8).as_deref(), Some("7.4625"));
+        assert_eq!(
+            shown("5.123456789012345e-05", 8).as_deref(),
+            Some("0.00005123")
+        );
+        assert_eq!(
+            up("5.123456789012345e-05", 8).as_deref(),
+            Some("0.00005124")
+        );
+        assert_eq!(
+            shown("5.123456789012345e-05", 18).as_deref(),
+            Some("0.000051234567890123")
+        );
+        assert_eq!(shown("1e-19", 18).as_deref(), Some("0"));
+        assert_eq!(up("1e-19", 18).as_deref(), Some("0.000000000000000001"));
+        assert_eq!(
+            shown("4312.549871000000000000001", 6).as_deref(),
+            Some("4312.549871")
+        );
+    }
+
+    #[test]
+    fn anything_else_is_not_a_decimal() {
+        for text in [
+            "",
+            "-1",
+            "1.",
+            ".5",
+            "abc",
+            "1e",
+            "1e9999999999",
+            "1e65",
+            "0x10",
+            "1,5",
+            "NaN",
+        ] {
+            assert_eq!(shown(text, 8), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn rounding_down_never_exceeds_and_up_never_falls_short_of_the_text() {
+        use proptest::prelude::*;
+        proptest!(|(whole in 0u64..1_000_000, fraction in "[0-9]{0,30}", precision in 0u8..=18)| {
+            let text = if fraction.is_empty() { whole.to_string() } else { format!("{whole}.{fraction}") };
+            let down = decimal(&text, precision, Rounding::Down).unwrap();
+            let up = decimal(&text, precision, Rounding::Up).unwrap();
+            // Compare at 18 + 30 digits of scale as strings of the exact value.
+            let exact = exact_units(&text, 48);
+            prop_assert!(exact_units(&down.to_string(), 48) <= exact);
+            prop_assert!(exact_units(&up.to_string(), 48) >= exact);
+            let step = up.checked_sub(down).unwrap();
+            prop_assert!(step.is_zero() || step == Amount::from_units(alloy_primitives::U256::from(1u8), precision));
+        });
+    }
+
+    /// `text` scaled by 10^scale, as an integer (for comparisons beyond 18 decimals).
+    fn exact_units(text: &str, scale: usize) -> alloy_primitives::U256 {
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        let digits = format!("{whole}{fraction:0<scale$}");
+        alloy_primitives::U256::from_str_radix(&digits, 10).unwrap()
     }
 }

@@ -18,6 +18,10 @@ const MAX_LIST_ENTRIES: usize = 100;
 /// One request per microsecond: the resolution of the per-minute limiter.
 pub const MAX_PER_MINUTE: u32 = 60_000_000;
 
+/// How long a node may keep serving a key it read: a revoked key or a changed policy takes
+/// effect on every node within this time (at once with Redis, which announces revocations).
+pub const KEY_CACHE_TTL_MS: i64 = 5_000;
+
 /// Per-key request quotas. `weight_per_hour` is spent by route weight (see the OpenAPI document).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimits {

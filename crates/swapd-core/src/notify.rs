@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use crate::orders::OrderEvent;
+use crate::offchain::order::OrderEvent;
 
 /// One plain-text e-mail.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,12 +14,15 @@ use hickory_resolver::config::{NameServerConfigGroup, ResolverConfig, ResolverOp
 use hickory_resolver::name_server::TokioConnectionProvider;
 
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
-use swapd_core::webhooks::{self, AttemptOutcome, Destination, UrlPolicy, UrlProblem};
+use swapd_core::webhooks::delivery;
+use swapd_core::webhooks::delivery::AttemptOutcome;
+use swapd_core::webhooks::url_policy;
+use swapd_core::webhooks::url_policy::{Destination, UrlPolicy, UrlProblem};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub use swapd_core::webhooks::{Outgoing, Sent};
+pub use swapd_core::webhooks::delivery::{Outgoing, Sent};
 
 /// Sends deliveries under one policy.
 #[derive(Clone)]
@@ -92,7 +95,7 @@ impl Sender {
     /// Checks `url` and resolves its host: the destination and the addresses a delivery would
     /// connect to, every one allowed by the policy.
     pub async fn check(&self, url: &str) -> Result<(Destination, Vec<SocketAddr>), UrlProblem> {
-        let destination = webhooks::check_url(url, self.policy)?;
+        let destination = url_policy::check_url(url, self.policy)?;
         let addresses = match destination.literal {
             Some(ip) => vec![SocketAddr::new(ip, destination.port)],
             None => self
@@ -102,7 +105,7 @@ impl Sender {
         };
         if let Some(blocked) = addresses
             .iter()
-            .find(|a| !webhooks::address_allowed(a.ip(), self.policy))
+            .find(|a| !url_policy::address_allowed(a.ip(), self.policy))
         {
             return Err(UrlProblem::Host(format!(
                 "{} resolves to {}, which",
@@ -211,7 +214,7 @@ impl Sender {
 }
 
 #[async_trait::async_trait]
-impl webhooks::Courier for Sender {
+impl delivery::Courier for Sender {
     async fn check_url(&self, url: &str) -> Result<(), UrlProblem> {
         self.check(url).await.map(drop)
     }

@@ -1,14 +1,14 @@
 //! swapd's live offchain exchange desks. Each desk's module holds its wire format (`wire`), the
-//! pure functions that map it onto `swapd_core::desk`, and its client over the shared HTTP
-//! transport (`swapd-http`); each desk sits behind the desk port (`swapd_core::desk::Desk`).
+//! pure functions that map it onto `swapd_core::offchain::desk`, and its client over the shared HTTP
+//! transport (`swapd-http`); each desk sits behind the desk port (`swapd_core::offchain::desk::Desk`).
 
 pub mod changenow;
 pub mod fixedfloat;
 mod quoting;
 
 use serde::de::DeserializeOwned;
-use swapd_core::desk::DeskError;
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::offchain::desk::DeskError;
 
 /// A desk's currencies as swapd knows them.
 #[derive(Debug, Default)]

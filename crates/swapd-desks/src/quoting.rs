@@ -5,13 +5,12 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 
 use swapd_core::amount::Amount;
-use swapd_core::desk::{DeskError, DeskLimits, DeskQuote};
+use swapd_core::fees::entry::{Fee, FeeKind};
 use swapd_core::market::RateType;
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::provider::{CurrencyOffer, ProviderError, ProviderQuote, QuoteRequest};
 use swapd_core::market::routes::less_bps;
-use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, ProviderError, ProviderQuote, QuoteRequest,
-};
+use swapd_core::offchain::desk::{DeskError, DeskLimits, DeskQuote};
 
 use crate::{Catalog, Listed};
 

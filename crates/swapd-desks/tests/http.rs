@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use swapd_core::amount::Amount;
-use swapd_core::desk::{DeskError, DeskStatus};
 use swapd_core::market::currencies::{CurrencyDef, currency};
 use swapd_core::market::{Direction, RateType};
+use swapd_core::offchain::desk::{DeskError, DeskStatus};
 use swapd_desks::changenow::{ChangeNow, CreateRequest, Side};
 use swapd_desks::fixedfloat::{self, Choice, CreateOrder, FixedFloat, OrderRef};
 use wiremock::matchers::{body_string, header, method, path, query_param};
@@ -342,8 +342,9 @@ async fn a_wrong_secret_is_refused_by_the_desk() {
 /// quote shows the service fee FixedFloat takes out of the output for it.
 #[tokio::test]
 async fn fixedfloat_carries_the_service_fee_under_the_operators_refcode() {
-    use swapd_core::desk::{Desk, Destination, ExchangeRequest};
-    use swapd_core::provider::{FeeKind, Provider, QuoteRequest};
+    use swapd_core::fees::entry::FeeKind;
+    use swapd_core::market::provider::{Provider, QuoteRequest};
+    use swapd_core::offchain::desk::{Desk, Destination, ExchangeRequest};
     let server = fixedfloat_server().await;
     let desk = swapd_desks::fixedfloat::FixedFloatDesk::new(fixedfloat(&server, "ff-secret"))
         .with_refcode("swapd-op");

@@ -12,8 +12,8 @@ pub use reqwest;
 use tracing::Instrument;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use swapd_core::desk::DeskError;
-use swapd_core::provider::ProviderError;
+use swapd_core::market::provider::ProviderError;
+use swapd_core::offchain::desk::DeskError;
 
 /// Attempts of a read before its last failure is returned.
 const READ_ATTEMPTS: u32 = 3;

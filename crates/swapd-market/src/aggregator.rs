@@ -5,7 +5,7 @@
 //! providers, falling back to their last good answers and finally to the shipped snapshot.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -13,9 +13,12 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use swapd_core::market::breaker::Breaker;
 use swapd_core::market::catalog::{self, CatalogSource, CatalogView};
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, QuoteRequest,
+};
 use swapd_core::market::routes::Candidate;
+use swapd_core::market::venue::Venue;
 use swapd_core::market::{Market, ProviderHealth};
-use swapd_core::provider::{CurrencyOffer, Provider, ProviderError, ProviderInfo, QuoteRequest};
 use tokio::sync::Mutex;
 
 use crate::snapshot;
@@ -41,7 +44,7 @@ impl Default for MarketOptions {
 }
 
 pub struct Aggregator {
-    providers: Vec<Arc<dyn Provider>>,
+    venues: Vec<Venue>,
     options: MarketOptions,
     catalog: Mutex<CatalogState>,
     breakers: std::sync::Mutex<HashMap<&'static str, Breaker>>,
@@ -57,9 +60,9 @@ struct CatalogState {
 }
 
 impl Aggregator {
-    pub fn new(providers: Vec<Arc<dyn Provider>>, options: MarketOptions) -> Self {
+    pub fn new(venues: Vec<Venue>, options: MarketOptions) -> Self {
         Self {
-            providers,
+            venues,
             options,
             catalog: Mutex::new(CatalogState::default()),
             breakers: std::sync::Mutex::new(HashMap::new()),
@@ -111,11 +114,11 @@ impl Aggregator {
 #[async_trait]
 impl Market for Aggregator {
     fn providers(&self) -> Vec<ProviderInfo> {
-        self.providers.iter().map(|p| p.info()).collect()
+        self.venues.iter().map(Venue::info).collect()
     }
 
-    fn provider(&self, id: &str) -> Option<Arc<dyn Provider>> {
-        self.providers.iter().find(|p| p.info().id == id).cloned()
+    fn venue(&self, id: &str) -> Option<Venue> {
+        self.venues.iter().find(|v| v.info().id == id).cloned()
     }
 
     fn deadline(&self) -> Duration {
@@ -127,8 +130,12 @@ impl Market for Aggregator {
         request: &QuoteRequest,
         selected: &(dyn for<'p> Fn(&'p ProviderInfo) -> bool + Sync),
     ) -> Vec<Candidate> {
-        let calls = self.providers.iter().filter(|p| selected(&p.info())).map(
-            |provider| async move {
+        let calls = self
+            .venues
+            .iter()
+            .filter(|v| selected(&v.info()))
+            .map(|venue| async move {
+                let provider = venue.provider();
                 let info = provider.info();
                 let span = tracing::info_span!("provider.quote", provider = info.id);
                 let outcome = self
@@ -142,8 +149,7 @@ impl Market for Aggregator {
                     provider: info,
                     outcome,
                 }
-            },
-        );
+            });
         join_all(calls).await
     }
 
@@ -164,23 +170,23 @@ impl Market for Aggregator {
     }
 
     fn record(&self, id: &str, failure: Option<String>, now_ms: i64) {
-        if let Some(info) = self.providers.iter().map(|p| p.info()).find(|i| i.id == id) {
+        if let Some(info) = self.venues.iter().map(Venue::info).find(|i| i.id == id) {
             self.count(info.id, failure, now_ms);
         }
     }
 
     fn health(&self, now_ms: i64) -> Vec<ProviderHealth> {
         let breakers = self.breakers();
-        self.providers
+        self.venues
             .iter()
-            .map(|provider| {
-                let id = provider.info().id;
+            .map(|venue| {
+                let id = venue.info().id;
                 let breaker = breakers.get(id).cloned().unwrap_or_default();
                 ProviderHealth {
                     id,
                     state: breaker.state(now_ms),
                     last_failure: breaker.last_failure().map(str::to_owned),
-                    not_configured: provider.unconfigured(),
+                    not_configured: venue.unconfigured(),
                 }
             })
             .collect()
@@ -189,7 +195,8 @@ impl Market for Aggregator {
 
 impl Aggregator {
     async fn refresh(&self, state: &mut CatalogState, now_ms: i64) {
-        let answers = join_all(self.providers.iter().map(|provider| async move {
+        let answers = join_all(self.venues.iter().map(|venue| async move {
+            let provider = venue.provider();
             let answer = self
                 .ask(provider.as_ref(), now_ms, provider.catalog(now_ms))
                 .await;
@@ -254,21 +261,22 @@ mod tests {
     use swapd_core::market::{Direction, RateType};
 
     use swapd_core::market::currencies::currency;
-    use swapd_sandbox::price_feed::PriceFeed;
-    use swapd_sandbox::sandbox::{self, Fault, Faults};
+    use swapd_sandbox::{Fault, Faults, PROVIDER_IDS};
 
     use super::*;
+    use crate::test_venues::{SandboxVenues, sandbox_venues};
 
     const T: i64 = 1_800_000_000_000;
 
-    fn market(faults: &Faults) -> Aggregator {
-        Aggregator::new(
-            sandbox::providers(PriceFeed::new(1), faults, sandbox::DEFAULT_BLOCK_MS, None),
-            MarketOptions {
-                deadline: Duration::from_millis(200),
-                ..MarketOptions::default()
-            },
-        )
+    /// The sandbox market behind `faults`; the venues' database lives as long as the guard.
+    fn market(faults: &Faults) -> (Aggregator, SandboxVenues) {
+        let mut sandbox = sandbox_venues(faults, 1);
+        let options = MarketOptions {
+            deadline: Duration::from_millis(200),
+            ..MarketOptions::default()
+        };
+        let market = Aggregator::new(std::mem::take(&mut sandbox.venues), options);
+        (market, sandbox)
     }
 
     fn request() -> QuoteRequest {
@@ -289,7 +297,7 @@ mod tests {
     async fn a_stalled_provider_costs_its_deadline_and_nothing_else() {
         let faults = Faults::default();
         faults.set("meridian", Fault::Stall);
-        let market = market(&faults);
+        let (market, _sandbox) = market(&faults);
         let started = tokio::time::Instant::now();
         let candidates = market.quote_all(&request(), &|_| true).await;
         assert_eq!(started.elapsed(), Duration::from_millis(200));
@@ -304,16 +312,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn catalog_falls_back_to_last_good_then_snapshot() {
         let faults = Faults::default();
-        for id in sandbox::PROVIDER_IDS {
+        for id in PROVIDER_IDS {
             faults.set(id, Fault::Fail("maintenance".into()));
         }
-        let market = market(&faults);
+        let (market, _sandbox) = market(&faults);
         let first = market.catalog(T).await;
         assert_eq!(first.source, CatalogSource::Snapshot);
         assert!(first.degraded);
         assert!(first.currencies.len() >= 20);
 
-        for id in sandbox::PROVIDER_IDS {
+        for id in PROVIDER_IDS {
             faults.clear(id);
         }
         // Failures are retried sooner than the normal refresh interval.
@@ -335,7 +343,7 @@ mod tests {
         use swapd_core::market::breaker::{FAILURES_TO_OPEN, OPEN_FOR_MS, ProviderState};
         let faults = Faults::default();
         faults.set("meridian", Fault::Stall);
-        let market = market(&faults);
+        let (market, _sandbox) = market(&faults);
         let state = |now| {
             market
                 .health(now)

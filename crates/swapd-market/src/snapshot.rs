@@ -39,26 +39,18 @@ pub fn catalog() -> Vec<CatalogEntry> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use swapd_core::market::catalog::assemble;
 
-    use swapd_sandbox::price_feed::PriceFeed;
-    use swapd_sandbox::sandbox::{self, Faults};
+    use swapd_sandbox::Faults;
 
     use super::*;
 
     #[tokio::test]
     async fn snapshot_matches_the_sandbox_catalog() {
+        let sandbox = crate::test_venues::sandbox_venues(&Faults::default(), 0);
         let mut offers = Vec::new();
-        for provider in sandbox::providers(
-            PriceFeed::new(0),
-            &Faults::default(),
-            sandbox::DEFAULT_BLOCK_MS,
-            None,
-        ) {
-            let provider: Arc<dyn swapd_core::provider::Provider> = provider;
-            offers.extend(provider.catalog(1_800_000_000_000).await.unwrap());
+        for venue in &sandbox.venues {
+            offers.extend(venue.provider().catalog(1_800_000_000_000).await.unwrap());
         }
         let entries: Vec<Entry> = assemble(&offers)
             .into_iter()

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use swapd_core::address::Network;
-use swapd_core::chain::{ChainError, EvmChain, EvmLog, EvmReceipt};
+use swapd_core::onchain::chain::{ChainError, EvmChain, EvmLog, EvmReceipt};
 use swapd_http::{Call, Transport};
 
 pub struct EvmRpc {
@@ -193,7 +193,7 @@ impl EvmChain for EvmRpc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use swapd_core::chain::TRANSFER_TOPIC;
+    use swapd_core::onchain::chain::TRANSFER_TOPIC;
     use wiremock::matchers::{body_partial_json, method};
     use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -1,7 +1,7 @@
 //! swapd's live onchain route providers and the chain readers that follow their executions.
 //! Each provider's module holds its wire format (`wire`) and the pure functions that map it
-//! onto `swapd_core::provider`; its client sends them over the shared HTTP transport
-//! (`swapd-http`). Chain readers implement `swapd_core::chain` over a node's JSON-RPC.
+//! onto `swapd_core::market::provider`; its client sends them over the shared HTTP transport
+//! (`swapd-http`). Chain readers implement `swapd_core::onchain::chain` over a node's JSON-RPC.
 
 pub mod evm_rpc;
 pub mod jupiter;
@@ -20,10 +20,10 @@ use alloy_sol_types::{SolCall, sol};
 use serde::de::DeserializeOwned;
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
-use swapd_core::chain::{EvmChain, SolanaChain};
 use swapd_core::fees::{FeeSchedule, OnchainFee, Payee};
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::provider::{ProviderError, QuoteRequest};
+use swapd_core::market::provider::{ProviderError, QuoteRequest};
+use swapd_core::onchain::chain::{EvmChain, SolanaChain};
 
 /// The chains swapd reads, by network (`[chains.<network>]`).
 #[derive(Clone, Default)]
@@ -159,9 +159,9 @@ fn display(units: U256, currency: &CurrencyDef, rounding: Rounding) -> Amount {
         .rescale(currency.precision, rounding)
 }
 
-/// The provider's state kept with `plan` (`swapd_core::provider::BuiltPlan`), as `T`.
+/// The provider's state kept with `plan` (`swapd_core::onchain::router::BuiltPlan`), as `T`.
 fn provider_state<T: DeserializeOwned>(
-    plan: &swapd_core::onchain::ExecutionPlan,
+    plan: &swapd_core::onchain::plan::ExecutionPlan,
     provider: &str,
 ) -> Result<T, ProviderError> {
     plan.provider_state

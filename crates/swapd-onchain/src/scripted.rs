@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use alloy_primitives::{Address, U256};
 use async_trait::async_trait;
 use swapd_core::address::Network;
-use swapd_core::chain::{ChainError, EvmChain, EvmLog, EvmReceipt, TRANSFER_TOPIC};
+use swapd_core::onchain::chain::{ChainError, EvmChain, EvmLog, EvmReceipt, TRANSFER_TOPIC};
 
 pub struct ScriptedChain {
     pub network: Network,
@@ -104,16 +104,16 @@ impl EvmChain for ScriptedChain {
 /// Solana as tests script it: statuses and finalized transactions by signature.
 #[derive(Default)]
 pub struct ScriptedSolana {
-    pub statuses: Mutex<Vec<(String, swapd_core::chain::SolanaStatus)>>,
-    pub transactions: Mutex<Vec<(String, swapd_core::chain::SolanaTx)>>,
+    pub statuses: Mutex<Vec<(String, swapd_core::onchain::chain::SolanaStatus)>>,
+    pub transactions: Mutex<Vec<(String, swapd_core::onchain::chain::SolanaTx)>>,
 }
 
 #[async_trait]
-impl swapd_core::chain::SolanaChain for ScriptedSolana {
+impl swapd_core::onchain::chain::SolanaChain for ScriptedSolana {
     async fn status(
         &self,
         signature: &str,
-    ) -> Result<Option<swapd_core::chain::SolanaStatus>, ChainError> {
+    ) -> Result<Option<swapd_core::onchain::chain::SolanaStatus>, ChainError> {
         Ok(self
             .statuses
             .lock()
@@ -127,7 +127,7 @@ impl swapd_core::chain::SolanaChain for ScriptedSolana {
     async fn transaction(
         &self,
         signature: &str,
-    ) -> Result<Option<swapd_core::chain::SolanaTx>, ChainError> {
+    ) -> Result<Option<swapd_core::onchain::chain::SolanaTx>, ChainError> {
         Ok(self
             .transactions
             .lock()
@@ -145,10 +145,10 @@ pub fn plan(
     wallet: &str,
     from: &str,
     to: &str,
-) -> swapd_core::onchain::ExecutionPlan {
+) -> swapd_core::onchain::plan::ExecutionPlan {
     let namespace = swapd_core::market::currencies::currency(from)
         .map_or("eip155", |def| def.network.chain_namespace());
-    swapd_core::onchain::ExecutionPlan {
+    swapd_core::onchain::plan::ExecutionPlan {
         id: "ocx_1".into(),
         owner: "key:a".into(),
         route_quote_id: "rqq_1".into(),
@@ -169,7 +169,7 @@ pub fn plan(
         created_at_ms: 0,
         expires_at_ms: 300_000,
         version: 2,
-        status: swapd_core::onchain::ExecutionStatus::Submitted,
+        status: swapd_core::onchain::plan::ExecutionStatus::Submitted,
         substatus: None,
         outcome: None,
         report: None,
@@ -216,7 +216,7 @@ pub fn fee_policy() -> swapd_core::fees::FeePolicy {
 pub const PARTNER_RECIPIENT: &str = "0x90F79bf6EB2c4f870365E785982E1f101E93b906";
 
 /// A quote's fee entries as `(kind, bps, amount, currency)`.
-pub fn entries(fees: &[swapd_core::provider::Fee]) -> Vec<(String, String, String, String)> {
+pub fn entries(fees: &[swapd_core::fees::entry::Fee]) -> Vec<(String, String, String, String)> {
     fees.iter()
         .filter_map(|fee| {
             Some((

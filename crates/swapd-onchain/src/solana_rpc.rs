@@ -9,7 +9,7 @@ use alloy_primitives::U256;
 use async_trait::async_trait;
 use serde::Deserialize;
 use swapd_core::address::Network;
-use swapd_core::chain::{ChainError, SolanaChain, SolanaStatus, SolanaTx, TokenBalance};
+use swapd_core::onchain::chain::{ChainError, SolanaChain, SolanaStatus, SolanaTx, TokenBalance};
 
 use crate::evm_rpc::JsonRpc;
 
@@ -304,7 +304,7 @@ mod tests {
         assert_eq!(tx.fee, 5_000);
         assert_eq!(tx.lamports[0], (WALLET.into(), 1_000_000_000, 994_995_000));
         assert_eq!(
-            swapd_core::chain::solana_received(&tx, WALLET, Some(USDC)),
+            swapd_core::onchain::chain::solana_received(&tx, WALLET, Some(USDC)),
             Some(U256::from(25_000_000u64))
         );
         let (_server, rpc) = node("getTransaction", serde_json::json!(null)).await;

@@ -1,14 +1,14 @@
 //! What every live router shares when it follows an execution: the source transaction judged on
-//! its chain (`swapd_core::chain`), and what a final receipt paid (docs/onchain.md, "Live
+//! its chain (`swapd_core::onchain::chain`), and what a final receipt paid (docs/onchain.md, "Live
 //! tracking").
 
 use alloy_primitives::{Address, U256};
 use swapd_core::amount::{Amount, Rounding};
-use swapd_core::chain::{self, EvmLog, EvmReceipt, SolanaTx, SourceTx};
 use swapd_core::fees::Payee;
 use swapd_core::market::currencies::{CurrencyDef, currency};
-use swapd_core::onchain::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
-use swapd_core::provider::ProviderError;
+use swapd_core::market::provider::ProviderError;
+use swapd_core::onchain::chain::{self, EvmLog, EvmReceipt, SolanaTx, SourceTx};
+use swapd_core::onchain::plan::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
 use swapd_types::onchain::ExecutionTx;
 
 use crate::Chains;
@@ -187,7 +187,7 @@ pub fn fees_paid(logs: &[EvmLog], plan: &ExecutionPlan, to: &CurrencyDef) -> Vec
 /// What a final receipt on `to`'s chain paid the plan's recipient in `to`: its `Transfer` logs
 /// for a token; for the chain's coin (which leaves no log), the recipient's balance change over
 /// the receipt's block, counting back what it spent on the transaction
-/// (`swapd_core::chain::native_received`). `None` when nothing arrived, or swapd does not read
+/// (`swapd_core::onchain::chain::native_received`). `None` when nothing arrived, or swapd does not read
 /// that chain.
 pub async fn received(
     chains: &Chains,

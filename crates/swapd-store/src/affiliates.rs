@@ -2,7 +2,7 @@
 
 use swapd_core::StoreError;
 use swapd_core::affiliates::Affiliate;
-use swapd_core::fees::LedgerRow;
+use swapd_core::fees::ledger::LedgerRow;
 use swapd_core::store::AffiliateStore;
 
 use crate::ledger;

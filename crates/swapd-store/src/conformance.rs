@@ -10,8 +10,8 @@ use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredRespons
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote, hash_create_token};
 use swapd_core::market::{Direction, ExecutionType, RateType};
 use swapd_core::market_intel::{Job, JobOutcome, JobRequest};
-use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus};
-use swapd_core::orders::{EventType, Order, OrderEvent, OrderStatus};
+use swapd_core::offchain::order::{EventType, Order, OrderEvent, OrderStatus};
+use swapd_core::onchain::plan::{ExecutionPlan, ExecutionReport, ExecutionStatus};
 use swapd_core::purchases::{PURCHASE_LEASE_MS, Presented, PurchaseStep};
 use swapd_core::rate_limit::{self, Policy, RateState};
 use swapd_core::secrets::MasterKey;
@@ -19,10 +19,10 @@ use swapd_core::store::{
     EXPIRED_RETENTION_MS, IdempotentFinish, KeyHold, NonceRecord, RateObservation, SandboxDeposit,
     SandboxTransfer, X402Settlement,
 };
-use swapd_core::webhooks::{
-    AfterAttempt, AttemptRecord, DeliveryStatus, QueuedDelivery, ReplaySelection, Subscription,
-    SubscriptionStatus,
+use swapd_core::webhooks::delivery::{
+    AfterAttempt, AttemptRecord, DeliveryStatus, QueuedDelivery, ReplaySelection,
 };
+use swapd_core::webhooks::subscription::{Subscription, SubscriptionStatus};
 use swapd_core::{Store, StoreError};
 use swapd_types::Permission;
 use swapd_types::market_intel::{JobError, JobStatus};
@@ -702,7 +702,7 @@ fn sample_route(id: &str, owner: &str, expires_at_ms: i64) -> RouteQuote {
         rate: "96025".into(),
         min: "0.0001".into(),
         max: Some("1".into()),
-        fees: vec![swapd_core::market::routes::RouteFee {
+        fees: vec![swapd_core::fees::entry::RouteFee {
             bps: None,
             kind: "network".into(),
             amount: "1".into(),
@@ -1091,7 +1091,7 @@ pub async fn orders_are_created_with_their_events_and_token_atomically(store: &A
             ..all.clone()
         },
         OrderSearch {
-            status: Some(swapd_core::orders::OrderStatus::Completed),
+            status: Some(swapd_core::offchain::order::OrderStatus::Completed),
             ..all.clone()
         },
         OrderSearch {
@@ -1244,8 +1244,9 @@ pub async fn affiliates_are_unique_listed_and_disabled(store: &Arc<dyn Store>) {
 }
 
 pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store: &Arc<dyn Store>) {
-    use swapd_core::fees::{Party, Stage};
-    use swapd_core::market::routes::RouteFee;
+    use swapd_core::fees::Party;
+    use swapd_core::fees::entry::RouteFee;
+    use swapd_core::fees::ledger::Stage;
     let now = 1_700_000_000_000;
     let response = StoredResponse {
         status: 201,
@@ -2076,7 +2077,7 @@ async fn subscribe(store: &dyn Store, subscription: &Subscription, now: i64) {
 
 pub async fn the_subscription_cap_holds_under_concurrent_inserts(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
-    let cap = swapd_core::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER;
+    let cap = swapd_core::webhooks::subscription::MAX_SUBSCRIPTIONS_PER_OWNER;
     let response = StoredResponse {
         status: 201,
         body: b"{}".to_vec(),
@@ -2275,7 +2276,7 @@ pub async fn events_fan_out_to_matching_active_subscriptions_in_their_transactio
         .unwrap();
     assert_eq!(
         completed.payload,
-        swapd_core::webhooks::event_payload(&event(&next, 3, EventType::Completed))
+        swapd_core::webhooks::signing::event_payload(&event(&next, 3, EventType::Completed))
     );
     assert_eq!(completed.attempts, 0);
     // Settle them, so later checks see only their own deliveries.

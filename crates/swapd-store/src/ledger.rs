@@ -1,7 +1,7 @@
 //! The fee ledger's rows (docs/fees.md, "The ledger").
 
 use swapd_core::StoreError;
-use swapd_core::fees::LedgerRow;
+use swapd_core::fees::ledger::LedgerRow;
 
 use crate::map_sqlx_error;
 use crate::sql::{SqlStore, Tx};

@@ -2,9 +2,10 @@
 //! out to webhook deliveries in the same transaction.
 
 use swapd_core::StoreError;
-use swapd_core::fees::{self, LedgerRow, Stage};
+
+use swapd_core::fees::ledger::{LedgerRow, Stage, ledger_rows};
 use swapd_core::market::routes::RedeemError;
-use swapd_core::orders::{EventType, Order, OrderEvent};
+use swapd_core::offchain::order::{EventType, Order, OrderEvent};
 use swapd_core::store::{EventMail, IdempotentFinish, OrderSearch, OrderStore};
 use swapd_core::wakeup::Work;
 
@@ -75,7 +76,7 @@ async fn insert_events_in(tx: &mut Tx, events: &[OrderEvent]) -> Result<(), Stor
         .bind(encode_json(&event.data)?)
         .bind(event.created_at_ms)
         .bind(&event.notify_email)
-        .bind(swapd_core::webhooks::event_payload(event))
+        .bind(swapd_core::webhooks::signing::event_payload(event))
         .execute(&mut **tx)
         .await
         .map_err(map_sqlx_error)?;
@@ -91,7 +92,9 @@ async fn insert_events_in(tx: &mut Tx, events: &[OrderEvent]) -> Result<(), Stor
         .bind(&event.id)
         .bind(event.created_at_ms)
         .bind(&event.owner)
-        .bind(swapd_core::webhooks::events_pattern(event.event_type))
+        .bind(swapd_core::webhooks::subscription::events_pattern(
+            event.event_type,
+        ))
         .execute(&mut **tx)
         .await
         .map_err(map_sqlx_error)?;
@@ -151,7 +154,7 @@ impl OrderStore for SqlStore {
         .await
         .map_err(map_sqlx_error)?;
         insert_events_in(&mut tx, events).await?;
-        let expected = fees::ledger_rows(
+        let expected = ledger_rows(
             order.charged(Stage::Expected),
             Stage::Expected,
             order.created_at_ms,
@@ -228,7 +231,7 @@ impl OrderStore for SqlStore {
         // The sandbox desks carry the fees they quote: a completed order's provider has taken
         // them. (Live desks' reports take over here: docs/fees.md.)
         if events.iter().any(|e| e.event_type == EventType::Completed) {
-            let realized = fees::ledger_rows(
+            let realized = ledger_rows(
                 order.charged(Stage::Realized),
                 Stage::Realized,
                 order.updated_at_ms,

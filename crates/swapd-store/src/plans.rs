@@ -1,11 +1,11 @@
 //! Onchain execution plans.
 
 use swapd_core::StoreError;
-use swapd_core::onchain::ExecutionPlan;
+use swapd_core::onchain::plan::ExecutionPlan;
 use swapd_core::store::{IdempotentFinish, PlanStore};
 use swapd_core::wakeup::Work;
 
-use swapd_core::fees::{self, Stage};
+use swapd_core::fees::ledger::{Stage, ledger_rows};
 
 use crate::codec::encode_json;
 use crate::ledger::insert_ledger_in;
@@ -45,7 +45,7 @@ impl PlanStore for SqlStore {
                 .execute(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-        let expected = fees::ledger_rows(
+        let expected = ledger_rows(
             plan.charged(Stage::Expected),
             Stage::Expected,
             plan.created_at_ms,
@@ -113,7 +113,7 @@ impl PlanStore for SqlStore {
         }
         // Written by the change that completes the execution (a row already there stays).
         if plan.fees_realized.is_some() {
-            let realized = fees::ledger_rows(
+            let realized = ledger_rows(
                 plan.charged(Stage::Realized),
                 Stage::Realized,
                 plan.updated_at_ms,

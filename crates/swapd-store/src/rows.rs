@@ -182,9 +182,11 @@ pub(crate) const SUBSCRIPTION_COLUMNS: &str = "id, owner, url, events, descripti
      failing_since, created_at, updated_at, version";
 
 impl SubscriptionRow {
-    pub fn into_domain(self) -> Result<swapd_core::webhooks::Subscription, StoreError> {
-        use swapd_core::orders::EventType;
-        use swapd_core::webhooks::{Subscription, SubscriptionStatus};
+    pub fn into_domain(
+        self,
+    ) -> Result<swapd_core::webhooks::subscription::Subscription, StoreError> {
+        use swapd_core::offchain::order::EventType;
+        use swapd_core::webhooks::subscription::{Subscription, SubscriptionStatus};
         let corrupt =
             |what: String| StoreError::Corrupt(format!("subscription {}: {what}", self.id));
         let events = split(&self.events, ',')

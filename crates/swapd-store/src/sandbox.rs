@@ -3,7 +3,7 @@
 use swapd_core::StoreError;
 use swapd_core::store::{IdempotentFinish, SandboxChainStore, SandboxDeposit, SandboxTransfer};
 
-use swapd_core::orders::Order;
+use swapd_core::offchain::order::Order;
 
 use crate::codec::encode_json;
 use crate::map_sqlx_error;

@@ -169,11 +169,11 @@ pub async fn tcp_proxy(target: SocketAddr, cut: tokio_util::sync::CancellationTo
 }
 
 /// An order awaiting its deposit, as tests store it directly.
-pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::orders::Order {
-    swapd_core::orders::Order {
+pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::offchain::order::Order {
+    swapd_core::offchain::order::Order {
         id: id.into(),
         owner: owner.into(),
-        status: swapd_core::orders::OrderStatus::AwaitingDeposit,
+        status: swapd_core::offchain::order::OrderStatus::AwaitingDeposit,
         version: 1,
         rate_type: swapd_core::market::RateType::Fixed,
         direction: swapd_core::market::Direction::From,

@@ -1,12 +1,13 @@
 //! Webhook subscriptions, leased deliveries, attempts and replays.
 
 use swapd_core::StoreError;
-use swapd_core::orders::EventType;
+use swapd_core::offchain::order::EventType;
 use swapd_core::store::{IdempotentFinish, WebhookStore};
-use swapd_core::webhooks::{
+use swapd_core::webhooks::delivery::{
     Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
-    ReplaySelection, Subscription,
+    ReplaySelection,
 };
+use swapd_core::webhooks::subscription::Subscription;
 
 use crate::map_sqlx_error;
 use crate::orders::{EVENT_COLUMNS, EventRow};
@@ -81,7 +82,7 @@ impl WebhookStore for SqlStore {
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
-        if existing >= swapd_core::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER as i64 {
+        if existing >= swapd_core::webhooks::subscription::MAX_SUBSCRIPTIONS_PER_OWNER as i64 {
             return Ok(false);
         }
         with_subscription(
@@ -196,7 +197,7 @@ impl WebhookStore for SqlStore {
             // Events written before payloads were stored get theirs from the same function.
             let payload = match payload {
                 Some(bytes) => bytes,
-                None => swapd_core::webhooks::event_payload(&event.into_event()?),
+                None => swapd_core::webhooks::signing::event_payload(&event.into_event()?),
             };
             deliveries.push(ClaimedDelivery {
                 delivery_id,

@@ -1,13 +1,14 @@
 //! The onchain execution tracker: looks at every due execution plan, expires the ones nothing
 //! was reported for in time, and asks the provider where reported ones stand. What changes is
-//! decided by `swapd_core::onchain` (statuses only move forward); saves are compare-and-set, so
+//! decided by `swapd_core::onchain::plan` (statuses only move forward); saves are compare-and-set, so
 //! trackers on several nodes cannot overwrite each other or a report arriving meanwhile.
 
 use std::sync::Arc;
 
 use swapd_core::market::Market;
-use swapd_core::onchain::ExecutionPlan;
-use swapd_core::provider::{ProviderError, TRACK_DEADLINE, TrackRequest};
+use swapd_core::market::provider::ProviderError;
+use swapd_core::onchain::plan::ExecutionPlan;
+use swapd_core::onchain::router::{TRACK_DEADLINE, TrackRequest};
 use swapd_core::{Clock, Store};
 
 /// Plans looked at per pass.
@@ -71,13 +72,13 @@ impl ExecutionTracker {
             plan.reschedule(plan.expires_at_ms);
             return self.save(&plan).await;
         };
-        let Some(provider) = self.market.provider(&plan.provider) else {
-            tracing::warn!(plan = %plan.id, provider = %plan.provider, "the plan's provider is not configured");
+        let Some(router) = self.market.router(&plan.provider) else {
+            tracing::warn!(plan = %plan.id, provider = %plan.provider, "the plan's router is not configured");
             plan.reschedule(retry_ms);
             return self.save(&plan).await;
         };
         if let Some(signatures) = plan.signatures_to_relay() {
-            let relayed = within_deadline(provider.relay_signatures(&plan, signatures)).await;
+            let relayed = within_deadline(router.relay_signatures(&plan, signatures)).await;
             match relayed {
                 Ok(state) => plan.relayed(state, now_ms),
                 Err(ProviderError::Unavailable(reason)) => {
@@ -93,7 +94,7 @@ impl ExecutionTracker {
             }
         }
         let reported_at_ms = plan.reported_at_ms.unwrap_or(plan.updated_at_ms);
-        let tracked = within_deadline(provider.track_execution(TrackRequest {
+        let tracked = within_deadline(router.track_execution(TrackRequest {
             plan: &plan,
             report: &report,
             reported_at_ms,

@@ -9,12 +9,12 @@ use std::time::Duration;
 use swapd_core::amount::Amount;
 use swapd_core::market::Market;
 use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::provider::{ProviderError, QuoteRequest};
 use swapd_core::market::routes::{self, Candidate};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
 use swapd_core::market_intel::{
     self, Job, JobOutcome, JobRequest, LEASE_MS, MAX_ATTEMPTS, RUN_TIMEOUT_MS,
 };
-use swapd_core::provider::{ProviderError, QuoteRequest};
 use swapd_core::{Clock, Store};
 use swapd_types::market::Fee;
 use swapd_types::market_intel::{

@@ -1,6 +1,6 @@
 //! The order engine: follows every due order's exchange at its desk through the desk port
-//! (`swapd_core::desk::Desk`), passes on what the customer decided, and brings the order in
-//! step with what the desk reports (`swapd_core::follow`). It never knows whether the desk is a
+//! (`swapd_core::offchain::desk::Desk`), passes on what the customer decided, and brings the order in
+//! step with what the desk reports (`swapd_core::offchain::follow`). It never knows whether the desk is a
 //! sandbox one or a live one. Saves are compare-and-set with their outbox events, so two
 //! engines racing on one order cannot both move it; what a desk does twice (a choice passed on
 //! again after a crash) it answers as the first time.
@@ -10,12 +10,13 @@ use tracing::Instrument;
 
 use futures_util::StreamExt;
 
-use swapd_core::desk::{Desk, DeskError, DeskExchange, ExchangeRef, token_context};
-use swapd_core::follow::{self, DeskAction};
-use swapd_core::lifecycle::LifecycleRules;
 use swapd_core::market::Market;
 use swapd_core::market::currencies::currency;
-use swapd_core::orders::Order;
+use swapd_core::offchain::desk::{Desk, DeskError, DeskExchange, ExchangeRef, token_context};
+use swapd_core::offchain::follow;
+use swapd_core::offchain::follow::DeskAction;
+use swapd_core::offchain::follow::LifecycleRules;
+use swapd_core::offchain::order::Order;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store};
 
@@ -215,7 +216,7 @@ impl OrderEngine {
             }
             .into());
         }
-        let deadline = swapd_core::desk::CALL_DEADLINE;
+        let deadline = swapd_core::offchain::desk::CALL_DEADLINE;
         let answer = match tokio::time::timeout(deadline, call).await {
             Ok(answer) => answer,
             Err(_) => Err(DeskError::Unavailable {

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use swapd_core::fees::{FeeRules, reconcile};
+use swapd_core::fees::FeeRules;
+use swapd_core::fees::ledger::reconcile;
 use swapd_core::{Clock, Store};
 
 /// The metric: swaps of the window whose realized fee is off the expected one.

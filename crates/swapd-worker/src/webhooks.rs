@@ -1,17 +1,19 @@
 //! The webhook dispatcher: claims due deliveries with a lease, signs the stored payload bytes
 //! anew for each attempt (with every secret still valid for the subscription), sends them
 //! through the SSRF-safe [`Sender`], and records each attempt with what follows from it
-//! (`swapd_core::webhooks::after_attempt`). A worker killed mid-delivery loses nothing: its
+//! (`swapd_core::webhooks::delivery::after_attempt`). A worker killed mid-delivery loses nothing: its
 //! lease runs out and another worker sends the delivery again (same event id).
 
 use std::sync::Arc;
 
 use futures_util::StreamExt;
 use swapd_core::secrets::MasterKey;
-use swapd_core::webhooks::{
-    self, AfterAttempt, AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryStatus,
-    SubscriptionStatus,
+use swapd_core::webhooks::delivery;
+use swapd_core::webhooks::delivery::{
+    AfterAttempt, AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryStatus,
 };
+use swapd_core::webhooks::signing;
+use swapd_core::webhooks::subscription::SubscriptionStatus;
 use swapd_core::{Clock, Store};
 use swapd_delivery::{Outgoing, Sender};
 
@@ -67,7 +69,7 @@ impl WebhookDispatcher {
                 .claim_deliveries(
                     now_ms,
                     &lease,
-                    now_ms + webhooks::LEASE_MS,
+                    now_ms + delivery::LEASE_MS,
                     self.limits.batch,
                 )
                 .await
@@ -96,7 +98,7 @@ impl WebhookDispatcher {
         let (outcome, latency_ms) = self.send(&delivery, started_at_ms).await;
         let finished_at_ms = self.clock.now_ms();
         let after = if subscription.status == SubscriptionStatus::Active {
-            webhooks::after_attempt(
+            delivery::after_attempt(
                 attempt as usize,
                 &outcome,
                 finished_at_ms,
@@ -195,11 +197,11 @@ impl WebhookDispatcher {
                     .open(sealed, &subscription.id)
                     .map_err(|e| format!("signing secret: {e}"))?;
                 let secret = String::from_utf8(secret).map_err(|_| "signing secret: not text")?;
-                webhooks::secret_key(&secret).ok_or_else(|| "signing secret: malformed".to_owned())
+                signing::secret_key(&secret).ok_or_else(|| "signing secret: malformed".to_owned())
             })
             .collect::<Result<Vec<_>, String>>()?;
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        Ok(webhooks::signature_header(
+        Ok(signing::signature_header(
             &keys,
             &delivery.event_id,
             now_ms / 1000,

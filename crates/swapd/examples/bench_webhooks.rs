@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use swapd_core::idempotency::{Begin, StoredResponse};
-use swapd_core::orders::{EventType, OrderEvent};
+use swapd_core::offchain::order::{EventType, OrderEvent};
 use swapd_core::secrets::MasterKey;
 use swapd_core::store::IdempotentFinish;
-use swapd_core::webhooks::{Subscription, SubscriptionStatus, UrlPolicy};
+use swapd_core::webhooks::subscription::{Subscription, SubscriptionStatus};
+use swapd_core::webhooks::url_policy::UrlPolicy;
 use swapd_core::{Clock, Store, SystemClock};
 use tokio_util::sync::CancellationToken;
 
@@ -168,7 +169,8 @@ async fn main() {
                 description: None,
                 status: SubscriptionStatus::Active,
                 disabled_reason: None,
-                secret_sealed: master.seal(swapd_core::webhooks::new_secret().as_bytes(), id),
+                secret_sealed: master
+                    .seal(swapd_core::webhooks::signing::new_secret().as_bytes(), id),
                 previous_secret_sealed: None,
                 previous_secret_expires_at_ms: None,
                 failing_since_ms: None,

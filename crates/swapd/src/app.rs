@@ -11,9 +11,10 @@ use swapd_api::AppState;
 use swapd_api::business::guards::Guards;
 use swapd_api::limits::Sharing;
 use swapd_core::market::Market;
+use swapd_core::market::venue::Venue;
 use swapd_core::secrets::MasterKey;
 use swapd_core::{Clock, Store, SystemClock};
-use swapd_sandbox::sandbox::{self, Fault, Faults};
+use swapd_sandbox::{Fault, Faults};
 use swapd_store::StoreOptions;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -41,9 +42,7 @@ async fn check_providers(market: &dyn Market, now_ms: i64) {
 }
 
 /// The live desks `providers.live` names, each with its own settings.
-fn live_providers(
-    config: &crate::config::Config,
-) -> anyhow::Result<Vec<Arc<dyn swapd_core::provider::Provider>>> {
+fn live_providers(config: &crate::config::Config) -> anyhow::Result<Vec<Venue>> {
     let providers = &config.providers;
     let chains = chains(config)?;
     providers
@@ -58,7 +57,7 @@ fn live_provider(
     name: &str,
     providers: &crate::config::ProvidersConfig,
     chains: &swapd_onchain::Chains,
-) -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
+) -> anyhow::Result<Venue> {
     use swapd_desks::{changenow, fixedfloat};
     use swapd_onchain::{jupiter, lifi, relay, zerox};
     let timeout = |ms: u64| Duration::from_millis(ms);
@@ -73,9 +72,9 @@ fn live_provider(
                 timeout(desk.timeout_ms),
             )
             .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
-            Ok(Arc::new(
+            Ok(Venue::Desk(Arc::new(
                 fixedfloat::FixedFloatDesk::new(client).with_refcode(&desk.refcode),
-            ))
+            )))
         }
         lifi::ID => {
             let settings = &providers.lifi;
@@ -87,7 +86,7 @@ fn live_provider(
                 chains.clone(),
             )
             .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
-            Ok(Arc::new(lifi))
+            Ok(Venue::Router(Arc::new(lifi)))
         }
         jupiter::ID => {
             let settings = &providers.jupiter;
@@ -98,7 +97,7 @@ fn live_provider(
                 chains.clone(),
             )
             .map_err(|e| anyhow::anyhow!("providers.jupiter: {e}"))?;
-            Ok(Arc::new(jupiter))
+            Ok(Venue::Router(Arc::new(jupiter)))
         }
         relay::ID => {
             let settings = &providers.relay;
@@ -110,7 +109,7 @@ fn live_provider(
                 chains.clone(),
             )
             .map_err(|e| anyhow::anyhow!("providers.relay: {e}"))?;
-            Ok(Arc::new(relay))
+            Ok(Venue::Router(Arc::new(relay)))
         }
         zerox::ID => {
             let settings = &providers.zerox;
@@ -121,7 +120,7 @@ fn live_provider(
                 chains.clone(),
             )
             .map_err(|e| anyhow::anyhow!("providers.zerox: {e}"))?;
-            Ok(Arc::new(zerox))
+            Ok(Venue::Router(Arc::new(zerox)))
         }
         other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
     }
@@ -131,7 +130,7 @@ fn live_provider(
 fn changenow_desk(
     desk: &crate::config::DeskConfig,
     timeout: impl Fn(u64) -> Duration,
-) -> anyhow::Result<Arc<dyn swapd_core::provider::Provider>> {
+) -> anyhow::Result<Venue> {
     use swapd_desks::changenow;
     let client = changenow::ChangeNow::new(&desk.base_url, &desk.api_key, timeout(desk.timeout_ms))
         .and_then(|client| {
@@ -143,13 +142,13 @@ fn changenow_desk(
             )
         })
         .map_err(|e| anyhow::anyhow!("providers.changenow: {e}"))?;
-    Ok(Arc::new(changenow::ChangeNowDesk::new(client)))
+    Ok(Venue::Desk(Arc::new(changenow::ChangeNowDesk::new(client))))
 }
 
 /// The chain readers of `[chains.<network>]`.
 fn chains(config: &crate::config::Config) -> anyhow::Result<swapd_onchain::Chains> {
     use swapd_core::address::Network;
-    let mut evm: Vec<Arc<dyn swapd_core::chain::EvmChain>> = Vec::new();
+    let mut evm: Vec<Arc<dyn swapd_core::onchain::chain::EvmChain>> = Vec::new();
     let mut solana = None;
     for (name, chain) in &config.chains {
         let failed = |e: String| anyhow::anyhow!("chains.{name}: {e}");
@@ -496,18 +495,13 @@ impl Runtime {
                     );
                 }
                 let feed = swapd_sandbox::price_feed::PriceFeed::new(config.providers.sandbox_seed);
-                let world = sandbox::SandboxWorld {
+                let world = swapd_sandbox::SandboxWorld {
                     store: self.store.clone(),
                     block_ms: config.providers.sandbox_block_ms,
-                    tolerance_bps: swapd_core::orders::DEFAULT_TOLERANCE_BPS,
+                    tolerance_bps: swapd_sandbox::DEFAULT_TOLERANCE_BPS,
                     pause_after_payout: config.orders.sandbox_pause_after_payout,
                 };
-                sandbox::providers(
-                    feed,
-                    &faults,
-                    config.providers.sandbox_block_ms,
-                    Some(&world),
-                )
+                swapd_sandbox::providers(feed, &faults, &world)
             }
             swapd_core::Mode::Live => live_providers(config)?,
         };
@@ -529,7 +523,7 @@ impl Runtime {
         webhooks: swapd_delivery::Sender,
     ) -> anyhow::Result<WorkerParts> {
         let (config, store, clock) = (&self.config, &self.store, &self.clock);
-        let rules = swapd_core::lifecycle::LifecycleRules {
+        let rules = swapd_core::offchain::follow::LifecycleRules {
             poll_interval_ms: config.orders.poll_interval_ms,
             emergency_window_ms: config.orders.emergency_window_secs * 1000,
             ..Default::default()
@@ -567,8 +561,8 @@ impl Runtime {
     /// only; sandbox also reaches loopback, so a local receiver works.
     pub fn webhook_sender(&self) -> swapd_delivery::Sender {
         let policy = match self.config.mode {
-            swapd_core::Mode::Live => swapd_core::webhooks::UrlPolicy::Live,
-            swapd_core::Mode::Sandbox => swapd_core::webhooks::UrlPolicy::Sandbox,
+            swapd_core::Mode::Live => swapd_core::webhooks::url_policy::UrlPolicy::Live,
+            swapd_core::Mode::Sandbox => swapd_core::webhooks::url_policy::UrlPolicy::Sandbox,
         };
         let sender = swapd_delivery::Sender::new(
             policy,
@@ -617,12 +611,12 @@ impl Runtime {
         // The operator's secret signs execution access tokens; without one, a key derived from
         // the master key does.
         let access_tokens = if config.x402.access_token_secret.is_empty() {
-            swapd_core::onchain::AccessTokens::new(
+            swapd_core::onchain::access::AccessTokens::new(
                 self.master_key
-                    .derive(swapd_core::onchain::ACCESS_TOKEN_KEY_PURPOSE),
+                    .derive(swapd_core::onchain::access::ACCESS_TOKEN_KEY_PURPOSE),
             )
         } else {
-            swapd_core::onchain::AccessTokens::from_secret(&config.x402.access_token_secret)
+            swapd_core::onchain::access::AccessTokens::from_secret(&config.x402.access_token_secret)
         };
         let ip_limits = swapd_api::limits::address_limits(
             swapd_core::rate_limit::AddressLimits {
@@ -651,7 +645,7 @@ impl Runtime {
             webhooks,
             x402: Arc::new(x402),
             ip_limits,
-            order_lifetimes: swapd_core::orders::OrderLifetimes {
+            order_lifetimes: swapd_core::offchain::order::OrderLifetimes {
                 fixed_ms: config.orders.fixed_lifetime_secs * 1000,
                 float_ms: config.orders.float_lifetime_secs * 1000,
             },

@@ -630,7 +630,7 @@ impl Default for Config {
             },
             webhooks: WebhooksConfig {
                 poll_interval_ms: 100,
-                timeout_ms: swapd_core::webhooks::DELIVERY_TIMEOUT_MS,
+                timeout_ms: swapd_core::webhooks::delivery::DELIVERY_TIMEOUT_MS,
                 batch: 64,
                 concurrency: 16,
                 retention_days: 30,
@@ -1137,13 +1137,13 @@ impl ProvidersConfig {
         ] {
             if let Some(name) = names
                 .iter()
-                .find(|n| !swapd_sandbox::sandbox::PROVIDER_IDS.contains(&n.as_str()))
+                .find(|n| !swapd_sandbox::PROVIDER_IDS.contains(&n.as_str()))
             {
                 return Err(setting(
                     key,
                     format!(
                         "unknown sandbox provider `{name}` (known: {})",
-                        swapd_sandbox::sandbox::PROVIDER_IDS.join(", ")
+                        swapd_sandbox::PROVIDER_IDS.join(", ")
                     ),
                 ));
             }

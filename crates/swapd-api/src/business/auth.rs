@@ -18,7 +18,7 @@ use swapd_core::signing::{self, TIMESTAMP_TOLERANCE_SECS};
 use swapd_types::ErrorCode;
 
 use super::guards::{CachedKey, Guards, NonceOutcome};
-use super::routes::{Required, RouteSpec};
+use super::spec::{Required, RouteSpec};
 use crate::client_address::client_ip;
 use crate::principal::{Caller, KeyPrincipal};
 use crate::{ApiError, AppState, MAX_BODY_BYTES};

@@ -20,10 +20,10 @@ use swapd_core::{Clock, Store, StoreError};
 use swapd_redis::Revoked;
 use tokio_util::sync::CancellationToken;
 
+use swapd_core::api_keys::KEY_CACHE_TTL_MS;
+
 use crate::limits::{Limits, NonceLimits, Sharing};
 
-/// A revoked key or changed policy takes effect on every node within this time.
-pub const KEY_CACHE_TTL_MS: i64 = 5_000;
 const KEY_CACHE_MAX: usize = 10_000;
 
 /// An active or revoked key with its opened secret, ready to verify signatures.

@@ -15,9 +15,12 @@ use crate::{ApiError, AppState};
 pub mod auth;
 pub mod guards;
 pub mod routes;
+mod spec;
 
 pub use auth::Gate;
-pub use routes::{BusinessRoutes, Required, RouteSpec, router, routes};
+pub use guards::Guards;
+pub use routes::{BusinessRoutes, router, routes};
+pub use spec::{Required, RouteSpec};
 
 /// The readiness document: what this server offers and what the calling key may use.
 #[utoipa::path(get, path = "/api/v3", tag = "business",

@@ -10,13 +10,13 @@ use axum::http::Method;
 use axum::routing::{MethodFilter, MethodRouter};
 use axum::{Router, middleware};
 use swapd_types::Permission;
-use swapd_types::readiness::RouteInfo;
 use utoipa::openapi::path::{Operation, Paths};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::{self, Gate};
+use super::spec::{Required, RouteSpec};
 use crate::AppState;
 use crate::handlers::{
     catalog, earnings, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
@@ -25,46 +25,6 @@ use crate::idempotency::ClaimAt;
 use crate::route_doc::{
     document_common_errors, document_errors, document_idempotency_key, has_body, single_operation,
 };
-
-/// What a key needs to call a route: a route cannot be declared without saying.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Required {
-    /// Any valid, active key.
-    AnyKey,
-    Permission(Permission),
-}
-
-impl From<Permission> for Required {
-    fn from(permission: Permission) -> Self {
-        Self::Permission(permission)
-    }
-}
-
-/// A declared route as the gate and the readiness document see it.
-#[derive(Debug, Clone)]
-pub struct RouteSpec {
-    pub method: Method,
-    /// The route template as mounted, e.g. `/api/v3/orders/{orderId}`.
-    pub path: String,
-    pub required: Required,
-    /// Units of the weighted hourly quota one call costs.
-    pub weight: u32,
-}
-
-impl RouteSpec {
-    /// The route as the readiness document lists it.
-    pub fn info(&self) -> RouteInfo {
-        RouteInfo {
-            method: self.method.to_string(),
-            path: self.path.clone(),
-            permission: match self.required {
-                Required::AnyKey => None,
-                Required::Permission(permission) => Some(permission),
-            },
-            weight: self.weight,
-        }
-    }
-}
 
 /// Every route of the spec's Business API table. Route discovery asks every provider, so it
 /// weighs more than a catalog read.
@@ -108,6 +68,15 @@ fn declare() -> BusinessRoutes {
 pub fn routes() -> &'static [RouteSpec] {
     static SPECS: OnceLock<Vec<RouteSpec>> = OnceLock::new();
     SPECS.get_or_init(|| declare().routes.into_iter().map(|r| r.spec).collect())
+}
+
+/// Whether the route at `method` and `path` needs only a read permission (`POST /quotes` needs
+/// `prices:read`: it changes nothing).
+pub fn reads_only(method: &Method, path: &str) -> bool {
+    routes()
+        .iter()
+        .find(|r| r.method == *method && r.path == path)
+        .is_some_and(|r| matches!(r.required, Required::Permission(p) if p.reads_only()))
 }
 
 /// The signed Business API routes behind their gate.

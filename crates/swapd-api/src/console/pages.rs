@@ -9,10 +9,10 @@ use maud::{Markup, html};
 use serde::Deserialize;
 use strum::VariantArray;
 use swapd_core::api_keys::{ApiKeyPolicy, RateLimits};
-use swapd_core::orders::OrderStatus;
+use swapd_core::offchain::order::OrderStatus;
 use swapd_core::owner::Owner;
 use swapd_core::store::OrderSearch;
-use swapd_core::webhooks::ReplaySelection;
+use swapd_core::webhooks::delivery::ReplaySelection;
 use swapd_types::Permission;
 
 use super::{CsrfOnly, Operator, forged, layout, page_headers, refused};
@@ -511,7 +511,7 @@ async fn deliveries_page(
 
 /// Deliveries with their attempts; with `replay`, a replay button per delivery.
 fn delivery_table(
-    deliveries: &[swapd_core::webhooks::Delivery],
+    deliveries: &[swapd_core::webhooks::delivery::Delivery],
     replay: Option<(&Operator, &str, &str)>,
 ) -> Markup {
     html! {

@@ -11,7 +11,8 @@ use maud::html;
 use serde::Deserialize;
 use swapd_core::StoreError;
 use swapd_core::affiliates::{Affiliate, parse_share};
-use swapd_core::fees::{LedgerRow, Party, reconcile};
+use swapd_core::fees::Party;
+use swapd_core::fees::ledger::{LedgerRow, reconcile};
 use swapd_types::earnings::EarningsTotal;
 
 use super::pages::{day_ms, failed, page};

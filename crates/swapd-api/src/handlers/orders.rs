@@ -8,7 +8,7 @@ use axum::response::Response;
 use swapd_app::orders::{self, RefundTo};
 use swapd_core::amount::Amount;
 use swapd_core::market::currencies::currency;
-use swapd_core::orders::Choice;
+use swapd_core::offchain::order::Choice;
 use swapd_types::Success;
 use swapd_types::orders::{OrderInput, OrderView};
 

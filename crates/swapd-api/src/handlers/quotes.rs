@@ -3,7 +3,7 @@
 use axum::extract::State;
 use swapd_core::ids;
 use swapd_core::market::pricing;
-use swapd_core::provider::QuoteRequest;
+use swapd_core::market::provider::QuoteRequest;
 use swapd_types::Success;
 use swapd_types::market::QuoteInput;
 

@@ -8,8 +8,8 @@ use axum::response::Response;
 
 use swapd_app::routes::{self as routes_app, RoutesAsk};
 use swapd_core::address::Network;
+use swapd_core::market::provider::Wallet;
 use swapd_core::market::{Direction, RateType};
-use swapd_core::provider::Wallet;
 use swapd_types::market::{ResolveInput, Resolved, Routes};
 use swapd_types::{ErrorCode, Success};
 

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 
 use swapd_app::webhooks as webhooks_app;
-use swapd_core::webhooks::{self, ReplaySelection};
+use swapd_core::webhooks::delivery::ReplaySelection;
 use swapd_types::Success;
 use swapd_types::webhooks::{
     DeliveryLog, ReplayInput, ReplayQueued, RotateInput, Rotated, TestCallbackInput,
@@ -20,6 +20,7 @@ use crate::idempotency::{IdempotencyClaim, respond};
 use crate::json::Json;
 use crate::principal::Caller;
 use crate::{ApiError, ApiJson, AppState, SignedQuery};
+use swapd_core::webhooks::delivery;
 
 /// Lists the key's subscriptions.
 #[utoipa::path(get, path = "/api/v3/webhooks", operation_id = "list_webhooks", tag = "business",
@@ -141,8 +142,8 @@ pub(crate) async fn replay(
         }
         (None, Some(since)) => {
             let until = input.until.unwrap_or(now_ms / 1000 + 1);
-            let limit = input.limit.unwrap_or(webhooks::MAX_REPLAY);
-            if !(1..=webhooks::MAX_REPLAY).contains(&limit) {
+            let limit = input.limit.unwrap_or(delivery::MAX_REPLAY);
+            if !(1..=delivery::MAX_REPLAY).contains(&limit) {
                 return Err(invalid("limit", "must be from 1 to 100"));
             }
             if since < 0 || until <= since {

@@ -3,6 +3,7 @@
 //! gate decides, per route of [`routes`], what a request needs; the handlers are the
 //! Business API's, run for the wallet's caller scope.
 
+mod doc;
 mod gate;
 mod ledger;
 pub(crate) mod readiness;
@@ -330,7 +331,7 @@ impl X402Routes {
         input: InputCheck,
     ) -> Self {
         let (path, method, mut operation) = single_operation(paths);
-        if method == Method::GET || reads_only_on_business_api(&method, &path) {
+        if method == Method::GET || crate::business::routes::reads_only(&method, &path) {
             mark_read_only(&mut operation);
         }
         let path = match path.strip_prefix(BUSINESS_PREFIX) {
@@ -339,7 +340,7 @@ impl X402Routes {
         };
         let page = Page::of(&path, access);
         if access != Access::Free {
-            crate::openapi::charge_operation(&mut operation, &method, access, page.is_some());
+            doc::charge_operation(&mut operation, &method, access, page.is_some());
         }
         crate::route_doc::document_common_errors(&mut operation, &method);
         self.paths
@@ -359,16 +360,6 @@ impl X402Routes {
         ));
         self
     }
-}
-
-/// Whether the Business API route at `path` needs only a read permission (`POST /quotes`
-/// needs `prices:read`: it changes nothing).
-fn reads_only_on_business_api(method: &Method, path: &str) -> bool {
-    use crate::business::routes::Required;
-    crate::business::routes::routes()
-        .iter()
-        .find(|r| r.method == *method && r.path == path)
-        .is_some_and(|r| matches!(r.required, Required::Permission(p) if p.reads_only()))
 }
 
 /// `x-read-only: true`: the operation changes nothing (MCP tools are annotated from it).

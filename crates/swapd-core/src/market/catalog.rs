@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::currencies::{CURRENCIES, CurrencyDef};
 use crate::amount::Amount;
-use crate::provider::CurrencyOffer;
+use crate::market::provider::CurrencyOffer;
 
 /// Version of the catalog's wire shape (`schemaVersion`).
 pub const SCHEMA_VERSION: u32 = 1;

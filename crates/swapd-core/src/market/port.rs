@@ -1,33 +1,40 @@
 //! The market port: every liquidity provider as one, for the API and the worker. The
 //! aggregator behind it (fan-out under deadlines, the catalog with its fallbacks) lives in
-//! `swapd-market`; the providers themselves in `swapd-sandbox`.
+//! `swapd-market`; the providers themselves in `swapd-sandbox`, `swapd-desks` and
+//! `swapd-onchain`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::breaker::ProviderState;
-use super::catalog::CatalogView;
-use super::routes::Candidate;
-use crate::provider::{Provider, ProviderInfo, QuoteRequest};
+use crate::market::breaker::ProviderState;
+use crate::market::catalog::CatalogView;
+use crate::market::provider::{ProviderInfo, QuoteRequest};
+use crate::market::routes::Candidate;
+use crate::market::venue::Venue;
+use crate::offchain::desk::Desk;
+use crate::onchain::router::OnchainRouter;
 
 #[async_trait]
 pub trait Market: Send + Sync + 'static {
     /// Every provider, in ranking order.
     fn providers(&self) -> Vec<ProviderInfo>;
 
-    /// The provider with this id.
-    fn provider(&self, id: &str) -> Option<Arc<dyn Provider>>;
+    /// The provider with this id, as its venue.
+    fn venue(&self, id: &str) -> Option<Venue>;
 
     /// The offchain desk with this id.
-    fn desk(&self, id: &str) -> Option<Arc<dyn crate::desk::Desk>> {
-        self.provider(id)?.as_desk()
+    fn desk(&self, id: &str) -> Option<Arc<dyn Desk>> {
+        self.venue(id)?.desk().cloned()
+    }
+
+    /// The onchain router with this id.
+    fn router(&self, id: &str) -> Option<Arc<dyn OnchainRouter>> {
+        self.venue(id)?.router().cloned()
     }
 
     /// Whether any desk opens its exchanges at an upstream service ([`Desk::opens_upstream`]).
-    ///
-    /// [`Desk::opens_upstream`]: crate::desk::Desk::opens_upstream
     fn desks_open_upstream(&self) -> bool {
         self.providers()
             .iter()
@@ -71,8 +78,6 @@ pub struct ProviderHealth {
     pub id: &'static str,
     pub state: ProviderState,
     pub last_failure: Option<String>,
-    /// What swapd lacks for it to serve every pair it trades ([`Provider::unconfigured`]).
-    ///
-    /// [`Provider::unconfigured`]: crate::provider::Provider::unconfigured
+    /// What swapd lacks for it to serve every pair it trades ([`Venue::unconfigured`]).
     pub not_configured: Option<String>,
 }

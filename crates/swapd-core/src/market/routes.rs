@@ -6,35 +6,13 @@ use sha2::{Digest, Sha256};
 
 use super::{Direction, ExecutionType, RateType};
 use crate::amount::Amount;
-use crate::provider::{ProviderError, ProviderInfo, ProviderQuote};
+use crate::fees::entry::RouteFee;
+use crate::market::provider::{ProviderError, ProviderInfo, ProviderQuote};
 
 /// Lifetime of a createToken (docs/market.md).
 pub const CREATE_TOKEN_TTL_MS: i64 = 10 * 60 * 1000;
 /// A createToken on the wire: this prefix and 64 lowercase hex digits.
 pub const CREATE_TOKEN_PREFIX: &str = "ctk_";
-
-/// One fee of a stored route, as shown on its card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteFee {
-    pub kind: String,
-    /// The rate in bps of the output, for the parties' fees.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bps: Option<String>,
-    pub amount: String,
-    pub currency: String,
-}
-
-impl RouteFee {
-    /// The fee as the API shows it.
-    pub fn view(&self) -> swapd_types::market::Fee {
-        swapd_types::market::Fee {
-            kind: self.kind.clone(),
-            bps: self.bps.clone(),
-            amount: self.amount.clone(),
-            currency: self.currency.clone(),
-        }
-    }
-}
 
 /// A usable route card as stored: the terms it promised, to whom, until when. Amounts are
 /// decimal strings in the display units of their currency.
@@ -202,7 +180,7 @@ pub fn less_bps(amount: Amount, bps: u32) -> Amount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ProviderError;
+    use crate::market::provider::ProviderError;
 
     fn quote(to: &str, from: &str, secs: u32) -> ProviderQuote {
         let a = |s: &str| Amount::parse(s, 6).unwrap();

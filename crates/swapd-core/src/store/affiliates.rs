@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::StoreError;
 use crate::affiliates::Affiliate;
-use crate::fees::LedgerRow;
+use crate::fees::ledger::LedgerRow;
 
 #[async_trait]
 pub trait AffiliateStore: Send + Sync + 'static {

@@ -5,13 +5,13 @@ use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
 use crate::market::routes::RedeemError;
-use crate::orders::{Order, OrderEvent};
+use crate::offchain::order::{Order, OrderEvent};
 
 /// What the operator console searches orders by (every field optional); newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OrderSearch {
     pub id: Option<String>,
-    pub status: Option<crate::orders::OrderStatus>,
+    pub status: Option<crate::offchain::order::OrderStatus>,
     /// The caller scope that created them (`key:<id>`, `wallet:<address>`).
     pub owner: Option<String>,
     pub created_from_ms: Option<i64>,
@@ -23,7 +23,7 @@ pub struct OrderSearch {
 pub trait OrderStore: Send + Sync + 'static {
     /// Creates `order` with its first `events` and completes the request's idempotency record,
     /// in one transaction, with the order's expected fee ledger rows
-    /// ([`crate::fees::ledger_rows`]); the change that completes it adds the realized ones. With `create_token_hash`, the createToken is redeemed by the order's
+    /// ([`crate::fees::ledger::ledger_rows`]); the change that completes it adds the realized ones. With `create_token_hash`, the createToken is redeemed by the order's
     /// owner in the same transaction; when it cannot be, nothing is written and the reason is
     /// returned.
     async fn create_order(
@@ -42,7 +42,7 @@ pub trait OrderStore: Send + Sync + 'static {
         since_ms: i64,
         until_ms: i64,
         limit: u32,
-    ) -> Result<Vec<crate::fees::LedgerRow>, StoreError>;
+    ) -> Result<Vec<crate::fees::ledger::LedgerRow>, StoreError>;
 
     /// The order `id` if `owner` created it; `None` otherwise (missing and foreign look the
     /// same).

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
-use crate::onchain::ExecutionPlan;
+use crate::onchain::plan::ExecutionPlan;
 
 #[async_trait]
 pub trait PlanStore: Send + Sync + 'static {

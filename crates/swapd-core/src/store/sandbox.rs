@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
-use crate::orders::Order;
+use crate::offchain::order::Order;
 
 /// A simulated transfer into a deposit address.
 #[derive(Debug, Clone, PartialEq, Eq)]

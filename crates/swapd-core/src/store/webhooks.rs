@@ -4,16 +4,17 @@
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
-use crate::orders::EventType;
-use crate::webhooks::{
-    AttemptRecord, ClaimedDelivery, Delivery, QueuedDelivery, ReplaySelection, Subscription,
+use crate::offchain::order::EventType;
+use crate::webhooks::delivery::{
+    AttemptRecord, ClaimedDelivery, Delivery, QueuedDelivery, ReplaySelection,
 };
+use crate::webhooks::subscription::Subscription;
 
 #[async_trait]
 pub trait WebhookStore: Send + Sync + 'static {
     /// Stores a new webhook subscription and completes the request's idempotency record, in
     /// one transaction, unless its owner already has
-    /// [`MAX_SUBSCRIPTIONS_PER_OWNER`](crate::webhooks::MAX_SUBSCRIPTIONS_PER_OWNER): then it
+    /// [`MAX_SUBSCRIPTIONS_PER_OWNER`](crate::webhooks::subscription::MAX_SUBSCRIPTIONS_PER_OWNER): then it
     /// writes nothing and answers `false`. Concurrent inserts of one owner are serialized, so
     /// the cap holds under any race.
     async fn insert_subscription(

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use swapd_core::amount::Amount;
-use swapd_core::desk::{
-    DeskCommission, DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange,
-};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::{Direction, RateType};
+use swapd_core::offchain::desk::{
+    DeskCommission, DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange,
+};
 
 use super::{CreateRequest, Side};
 use crate::Catalog;

@@ -3,19 +3,19 @@
 //! through its API (its support handles them), so those actions are refused before anything
 //! changes.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use swapd_core::desk::{
-    Desk, DeskActions, DeskError, DeskExchange, DeskStatus, ExchangeRef, ExchangeRequest,
-    OpenedExchange,
-};
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::market::{Direction, ExecutionType, RateType};
-use swapd_core::provider::{
+use swapd_core::market::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
+use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::offchain::desk::{
+    Desk, DeskActions, DeskError, DeskExchange, DeskStatus, Destination, ExchangeRef,
+    ExchangeRequest, OpenedExchange,
+};
+use swapd_core::offchain::order::Choice;
 
 use super::{ChangeNow, CreateRequest, Found, Side};
 use crate::Listed;
@@ -158,10 +158,6 @@ impl Provider for ChangeNowDesk {
         }
         Ok(quote)
     }
-
-    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
-        Some(self)
-    }
 }
 
 #[async_trait]
@@ -225,5 +221,24 @@ impl Desk for ChangeNowDesk {
             }
         }
         Ok(seen)
+    }
+
+    /// ChangeNOW takes a customer's emergency answer through its support only.
+    async fn choose(
+        &self,
+        _exchange: &ExchangeRef<'_>,
+        _choice: Choice,
+        _refund_to: Option<&Destination>,
+    ) -> Result<(), DeskError> {
+        Err(DeskError::ActionUnsupported)
+    }
+
+    /// ChangeNOW refunds through its support only.
+    async fn refund(
+        &self,
+        _exchange: &ExchangeRef<'_>,
+        _refund_to: &Destination,
+    ) -> Result<(), DeskError> {
+        Err(DeskError::ActionUnsupported)
     }
 }

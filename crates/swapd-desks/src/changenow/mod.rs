@@ -14,12 +14,13 @@ use std::time::Duration;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::amount::Rounding::{self, Down, Up};
-use swapd_core::desk::{
-    DeskCommission, DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus,
-    OpenedExchange, decimal,
-};
+use swapd_core::amount::decimal;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::{Direction, RateType};
+use swapd_core::offchain::desk::{
+    DeskCommission, DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus,
+    OpenedExchange,
+};
 
 use crate::{Catalog, Unknown, parse_json};
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use swapd_core::desk::{DeskError, DeskStatus};
 use swapd_core::market::currencies::currency;
+use swapd_core::offchain::desk::{DeskError, DeskStatus};
 
 use super::*;
 

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use swapd_core::amount::Amount;
-use swapd_core::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::{Direction, RateType};
+use swapd_core::offchain::desk::{DeskError, DeskExchange, DeskLimits, DeskQuote, OpenedExchange};
 
 use super::{Choice, CreateOrder};
 use crate::Catalog;

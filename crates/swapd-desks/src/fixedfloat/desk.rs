@@ -3,19 +3,17 @@
 //! answered). FixedFloat refunds only as an emergency answer: a refund asked for outside an
 //! emergency is refused before anything changes.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use swapd_core::desk::{
+use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
+use swapd_core::market::{Direction, ExecutionType, RateType};
+use swapd_core::offchain::desk::{
     Desk, DeskActions, DeskError, DeskExchange, Destination, ExchangeRef, ExchangeRequest,
     OpenedExchange,
 };
-use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::market::{Direction, ExecutionType, RateType};
-use swapd_core::orders::Choice as CustomerChoice;
-use swapd_core::provider::{
-    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
-};
+use swapd_core::offchain::order::Choice as CustomerChoice;
 
 use super::{Choice, CreateOrder, FixedFloat, OrderRef, Referral};
 use crate::Listed;
@@ -148,10 +146,6 @@ impl Provider for FixedFloatDesk {
         }
         Ok(quote)
     }
-
-    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
-        Some(self)
-    }
 }
 
 #[async_trait]
@@ -212,5 +206,14 @@ impl Desk for FixedFloatDesk {
             }
         };
         taken(self.client.choose(order(exchange)?, choice).await?)
+    }
+
+    /// FixedFloat refunds a deposit only as the answer to its emergency.
+    async fn refund(
+        &self,
+        _exchange: &ExchangeRef<'_>,
+        _refund_to: &Destination,
+    ) -> Result<(), DeskError> {
+        Err(DeskError::ActionUnsupported)
     }
 }

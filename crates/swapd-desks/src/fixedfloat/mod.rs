@@ -20,12 +20,13 @@ use sha2::Sha256;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::amount::Rounding::{self, Down, Up};
-use swapd_core::desk::{
-    DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus, EmergencyCase,
-    OpenedExchange, decimal,
-};
+use swapd_core::amount::decimal;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::{Direction, RateType};
+use swapd_core::offchain::desk::{
+    DeskDeposit, DeskError, DeskExchange, DeskLimits, DeskQuote, DeskStatus, EmergencyCase,
+    OpenedExchange,
+};
 
 use crate::{Catalog, Unknown};
 

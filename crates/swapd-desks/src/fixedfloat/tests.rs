@@ -1,7 +1,7 @@
 //! FixedFloat's captured lifecycle (docs/providers.md, "The desks"), read as swapd reads it.
 
-use swapd_core::desk::{DeskError, DeskStatus, EmergencyCase};
 use swapd_core::market::currencies::currency;
+use swapd_core::offchain::desk::{DeskError, DeskStatus, EmergencyCase};
 
 use super::*;
 

@@ -17,11 +17,10 @@ use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
+use swapd_core::market::provider::{CurrencyOffer, ProviderError, ProviderQuote, QuoteRequest};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::DEFAULT_SLIPPAGE_BPS;
-use swapd_core::provider::{
-    CurrencyOffer, PlanRequest, ProviderError, ProviderQuote, QuoteRequest,
-};
+use swapd_core::onchain::plan::DEFAULT_SLIPPAGE_BPS;
+use swapd_core::onchain::router::PlanRequest;
 use swapd_types::onchain::{PlanStep, PlanTransaction};
 
 use crate::{display, parse_json, units};

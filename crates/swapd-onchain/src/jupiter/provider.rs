@@ -4,13 +4,15 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use swapd_core::chain;
 use swapd_core::market::ExecutionType;
-use swapd_core::onchain::{ExecutionReport, ExecutionStatus, Tracked};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
+use swapd_core::onchain::chain;
+use swapd_core::onchain::plan::{
+    ExecutionPlan, ExecutionReport, ExecutionStatus, SignedStep, Tracked,
+};
+use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 use swapd_http::{Answer, Call, Transport};
 
 use crate::Chains;
@@ -66,17 +68,20 @@ impl Provider for Jupiter {
         Ok(super::catalog(self.chains.solana().is_some()))
     }
 
+    async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
+        let query = super::card_query(request, self.chains.solana().is_some())?;
+        let body = self.quote_body(&query).await?;
+        super::card(&body, request)
+    }
+}
+
+#[async_trait]
+impl OnchainRouter for Jupiter {
     fn unconfigured(&self) -> Option<String> {
         self.chains
             .solana()
             .is_none()
             .then(|| super::NO_SOLANA_NODE.to_owned())
-    }
-
-    async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
-        let query = super::card_query(request, self.chains.solana().is_some())?;
-        let body = self.quote_body(&query).await?;
-        super::card(&body, request)
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
@@ -95,6 +100,15 @@ impl Provider for Jupiter {
             .await?;
         let steps = read(answer, |body| super::plan_step(body, request))?;
         Ok(BuiltPlan::of(steps, request))
+    }
+
+    /// Its gasless plans need no relayer: nothing to pass on.
+    async fn relay_signatures(
+        &self,
+        _plan: &ExecutionPlan,
+        _signatures: &[SignedStep],
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        Ok(None)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

@@ -7,13 +7,12 @@ use alloy_primitives::U256;
 use base64::Engine;
 use serde_json::json;
 use swapd_core::amount::Amount;
-use swapd_core::chain::{SolanaStatus, SolanaTx, TokenBalance};
 use swapd_core::market::currencies::currency;
+use swapd_core::market::provider::{Provider, ProviderError, QuoteRequest, Wallet};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome};
-use swapd_core::provider::{
-    PlanRequest, Provider, ProviderError, QuoteRequest, TrackRequest, Wallet,
-};
+use swapd_core::onchain::chain::{SolanaStatus, SolanaTx, TokenBalance};
+use swapd_core::onchain::plan::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome};
+use swapd_core::onchain::router::{OnchainRouter, PlanRequest, TrackRequest};
 use swapd_types::onchain::PlanTransaction;
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -80,7 +79,7 @@ fn plan_request(min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse("2.5", from.precision).unwrap(),
         min_output: Amount::parse(min, to.precision).unwrap(),
-        shown: swapd_core::provider::ShownTerms {
+        shown: swapd_core::onchain::router::ShownTerms {
             expected_output: Amount::parse(min, to.precision).unwrap(),
             min_output: Amount::parse(min, to.precision).unwrap(),
         },
@@ -368,7 +367,7 @@ async fn a_swap_is_followed_on_solana_to_what_the_wallet_received() {
                 .unwrap()
         }
     };
-    let sub = |tracked: swapd_core::onchain::Tracked| (tracked.status, tracked.substatus);
+    let sub = |tracked: swapd_core::onchain::plan::Tracked| (tracked.status, tracked.substatus);
     assert_eq!(
         sub(track(&plan, 20_000).await),
         (ExecutionStatus::Submitted, Some("not_indexed".into()))

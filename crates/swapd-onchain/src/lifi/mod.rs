@@ -13,13 +13,13 @@ pub use provider::{BASE_URL, ID, LiFi};
 use alloy_primitives::{Address, U256};
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
+use swapd_core::fees::entry::{Fee, FeeKind};
 use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::market::RateType;
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
-use swapd_core::onchain::{ExecutionStatus, Outcome, Tracked};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, ProviderError, ProviderQuote, QuoteRequest,
-};
+use swapd_core::market::provider::{CurrencyOffer, ProviderError, ProviderQuote, QuoteRequest};
+use swapd_core::onchain::plan::{ExecutionStatus, Outcome, Tracked};
+use swapd_core::onchain::router::{BuiltPlan, PlanRequest};
 use swapd_types::onchain::{ExecutionTx, PlanStep, PlanTransaction};
 
 use crate::{approve_calldata, display, parse_json, units};
@@ -150,7 +150,7 @@ pub fn card_query(request: &QuoteRequest, integrator: &str) -> Result<QuoteQuery
     request.check_recipient()?;
     let (from, to) = (request.from, request.to);
     let sender = match &request.wallet {
-        Some(swapd_core::provider::Wallet {
+        Some(swapd_core::market::provider::Wallet {
             address: Some(address),
             ..
         }) => address.as_str(),
@@ -173,7 +173,7 @@ pub fn card_query(request: &QuoteRequest, integrator: &str) -> Result<QuoteQuery
         amount,
         sender,
         request.recipient.as_deref(),
-        swapd_core::onchain::DEFAULT_SLIPPAGE_BPS,
+        swapd_core::onchain::plan::DEFAULT_SLIPPAGE_BPS,
         (
             integrator,
             fees_for(request, integrator)

@@ -6,14 +6,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use swapd_core::address::Network;
-use swapd_core::chain;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, Tracked};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
+use swapd_core::onchain::chain;
+use swapd_core::onchain::plan::{
+    ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep, Tracked,
+};
+use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 use swapd_http::Transport;
 use swapd_types::onchain::ExecutionTx;
 
@@ -184,11 +186,27 @@ impl Provider for LiFi {
         let body = self.quote_body(query, request.from).await?;
         super::card(&body, request, &self.integrator)
     }
+}
+
+#[async_trait]
+impl OnchainRouter for LiFi {
+    fn unconfigured(&self) -> Option<String> {
+        None
+    }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         let query = super::plan_query(request, &self.integrator)?;
         let body = self.quote_body(query, request.from).await?;
         super::plan_steps(&body, request)
+    }
+
+    /// Its gasless plans need no relayer: nothing to pass on.
+    async fn relay_signatures(
+        &self,
+        _plan: &ExecutionPlan,
+        _signatures: &[SignedStep],
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        Ok(None)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {

@@ -8,12 +8,12 @@ use alloy_sol_types::SolCall;
 use serde_json::json;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
+use swapd_core::fees::entry::FeeKind;
 use swapd_core::market::currencies::currency;
+use swapd_core::market::provider::{Provider, ProviderError, QuoteRequest, Wallet};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome};
-use swapd_core::provider::{
-    FeeKind, PlanRequest, Provider, ProviderError, QuoteRequest, TrackRequest, Wallet,
-};
+use swapd_core::onchain::plan::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome};
+use swapd_core::onchain::router::{OnchainRouter, PlanRequest, TrackRequest};
 use swapd_types::onchain::{ExecutionTx, PlanTransaction};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -128,7 +128,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse(amount, from.precision).unwrap(),
         min_output: Amount::parse(min, to.precision).unwrap(),
-        shown: swapd_core::provider::ShownTerms {
+        shown: swapd_core::onchain::router::ShownTerms {
             expected_output: Amount::parse(min, to.precision).unwrap(),
             min_output: Amount::parse(min, to.precision).unwrap(),
         },
@@ -622,7 +622,7 @@ async fn track(
     lifi: &LiFi,
     plan: &ExecutionPlan,
     now_ms: i64,
-) -> Result<swapd_core::onchain::Tracked, ProviderError> {
+) -> Result<swapd_core::onchain::plan::Tracked, ProviderError> {
     let report = ExecutionReport::TxHash {
         tx_hash: source().tx_hash,
     };
@@ -758,7 +758,7 @@ async fn a_bridge_is_followed_through_lifis_status_and_checked_at_its_destinatio
 #[tokio::test]
 async fn a_solana_source_is_judged_on_solana_before_lifi_is_asked() {
     use crate::scripted::ScriptedSolana;
-    use swapd_core::chain::SolanaStatus;
+    use swapd_core::onchain::chain::SolanaStatus;
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/status"))
@@ -808,7 +808,7 @@ async fn a_solana_source_is_judged_on_solana_before_lifi_is_asked() {
     ));
     solana.transactions.lock().unwrap().push((
         signature.into(),
-        swapd_core::chain::SolanaTx {
+        swapd_core::onchain::chain::SolanaTx {
             fee_payer: "x".into(),
             fee: 0,
             lamports: Vec::new(),

@@ -15,13 +15,14 @@ use alloy_primitives::{Address, U256};
 use serde::{Deserialize, Serialize};
 use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
+use swapd_core::fees::entry::{Fee, FeeKind};
 use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
+use swapd_core::market::provider::{CurrencyOffer, ProviderError, ProviderQuote, QuoteRequest};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, MAX_SIGNATURES, typed_data_hash};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, ProviderError, ProviderQuote, QuoteRequest,
-};
+use swapd_core::onchain::plan::{DEFAULT_SLIPPAGE_BPS, MAX_SIGNATURES};
+use swapd_core::onchain::router::{BuiltPlan, PlanRequest};
+use swapd_core::onchain::signatures::typed_data_hash;
 use swapd_types::onchain::{PlanStep, PlanTransaction, SignatureRequest};
 
 use crate::{display, parse_json, units};

@@ -5,16 +5,16 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use swapd_core::chain;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::onchain::{
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
+use swapd_core::onchain::chain;
+use swapd_core::onchain::plan::{
     ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep, Tracked,
 };
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
-};
+use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 use swapd_http::{Answer, Call, Transport};
 use swapd_types::onchain::ExecutionTx;
 
@@ -197,6 +197,13 @@ impl Provider for Relay {
         let body = super::card_body(request, &self.referrer)?;
         let answer = self.quote_body(&body, request.from).await?;
         super::card(&answer, request)
+    }
+}
+
+#[async_trait]
+impl OnchainRouter for Relay {
+    fn unconfigured(&self) -> Option<String> {
+        None
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {

@@ -7,14 +7,15 @@ use alloy_primitives::Address;
 use serde_json::{Value, json};
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
+use swapd_core::fees::entry::FeeKind;
 use swapd_core::market::currencies::currency;
+use swapd_core::market::provider::{Provider, ProviderError, QuoteRequest, Wallet};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::{
-    ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep, typed_data_hash,
+use swapd_core::onchain::plan::{
+    ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep,
 };
-use swapd_core::provider::{
-    FeeKind, PlanRequest, Provider, ProviderError, QuoteRequest, TrackRequest, Wallet,
-};
+use swapd_core::onchain::router::{OnchainRouter, PlanRequest, TrackRequest};
+use swapd_core::onchain::signatures::typed_data_hash;
 use swapd_types::onchain::PlanTransaction;
 use wiremock::matchers::{body_json, body_partial_json, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -131,7 +132,7 @@ fn plan_request(min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse("25", 6).unwrap(),
         min_output: Amount::parse(min, 6).unwrap(),
-        shown: swapd_core::provider::ShownTerms {
+        shown: swapd_core::onchain::router::ShownTerms {
             expected_output: Amount::parse(min, 6).unwrap(),
             min_output: Amount::parse(min, 6).unwrap(),
         },

@@ -13,13 +13,14 @@ pub use provider::{BASE_URL, ID, ZeroX};
 
 use alloy_primitives::{Address, U256};
 use swapd_core::amount::{Amount, Rounding};
+use swapd_core::fees::entry::{Fee, FeeKind};
 use swapd_core::fees::{FeeSchedule, OnchainFee};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
+use swapd_core::market::provider::{CurrencyOffer, ProviderError, ProviderQuote, QuoteRequest};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, SignedStep, typed_data_hash};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, ProviderError, ProviderQuote, QuoteRequest,
-};
+use swapd_core::onchain::plan::{DEFAULT_SLIPPAGE_BPS, SignedStep};
+use swapd_core::onchain::router::{BuiltPlan, PlanRequest};
+use swapd_core::onchain::signatures::typed_data_hash;
 use swapd_types::onchain::{PlanStep, PlanTransaction, SignatureRequest};
 
 use crate::{approve_calldata, display, parse_json, units};

@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use swapd_core::chain;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
-use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, SignedStep, Tracked};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
+use swapd_core::onchain::chain;
+use swapd_core::onchain::plan::{
+    ExecutionPlan, ExecutionReport, ExecutionStatus, SignedStep, Tracked,
+};
+use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 use swapd_http::reqwest::header::HeaderValue;
 use swapd_http::{Answer, Call, Transport};
 
@@ -155,18 +157,21 @@ impl Provider for ZeroX {
         Ok(super::catalog(|network| self.chains.evm(network).is_some()))
     }
 
-    fn unconfigured(&self) -> Option<String> {
-        self.chains.evm_networks().is_empty().then(|| {
-            "swapd follows 0x swaps on their chain and reads no EVM node: set [chains.<network>]"
-                .to_owned()
-        })
-    }
-
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         let reads = self.chains.evm(request.from.network).is_some();
         let query = super::card_query(request, reads)?;
         let body = self.get(query, request.from).await?;
         super::card(&body, request)
+    }
+}
+
+#[async_trait]
+impl OnchainRouter for ZeroX {
+    fn unconfigured(&self) -> Option<String> {
+        self.chains.evm_networks().is_empty().then(|| {
+            "swapd follows 0x swaps on their chain and reads no EVM node: set [chains.<network>]"
+                .to_owned()
+        })
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {

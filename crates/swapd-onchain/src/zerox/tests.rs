@@ -7,12 +7,14 @@ use alloy_primitives::{Address, U256, address};
 use serde_json::json;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
+use swapd_core::fees::entry::FeeKind;
 use swapd_core::market::currencies::currency;
+use swapd_core::market::provider::{Provider, ProviderError, QuoteRequest, Wallet};
 use swapd_core::market::{Direction, RateType};
-use swapd_core::onchain::{ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep};
-use swapd_core::provider::{
-    FeeKind, PlanRequest, Provider, ProviderError, QuoteRequest, TrackRequest, Wallet,
+use swapd_core::onchain::plan::{
+    ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep,
 };
+use swapd_core::onchain::router::{OnchainRouter, PlanRequest, TrackRequest};
 use swapd_types::onchain::PlanTransaction;
 use wiremock::matchers::{body_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -62,7 +64,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
         to,
         from_amount: Amount::parse(amount, from.precision).unwrap(),
         min_output: Amount::parse(min, to.precision).unwrap(),
-        shown: swapd_core::provider::ShownTerms {
+        shown: swapd_core::onchain::router::ShownTerms {
             expected_output: Amount::parse(min, to.precision).unwrap(),
             min_output: Amount::parse(min, to.precision).unwrap(),
         },
@@ -682,7 +684,7 @@ async fn coin_output_is_read_from_the_wallets_balance_over_the_block() {
 }
 
 /// What 0x's tracking makes of `plan` once its transaction `TX` was reported.
-async fn reported_tx(zerox: &ZeroX, plan: &ExecutionPlan) -> swapd_core::onchain::Tracked {
+async fn reported_tx(zerox: &ZeroX, plan: &ExecutionPlan) -> swapd_core::onchain::plan::Tracked {
     zerox
         .track_execution(TrackRequest {
             plan,

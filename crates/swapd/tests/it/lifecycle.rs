@@ -3,7 +3,7 @@
 
 use crate::support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
 use serde_json::{Value, json};
-use swapd_core::orders::EventType;
+use swapd_core::offchain::order::EventType;
 use swapd_types::Permission::{
     NotificationsWrite, OrdersCreate, OrdersRead, OrdersUpdate, PricesRead,
 };
@@ -151,7 +151,7 @@ async fn a_fixed_order_runs_from_deposit_to_payout() {
 /// carries on from what the desk did meanwhile, with every event once.
 #[tokio::test]
 async fn an_order_whose_desk_is_down_for_a_while_loses_nothing() {
-    use swapd_sandbox::sandbox::Fault;
+    use swapd_sandbox::Fault;
     let server = TestServer::start().await;
     let key = key(&server).await;
     let created = create(
@@ -372,8 +372,7 @@ async fn a_repeated_payout_after_a_lost_commit_pays_once() {
         .await
         .unwrap()
         .unwrap();
-    let chain = swapd_sandbox::sandbox::SandboxChain::new(server.state.store.clone(), BLOCK_MS);
-    use swapd_core::lifecycle::Chain;
+    let chain = swapd_sandbox::SandboxChain::new(server.state.store.clone(), BLOCK_MS);
     // The first attempt sent the payout, then died before saving.
     let first_tx = chain
         .transfer(

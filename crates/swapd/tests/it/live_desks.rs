@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use swapd_core::Clock;
-use swapd_core::orders::EventType;
+use swapd_core::offchain::order::EventType;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, OrdersUpdate, PricesRead, WebhooksWrite};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};

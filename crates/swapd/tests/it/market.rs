@@ -8,7 +8,7 @@ use crate::support::{Options, Resp, TestKey, TestServer};
 use serde_json::{Value, json};
 use swapd_core::api_keys::RateLimits;
 use swapd_core::market::routes::{RedeemError, hash_create_token};
-use swapd_sandbox::sandbox::{Fault, PROVIDER_IDS};
+use swapd_sandbox::{Fault, PROVIDER_IDS};
 use swapd_types::Permission::{OrdersCreate, PricesRead};
 
 async fn get(server: &TestServer, key: &TestKey, path: &str, query: &str) -> Resp {

@@ -365,10 +365,8 @@ async fn a_job_whose_worker_died_is_taken_over_and_finished_once() {
 async fn runs_are_bounded_in_time() {
     let server = TestServer::start().await;
     let payer = PrivateKeySigner::random();
-    for provider in swapd_sandbox::sandbox::PROVIDER_IDS {
-        server
-            .faults
-            .set(provider, swapd_sandbox::sandbox::Fault::Stall);
+    for provider in swapd_sandbox::PROVIDER_IDS {
+        server.faults.set(provider, swapd_sandbox::Fault::Stall);
     }
     let body = json!({"kind": "route_scan", "fromCcy": "BTC", "toCcy": "ETH", "amount": "0.2"});
     let id =

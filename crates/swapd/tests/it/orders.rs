@@ -4,7 +4,7 @@
 use crate::support::{Resp, TestKey, TestServer};
 use serde_json::{Value, json};
 use swapd_core::address::Network;
-use swapd_core::orders::EventType;
+use swapd_core::offchain::order::EventType;
 use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
 const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";

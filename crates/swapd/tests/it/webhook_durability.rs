@@ -14,9 +14,9 @@ use axum::http::{HeaderMap, StatusCode};
 use swapd::app::Runtime;
 use swapd_core::Store;
 use swapd_core::idempotency::{Begin, StoredResponse};
-use swapd_core::orders::{EventType, OrderEvent};
+use swapd_core::offchain::order::{EventType, OrderEvent};
 use swapd_core::store::IdempotentFinish;
-use swapd_core::webhooks::{Subscription, SubscriptionStatus};
+use swapd_core::webhooks::subscription::{Subscription, SubscriptionStatus};
 
 const SWAPD: &str = env!("CARGO_BIN_EXE_swapd");
 const ORDERS_PER_ROUND: usize = 200;
@@ -145,7 +145,7 @@ async fn every_event_is_delivered_although_the_worker_is_killed_again_and_again(
     let store = runtime.store.clone();
     let now_ms = runtime.clock.now_ms();
 
-    let secret = swapd_core::webhooks::new_secret();
+    let secret = swapd_core::webhooks::signing::new_secret();
     let (url, seen) = start_receiver(secret.clone()).await;
     let id = "whk_0000000000000000000000000000d0ab";
     let subscription = Subscription {

@@ -287,7 +287,10 @@ async fn order_events_arrive_signed_as_standard_webhooks_verify_them() {
             (delivery.timestamp() - 1).to_string().parse().unwrap(),
         );
         assert!(!verifies(&secret, &shifted));
-        assert!(!verifies(&swapd_core::webhooks::new_secret(), delivery));
+        assert!(!verifies(
+            &swapd_core::webhooks::signing::new_secret(),
+            delivery
+        ));
     }
 
     // The log shows each delivery with its attempt.
@@ -1062,7 +1065,7 @@ async fn a_key_at_its_subscription_cap_gets_a_conflict_and_nothing_is_created() 
 #[tokio::test]
 async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     let server = TestServer::start_with(Options {
-        url_policy: swapd_core::webhooks::UrlPolicy::Live,
+        url_policy: swapd_core::webhooks::url_policy::UrlPolicy::Live,
         ..Options::default()
     })
     .await;
@@ -1136,16 +1139,16 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     // a name that now resolves to loopback would be) fails each attempt without a connection.
     let now = swapd_core::Clock::now_ms(server.clock.as_ref());
     let master = server.master.clone();
-    let subscription = swapd_core::webhooks::Subscription {
+    let subscription = swapd_core::webhooks::subscription::Subscription {
         id: "whk_00000000000000000000000000000bad".into(),
         owner: format!("key:{}", key.id),
         url: "https://localhost/hook".into(),
-        events: vec![swapd_core::orders::EventType::Created],
+        events: vec![swapd_core::offchain::order::EventType::Created],
         description: None,
-        status: swapd_core::webhooks::SubscriptionStatus::Active,
+        status: swapd_core::webhooks::subscription::SubscriptionStatus::Active,
         disabled_reason: None,
         secret_sealed: master.seal(
-            swapd_core::webhooks::new_secret().as_bytes(),
+            swapd_core::webhooks::signing::new_secret().as_bytes(),
             "whk_00000000000000000000000000000bad",
         ),
         previous_secret_sealed: None,

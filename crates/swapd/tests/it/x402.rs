@@ -15,7 +15,7 @@ use crate::support::{Options, PAY_TO, Resp, TestServer};
 use alloy_signer_local::PrivateKeySigner;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use swapd_sandbox::sandbox::{Fault, PROVIDER_IDS};
+use swapd_sandbox::{Fault, PROVIDER_IDS};
 use swapd_x402::wire::{self, SettleResponse};
 
 const USDC_BASE: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";

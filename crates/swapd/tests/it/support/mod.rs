@@ -161,7 +161,7 @@ pub struct Options {
     /// Per-provider deadline of the aggregator.
     pub provider_deadline: std::time::Duration,
     /// Which webhook destinations are allowed (live: public https only).
-    pub url_policy: swapd_core::webhooks::UrlPolicy,
+    pub url_policy: swapd_core::webhooks::url_policy::UrlPolicy,
     /// The x402 facilitator (default: the ledger on the server's store).
     pub facilitator: Option<Arc<dyn swapd_x402::Facilitator>>,
     /// Whether x402 order and onchain routes are enabled (live mode without an access-token
@@ -204,7 +204,7 @@ impl Default for Options {
             master: None,
             after_unclean_stop: false,
             provider_deadline: std::time::Duration::from_millis(1_500),
-            url_policy: swapd_core::webhooks::UrlPolicy::Sandbox,
+            url_policy: swapd_core::webhooks::url_policy::UrlPolicy::Sandbox,
             facilitator: None,
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
@@ -226,7 +226,7 @@ pub struct TestServer {
     pub master: MasterKey,
     pub counters: Arc<Counters>,
     /// Faults of the sandbox providers, switchable while the server runs.
-    pub faults: swapd_sandbox::sandbox::Faults,
+    pub faults: swapd_sandbox::Faults,
     /// The order lifecycle engine on the same store and clock; tests run its passes.
     pub engine: swapd_worker::OrderEngine,
     /// The onchain execution tracker on the same store and clock; tests run its passes.

@@ -45,10 +45,10 @@ pub enum ChainError {
     Unavailable(String),
 }
 
-impl From<ChainError> for crate::provider::ProviderError {
+impl From<ChainError> for crate::market::provider::ProviderError {
     fn from(error: ChainError) -> Self {
         let ChainError::Unavailable(detail) = error;
-        crate::provider::ProviderError::Unavailable(detail)
+        crate::market::provider::ProviderError::Unavailable(detail)
     }
 }
 

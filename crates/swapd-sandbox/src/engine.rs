@@ -1,214 +1,98 @@
-//! The order lifecycle as pure decisions: given an order, what the chain shows for its deposit
-//! address, and the time, what happens next. The worker carries the decisions out: it saves
-//! [`Next::Save`] with a compare-and-set, performs effects (exchange pricing, payout, refund)
-//! under deterministic idempotency keys, and feeds their results back through the `after_*`
-//! functions. A crash between an effect and its save repeats the effect with the same key, which
-//! the other side answers with the first result: nothing is paid twice.
+//! How a sandbox desk runs the book of an exchange, as pure decisions: given the book, what
+//! the sandbox chain shows for its deposit address, and the time, what happens next. The desk
+//! carries the decisions out (`crate::desk`): it saves [`Next::Save`] with a compare-and-set,
+//! performs effects (pricing the exchange, payout, refund) under deterministic idempotency
+//! keys, and feeds their results back through the `after_*` functions. A crash between an
+//! effect and its save repeats the effect with the same key, which the chain answers with the
+//! first transfer: nothing is paid twice. A live desk does all this on its own side; swapd
+//! follows either through `swapd_core::offchain::follow`.
 
-use crate::address::{Address, Network};
-use crate::amount::Amount;
-use crate::desk::OpenedExchange;
-use crate::market::currencies::CurrencyDef;
-use crate::market::{Direction, RateType, pricing};
-use crate::notify::Email;
-use crate::orders::{
-    Choice, Deposit, DepositRules, DepositVerdict, Emergency, EventType, Order, OrderEvent,
-    OrderLifetimes, OrderStatus, judge_deposit,
+use alloy_primitives::U256;
+use swapd_core::address::Network;
+use swapd_core::amount::{Amount, Rounding};
+use swapd_core::market::RateType;
+use swapd_core::market::pricing::BPS;
+use swapd_core::offchain::order::{
+    Choice, Deposit, Emergency, EmergencyReason, EventType, Order, OrderStatus, allowed_choices,
+    required_confirmations,
 };
-use crate::owner::Owner;
 
-/// What opening an order takes: the accepted terms, the exchange the provider opened for them,
-/// and what the user asked for.
-#[derive(Debug, Clone)]
-pub struct OpenOrder {
-    pub id: String,
-    pub owner: Owner,
-    pub from: &'static CurrencyDef,
-    pub to: &'static CurrencyDef,
-    pub rate_type: RateType,
-    pub direction: Direction,
-    pub from_amount: Amount,
-    pub to_amount: Amount,
-    /// The accepted input range, in the input currency.
-    pub min: Amount,
-    /// `None`: no maximum.
-    pub max: Option<Amount>,
-    pub provider: String,
-    /// The desk's exchange, its access token (if any) already sealed for storage.
-    pub exchange: OpenedExchange,
-    pub to_address: Address,
-    pub to_tag: Option<String>,
-    pub refund_address: Option<Address>,
-    pub refund_tag: Option<String>,
-    pub email: Option<Email>,
-    pub affiliate_code: Option<String>,
-    /// The quote's fees, locked with its terms.
-    pub fees: Vec<crate::market::routes::RouteFee>,
-    /// The hosted order page's link (with its token).
-    pub page_url: Option<String>,
-    /// The redeemed createToken's hash, when the terms came from one.
-    pub create_token_hash: Option<String>,
-    /// How long it waits for its deposit, by rate type.
-    pub lifetimes: OrderLifetimes,
-    pub now_ms: i64,
-}
+use crate::chain::ChainDeposit;
 
-/// A new order whose exchange is open: created and awaiting its deposit in one step, at version
-/// 2, with both events for the outbox, waiting for its deposit as long as `lifetimes` says
-/// for its rate type.
-pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
-    let now_ms = input.now_ms;
-    let lifetime = input.lifetimes.for_rate(input.rate_type);
-    let mut order = Order {
-        id: input.id,
-        owner: input.owner.scope(),
-        status: OrderStatus::New,
-        version: 1,
-        rate_type: input.rate_type,
-        direction: input.direction,
-        from_code: input.from.code.into(),
-        to_code: input.to.code.into(),
-        provider: input.provider,
-        provider_ref: input.exchange.id,
-        desk_token: input.exchange.access_token,
-        rate: pricing::rate(input.from_amount, input.to_amount).to_string(),
-        from_amount: input.from_amount.to_string(),
-        to_amount: input.to_amount.to_string(),
-        min: input.min.to_string(),
-        max: input.max.map(|max| max.to_string()),
-        deposit_address: input.exchange.deposit_address,
-        deposit_tag: input.exchange.deposit_tag,
-        to_address: input.to_address.into_string(),
-        to_tag: input.to_tag,
-        refund_address: input.refund_address.map(Address::into_string),
-        refund_tag: input.refund_tag,
-        deposits: Vec::new(),
-        payout_tx: None,
-        payout_amount: None,
-        refund_tx: None,
-        refund_amount: None,
-        emergency: None,
-        affiliate_code: input.affiliate_code,
-        fees: input.fees,
-        fees_realized: None,
-        page_url: input.page_url,
-        email: input.email.map(Email::into_string),
-        create_token_hash: input.create_token_hash,
-        created_at_ms: now_ms,
-        updated_at_ms: now_ms,
-        expires_at_ms: now_ms + lifetime,
-        next_check_at_ms: Some(now_ms),
-        desk_failures: 0,
-        event_sequence: 0,
-        failure_reason: None,
-    };
-    let created = order.record_event(EventType::Created, None);
-    let mut awaiting = bump(&order, OrderStatus::AwaitingDeposit, now_ms);
-    let awaiting_event = awaiting.record_event(EventType::AwaitingDeposit, Some(OrderStatus::New));
-    (awaiting, [created, awaiting_event])
-}
-
-/// Status e-mails to `email` from now on. `None`: that address is already attached.
-pub fn attach_email(order: &Order, email: &Email, now_ms: i64) -> Option<(Order, EventType)> {
-    if order.email.as_deref() == Some(email.as_str()) {
-        return None;
-    }
-    let mut updated = touch(order, now_ms);
-    updated.email = Some(email.as_str().to_owned());
-    Some((updated, EventType::Updated))
-}
-
-/// The order, due for the engine now (a sandbox deposit was just made to it). `None`: it is
-/// already due.
-pub fn wake(order: &Order, now_ms: i64) -> Option<Order> {
-    if order.next_check_at_ms.is_some_and(|at| at <= now_ms) {
-        return None;
-    }
-    let mut due = order.clone();
-    due.next_check_at_ms = Some(now_ms);
-    due.version += 1;
-    Some(due)
-}
-
-/// The chain as the lifecycle sees it: deposits to an address, and transfers out. In sandbox
-/// mode a simulated chain in the database; live, the provider's or an indexer's view.
-#[async_trait::async_trait]
-pub trait Chain: Send + Sync + 'static {
-    /// Transfers seen to `address` (with `tag` where the network uses one), with their current
-    /// confirmations.
-    async fn deposits(
-        &self,
-        network: Network,
-        address: &str,
-        tag: Option<&str>,
-        now_ms: i64,
-    ) -> Result<Vec<ChainDeposit>, ChainError>;
-
-    /// Sends `amount` of `currency` to `address` once per `key`: a repeated call with the same
-    /// key returns the first transfer's id and sends nothing.
-    async fn transfer(
-        &self,
-        key: &str,
-        currency: &str,
-        address: &str,
-        tag: Option<&str>,
-        amount: &str,
-        now_ms: i64,
-    ) -> Result<String, ChainError>;
-}
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ChainError {
-    /// The chain (or the node, or the provider) did not answer; retrying later may succeed.
-    #[error("chain unavailable: {0}")]
-    Unavailable(String),
-    /// The transfer was refused for good (e.g. a destination the chain will not pay).
-    #[error("transfer rejected: {0}")]
-    Rejected(String),
-}
-
-/// A transfer seen on the chain to an order's deposit address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChainDeposit {
-    pub tx_id: String,
-    pub amount: Amount,
-    pub confirmations: u32,
-    pub seen_at_ms: i64,
-}
-
+/// How a sandbox desk runs its books.
 #[derive(Debug, Clone, Copy)]
-pub struct LifecycleRules {
-    /// How long a user has to choose in an emergency before a refund (when possible).
+pub struct BookRules {
+    /// How long a customer has to choose in an emergency before a refund (when possible).
     pub emergency_window_ms: i64,
-    /// How often an order waiting on the chain is looked at again.
+    /// How often a book waiting on the chain is looked at again.
     pub poll_interval_ms: i64,
-    /// How long an expired order is still watched for a late deposit.
+    /// How long an expired book is still watched for a late deposit.
     pub late_watch_ms: i64,
+    /// How far a fixed exchange's deposit may differ from the agreed amount, in basis points,
+    /// and still be exchanged on the agreed terms.
     pub tolerance_bps: u32,
 }
 
-impl Default for LifecycleRules {
-    fn default() -> Self {
-        Self {
-            emergency_window_ms: 24 * 60 * 60 * 1000,
-            poll_interval_ms: 5_000,
-            late_watch_ms: 24 * 60 * 60 * 1000,
-            tolerance_bps: crate::orders::DEFAULT_TOLERANCE_BPS,
-        }
-    }
+/// What an order's terms say about a confirmed deposit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DepositVerdict {
+    /// Exchange it under the order's terms.
+    Proceed,
+    /// Ask the user; `allowed` are the choices they may make.
+    Emergency {
+        reasons: Vec<EmergencyReason>,
+        allowed: Vec<Choice>,
+    },
 }
 
-/// Confirmations a deposit needs before it is exchanged.
-pub fn required_confirmations(network: Network) -> u32 {
-    match network {
-        Network::Bitcoin | Network::Litecoin => 2,
-        Network::Ethereum
-        | Network::BnbChain
-        | Network::Polygon
-        | Network::Arbitrum
-        | Network::Base => 3,
-        Network::Solana | Network::Tron | Network::Xrp => 1,
+/// The part of an order's terms that judges a deposit.
+#[derive(Debug, Clone, Copy)]
+pub struct DepositRules {
+    pub rate_type: RateType,
+    /// What the user was asked to send.
+    pub expected: Amount,
+    /// The provider's input limits.
+    pub min: Amount,
+    /// `None`: no maximum.
+    pub max: Option<Amount>,
+    /// How far a fixed order's deposit may differ from `expected`, in basis points.
+    pub tolerance_bps: u32,
+}
+
+/// Default tolerance of fixed orders: a deposit within ±0.5 % of the expected amount is
+/// exchanged as agreed (at the locked rate, on the amount received).
+pub const DEFAULT_TOLERANCE_BPS: u32 = 50;
+
+/// Judges a deposit of `received`, seen `late` (after the order expired) or not.
+pub fn judge_deposit(rules: &DepositRules, received: Amount, late: bool) -> DepositVerdict {
+    let mut reasons = Vec::new();
+    if received < rules.min {
+        reasons.extend([EmergencyReason::Limit, EmergencyReason::Less]);
+    } else if rules.max.is_some_and(|max| received > max) {
+        reasons.extend([EmergencyReason::Limit, EmergencyReason::More]);
+    } else if rules.rate_type == RateType::Fixed {
+        let band = |bps: u32, rounding| {
+            rules
+                .expected
+                .mul_div(U256::from(bps), U256::from(BPS), rounding)
+        };
+        let low = band(BPS - rules.tolerance_bps, Rounding::Up);
+        let high = band(BPS + rules.tolerance_bps, Rounding::Down);
+        if received < low {
+            reasons.push(EmergencyReason::Less);
+        } else if received > high {
+            reasons.push(EmergencyReason::More);
+        }
     }
+    if late {
+        reasons.push(EmergencyReason::Expired);
+    }
+    if reasons.is_empty() {
+        return DepositVerdict::Proceed;
+    }
+    reasons.sort();
+    let allowed = allowed_choices(&reasons);
+    DepositVerdict::Emergency { reasons, allowed }
 }
 
 /// What to do with an order now.
@@ -241,7 +125,7 @@ pub fn next(
     chain: &[ChainDeposit],
     from_network: Network,
     from_precision: u8,
-    rules: &LifecycleRules,
+    rules: &BookRules,
     now_ms: i64,
 ) -> Next {
     if let Some(next) = record_deposits(order, chain, from_network, now_ms) {
@@ -267,7 +151,7 @@ pub fn next(
     match order.status {
         OrderStatus::New => Next::Idle,
         OrderStatus::AwaitingDeposit if now_ms >= order.expires_at_ms => {
-            let mut expired = bump(order, OrderStatus::Expired, now_ms);
+            let mut expired = order.advanced(OrderStatus::Expired, now_ms);
             expired.next_check_at_ms = Some(now_ms + rules.poll_interval_ms);
             Next::Save(Box::new(expired), Some(EventType::Expired))
         }
@@ -343,14 +227,14 @@ fn stop_checking(order: &Order) -> Next {
 
 /// An order in emergency: the user's choice, or the refund it falls back to at the deadline
 /// (or at once, when a refund is the only choice), or a wait until the deadline.
-fn emergency_step(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Next {
+fn emergency_step(order: &Order, rules: &BookRules, now_ms: i64) -> Next {
     let emergency = order
         .emergency
         .as_ref()
         .expect("an emergency order has its reasons");
     match emergency.choice {
         Some(Choice::Exchange) => {
-            let mut exchanging = bump(order, OrderStatus::Exchanging, now_ms);
+            let mut exchanging = order.advanced(OrderStatus::Exchanging, now_ms);
             exchanging.next_check_at_ms = Some(now_ms);
             Next::Save(Box::new(exchanging), Some(EventType::ExchangeStarted))
         }
@@ -424,7 +308,7 @@ fn decide_on_deposit(
     order: &Order,
     received: Amount,
     late: bool,
-    rules: &LifecycleRules,
+    rules: &BookRules,
     now_ms: i64,
 ) -> Next {
     let precision = received.decimals();
@@ -439,12 +323,12 @@ fn decide_on_deposit(
     };
     match judge_deposit(&deposit_rules, received, late) {
         DepositVerdict::Proceed => {
-            let mut exchanging = bump(order, OrderStatus::Exchanging, now_ms);
+            let mut exchanging = order.advanced(OrderStatus::Exchanging, now_ms);
             exchanging.next_check_at_ms = Some(now_ms);
             Next::Save(Box::new(exchanging), Some(EventType::ExchangeStarted))
         }
         DepositVerdict::Emergency { reasons, allowed } => {
-            let mut emergency = bump(order, OrderStatus::Emergency, now_ms);
+            let mut emergency = order.advanced(OrderStatus::Emergency, now_ms);
             emergency.emergency = Some(Emergency {
                 reasons,
                 allowed,
@@ -458,121 +342,12 @@ fn decide_on_deposit(
 }
 
 fn start_refund(order: &Order, now_ms: i64) -> Next {
-    let mut refunding = bump(order, OrderStatus::Refunding, now_ms);
-    let received: Vec<&str> = order.deposits.iter().map(|d| d.amount.as_str()).collect();
-    refunding.refund_amount = received.first().map(|a| (*a).to_owned());
-    refunding.next_check_at_ms = Some(now_ms);
-    Next::Save(Box::new(refunding), Some(EventType::Updated))
-}
-
-/// Why a user's choice or refund request cannot be applied.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ChoiceError {
-    #[error("the order is {0}, not waiting for a choice")]
-    NotInEmergency(&'static str),
-    #[error("{0} was already chosen")]
-    AlreadyChosen(&'static str),
-    #[error("{choice} is not allowed here; allowed: {allowed}")]
-    NotAllowed {
-        choice: &'static str,
-        allowed: String,
-    },
-    #[error("a refund needs refundAddress (none was given when the order was created)")]
-    RefundAddressMissing,
-    #[error(
-        "the order is {0}: only orders holding a deposit that was not exchanged can be refunded"
-    )]
-    NotRefundable(&'static str),
-}
-
-/// Applies a user's emergency choice: EXCHANGE continues at the market rate, REFUND sends the
-/// deposit back (to `refund`, or the refund address given at creation). `Ok(None)`: the same
-/// choice was already made, nothing changes.
-pub fn choose(
-    order: &Order,
-    choice: Choice,
-    refund: Option<(String, Option<String>)>,
-    now_ms: i64,
-) -> Result<Option<(Order, EventType)>, ChoiceError> {
-    let Some(emergency) = &order.emergency else {
-        return Err(ChoiceError::NotInEmergency(order.status.as_str()));
-    };
-    if let Some(made) = emergency.choice {
-        return if made == choice {
-            Ok(None)
-        } else {
-            Err(ChoiceError::AlreadyChosen(made.as_str()))
-        };
-    }
-    if order.status != OrderStatus::Emergency {
-        return Err(ChoiceError::NotInEmergency(order.status.as_str()));
-    }
-    if !emergency.allowed.contains(&choice) {
-        let allowed: Vec<&str> = emergency.allowed.iter().map(|c| c.as_str()).collect();
-        return Err(ChoiceError::NotAllowed {
-            choice: choice.as_str(),
-            allowed: allowed.join(", "),
-        });
-    }
-    let mut chosen = order.clone();
-    if let Some(e) = chosen.emergency.as_mut() {
-        e.choice = Some(choice);
-    }
-    match choice {
-        Choice::Exchange => {
-            let mut exchanging = bump(&chosen, OrderStatus::Exchanging, now_ms);
-            exchanging.next_check_at_ms = Some(now_ms);
-            Ok(Some((exchanging, EventType::ExchangeStarted)))
-        }
-        Choice::Refund => refund_now(&chosen, refund, now_ms).map(Some),
-    }
-}
-
-/// A refund request outside an emergency: for an order whose deposit has arrived and was not
-/// exchanged (confirming, or held in an emergency).
-pub fn request_refund(
-    order: &Order,
-    refund: Option<(String, Option<String>)>,
-    now_ms: i64,
-) -> Result<(Order, EventType), ChoiceError> {
-    match order.status {
-        OrderStatus::Emergency => {
-            let mut chosen = order.clone();
-            if let Some(e) = chosen.emergency.as_mut() {
-                if e.choice.is_some() {
-                    return Err(ChoiceError::NotRefundable(order.status.as_str()));
-                }
-                e.choice = Some(Choice::Refund);
-            }
-            refund_now(&chosen, refund, now_ms)
-        }
-        OrderStatus::Confirming if !order.deposits.is_empty() => refund_now(order, refund, now_ms),
-        other => Err(ChoiceError::NotRefundable(other.as_str())),
-    }
-}
-
-fn refund_now(
-    order: &Order,
-    refund: Option<(String, Option<String>)>,
-    now_ms: i64,
-) -> Result<(Order, EventType), ChoiceError> {
-    let mut with_address = order.clone();
-    if let Some((address, tag)) = refund {
-        with_address.refund_address = Some(address);
-        with_address.refund_tag = tag;
-    }
-    if with_address.refund_address.is_none() {
-        return Err(ChoiceError::RefundAddressMissing);
-    }
-    match start_refund(&with_address, now_ms) {
-        Next::Save(refunding, Some(event)) => Ok((*refunding, event)),
-        _ => unreachable!("start_refund always saves with an event"),
-    }
+    Next::Save(Box::new(order.refunding(now_ms)), Some(EventType::Updated))
 }
 
 /// The order after the exchange was priced: `payout` of the output goes out next.
 pub fn after_exchange(order: &Order, payout: Amount, now_ms: i64) -> Order {
-    let mut withdrawing = bump(order, OrderStatus::Withdrawing, now_ms);
+    let mut withdrawing = order.advanced(OrderStatus::Withdrawing, now_ms);
     withdrawing.payout_amount = Some(payout.to_string());
     withdrawing.next_check_at_ms = Some(now_ms);
     withdrawing
@@ -580,7 +355,7 @@ pub fn after_exchange(order: &Order, payout: Amount, now_ms: i64) -> Order {
 
 /// The order after its payout was sent as `tx_id`.
 pub fn after_payout(order: &Order, tx_id: String, now_ms: i64) -> Order {
-    let mut completed = bump(order, OrderStatus::Completed, now_ms);
+    let mut completed = order.advanced(OrderStatus::Completed, now_ms);
     completed.payout_tx = Some(tx_id);
     completed.next_check_at_ms = None;
     completed
@@ -606,7 +381,7 @@ pub fn after_extra_refund(
 
 /// The order after its payout or refund was rejected for good: failed, with the reason.
 pub fn after_failure(order: &Order, reason: String, now_ms: i64) -> Order {
-    let mut failed = bump(order, OrderStatus::Failed, now_ms);
+    let mut failed = order.advanced(OrderStatus::Failed, now_ms);
     failed.failure_reason = Some(reason);
     failed.next_check_at_ms = None;
     failed
@@ -632,7 +407,7 @@ pub fn after_extra_refund_failure(
 
 /// The order after its refund was sent as `tx_id`.
 pub fn after_refund(order: &Order, tx_id: String, now_ms: i64) -> Order {
-    let mut refunded = bump(order, OrderStatus::Refunded, now_ms);
+    let mut refunded = order.advanced(OrderStatus::Refunded, now_ms);
     refunded.refund_tx = Some(tx_id);
     refunded.next_check_at_ms = None;
     refunded
@@ -646,30 +421,6 @@ fn first_deposit_amount(order: &Order, precision: u8) -> Amount {
         .unwrap_or_else(|| Amount::zero(precision))
 }
 
-/// The next version of `order` in `status`. Panics on an illegal transition: the decisions
-/// above only make legal ones, and a test walks them all.
-/// The next version of `order`, in the same status.
-fn touch(order: &Order, now_ms: i64) -> Order {
-    let mut next = order.clone();
-    next.version += 1;
-    next.updated_at_ms = now_ms;
-    next
-}
-
-fn bump(order: &Order, status: OrderStatus, now_ms: i64) -> Order {
-    assert!(
-        order.status.can_become(status),
-        "illegal transition {} -> {}",
-        order.status.as_str(),
-        status.as_str()
-    );
-    let mut next = order.clone();
-    next.status = status;
-    next.version += 1;
-    next.updated_at_ms = now_ms;
-    next
-}
-
 fn reschedule(order: &Order, at_ms: i64) -> Next {
     if order.next_check_at_ms == Some(at_ms) {
         return Next::Idle;
@@ -681,79 +432,42 @@ fn reschedule(order: &Order, at_ms: i64) -> Next {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
 
-    use super::*;
-    use crate::market::{Direction, RateType};
+    use swapd_core::market::Direction;
+    use swapd_core::market::currencies::currency;
+    use swapd_core::offchain::actions::{self, OpenOrder};
+    use swapd_core::offchain::desk::OpenedExchange;
+    use swapd_core::offchain::order::OrderLifetimes;
+    use swapd_core::owner::Owner;
 
-    pub(crate) const T0: i64 = 1_800_000_000_000;
+    use super::*;
+
+    const T0: i64 = 1_800_000_000_000;
     const BLOCK: i64 = 1_000;
 
-    pub(crate) fn new_order(rate_type: RateType, refund: bool) -> Order {
-        Order {
+    /// A book awaiting its deposit: 1 BTC for 96 000 USDTTRC, limits 0.1 to 2 BTC, 30 minutes
+    /// to pay whatever its rate, opened at `T0` (with a refund address when `refund`).
+    fn new_order(rate_type: RateType, refund: bool) -> Order {
+        let currency = |code| currency(code).unwrap();
+        let amount = |text, code| Amount::parse(text, currency(code).precision).unwrap();
+        let (book, _) = actions::open(OpenOrder {
             id: "ord_prop".into(),
-            owner: "key:prop".into(),
-            status: OrderStatus::AwaitingDeposit,
-            version: 2,
-            rate_type,
-            direction: Direction::From,
-            from_code: "BTC".into(),
-            to_code: "USDTTRC".into(),
-            provider: "atlas".into(),
-            provider_ref: "atlas-ord_prop".into(),
-            desk_token: None,
-            rate: "96000".into(),
-            from_amount: "1".into(),
-            to_amount: "96000".into(),
-            min: "0.1".into(),
-            max: Some("2".into()),
-            deposit_address: "bc1qdeposit".into(),
-            deposit_tag: None,
-            to_address: "TPayout".into(),
-            to_tag: None,
-            refund_address: refund.then(|| "bc1qrefund".into()),
-            refund_tag: None,
-            deposits: vec![],
-            payout_tx: None,
-            payout_amount: None,
-            refund_tx: None,
-            refund_amount: None,
-            emergency: None,
-            affiliate_code: None,
-            fees: Vec::new(),
-            fees_realized: None,
-            page_url: None,
-            email: None,
-            create_token_hash: None,
-            created_at_ms: T0,
-            updated_at_ms: T0,
-            expires_at_ms: T0 + 30 * 60 * 1000,
-            next_check_at_ms: Some(T0),
-            desk_failures: 0,
-            event_sequence: 2,
-            failure_reason: None,
-        }
-    }
-
-    fn opening(rate_type: RateType) -> OpenOrder {
-        let currency = |code| crate::market::currencies::currency(code).unwrap();
-        OpenOrder {
-            id: "ord_open".into(),
-            owner: Owner::Key("open".into()),
+            owner: Owner::Desk("atlas".into()),
             from: currency("BTC"),
             to: currency("USDTTRC"),
             rate_type,
             direction: Direction::From,
-            from_amount: Amount::parse("1", 8).unwrap(),
-            to_amount: Amount::parse("96000", 6).unwrap(),
-            min: Amount::parse("0.1", 8).unwrap(),
-            max: Some(Amount::parse("2", 8).unwrap()),
+            from_amount: amount("1", "BTC"),
+            to_amount: amount("96000", "USDTTRC"),
+            min: amount("0.1", "BTC"),
+            max: Some(amount("2", "BTC")),
             provider: "atlas".into(),
             exchange: OpenedExchange {
-                id: "atlas-ord_open".into(),
+                id: "atlas-ord_prop".into(),
                 deposit_address: "bc1qdeposit".into(),
                 deposit_tag: None,
                 access_token: None,
@@ -762,63 +476,95 @@ pub(crate) mod tests {
                 .parse_address("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t")
                 .unwrap(),
             to_tag: None,
-            refund_address: None,
+            refund_address: refund.then(|| {
+                Network::Bitcoin
+                    .parse_address("bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq")
+                    .unwrap()
+            }),
             refund_tag: None,
-            email: Email::parse("user@example.com"),
+            email: None,
             affiliate_code: None,
             fees: Vec::new(),
             page_url: None,
             create_token_hash: None,
             lifetimes: OrderLifetimes {
-                fixed_ms: 60_000,
-                float_ms: 120_000,
+                fixed_ms: 30 * 60 * 1000,
+                float_ms: 30 * 60 * 1000,
             },
             now_ms: T0,
+        });
+        book
+    }
+
+    fn rules(rate_type: RateType) -> DepositRules {
+        let a = |s: &str| Amount::parse(s, 8).unwrap();
+        DepositRules {
+            rate_type,
+            expected: a("1"),
+            min: a("0.01"),
+            max: Some(a("10")),
+            tolerance_bps: DEFAULT_TOLERANCE_BPS,
+        }
+    }
+
+    fn judge(rate_type: RateType, received: &str, late: bool) -> DepositVerdict {
+        judge_deposit(&rules(rate_type), Amount::parse(received, 8).unwrap(), late)
+    }
+
+    fn emergency(reasons: &[EmergencyReason], allowed: &[Choice]) -> DepositVerdict {
+        DepositVerdict::Emergency {
+            reasons: reasons.to_vec(),
+            allowed: allowed.to_vec(),
         }
     }
 
     #[test]
-    fn an_opened_order_awaits_its_deposit_with_both_events_and_its_rate_lifetime() {
-        let (order, [created, awaiting]) = open(opening(RateType::Fixed));
+    fn fixed_orders_accept_deposits_within_the_tolerance() {
+        use EmergencyReason::*;
+        let both = [Choice::Exchange, Choice::Refund];
+        assert_eq!(judge(RateType::Fixed, "1", false), DepositVerdict::Proceed);
         assert_eq!(
-            (order.status, order.version),
-            (OrderStatus::AwaitingDeposit, 2)
-        );
-        assert_eq!(order.expires_at_ms, T0 + 60_000);
-        assert_eq!(order.next_check_at_ms, Some(T0));
-        assert_eq!(order.rate, "96000");
-        assert_eq!(
-            (
-                created.event_type,
-                created.sequence,
-                created.data["status"].as_str()
-            ),
-            (EventType::Created, 1, Some("new"))
+            judge(RateType::Fixed, "0.995", false),
+            DepositVerdict::Proceed
         );
         assert_eq!(
-            (awaiting.event_type, awaiting.sequence),
-            (EventType::AwaitingDeposit, 2)
+            judge(RateType::Fixed, "1.005", false),
+            DepositVerdict::Proceed
         );
-        assert_eq!(awaiting.data["previousStatus"], "new");
-        assert_eq!(created.notify_email.as_deref(), Some("user@example.com"));
-        let (float, _) = open(opening(RateType::Float));
-        assert_eq!(float.expires_at_ms, T0 + 120_000);
+        assert_eq!(
+            judge(RateType::Fixed, "0.99499999", false),
+            emergency(&[Less], &both)
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "1.00500001", false),
+            emergency(&[More], &both)
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "0.5", true),
+            emergency(&[Expired, Less], &both)
+        );
     }
 
     #[test]
-    fn attaching_an_email_is_a_new_version_once_and_waking_only_when_not_due() {
-        let order = new_order(RateType::Fixed, false);
-        let email = Email::parse("a@example.com").unwrap();
-        let (with_email, event) = attach_email(&order, &email, T0 + 5).unwrap();
-        assert_eq!((with_email.version, event), (3, EventType::Updated));
-        assert_eq!(with_email.updated_at_ms, T0 + 5);
-        assert!(attach_email(&with_email, &email, T0 + 6).is_none());
-
-        assert!(wake(&order, T0).is_none(), "already due");
-        let mut later = order.clone();
-        later.next_check_at_ms = Some(T0 + 60_000);
-        let woken = wake(&later, T0 + 1).unwrap();
-        assert_eq!((woken.version, woken.next_check_at_ms), (3, Some(T0 + 1)));
+    fn float_orders_take_any_amount_within_limits_and_limits_allow_only_refunds() {
+        use EmergencyReason::*;
+        assert_eq!(
+            judge(RateType::Float, "0.5", false),
+            DepositVerdict::Proceed
+        );
+        assert_eq!(judge(RateType::Float, "5", false), DepositVerdict::Proceed);
+        assert_eq!(
+            judge(RateType::Float, "1", true),
+            emergency(&[Expired], &[Choice::Exchange, Choice::Refund])
+        );
+        assert_eq!(
+            judge(RateType::Float, "0.001", false),
+            emergency(&[Less, Limit], &[Choice::Refund])
+        );
+        assert_eq!(
+            judge(RateType::Fixed, "11", true),
+            emergency(&[Expired, More, Limit], &[Choice::Refund])
+        );
     }
 
     #[derive(Debug, Clone)]
@@ -899,7 +645,7 @@ pub(crate) mod tests {
                     &self.chain_view(),
                     Network::Bitcoin,
                     8,
-                    &LifecycleRules {
+                    &BookRules {
                         poll_interval_ms: BLOCK,
                         emergency_window_ms: 24 * 60 * 60 * 1000,
                         late_watch_ms: 24 * 60 * 60 * 1000,
@@ -915,7 +661,7 @@ pub(crate) mod tests {
                             received.units() * alloy_primitives::U256::from(96_000u64),
                             8,
                         )
-                        .rescale(6, crate::amount::Rounding::Down);
+                        .rescale(6, Rounding::Down);
                         (
                             after_exchange(&order, payout, self.now),
                             Some(EventType::WithdrawStarted),
@@ -979,7 +725,7 @@ pub(crate) mod tests {
             // Each look finds more blocks than the last one did.
             world.now += 3 * BLOCK;
             let order = world.stored.clone();
-            let rules = LifecycleRules {
+            let rules = BookRules {
                 poll_interval_ms: BLOCK,
                 emergency_window_ms: 24 * 60 * 60 * 1000,
                 late_watch_ms: 24 * 60 * 60 * 1000,
@@ -1035,12 +781,12 @@ pub(crate) mod tests {
                     Op::Wait(ms) => world.now += ms,
                     Op::Choose(choice) => {
                         let refund_to = Some(("bc1qchosen".to_owned(), None));
-                        if let Ok(Some((updated, event))) = choose(&world.stored, choice, refund_to, world.now) {
+                        if let Ok(Some((updated, event))) = actions::choose(&world.stored, choice, refund_to, world.now) {
                             world.save(updated, Some(event));
                         }
                     }
                     Op::Refund => {
-                        if let Ok((updated, event)) = request_refund(&world.stored, None, world.now) {
+                        if let Ok((updated, event)) = actions::request_refund(&world.stored, None, world.now) {
                             world.save(updated, Some(event));
                         }
                     }

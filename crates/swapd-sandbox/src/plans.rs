@@ -16,8 +16,9 @@ use sha2::{Digest, Sha256};
 use swapd_core::address::{Network, SOLANA_MAINNET_CAIP2};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::currencies::{CurrencyDef, currency};
-use swapd_core::onchain::{ExecutionReport, ExecutionStatus, Outcome, Tracked};
-use swapd_core::provider::{PlanRequest, ProviderError, TrackRequest};
+use swapd_core::market::provider::ProviderError;
+use swapd_core::onchain::plan::{ExecutionReport, ExecutionStatus, Outcome, Tracked};
+use swapd_core::onchain::router::{PlanRequest, TrackRequest};
 use swapd_types::onchain::{ExecutionTx, PlanStep, PlanTransaction, SignatureRequest};
 
 sol! {
@@ -750,8 +751,8 @@ fn convert(
     at_ms: i64,
 ) -> Result<Amount, ProviderError> {
     let conversion = swapd_core::market::pricing::Conversion {
-        from_price: super::usd_price(feed, from, at_ms)?,
-        to_price: super::usd_price(feed, to, at_ms)?,
+        from_price: crate::quoting::usd_price(feed, from, at_ms)?,
+        to_price: crate::quoting::usd_price(feed, to, at_ms)?,
         from_precision: from.precision,
         to_precision: to.precision,
         spread_bps: 0,
@@ -782,7 +783,7 @@ mod tests {
             to,
             from_amount: Amount::parse(amount, from.precision).unwrap(),
             min_output: Amount::parse(min, to.precision).unwrap(),
-            shown: swapd_core::provider::ShownTerms {
+            shown: swapd_core::onchain::router::ShownTerms {
                 expected_output: Amount::parse(min, to.precision).unwrap(),
                 min_output: Amount::parse(min, to.precision).unwrap(),
             },
@@ -884,7 +885,7 @@ mod tests {
         for step in &steps {
             let typed = &step.signature.as_ref().unwrap().typed_data;
             assert!(
-                swapd_core::onchain::typed_data_hash(typed).is_some(),
+                swapd_core::onchain::signatures::typed_data_hash(typed).is_some(),
                 "{typed}"
             );
         }
@@ -953,7 +954,7 @@ mod tests {
 
     #[test]
     fn docs_sandbox_md_names_the_contracts_plans_call() {
-        let doc = include_str!("../../../../docs/sandbox.md");
+        let doc = include_str!("../../../docs/sandbox.md");
         for (name, value) in [
             (
                 "meridian contract",

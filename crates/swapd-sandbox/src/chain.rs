@@ -4,11 +4,8 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use swapd_core::Store;
-use swapd_core::address::Network;
 use swapd_core::amount::{Amount, MAX_DECIMALS};
-use swapd_core::lifecycle::{Chain, ChainDeposit, ChainError};
 use swapd_core::store::SandboxTransfer;
 
 /// Well-known burn addresses. The sandbox chain refuses to pay them, so a payout or refund to
@@ -20,6 +17,25 @@ pub const BURN_ADDRESSES: [&str; 5] = [
     "T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",
     "rrrrrrrrrrrrrrrrrrrrBZbvji",
 ];
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ChainError {
+    /// The database did not answer; retrying later may succeed.
+    #[error("chain unavailable: {0}")]
+    Unavailable(String),
+    /// The transfer was refused for good (a destination the chain will not pay).
+    #[error("transfer rejected: {0}")]
+    Rejected(String),
+}
+
+/// A transfer seen on the chain to an exchange's deposit address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainDeposit {
+    pub tx_id: String,
+    pub amount: Amount,
+    pub confirmations: u32,
+    pub seen_at_ms: i64,
+}
 
 pub struct SandboxChain {
     store: Arc<dyn Store>,
@@ -35,13 +51,11 @@ impl SandboxChain {
             block_interval_ms,
         }
     }
-}
 
-#[async_trait]
-impl Chain for SandboxChain {
-    async fn deposits(
+    /// Transfers seen to `address` (with `tag` where the network uses one), with their current
+    /// confirmations.
+    pub async fn deposits(
         &self,
-        _network: Network,
         address: &str,
         tag: Option<&str>,
         now_ms: i64,
@@ -69,7 +83,9 @@ impl Chain for SandboxChain {
             .collect()
     }
 
-    async fn transfer(
+    /// Sends `amount` of `currency` to `address` once per `key`: a repeated call with the same
+    /// key returns the first transfer's id and sends nothing.
+    pub async fn transfer(
         &self,
         key: &str,
         currency: &str,

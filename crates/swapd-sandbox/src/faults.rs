@@ -6,16 +6,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use swapd_core::desk::{
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
+use swapd_core::market::venue::Venue;
+use swapd_core::offchain::desk::{
     Desk, DeskActions, DeskError, DeskExchange, Destination, ExchangeRef, ExchangeRequest,
     OpenedExchange,
 };
-use swapd_core::onchain::{ExecutionPlan, SignedStep, Tracked};
-use swapd_core::orders::Choice;
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, PlanRequest, Provider, ProviderError, ProviderInfo, ProviderQuote,
-    QuoteRequest, TrackRequest,
-};
+use swapd_core::offchain::order::Choice;
+use swapd_core::onchain::plan::{ExecutionPlan, SignedStep, Tracked};
+use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
@@ -49,12 +50,13 @@ impl Faults {
             .cloned()
     }
 
-    /// `provider`, answering according to the fault set for it.
-    pub fn wrap(&self, provider: Arc<dyn Provider>) -> Arc<dyn Provider> {
-        Arc::new(Faulty {
-            inner: provider,
-            faults: self.clone(),
-        })
+    /// `venue`, answering according to the fault set for its provider.
+    pub fn wrap(&self, venue: Venue) -> Venue {
+        let faults = self.clone();
+        match venue {
+            Venue::Desk(inner) => Venue::Desk(Arc::new(Faulty { inner, faults })),
+            Venue::Router(inner) => Venue::Router(Arc::new(Faulty { inner, faults })),
+        }
     }
 }
 
@@ -95,13 +97,12 @@ impl<P: Provider + ?Sized> Provider for Faulty<P> {
         self.check().await?;
         self.inner.quote(request).await
     }
+}
 
-    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
-        let desk = self.inner.clone().as_desk()?;
-        Some(Arc::new(Faulty {
-            inner: desk,
-            faults: self.faults.clone(),
-        }))
+#[async_trait]
+impl OnchainRouter for Faulty<dyn OnchainRouter> {
+    fn unconfigured(&self) -> Option<String> {
+        self.inner.unconfigured()
     }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {

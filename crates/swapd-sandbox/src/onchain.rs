@@ -6,18 +6,20 @@
 use async_trait::async_trait;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
+use swapd_core::fees::entry::{Fee, FeeKind};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::pricing::Conversion;
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
 use swapd_core::market::routes::less_bps;
 use swapd_core::market::{ExecutionType, RateType};
-use swapd_core::onchain::{DEFAULT_SLIPPAGE_BPS, Tracked};
-use swapd_core::provider::{
-    BuiltPlan, CurrencyOffer, Fee, FeeKind, PlanRequest, Provider, ProviderError, ProviderInfo,
-    ProviderQuote, QuoteRequest, TrackRequest,
-};
+use swapd_core::onchain::plan::{DEFAULT_SLIPPAGE_BPS, ExecutionPlan, SignedStep, Tracked};
+use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 
-use super::{limits, plans, usd_price, with_fees};
+use crate::plans;
 use crate::price_feed::PriceFeed;
+use crate::quoting::{limits, usd_price, with_fees};
 
 /// One sandbox block unless configured otherwise (`providers.sandbox_block_ms`).
 pub const DEFAULT_BLOCK_MS: i64 = 2_000;
@@ -216,9 +218,25 @@ impl Provider for Dex {
             },
         )
     }
+}
+
+#[async_trait]
+impl OnchainRouter for Dex {
+    fn unconfigured(&self) -> Option<String> {
+        None
+    }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         plans::dex_plan(self.id, request).map(|steps| BuiltPlan::of(steps, request))
+    }
+
+    /// Its gasless plans need no relayer: nothing to pass on.
+    async fn relay_signatures(
+        &self,
+        _plan: &ExecutionPlan,
+        _signatures: &[SignedStep],
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        Ok(None)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
@@ -333,9 +351,25 @@ impl Provider for Bridge {
             },
         )
     }
+}
+
+#[async_trait]
+impl OnchainRouter for Bridge {
+    fn unconfigured(&self) -> Option<String> {
+        None
+    }
 
     async fn build_plan(&self, request: &PlanRequest) -> Result<BuiltPlan, ProviderError> {
         plans::bridge_plan(self.id, request).map(|steps| BuiltPlan::of(steps, request))
+    }
+
+    /// Its gasless plans need no relayer: nothing to pass on.
+    async fn relay_signatures(
+        &self,
+        _plan: &ExecutionPlan,
+        _signatures: &[SignedStep],
+    ) -> Result<Option<serde_json::Value>, ProviderError> {
+        Ok(None)
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
@@ -346,7 +380,7 @@ impl Provider for Bridge {
 #[cfg(test)]
 mod tests {
     use swapd_core::market::currencies::currency;
-    use swapd_core::provider::Wallet;
+    use swapd_core::market::provider::Wallet;
 
     use super::*;
     use swapd_core::market::Direction;

@@ -4,16 +4,17 @@
 
 use async_trait::async_trait;
 use swapd_core::amount::Amount;
+use swapd_core::fees::entry::{Fee, FeeKind};
 use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::pricing::Conversion;
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
 use swapd_core::market::routes::less_bps;
 use swapd_core::market::{ExecutionType, RateType};
-use swapd_core::provider::{
-    CurrencyOffer, Fee, FeeKind, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
-};
 
-use super::{limits, network_fee, usd_price, with_fees};
 use crate::price_feed::PriceFeed;
+use crate::quoting::{limits, network_fee, usd_price, with_fees};
 
 #[derive(Debug, Clone)]
 pub struct OffchainDesk {

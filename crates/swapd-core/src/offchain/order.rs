@@ -1,11 +1,12 @@
-//! Offchain orders: the status machine (which transitions exist and which event each one emits)
-//! and the emergency rules that classify a deposit (docs/orders.md, "The lifecycle").
-//! Pure: the lifecycle engine and the store apply these decisions.
+//! An offchain order: its status machine (which transitions exist and which event each one
+//! emits), what it holds, and the outbox event it records about itself (docs/orders.md, "The
+//! lifecycle"). Pure: the use cases and the order engine decide, the store applies.
 
 use serde::{Deserialize, Serialize};
 
-use crate::amount::{Amount, Rounding};
-use crate::market::routes::RouteFee;
+use crate::address::Network;
+use crate::fees::entry::RouteFee;
+use crate::fees::ledger::{Charged, Stage};
 use crate::market::{Direction, RateType};
 
 /// Where an order is. Every change of status is one of [`OrderStatus::can_become`]'s edges.
@@ -131,76 +132,6 @@ impl Choice {
     }
 }
 
-/// What an order's terms say about a confirmed deposit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DepositVerdict {
-    /// Exchange it under the order's terms.
-    Proceed,
-    /// Ask the user; `allowed` are the choices they may make.
-    Emergency {
-        reasons: Vec<EmergencyReason>,
-        allowed: Vec<Choice>,
-    },
-}
-
-/// The part of an order's terms that judges a deposit.
-#[derive(Debug, Clone, Copy)]
-pub struct DepositRules {
-    pub rate_type: RateType,
-    /// What the user was asked to send.
-    pub expected: Amount,
-    /// The provider's input limits.
-    pub min: Amount,
-    /// `None`: no maximum.
-    pub max: Option<Amount>,
-    /// How far a fixed order's deposit may differ from `expected`, in basis points.
-    pub tolerance_bps: u32,
-}
-
-/// Default tolerance of fixed orders: a deposit within ±0.5 % of the expected amount is
-/// exchanged as agreed (at the locked rate, on the amount received).
-pub const DEFAULT_TOLERANCE_BPS: u32 = 50;
-
-/// Judges a deposit of `received`, seen `late` (after the order expired) or not.
-pub fn judge_deposit(rules: &DepositRules, received: Amount, late: bool) -> DepositVerdict {
-    let mut reasons = Vec::new();
-    if received < rules.min {
-        reasons.extend([EmergencyReason::Limit, EmergencyReason::Less]);
-    } else if rules.max.is_some_and(|max| received > max) {
-        reasons.extend([EmergencyReason::Limit, EmergencyReason::More]);
-    } else if rules.rate_type == RateType::Fixed {
-        let band = |bps: u32, rounding| {
-            rules.expected.mul_div(
-                alloy_primitives::U256::from(bps),
-                alloy_primitives::U256::from(crate::market::pricing::BPS),
-                rounding,
-            )
-        };
-        let low = band(
-            crate::market::pricing::BPS - rules.tolerance_bps,
-            Rounding::Up,
-        );
-        let high = band(
-            crate::market::pricing::BPS + rules.tolerance_bps,
-            Rounding::Down,
-        );
-        if received < low {
-            reasons.push(EmergencyReason::Less);
-        } else if received > high {
-            reasons.push(EmergencyReason::More);
-        }
-    }
-    if late {
-        reasons.push(EmergencyReason::Expired);
-    }
-    if reasons.is_empty() {
-        return DepositVerdict::Proceed;
-    }
-    reasons.sort();
-    let allowed = allowed_choices(&reasons);
-    DepositVerdict::Emergency { reasons, allowed }
-}
-
 /// What a customer may choose in an emergency for these reasons: a deposit outside the limits
 /// can only go back.
 pub fn allowed_choices(reasons: &[EmergencyReason]) -> Vec<Choice> {
@@ -208,6 +139,19 @@ pub fn allowed_choices(reasons: &[EmergencyReason]) -> Vec<Choice> {
         vec![Choice::Refund]
     } else {
         vec![Choice::Exchange, Choice::Refund]
+    }
+}
+
+/// Confirmations a deposit needs before it is exchanged.
+pub fn required_confirmations(network: Network) -> u32 {
+    match network {
+        Network::Bitcoin | Network::Litecoin => 2,
+        Network::Ethereum
+        | Network::BnbChain
+        | Network::Polygon
+        | Network::Arbitrum
+        | Network::Base => 3,
+        Network::Solana | Network::Tron | Network::Xrp => 1,
     }
 }
 
@@ -283,11 +227,11 @@ pub struct Order {
     pub affiliate_code: Option<String>,
     /// The fees of its quote, locked with its terms (docs/fees.md).
     #[serde(default)]
-    pub fees: Vec<crate::market::routes::RouteFee>,
+    pub fees: Vec<RouteFee>,
     /// The parties' fees as the desk reported taking them, where it reports them (ChangeNOW's
     /// `partnerInfo.commission`); otherwise its completion realizes `fees`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fees_realized: Option<Vec<crate::market::routes::RouteFee>>,
+    pub fees_realized: Option<Vec<RouteFee>>,
     pub email: Option<String>,
     /// The createToken it was made with, by hash.
     pub create_token_hash: Option<String>,
@@ -360,8 +304,8 @@ impl OrderLifetimes {
 
 impl Order {
     /// Its fees as the ledger files them: as quoted, or as realized.
-    pub fn charged(&self, stage: crate::fees::Stage) -> crate::fees::Charged<'_> {
-        crate::fees::Charged::at(
+    pub fn charged(&self, stage: Stage) -> Charged<'_> {
+        Charged::at(
             stage,
             (&self.id, &self.owner, self.affiliate_code.as_deref()),
             &self.fees,
@@ -435,6 +379,36 @@ impl Order {
         }
     }
 
+    /// The next version of the order in `status`. Panics on an illegal transition: the
+    /// decisions that call it only make legal ones, and the tests walk them all.
+    pub fn advanced(&self, status: OrderStatus, now_ms: i64) -> Order {
+        assert!(
+            self.status.can_become(status),
+            "illegal transition {} -> {}",
+            self.status.as_str(),
+            status.as_str()
+        );
+        let mut next = self.touched(now_ms);
+        next.status = status;
+        next
+    }
+
+    /// The next version of the order, in the same status.
+    pub fn touched(&self, now_ms: i64) -> Order {
+        let mut next = self.clone();
+        next.version += 1;
+        next.updated_at_ms = now_ms;
+        next
+    }
+
+    /// The next version, sending the first deposit back: refunding, due for the engine now.
+    pub fn refunding(&self, now_ms: i64) -> Order {
+        let mut refunding = self.advanced(OrderStatus::Refunding, now_ms);
+        refunding.refund_amount = self.deposits.first().map(|d| d.amount.clone());
+        refunding.next_check_at_ms = Some(now_ms);
+        refunding
+    }
+
     /// Records the next outbox event about this order as it is now (the order's view plus
     /// `previousStatus`), numbering it after the previous one.
     pub fn record_event(
@@ -462,80 +436,57 @@ impl Order {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use strum::VariantArray;
 
     use super::*;
 
-    fn rules(rate_type: RateType) -> DepositRules {
-        let a = |s: &str| Amount::parse(s, 8).unwrap();
-        DepositRules {
+    pub(crate) const T0: i64 = 1_800_000_000_000;
+
+    pub(crate) fn new_order(rate_type: RateType, refund: bool) -> Order {
+        Order {
+            id: "ord_prop".into(),
+            owner: "key:prop".into(),
+            status: OrderStatus::AwaitingDeposit,
+            version: 2,
             rate_type,
-            expected: a("1"),
-            min: a("0.01"),
-            max: Some(a("10")),
-            tolerance_bps: DEFAULT_TOLERANCE_BPS,
+            direction: Direction::From,
+            from_code: "BTC".into(),
+            to_code: "USDTTRC".into(),
+            provider: "atlas".into(),
+            provider_ref: "atlas-ord_prop".into(),
+            desk_token: None,
+            rate: "96000".into(),
+            from_amount: "1".into(),
+            to_amount: "96000".into(),
+            min: "0.1".into(),
+            max: Some("2".into()),
+            deposit_address: "bc1qdeposit".into(),
+            deposit_tag: None,
+            to_address: "TPayout".into(),
+            to_tag: None,
+            refund_address: refund.then(|| "bc1qrefund".into()),
+            refund_tag: None,
+            deposits: vec![],
+            payout_tx: None,
+            payout_amount: None,
+            refund_tx: None,
+            refund_amount: None,
+            emergency: None,
+            affiliate_code: None,
+            fees: Vec::new(),
+            fees_realized: None,
+            page_url: None,
+            email: None,
+            create_token_hash: None,
+            created_at_ms: T0,
+            updated_at_ms: T0,
+            expires_at_ms: T0 + 30 * 60 * 1000,
+            next_check_at_ms: Some(T0),
+            desk_failures: 0,
+            event_sequence: 2,
+            failure_reason: None,
         }
-    }
-
-    fn judge(rate_type: RateType, received: &str, late: bool) -> DepositVerdict {
-        judge_deposit(&rules(rate_type), Amount::parse(received, 8).unwrap(), late)
-    }
-
-    fn emergency(reasons: &[EmergencyReason], allowed: &[Choice]) -> DepositVerdict {
-        DepositVerdict::Emergency {
-            reasons: reasons.to_vec(),
-            allowed: allowed.to_vec(),
-        }
-    }
-
-    #[test]
-    fn fixed_orders_accept_deposits_within_the_tolerance() {
-        use EmergencyReason::*;
-        let both = [Choice::Exchange, Choice::Refund];
-        assert_eq!(judge(RateType::Fixed, "1", false), DepositVerdict::Proceed);
-        assert_eq!(
-            judge(RateType::Fixed, "0.995", false),
-            DepositVerdict::Proceed
-        );
-        assert_eq!(
-            judge(RateType::Fixed, "1.005", false),
-            DepositVerdict::Proceed
-        );
-        assert_eq!(
-            judge(RateType::Fixed, "0.99499999", false),
-            emergency(&[Less], &both)
-        );
-        assert_eq!(
-            judge(RateType::Fixed, "1.00500001", false),
-            emergency(&[More], &both)
-        );
-        assert_eq!(
-            judge(RateType::Fixed, "0.5", true),
-            emergency(&[Expired, Less], &both)
-        );
-    }
-
-    #[test]
-    fn float_orders_take_any_amount_within_limits_and_limits_allow_only_refunds() {
-        use EmergencyReason::*;
-        assert_eq!(
-            judge(RateType::Float, "0.5", false),
-            DepositVerdict::Proceed
-        );
-        assert_eq!(judge(RateType::Float, "5", false), DepositVerdict::Proceed);
-        assert_eq!(
-            judge(RateType::Float, "1", true),
-            emergency(&[Expired], &[Choice::Exchange, Choice::Refund])
-        );
-        assert_eq!(
-            judge(RateType::Float, "0.001", false),
-            emergency(&[Less, Limit], &[Choice::Refund])
-        );
-        assert_eq!(
-            judge(RateType::Fixed, "11", true),
-            emergency(&[Expired, More, Limit], &[Choice::Refund])
-        );
     }
 
     #[test]

@@ -4,13 +4,33 @@
 //! normalized order in step with it, one status at a time, so a partner sees every status the
 //! order passed through even when the engine looked only at the end (docs/orders.md).
 
-use crate::desk::{DeskExchange, DeskStatus, Destination};
-use crate::lifecycle::{LifecycleRules, required_confirmations};
 use crate::market::currencies::CurrencyDef;
-use crate::orders::{
+use crate::offchain::desk::{DeskExchange, DeskStatus, Destination};
+use crate::offchain::order::{
     Choice, Deposit, Emergency, EmergencyReason, EventType, Order, OrderEvent, OrderStatus,
-    allowed_choices,
+    allowed_choices, required_confirmations,
 };
+
+/// The order engine's timing: how often it looks, how long a customer has to choose.
+#[derive(Debug, Clone, Copy)]
+pub struct LifecycleRules {
+    /// How long a user has to choose in an emergency before a refund (when possible).
+    pub emergency_window_ms: i64,
+    /// How often an order waiting on the chain is looked at again.
+    pub poll_interval_ms: i64,
+    /// How long an expired order is still watched for a late deposit.
+    pub late_watch_ms: i64,
+}
+
+impl Default for LifecycleRules {
+    fn default() -> Self {
+        Self {
+            emergency_window_ms: 24 * 60 * 60 * 1000,
+            poll_interval_ms: 5_000,
+            late_watch_ms: 24 * 60 * 60 * 1000,
+        }
+    }
+}
 
 /// What the customer decided that the desk has not acted on yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,7 +357,7 @@ fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
     );
     take(&mut order.refund_tx, seen.refund_tx.clone());
     if let (Some(commission), None) = (&seen.commission, &order.fees_realized) {
-        order.fees_realized = Some(crate::fees::realized_operator_fees(
+        order.fees_realized = Some(crate::fees::ledger::realized_operator_fees(
             &order.fees,
             commission.amount,
             commission.currency,
@@ -398,11 +418,11 @@ fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64>
 mod tests {
     use super::*;
     use crate::amount::Amount;
-    use crate::desk::{DeskDeposit, EmergencyCase};
     use crate::market::RateType;
     use crate::market::currencies::currency;
+    use crate::offchain::desk::{DeskDeposit, EmergencyCase};
 
-    use crate::lifecycle::tests::{T0, new_order};
+    use crate::offchain::order::tests::{T0, new_order};
 
     fn btc() -> &'static CurrencyDef {
         currency("BTC").unwrap()
@@ -455,7 +475,7 @@ mod tests {
 
     #[test]
     fn a_reported_commission_realizes_the_operators_fees_once() {
-        let fee = |kind: &str, amount: &str| crate::market::routes::RouteFee {
+        let fee = |kind: &str, amount: &str| crate::fees::entry::RouteFee {
             kind: kind.into(),
             bps: Some("25".into()),
             amount: amount.into(),
@@ -465,7 +485,7 @@ mod tests {
         order.fees = vec![fee("service", "2.5"), fee("affiliate", "2.5")];
         let mut finished = seen(DeskStatus::Finished);
         finished.deposits = vec![deposit(3)];
-        finished.commission = Some(crate::desk::DeskCommission {
+        finished.commission = Some(crate::offchain::desk::DeskCommission {
             amount: Amount::parse("4.8", 6).unwrap(),
             currency: currency("USDTTRC").unwrap(),
         });

@@ -15,21 +15,22 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use swapd_core::Store;
 use swapd_core::amount::{Amount, Rounding};
-use swapd_core::desk::{
+use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::provider::{
+    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
+};
+use swapd_core::market::{Direction, RateType};
+use swapd_core::offchain::actions::{self, OpenOrder};
+use swapd_core::offchain::desk::{
     Desk, DeskActions, DeskDeposit, DeskError, DeskExchange, DeskStatus, Destination,
     EmergencyCase, ExchangeRef, ExchangeRequest, OpenedExchange,
 };
-use swapd_core::lifecycle::{self, Chain, ChainError, LifecycleRules, Next, OpenOrder};
-use swapd_core::market::currencies::{CurrencyDef, currency};
-use swapd_core::market::{Direction, RateType};
-use swapd_core::orders::{Choice, EmergencyReason, Order, OrderLifetimes, OrderStatus};
+use swapd_core::offchain::order::{Choice, EmergencyReason, Order, OrderLifetimes, OrderStatus};
 use swapd_core::owner::Owner;
-use swapd_core::provider::{
-    CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
-};
 
-use super::chain::SandboxChain;
-use super::offchain::OffchainDesk;
+use crate::chain::{ChainError, SandboxChain};
+use crate::engine::{self, BookRules, Next};
+use crate::offchain::OffchainDesk;
 
 /// At most this many lifecycle decisions per look (one change, and the steps that only
 /// reschedule before it).
@@ -55,7 +56,7 @@ pub struct SandboxDesk {
     quoter: OffchainDesk,
     store: Arc<dyn Store>,
     chain: SandboxChain,
-    rules: LifecycleRules,
+    rules: BookRules,
     pause_after_payout: bool,
 }
 
@@ -73,12 +74,13 @@ impl SandboxDesk {
             quoter,
             store: world.store.clone(),
             chain: SandboxChain::new(world.store.clone(), world.block_ms),
-            rules: LifecycleRules {
+            rules: BookRules {
                 tolerance_bps: world.tolerance_bps,
                 // The desk waits for the customer's answer as long as it takes: swapd decides
-                // when an unanswered emergency is refunded (swapd_core::follow).
+                // when an unanswered emergency is refunded (swapd_core::offchain::follow).
                 emergency_window_ms: i64::MAX / 4,
-                ..LifecycleRules::default()
+                poll_interval_ms: 5_000,
+                late_watch_ms: 24 * 60 * 60 * 1000,
             },
             pause_after_payout: world.pause_after_payout,
         }
@@ -125,9 +127,9 @@ impl SandboxDesk {
                 .map_err(|_| DeskError::AddressRefused)
         };
         let (deposit_address, deposit_tag) =
-            super::addresses::deposit_address(self.quoter.id(), from.network, reference);
+            crate::addresses::deposit_address(self.quoter.id(), from.network, reference);
         let lifetime = (opening.deposit_deadline_ms - opening.opened_at_ms).max(0);
-        let (book, _) = lifecycle::open(OpenOrder {
+        let (book, _) = actions::open(OpenOrder {
             id: reference.to_owned(),
             owner: Owner::Desk(self.quoter.id().into()),
             from,
@@ -188,15 +190,10 @@ impl SandboxDesk {
         for _ in 0..MAX_DECISIONS {
             let deposits = self
                 .chain
-                .deposits(
-                    from.network,
-                    &book.deposit_address,
-                    book.deposit_tag.as_deref(),
-                    now_ms,
-                )
+                .deposits(&book.deposit_address, book.deposit_tag.as_deref(), now_ms)
                 .await
                 .map_err(chain_unavailable)?;
-            let next = lifecycle::next(
+            let next = engine::next(
                 &book,
                 &deposits,
                 from.network,
@@ -214,18 +211,18 @@ impl SandboxDesk {
                 Next::Save(updated, Some(_)) => *updated,
                 Next::Exchange { received } => {
                     let payout = self.price(&book, from, to, received, now_ms).await?;
-                    lifecycle::after_exchange(&book, payout, now_ms)
+                    engine::after_exchange(&book, payout, now_ms)
                 }
                 Next::Payout { key, amount } => {
                     match self.pay_out(id, &book, to, &key, &amount, now_ms).await? {
-                        Ok(tx) => lifecycle::after_payout(&book, tx, now_ms),
-                        Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
+                        Ok(tx) => engine::after_payout(&book, tx, now_ms),
+                        Err(reason) => engine::after_failure(&book, reason, now_ms),
                     }
                 }
                 Next::Refund { key, amount } => {
                     match self.send_back(&book, from, &key, &amount, now_ms).await? {
-                        Ok(tx) => lifecycle::after_refund(&book, tx, now_ms),
-                        Err(reason) => lifecycle::after_failure(&book, reason, now_ms),
+                        Ok(tx) => engine::after_refund(&book, tx, now_ms),
+                        Err(reason) => engine::after_failure(&book, reason, now_ms),
                     }
                 }
                 Next::RefundExtra {
@@ -233,9 +230,9 @@ impl SandboxDesk {
                     deposit_tx,
                     amount,
                 } => match self.send_back(&book, from, &key, &amount, now_ms).await? {
-                    Ok(tx) => lifecycle::after_extra_refund(&book, &deposit_tx, tx, now_ms),
+                    Ok(tx) => engine::after_extra_refund(&book, &deposit_tx, tx, now_ms),
                     Err(reason) => {
-                        lifecycle::after_extra_refund_failure(&book, &deposit_tx, reason, now_ms)
+                        engine::after_extra_refund_failure(&book, &deposit_tx, reason, now_ms)
                     }
                 },
             };
@@ -383,10 +380,6 @@ impl Provider for SandboxDesk {
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
         self.quoter.quote(request).await
     }
-
-    fn as_desk(self: Arc<Self>) -> Option<Arc<dyn Desk>> {
-        Some(self)
-    }
 }
 
 #[async_trait]
@@ -424,7 +417,7 @@ impl Desk for SandboxDesk {
             deposit_deadline_ms: request.deposit_deadline_ms,
         };
         let (deposit_address, deposit_tag) =
-            super::addresses::deposit_address(self.quoter.id(), from.network, &request.reference);
+            crate::addresses::deposit_address(self.quoter.id(), from.network, &request.reference);
         Ok(OpenedExchange {
             id: format!("{}-{}", self.quoter.id(), request.reference),
             deposit_address,
@@ -456,7 +449,7 @@ impl Desk for SandboxDesk {
     ) -> Result<(), DeskError> {
         let refund = refund_to.map(|d| (d.address.clone(), d.tag.clone()));
         self.change(exchange, |book| {
-            lifecycle::choose(book, choice, refund.clone(), exchange.now_ms)
+            actions::choose(book, choice, refund.clone(), exchange.now_ms)
                 .map(|changed| changed.map(|(book, _)| book))
                 .map_err(|e| DeskError::Refused {
                     detail: e.to_string(),
@@ -475,7 +468,7 @@ impl Desk for SandboxDesk {
             if matches!(book.status, OrderStatus::Refunding | OrderStatus::Refunded) {
                 return Ok(None);
             }
-            lifecycle::request_refund(book, Some(refund.clone()), exchange.now_ms)
+            actions::request_refund(book, Some(refund.clone()), exchange.now_ms)
                 .map(|(book, _)| Some(book))
                 .map_err(|e| DeskError::Refused {
                     detail: e.to_string(),

@@ -1,0 +1,35 @@
+//! The sandbox providers, as venues of the market: two offchain desks, an EVM DEX, a Solana DEX
+//! and a bridge.
+
+use std::sync::Arc;
+
+use swapd_core::market::venue::Venue;
+
+use crate::desk::{SandboxDesk, SandboxWorld};
+use crate::faults::Faults;
+use crate::offchain::OffchainDesk;
+use crate::onchain::{Bridge, Dex};
+use crate::price_feed::PriceFeed;
+
+/// The sandbox providers: two offchain desks running their exchanges in `world`, an EVM DEX,
+/// a Solana DEX and a bridge whose executions advance one stage per `world.block_ms`, each
+/// behind `faults`.
+pub fn providers(feed: PriceFeed, faults: &Faults, world: &SandboxWorld) -> Vec<Venue> {
+    let block_ms = world.block_ms;
+    let desk = |quoter: OffchainDesk| Venue::Desk(Arc::new(SandboxDesk::new(quoter, world)));
+    [
+        desk(OffchainDesk::atlas(feed.clone())),
+        desk(OffchainDesk::borealis(feed.clone())),
+        Venue::Router(Arc::new(
+            Dex::meridian(feed.clone()).with_block_ms(block_ms),
+        )),
+        Venue::Router(Arc::new(Dex::sunfish(feed.clone()).with_block_ms(block_ms))),
+        Venue::Router(Arc::new(Bridge::arcbridge(feed).with_block_ms(block_ms))),
+    ]
+    .into_iter()
+    .map(|venue| faults.wrap(venue))
+    .collect()
+}
+
+/// The identifiers of [`providers`], for configuration checks.
+pub const PROVIDER_IDS: [&str; 5] = ["atlas", "borealis", "meridian", "sunfish", "arcbridge"];
