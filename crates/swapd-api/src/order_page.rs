@@ -17,15 +17,15 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 use swapd_app::orders::{self, RefundTo};
 use swapd_core::Mode;
-use swapd_core::amount::Amount;
-use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::offchain::order::{Choice, Order, OrderEvent, OrderStatus};
-use swapd_core::owner::{NotAnOwner, Owner};
 use swapd_types::orders::OrderView;
 use swapd_types::sandbox::DepositInput;
 
 use crate::html::utc;
 use crate::{ApiError, AppState};
+use swapd_core::address::Address;
+use swapd_core::ids::{OrderId, PlanId};
 
 pub(crate) fn router() -> axum::Router<AppState> {
     axum::Router::new()
@@ -48,9 +48,12 @@ pub(crate) fn token_matches(link: Option<&str>, token: &str) -> bool {
 /// The order `id` if `token` is its page token; `None` for anything else (unknown order, wrong
 /// token, an order without a page), which all answer the same 404.
 async fn order_with_token(state: &AppState, id: &str, token: &str) -> Result<Order, Response> {
+    let Some(id) = OrderId::parse(id) else {
+        return Err(not_found("Order"));
+    };
     let order = state
         .store
-        .order_for_page(id)
+        .order_for_page(&id)
         .await
         .map_err(|e| ApiError::from(e).into_response())?;
     order
@@ -114,12 +117,8 @@ async fn choose(
         address: filled(form.refund_address),
         tag: filled(form.refund_tag),
     };
-    let answered = match owner_of(&order) {
-        Ok(owner) => {
-            orders::answer_emergency(state.app(), &owner, &id, choice, refund_to, None).await
-        }
-        Err(error) => Err(error),
-    };
+    let answered =
+        orders::answer_emergency(state.app(), &order.owner, &id, choice, refund_to, None).await;
     after_action(&state, &order, answered.map(drop)).await
 }
 
@@ -150,22 +149,11 @@ async fn deposit(
         return response;
     }
     let input = DepositInput {
-        amount: order.from_amount.clone(),
+        amount: order.from_amount.to_string(),
         confirmations: None,
     };
-    let sent = match owner_of(&order) {
-        Ok(owner) => swapd_app::sandbox::deposit(state.app(), &owner, &id, input, None).await,
-        Err(error) => Err(error),
-    };
+    let sent = swapd_app::sandbox::deposit(state.app(), &order.owner, &id, input, None).await;
     after_action(&state, &order, sent.map(drop)).await
-}
-
-/// The owner of a page's order, whose use cases the page acts through.
-fn owner_of(order: &Order) -> Result<Owner, swapd_app::Error> {
-    order
-        .owner
-        .parse()
-        .map_err(|e: NotAnOwner| swapd_app::Error::Internal(format!("order {}: {e}", order.id)))
 }
 
 async fn after_action(
@@ -195,19 +183,13 @@ async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Respo
         Ok(events) => events,
         Err(error) => return ApiError::from(error).into_response(),
     };
-    let Some(from) = currency(&order.from_code) else {
-        return ApiError::internal(format_args!(
-            "stored currency {} is unknown",
-            order.from_code
-        ))
-        .into_response();
-    };
+    let from = order.from;
     let sandbox = state.mode == Mode::Sandbox;
     let view = order.view();
     let body = layout(
         &format!("Order {}", order.id),
         html! {
-            h1 { "Exchange " (order.from_code) " → " (order.to_code) }
+            h1 { "Exchange " (order.from.code) " → " (order.to.code) }
             p.muted { "Order " code { (order.id) } }
             @if let Some(problem) = problem {
                 p.problem role="alert" { (problem) }
@@ -228,6 +210,9 @@ async fn execution_page(
     State(state): State<AppState>,
     Path((id, token)): Path<(String, String)>,
 ) -> Response {
+    let Some(id) = PlanId::parse(&id) else {
+        return not_found("Execution");
+    };
     let plan = match state.store.execution_plan_for_page(&id).await {
         Ok(plan) => plan.filter(|plan| token_matches(plan.page_url.as_deref(), &token)),
         Err(error) => return ApiError::from(error).into_response(),
@@ -323,15 +308,15 @@ fn describe(status: OrderStatus, to_code: &str) -> String {
 fn status_block(order: &Order, view: &OrderView) -> Markup {
     html! {
         section.status {
-            p { "Status: " strong #status data-status=(view.status) { (describe(order.status, &order.to_code)) } }
+            p { "Status: " strong #status data-status=(view.status) { (describe(order.status, order.to.code)) } }
             @for deposit in &view.from.received {
-                p.received { "Received " (deposit.amount) " " (order.from_code) " ("
+                p.received { "Received " (deposit.amount) " " (order.from.code) " ("
                     (deposit.confirmations.min(deposit.required_confirmations)) " of "
                     (deposit.required_confirmations) " confirmations), transaction "
                     code { (deposit.tx_id) } }
             }
             @if let Some(tx) = &view.to.tx_id {
-                p { "Sent " (view.to.amount) " " (order.to_code) " in transaction "
+                p { "Sent " (view.to.amount) " " (order.to.code) " in transaction "
                     code #payout-tx { (tx) } }
             }
             @if let Some(tx) = &view.refund.tx_id {
@@ -351,7 +336,7 @@ fn deposit_block(order: &Order, from: &CurrencyDef, sandbox: bool) -> Markup {
     ) {
         return html! {};
     }
-    let amount = Amount::parse(&order.from_amount, from.precision).ok();
+    let amount = Some(order.from_amount);
     let uri = swapd_core::payment_uri::wallet_uri(
         from,
         &order.deposit_address,
@@ -364,7 +349,7 @@ fn deposit_block(order: &Order, from: &CurrencyDef, sandbox: bool) -> Markup {
     html! {
         section.deposit {
             h2 { "Send exactly" }
-            p.amount { span #amount { (order.from_amount) } " " (order.from_code) " "
+            p.amount { span #amount { (order.from_amount) } " " (order.from.code) " "
                 button.copy type="button" data-copy=(order.from_amount) { "Copy" } }
             p { "to this address:" }
             p.address { code #deposit-address { (order.deposit_address) } " "
@@ -414,9 +399,9 @@ fn emergency_block(order: &Order, view: &OrderView, from: &CurrencyDef) -> Marku
                         " " (choice_text(allowed))
                     }
                 }
-                label { "Refund address (" (order.from_code) ")"
+                label { "Refund address (" (order.from.code) ")"
                     input name="refundAddress" autocomplete="off"
-                        value=(order.refund_address.clone().unwrap_or_default()); }
+                        value=(order.refund_address.as_ref().map(Address::as_str).unwrap_or_default()); }
                 @if let Some(tag_name) = tag_name {
                     label { "Refund " (tag_name)
                         input name="refundTag" value=(order.refund_tag.clone().unwrap_or_default()); }
@@ -454,11 +439,11 @@ fn terms_block(order: &Order, view: &OrderView) -> Markup {
         section.terms {
             h2 { "Terms" }
             dl {
-                dt { "You send" } dd { (view.from.amount) " " (order.from_code) }
-                dt { "You receive" } dd { (view.to.amount) " " (order.to_code) }
-                dt { "To" } dd { code { (order.to_address) }
+                dt { "You send" } dd { (view.from.amount) " " (order.from.code) }
+                dt { "You receive" } dd { (view.to.amount) " " (order.to.code) }
+                dt { "To" } dd { code { (order.to_address.as_str()) }
                     @if let Some(tag) = &order.to_tag { " (" (tag) ")" } }
-                dt { "Rate" } dd { "1 " (order.from_code) " = " (view.rate) " " (order.to_code) " (" (rate_kind) ")" }
+                dt { "Rate" } dd { "1 " (order.from.code) " = " (view.rate) " " (order.to.code) " (" (rate_kind) ")" }
             }
         }
     }
@@ -491,7 +476,7 @@ fn status_text(status: &str, order: &Order) -> String {
     }
     status
         .parse::<OrderStatus>()
-        .map(|status| describe(status, &order.to_code))
+        .map(|status| describe(status, order.to.code))
         .unwrap_or_else(|_| status.to_owned())
 }
 

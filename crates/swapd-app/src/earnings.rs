@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use swapd_core::amount::Amount;
 use swapd_core::fees::Party;
 use swapd_core::fees::ledger::{LedgerRow, Stage};
-use swapd_core::market::currencies::currency;
 use swapd_core::owner::Owner;
 use swapd_types::earnings::{Earnings, EarningsDay, EarningsRow, EarningsTotal};
 
@@ -39,12 +38,7 @@ pub fn window(since: Option<i64>, until: Option<i64>, now: i64) -> Result<(i64, 
 pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<Earnings, Error> {
     let rows = app
         .store
-        .fee_ledger(
-            Some(&owner.scope()),
-            since * 1000,
-            until * 1000,
-            MAX_ROWS + 1,
-        )
+        .fee_ledger(Some(owner), since * 1000, until * 1000, MAX_ROWS + 1)
         .await?;
     Ok(summary(&rows, Party::Partner, since, until))
 }
@@ -90,17 +84,13 @@ fn sums(
 ) -> BTreeMap<(i64, String), (String, String)> {
     let mut sums: BTreeMap<(i64, String), (Amount, Amount)> = BTreeMap::new();
     for row in rows {
-        let precision = currency(&row.currency).map_or(18, |c| c.precision);
-        let Ok(amount) = Amount::parse(&row.amount, precision) else {
-            continue;
-        };
-        let zero = Amount::zero(precision);
+        let zero = Amount::zero(row.currency.precision);
         let entry = sums
-            .entry((bucket(row), row.currency.clone()))
+            .entry((bucket(row), row.currency.code.to_owned()))
             .or_insert((zero, zero));
         match row.stage {
-            Stage::Expected => entry.0 = entry.0 + amount,
-            Stage::Realized => entry.1 = entry.1 + amount,
+            Stage::Expected => entry.0 = entry.0 + row.amount,
+            Stage::Realized => entry.1 = entry.1 + row.amount,
         }
     }
     sums.into_iter()
@@ -113,9 +103,9 @@ fn view(row: &LedgerRow) -> EarningsRow {
         order_id: row.order_id.clone(),
         kind: row.party.as_str().into(),
         stage: row.stage.as_str().into(),
-        bps: row.bps.clone(),
-        amount: row.amount.clone(),
-        currency: row.currency.clone(),
+        bps: row.bps.map(|bps| bps.to_string()),
+        amount: row.amount.to_string(),
+        currency: row.currency.code.into(),
         at: row.at_ms / 1000,
     }
 }

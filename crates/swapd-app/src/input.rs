@@ -19,11 +19,6 @@ pub fn pair_currency(code: &str) -> Result<&'static CurrencyDef, Error> {
     })
 }
 
-/// A currency stored with an order or a route: unknown only if swapd's own data is broken.
-pub(crate) fn stored_currency(code: &str) -> Result<&'static CurrencyDef, Error> {
-    currency(code).ok_or_else(|| Error::internal(format_args!("stored currency {code} is unknown")))
-}
-
 /// A positive amount of `currency`, at its precision.
 pub fn positive_amount(text: &str, currency: &CurrencyDef) -> Result<Amount, Error> {
     let amount = Amount::parse(text, currency.precision).map_err(|e| {

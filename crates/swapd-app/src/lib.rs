@@ -156,21 +156,21 @@ impl Answer {
     }
 }
 
-/// The caller's object `id` (its ids start with `prefix`): a malformed id is not looked up, and
-/// it, an unknown id and another principal's object are the same `not_found`.
-async fn find_owned<T, Found>(
-    id: &str,
-    prefix: &str,
+/// The caller's object whose id is `text`: a malformed id is not looked up, and it, an unknown
+/// id and another principal's object are the same `not_found`.
+async fn find_owned<Id, T, Found>(
+    text: &str,
+    parse: fn(&str) -> Option<Id>,
     not_found: fn() -> Error,
-    lookup: impl FnOnce() -> Found,
+    lookup: impl FnOnce(Id) -> Found,
 ) -> Result<T, Error>
 where
     Found: std::future::Future<Output = Result<Option<T>, swapd_core::StoreError>>,
 {
-    if !swapd_types::ids::is_valid_id(id, prefix) {
+    let Some(id) = parse(text) else {
         return Err(not_found());
-    }
-    lookup().await?.ok_or_else(not_found)
+    };
+    lookup(id).await?.ok_or_else(not_found)
 }
 
 #[cfg(test)]

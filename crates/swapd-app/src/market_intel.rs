@@ -1,7 +1,7 @@
 //! Market-intel jobs (docs/market-intel.md): queued for the caller, run by the worker, read
 //! back by the same caller.
 
-use swapd_core::ids;
+use swapd_core::ids::JobId;
 use swapd_core::market_intel::{self, InvalidJob, Job};
 use swapd_core::owner::Owner;
 use swapd_types::market_intel::JobInput;
@@ -22,8 +22,8 @@ pub async fn queue(
 ) -> Result<Answer, Error> {
     let request = check(input)?;
     let job = Job::queue(
-        ids::new_id("job_"),
-        owner.scope(),
+        JobId::generate(),
+        owner.clone(),
         request,
         app.clock.now_ms(),
     );
@@ -36,12 +36,11 @@ pub async fn queue(
 
 /// `owner`'s job `id`: unknown ids and other callers' jobs are the same "not found".
 pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Job, Error> {
-    let scope = owner.scope();
     crate::find_owned(
         id,
-        "job_",
+        JobId::parse,
         || Error::JobNotFound,
-        || app.store.job(id, &scope),
+        |id| async move { app.store.job(&id, owner).await },
     )
     .await
 }

@@ -4,8 +4,7 @@
 //! plan's access token.
 
 use swapd_core::StoreError;
-use swapd_core::amount::Amount;
-use swapd_core::ids;
+use swapd_core::ids::PlanId;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::routes::{RouteQuote, less_bps};
@@ -18,7 +17,6 @@ use swapd_core::onchain::router::{PlanRequest, ShownTerms};
 use swapd_core::owner::Owner;
 use swapd_types::onchain::{ExecutionPlanView, ExecutionReportInput, OnchainResolveInput};
 
-use crate::input::stored_currency;
 use crate::orders::{Page, new_link};
 use crate::{Answer, App, Error, IdempotencyKey};
 use swapd_core::onchain::plan;
@@ -61,10 +59,7 @@ pub async fn resolve(
                 .into(),
         ));
     }
-    let (from, to) = (
-        stored_currency(&route.from_code)?,
-        stored_currency(&route.to_code)?,
-    );
+    let (from, to) = (route.from, route.to);
     let namespace = from
         .onchain_namespace()
         .ok_or_else(|| Error::internal("an onchain route's source has no chain namespace"))?;
@@ -76,10 +71,15 @@ pub async fn resolve(
             "must be an integer from 0 to 5000 basis points",
         ));
     }
-    let resolve_key = plan::resolve_key(&route.id, namespace, &input.wallet_address, slippage_bps);
+    let resolve_key = plan::resolve_key(
+        route.id.as_str(),
+        namespace,
+        &input.wallet_address,
+        slippage_bps,
+    );
     if let Some(plan) = app
         .store
-        .execution_plan_for(&principal.owner.scope(), &resolve_key)
+        .execution_plan_for(&principal.owner, &resolve_key)
         .await?
     {
         return Answer::json(200, &plan_view(app, &plan));
@@ -107,7 +107,7 @@ pub async fn resolve(
         Err(StoreError::Conflict(reason)) => {
             match app
                 .store
-                .execution_plan_for(&principal.owner.scope(), &plan.resolve_key)
+                .execution_plan_for(&principal.owner, &plan.resolve_key)
                 .await?
             {
                 Some(existing) => Answer::json(200, &plan_view(app, &existing)),
@@ -171,11 +171,8 @@ async fn build_plan(
     wanted: Wanted<'_>,
     now_ms: i64,
 ) -> Result<ExecutionPlan, Error> {
-    let stored_amount =
-        |text: &str, def: &CurrencyDef| Amount::parse(text, def.precision).map_err(Error::internal);
-    let from_amount = stored_amount(&route.from_amount, from)?;
-    let expected = stored_amount(&route.to_amount, to)?;
-    let plan_id = ids::new_id("ocx_");
+    let (from_amount, expected) = (route.from_amount, route.to_amount);
+    let plan_id = PlanId::generate();
     let expires_at_ms = now_ms + PLAN_TTL_MS;
     let router = app
         .market
@@ -184,14 +181,14 @@ async fn build_plan(
     let built = tokio::time::timeout(
         swapd_core::onchain::router::PLAN_DEADLINE,
         router.build_plan(&PlanRequest {
-            plan_id: plan_id.clone(),
+            plan_id: plan_id.to_string(),
             from,
             to,
             from_amount,
             min_output: less_bps(expected, wanted.slippage_bps),
             shown: ShownTerms {
                 expected_output: expected,
-                min_output: stored_amount(&route.min_output, to)?,
+                min_output: route.min_output,
             },
             wallet_address: wanted.wallet_address.to_owned(),
             recipient: route.recipient.clone(),
@@ -210,9 +207,9 @@ async fn build_plan(
     })?
     .map_err(|e| Error::Provider(format!("{}: {e}", route.provider)))?;
     Ok(ExecutionPlan::open(NewPlan {
-        page_url: Some(new_link(app.public_url, Page::Execution, &plan_id)),
+        page_url: Some(new_link(app.public_url, Page::Execution, plan_id.as_str())),
         id: plan_id,
-        owner: owner.scope(),
+        owner: owner.clone(),
         route_quote_id: route.id.clone(),
         resolve_key: wanted.resolve_key,
         provider: route.provider.clone(),
@@ -241,22 +238,24 @@ async fn build_plan(
 fn plan_view(app: App<'_>, plan: &ExecutionPlan) -> ExecutionPlanView {
     let token_expires_at = (plan.created_at_ms + ACCESS_TOKEN_TTL_MS) / 1000;
     ExecutionPlanView {
-        execution_plan_id: plan.id.clone(),
-        execution_access_token: app
-            .access_tokens
-            .issue(&plan.id, &plan.owner, token_expires_at),
+        execution_plan_id: plan.id.to_string(),
+        execution_access_token: app.access_tokens.issue(
+            plan.id.as_str(),
+            &plan.owner.scope(),
+            token_expires_at,
+        ),
         execution_access_token_expires_at: token_expires_at,
         expires_at: plan.expires_at_ms / 1000,
         execution_provider: plan.provider.clone(),
-        route_quote_id: plan.route_quote_id.clone(),
-        chain_namespace: plan.chain_namespace.clone(),
+        route_quote_id: plan.route_quote_id.to_string(),
+        chain_namespace: plan.chain_namespace().into(),
         wallet_address: plan.wallet_address.clone(),
         recipient_address: plan.recipient.clone(),
-        from_ccy: plan.from_code.clone(),
-        to_ccy: plan.to_code.clone(),
-        from_amount: plan.from_amount.clone(),
-        expected_output_amount: plan.expected_output.clone(),
-        min_output_amount: plan.min_output.clone(),
+        from_ccy: plan.from.code.into(),
+        to_ccy: plan.to.code.into(),
+        from_amount: plan.from_amount.to_string(),
+        expected_output_amount: plan.expected_output.to_string(),
+        min_output_amount: plan.min_output.to_string(),
         slippage_bps: plan.slippage_bps,
         gasless: plan.gasless,
         steps: plan.steps.clone(),
@@ -280,18 +279,15 @@ pub async fn report(
         access_token,
     )
     .await?;
-    principal.check_wallet(&plan.chain_namespace, &input.wallet_address)?;
-    if input.chain_namespace != plan.chain_namespace {
+    let namespace = plan.chain_namespace();
+    principal.check_wallet(namespace, &input.wallet_address)?;
+    if input.chain_namespace != namespace {
         return Err(Error::invalid(
             "chainNamespace",
-            format!("this plan executes on {}", plan.chain_namespace),
+            format!("this plan executes on {namespace}"),
         ));
     }
-    if !plan::same_wallet(
-        &plan.chain_namespace,
-        &plan.wallet_address,
-        &input.wallet_address,
-    ) {
+    if !plan::same_wallet(namespace, &plan.wallet_address, &input.wallet_address) {
         return Err(Error::WalletMismatch(
             "walletAddress is not the wallet this plan was resolved for".into(),
         ));
@@ -313,7 +309,11 @@ pub async fn report(
         {
             return Ok(answer.written(Some(key)));
         }
-        plan = owned_plan(app, &principal.owner, &plan.id).await?;
+        plan = app
+            .store
+            .execution_plan(&plan.id, &principal.owner)
+            .await?
+            .ok_or(Error::ExecutionNotFound)?;
     }
     Err(Error::Busy(
         "the execution is changing; retry with the same Idempotency-Key".into(),
@@ -341,7 +341,7 @@ fn parse_report(
             "this plan's steps are transactions: report the txHash of the last one",
         )),
         (Some(tx_hash), None) => Ok(ExecutionReport::TxHash {
-            tx_hash: signatures::normalize_tx_hash(&plan.chain_namespace, tx_hash)
+            tx_hash: signatures::normalize_tx_hash(plan.chain_namespace(), tx_hash)
                 .map_err(|problem| Error::invalid("txHash", problem))?,
         }),
         (None, Some(signatures)) => {
@@ -370,18 +370,22 @@ pub async fn authorized_plan(
 ) -> Result<ExecutionPlan, Error> {
     let plan = owned_plan(app, owner, plan_id).await?;
     app.access_tokens
-        .verify(access_token, &plan.id, &owner.scope(), app.clock.now_secs())
+        .verify(
+            access_token,
+            plan.id.as_str(),
+            &owner.scope(),
+            app.clock.now_secs(),
+        )
         .map_err(|e| Error::ExecutionTokenInvalid(e.to_string()))?;
     Ok(plan)
 }
 
 async fn owned_plan(app: App<'_>, owner: &Owner, plan_id: &str) -> Result<ExecutionPlan, Error> {
-    let scope = owner.scope();
     crate::find_owned(
         plan_id,
-        "ocx_",
+        PlanId::parse,
         || Error::ExecutionNotFound,
-        || app.store.execution_plan(plan_id, &scope),
+        |id| async move { app.store.execution_plan(&id, owner).await },
     )
     .await
 }

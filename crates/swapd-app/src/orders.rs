@@ -4,7 +4,7 @@
 
 use swapd_core::address::Address;
 use swapd_core::amount::Amount;
-use swapd_core::ids;
+use swapd_core::ids::{self, OrderId};
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::provider::QuoteRequest;
 use swapd_core::market::routes::{self, RedeemError};
@@ -17,10 +17,7 @@ use swapd_core::owner::Owner;
 use swapd_types::orders::OrderInput;
 use tracing::Instrument;
 
-use crate::input::{
-    check_address, check_tag, pair_currency, parse_address, parse_amount, parse_email,
-    stored_currency,
-};
+use crate::input::{check_tag, pair_currency, parse_address, parse_amount, parse_email};
 use crate::{Answer, App, Error, IdempotencyKey};
 use swapd_core::offchain::actions;
 
@@ -61,7 +58,7 @@ struct Terms {
     rate_lock: Option<String>,
     create_token_hash: Option<String>,
     /// The quote's fees (docs/fees.md).
-    fees: Vec<swapd_core::fees::entry::RouteFee>,
+    fees: Vec<swapd_core::fees::entry::Fee>,
     /// The affiliate the quote was made for.
     affiliate_code: Option<String>,
 }
@@ -81,13 +78,13 @@ pub async fn create(
         None => quoted_terms(app, &input, now_ms).await?,
     };
     let destinations = destinations(&terms, input)?;
-    let order_id = ids::new_id("ord_");
-    let mut exchange = open_exchange(app, &terms, &destinations, &order_id, now_ms).await?;
+    let order_id = OrderId::generate();
+    let mut exchange = open_exchange(app, &terms, &destinations, order_id.as_str(), now_ms).await?;
     exchange.access_token = exchange.access_token.map(|token| {
         app.master_key
-            .seal(token.as_bytes(), &token_context(&order_id))
+            .seal(token.as_bytes(), &token_context(order_id.as_str()))
     });
-    let page_url = new_link(app.public_url, Page::Order, &order_id);
+    let page_url = new_link(app.public_url, Page::Order, order_id.as_str());
     let (order, events) = actions::open(OpenOrder {
         id: order_id,
         owner: owner.clone(),
@@ -236,7 +233,7 @@ async fn token_terms(
     let hash = routes::hash_create_token(token);
     let record = app
         .store
-        .create_token(&hash, &owner.scope())
+        .create_token(&hash, owner)
         .await?
         .ok_or(RedeemError::NotFound)?;
     if record.used_at_ms.is_some() {
@@ -259,26 +256,16 @@ async fn token_terms(
             "onchain routes are executed with POST /onchain/routes/resolve".into(),
         ));
     }
-    let (from, to) = (
-        stored_currency(&route.from_code)?,
-        stored_currency(&route.to_code)?,
-    );
-    let amount =
-        |text: &str, def: &CurrencyDef| Amount::parse(text, def.precision).map_err(Error::internal);
     Ok(Terms {
-        from,
-        to,
+        from: route.from,
+        to: route.to,
         provider: route.provider,
         rate_type: route.rate_type,
         direction: route.direction,
-        from_amount: amount(&route.from_amount, from)?,
-        to_amount: amount(&route.to_amount, to)?,
-        min: amount(&route.min, from)?,
-        max: route
-            .max
-            .as_deref()
-            .map(|max| amount(max, from))
-            .transpose()?,
+        from_amount: route.from_amount,
+        to_amount: route.to_amount,
+        min: route.min,
+        max: route.max,
         rate_lock: route.rate_lock,
         create_token_hash: Some(hash),
         fees: route.fees,
@@ -320,7 +307,7 @@ async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<T
         max: quote.max,
         rate_lock: quote.rate_lock,
         create_token_hash: None,
-        fees: crate::routes::route_fees(&quote.fees),
+        fees: quote.fees.clone(),
         affiliate_code: input.affiliate_code.clone(),
     })
 }
@@ -361,12 +348,11 @@ fn unavailable(provider: &str, retry_after: Option<std::time::Duration>) -> Erro
 
 /// `owner`'s order `id`: unknown ids and other principals' orders are the same "not found".
 pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Order, Error> {
-    let scope = owner.scope();
     crate::find_owned(
         id,
-        "ord_",
+        OrderId::parse,
         || Error::OrderNotFound,
-        || app.store.order(id, &scope),
+        |id| async move { app.store.order(&id, owner).await },
     )
     .await
 }
@@ -378,13 +364,13 @@ pub struct RefundTo {
 }
 
 impl RefundTo {
-    fn checked(&self, order: &Order) -> Result<Option<(String, Option<String>)>, Error> {
-        let from = stored_currency(&order.from_code)?;
+    fn checked(&self, order: &Order) -> Result<Option<(Address, Option<String>)>, Error> {
+        let from = order.from;
         match &self.address {
             Some(address) => {
-                check_address(from, address, "refundAddress")?;
+                let address = parse_address(from, address, "refundAddress")?;
                 check_tag(from, self.tag.as_deref(), "refundTag")?;
-                Ok(Some((address.clone(), self.tag.clone())))
+                Ok(Some((address, self.tag.clone())))
             }
             None if self.tag.is_some() => Err(Error::invalid("refundTag", "needs refundAddress")),
             None => Ok(None),

@@ -3,9 +3,8 @@
 //! route quote of the caller's.
 
 use swapd_core::amount::Amount;
-use swapd_core::fees::entry::Fee;
-use swapd_core::fees::entry::RouteFee;
-use swapd_core::ids;
+use swapd_core::fees::entry;
+use swapd_core::ids::RouteQuoteId;
 use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::provider::{ProviderError, ProviderQuote, QuoteRequest, Wallet};
 use swapd_core::market::routes::{self, ResolveError, RouteQuote};
@@ -142,14 +141,14 @@ fn empty_card(ask: &RoutesAsk, provider: &str, execution_type: ExecutionType) ->
 
 /// A usable card: the terms of its stored route quote.
 fn fill_card(card: &mut RouteCard, record: &RouteQuote, quote: &ProviderQuote) {
-    card.route_quote_id = Some(record.id.clone());
+    card.route_quote_id = Some(record.id.to_string());
     card.is_available = true;
-    card.from_amount = Some(record.from_amount.clone());
-    card.expected_output_amount = Some(record.to_amount.clone());
-    card.min_output_amount = Some(record.min_output.clone());
-    card.rate = Some(record.rate.clone());
+    card.from_amount = Some(record.from_amount.to_string());
+    card.expected_output_amount = Some(record.to_amount.to_string());
+    card.min_output_amount = Some(record.min_output.to_string());
+    card.rate = Some(record.rate.to_string());
     card.rate_type = quote.rate_type;
-    card.fees = record.fees.iter().map(RouteFee::view).collect();
+    card.fees = entry::views(&record.fees);
     card.gasless = quote.gasless;
     card.estimated_duration_seconds = Some(quote.estimated_duration_secs);
     card.expires_at = Some(record.expires_at_ms / 1000);
@@ -163,21 +162,21 @@ fn route_quote(
     quote: &ProviderQuote,
 ) -> RouteQuote {
     RouteQuote {
-        id: ids::new_id("rqq_"),
-        owner: owner.scope(),
+        id: RouteQuoteId::generate(),
+        owner: owner.clone(),
         provider: provider.into(),
         execution_type,
         rate_type: quote.rate_type,
         direction: request.direction,
-        from_code: request.from.code.into(),
-        to_code: request.to.code.into(),
-        from_amount: quote.from_amount.to_string(),
-        to_amount: quote.to_amount.to_string(),
-        min_output: quote.min_output.to_string(),
-        rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
-        min: quote.min.to_string(),
-        max: quote.max.map(|a| a.to_string()),
-        fees: route_fees(&quote.fees),
+        from: request.from,
+        to: request.to,
+        from_amount: quote.from_amount,
+        to_amount: quote.to_amount,
+        min_output: quote.min_output,
+        rate: pricing::rate(quote.from_amount, quote.to_amount),
+        min: quote.min,
+        max: quote.max,
+        fees: quote.fees.clone(),
         estimated_duration_secs: quote.estimated_duration_secs,
         wallet_address: request.wallet.as_ref().and_then(|w| w.address.clone()),
         wallet_namespace: request.wallet.as_ref().map(|w| w.namespace.to_owned()),
@@ -191,34 +190,14 @@ fn route_quote(
     }
 }
 
-/// A provider quote's fees as the API shows them.
-pub fn fees_view(fees: &[Fee]) -> Vec<swapd_types::market::Fee> {
-    route_fees(fees).iter().map(RouteFee::view).collect()
-}
-
-/// A provider quote's fees as route quotes and orders keep them.
-pub(crate) fn route_fees(fees: &[Fee]) -> Vec<RouteFee> {
-    fees.iter().map(route_fee).collect()
-}
-
-fn route_fee(fee: &Fee) -> RouteFee {
-    RouteFee {
-        kind: fee.kind.as_str().into(),
-        bps: fee.rate.map(|rate| rate.to_string()),
-        amount: fee.amount.to_string(),
-        currency: fee.currency.into(),
-    }
-}
-
 /// The route quote `id` if `owner` received it: a malformed, unknown or foreign id is the same
 /// "not found".
 pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<RouteQuote, Error> {
-    let scope = owner.scope();
     crate::find_owned(
         id,
-        "rqq_",
+        RouteQuoteId::parse,
         || Error::RouteNotFound,
-        || app.store.route_quote(id, &scope),
+        |id| async move { app.store.route_quote(&id, owner).await },
     )
     .await
 }
@@ -232,19 +211,19 @@ pub async fn resolve(
     key: &dyn IdempotencyKey,
 ) -> Result<Answer, Error> {
     let route = owned(app, owner, id).await?;
-    let (token, record) = routes::resolve(route, &owner.scope(), app.clock.now_ms())?;
+    let (token, record) = routes::resolve(route, app.clock.now_ms())?;
     let route = &record.route;
     let answer = Answer::json(
         200,
         &Resolved {
             create_token: token,
             expires_at: record.expires_at_ms / 1000,
-            route_quote_id: route.id.clone(),
-            from_ccy: route.from_code.clone(),
-            to_ccy: route.to_code.clone(),
-            from_amount: route.from_amount.clone(),
-            to_amount: route.to_amount.clone(),
-            rate: route.rate.clone(),
+            route_quote_id: route.id.to_string(),
+            from_ccy: route.from.code.into(),
+            to_ccy: route.to.code.into(),
+            from_amount: route.from_amount.to_string(),
+            to_amount: route.to_amount.to_string(),
+            rate: route.rate.to_string(),
             rate_type: route.rate_type,
             provider: route.provider.clone(),
         },

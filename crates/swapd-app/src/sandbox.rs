@@ -6,7 +6,7 @@ use swapd_core::owner::Owner;
 use swapd_core::store::SandboxDeposit;
 use swapd_types::sandbox::{DepositInput, DepositRecorded};
 
-use crate::input::{positive_amount, stored_currency};
+use crate::input::positive_amount;
 use crate::orders::owned;
 use crate::{Answer, App, Error, IdempotencyKey};
 
@@ -28,7 +28,7 @@ pub async fn deposit(
     key: Option<&dyn IdempotencyKey>,
 ) -> Result<Answer, Error> {
     let order = owned(app, owner, id).await?;
-    let amount = positive_amount(&input.amount, stored_currency(&order.from_code)?)?;
+    let amount = positive_amount(&input.amount, order.from)?;
     let confirmations = input.confirmations.unwrap_or(0);
     if confirmations > MAX_CONFIRMATIONS {
         return Err(Error::invalid(

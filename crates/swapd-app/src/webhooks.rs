@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use strum::VariantArray;
-use swapd_core::ids;
+use swapd_core::ids::{self, WebhookId};
 use swapd_core::offchain::order::EventType;
 use swapd_core::owner::Owner;
 use swapd_core::webhooks::delivery::{
@@ -29,7 +29,7 @@ pub async fn list(app: App<'_>, owner: &Owner) -> Result<Vec<Webhook>, Error> {
     let now_ms = app.clock.now_ms();
     Ok(app
         .store
-        .subscriptions(&owner.scope())
+        .subscriptions(owner)
         .await?
         .iter()
         .map(|s| view(s, now_ms))
@@ -48,12 +48,12 @@ pub async fn create(
     let events = parse_events(&input.events)?;
     let description = check_description(input.description)?;
     let now_ms = app.clock.now_ms();
-    let id = ids::new_id("whk_");
+    let id = WebhookId::generate();
     let secret = signing::new_secret();
-    let secret_sealed = app.master_key.seal(secret.as_bytes(), &id);
+    let secret_sealed = app.master_key.seal(secret.as_bytes(), id.as_str());
     let subscription = Subscription::create(
         id,
-        owner.scope(),
+        owner.clone(),
         input.url,
         events,
         description,
@@ -138,12 +138,14 @@ pub async fn rotate(
     }
     let secret = signing::new_secret();
     change(app, owner, id, key, |subscription, now_ms| {
-        let sealed = app.master_key.seal(secret.as_bytes(), &subscription.id);
+        let sealed = app
+            .master_key
+            .seal(secret.as_bytes(), subscription.id.as_str());
         let rotated = subscription
             .rotate(sealed, grace_secs, input.force == Some(true), now_ms)
             .map_err(|_| Error::RotationInProgress)?;
         let answer = Rotated {
-            webhook_id: rotated.id.clone(),
+            webhook_id: rotated.id.to_string(),
             secret: secret.clone(),
             previous_secret_expires_at: rotated.previous_secret_expires_at_ms.map(|at| at / 1000),
         };
@@ -186,12 +188,11 @@ const REPLAY_WINDOW_MS: i64 = 60_000;
 /// `owner`'s subscription `id`: unknown ids and other principals' subscriptions are the same
 /// "not found".
 pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Subscription, Error> {
-    let scope = owner.scope();
     crate::find_owned(
         id,
-        "whk_",
+        WebhookId::parse,
         || Error::WebhookNotFound,
-        || app.store.subscription(id, &scope),
+        |id| async move { app.store.subscription(&id, owner).await },
     )
     .await
 }
@@ -230,7 +231,7 @@ pub async fn replay(
     }
     let events = app
         .store
-        .replay_events(&owner.scope(), selection, &subscription.events)
+        .replay_events(owner, selection, &subscription.events)
         .await?;
     if let ReplaySelection::Event(event_id) = selection
         && events.is_empty()
@@ -243,14 +244,14 @@ pub async fn replay(
             id: ids::new_id("dlv_"),
             subscription_id: subscription.id.clone(),
             event_id: event_id.clone(),
-            owner: owner.scope(),
+            owner: owner.clone(),
             created_at_ms: now_ms,
         })
         .collect();
     let answer = Answer::json(
         202,
         &ReplayQueued {
-            webhook_id: subscription.id.clone(),
+            webhook_id: subscription.id.to_string(),
             queued: queued.len(),
             deliveries: queued
                 .iter()
@@ -289,7 +290,7 @@ pub async fn test_callback(
         .signing_secrets(now_ms)
         .into_iter()
         .map(|sealed| {
-            let secret = app.master_key.open(sealed, &subscription.id).ok()?;
+            let secret = app.master_key.open(sealed, subscription.id.as_str()).ok()?;
             signing::secret_key(std::str::from_utf8(&secret).ok()?)
         })
         .collect::<Option<Vec<_>>>()
@@ -324,7 +325,7 @@ pub async fn test_callback(
         ),
     };
     Ok(TestCallbackResult {
-        webhook_id: subscription.id,
+        webhook_id: subscription.id.into_string(),
         event_id,
         delivered,
         status_code,
@@ -343,7 +344,7 @@ pub async fn deliveries(
     let subscription = owned(app, owner, id).await?;
     let deliveries = app
         .store
-        .deliveries(&subscription.id, &owner.scope(), limit)
+        .deliveries(&subscription.id, owner, limit)
         .await?
         .into_iter()
         .map(delivery_view)
@@ -381,7 +382,7 @@ fn delivery_view(delivery: Delivery) -> WebhookDelivery {
 /// A subscription as its owner sees it (no secrets).
 pub fn view(subscription: &Subscription, now_ms: i64) -> Webhook {
     Webhook {
-        webhook_id: subscription.id.clone(),
+        webhook_id: subscription.id.to_string(),
         url: subscription.url.clone(),
         events: subscription
             .events

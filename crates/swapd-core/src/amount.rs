@@ -12,8 +12,8 @@ use alloy_primitives::U256;
 pub use swapd_types::schema::MAX_DECIMALS;
 use swapd_types::schema::MAX_WHOLE_DIGITS;
 
-/// `units / 10^decimals`, exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// `units / 10^decimals`, exactly. Equal values are equal at any scale (`1.5` is `1.50`).
+#[derive(Debug, Clone, Copy)]
 pub struct Amount {
     units: U256,
     decimals: u8,
@@ -158,6 +158,27 @@ impl std::ops::Add for Amount {
     }
 }
 
+impl PartialEq for Amount {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Amount {}
+
+impl std::hash::Hash for Amount {
+    /// Hashes the value at its smallest scale, so equal amounts hash alike.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let ten = U256::from(10u8);
+        let (mut units, mut decimals) = (self.units, self.decimals);
+        while decimals > 0 && (units % ten).is_zero() {
+            units /= ten;
+            decimals -= 1;
+        }
+        (units, decimals).hash(state);
+    }
+}
+
 impl PartialOrd for Amount {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -280,6 +301,17 @@ mod tests {
 
     fn amount(text: &str, precision: u8) -> Amount {
         Amount::parse(text, precision).unwrap()
+    }
+
+    #[test]
+    fn equal_values_are_equal_and_hash_alike_at_any_scale() {
+        use std::hash::BuildHasher;
+        let state = std::collections::hash_map::RandomState::new();
+        let (short, long) = (amount("1.5", 8), amount("1.50", 18));
+        assert_eq!(short, long);
+        assert_eq!(state.hash_one(short), state.hash_one(long));
+        assert_ne!(amount("1.5", 8), amount("1.500001", 18));
+        assert_eq!(amount("0", 0), Amount::zero(18));
     }
 
     #[test]

@@ -9,8 +9,10 @@ use swapd_types::market::Direction;
 use swapd_types::market_intel::{JobError, JobResult, JobStatus, RateBucket};
 
 use crate::amount::{Amount, Rounding};
+use crate::ids::JobId;
 use crate::market::currencies::{CurrencyDef, currency};
 use crate::market::pricing::RATE_DECIMALS;
+use crate::owner::Owner;
 
 pub const KINDS: [&str; 3] = ["pair_depth", "route_scan", "rate_history"];
 /// How long one run of a job may take before it fails with `timeout`.
@@ -203,10 +205,9 @@ fn known(code: &str, field: &'static str) -> Result<&'static CurrencyDef, Invali
 /// A job as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    /// `job_…`.
-    pub id: String,
-    /// The wallet scope that paid for it.
-    pub owner: String,
+    pub id: JobId,
+    /// The wallet that paid for it.
+    pub owner: Owner,
     pub request: JobRequest,
     pub status: JobStatus,
     pub result: Option<JobResult>,
@@ -220,7 +221,7 @@ pub struct Job {
 
 impl Job {
     /// A job queued at `now_ms`, not yet run.
-    pub fn queue(id: String, owner: String, request: JobRequest, now_ms: i64) -> Self {
+    pub fn queue(id: JobId, owner: Owner, request: JobRequest, now_ms: i64) -> Self {
         Self {
             id,
             owner,
@@ -237,7 +238,7 @@ impl Job {
 
     pub fn view(&self) -> swapd_types::market_intel::JobView {
         swapd_types::market_intel::JobView {
-            job_id: self.id.clone(),
+            job_id: self.id.to_string(),
             kind: self.request.kind().into(),
             status: self.status,
             request: serde_json::to_value(&self.request).expect("requests serialize"),

@@ -1,8 +1,7 @@
-//! Status e-mails: the message about an order event, and the port that sends it.
+//! E-mail: the addresses status e-mails go to, and the port that sends them (what an order's
+//! e-mail says is `offchain::mail`).
 
 use async_trait::async_trait;
-
-use crate::offchain::order::OrderEvent;
 
 /// One plain-text e-mail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +31,24 @@ impl Email {
             .then(|| Self(text.to_owned()))
     }
 
+    /// An address as stored with an order: checked when it was given, by the rules of that
+    /// time (older orders may hold one the mailer no longer takes: the notifier checks again).
+    pub fn stored(text: String) -> Self {
+        Self(text)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
     pub fn into_string(self) -> String {
         self.0
+    }
+}
+
+impl std::fmt::Display for Email {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -51,65 +62,6 @@ pub fn can_send_to(address: &str) -> bool {
 #[async_trait]
 pub trait Mailer: Send + Sync + 'static {
     async fn send(&self, mail: &Mail) -> Result<(), MailError>;
-}
-
-/// The e-mail telling `to` about `event`: the new status and what the order looks like now.
-pub fn order_mail(event: &OrderEvent, to: &str) -> Mail {
-    let data = &event.data;
-    let field = |path: &[&str]| {
-        path.iter()
-            .try_fold(data, |value, key| value.get(key))
-            .and_then(|v| v.as_str())
-            .unwrap_or("-")
-            .to_owned()
-    };
-    let status = field(&["status"]).replace('_', " ");
-    let mut text = format!(
-        "Order {id} is now {status}.\n\n\
-         Send:     {from_amount} {from_code}\n\
-         To:       {deposit}{deposit_tag}\n\
-         Receive:  {to_amount} {to_code}\n\
-         Payout:   {payout}\n",
-        id = event.order_id,
-        from_amount = field(&["from", "amount"]),
-        from_code = field(&["from", "code"]),
-        deposit = field(&["from", "depositAddress"]),
-        deposit_tag = data["from"]["depositTag"]
-            .as_str()
-            .map(|t| format!(" (destination tag {t})"))
-            .unwrap_or_default(),
-        to_amount = field(&["to", "amount"]),
-        to_code = field(&["to", "code"]),
-        payout = field(&["to", "address"]),
-    );
-    if let Some(tx) = data["to"]["txId"].as_str() {
-        text.push_str(&format!("Payout transaction: {tx}\n"));
-    }
-    if let Some(tx) = data["refund"]["txId"].as_str() {
-        text.push_str(&format!("Refund transaction: {tx}\n"));
-    }
-    if let Some(reasons) = data["emergency"]["reasons"].as_array() {
-        let reasons: Vec<&str> = reasons.iter().filter_map(|r| r.as_str()).collect();
-        text.push_str(&format!(
-            "\nYour choice is needed ({}): EXCHANGE or REFUND.\n",
-            reasons.join(", ")
-        ));
-    }
-    if let Some(page) = data["orderPageUrl"].as_str() {
-        text.push_str(&format!(
-            "\nFollow the order (and choose, when asked): {page}\n"
-        ));
-    }
-    text.push_str(&format!(
-        "\nEvent {} ({}).\n",
-        event.id,
-        event.event_type.as_str()
-    ));
-    Mail {
-        to: to.to_owned(),
-        subject: format!("Order {} is {status}", event.order_id),
-        text,
-    }
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ pub fn provider_quote(
         network_fee,
         fees: quote
             .network_fee
-            .map(|amount| Fee::cost(FeeKind::Network, amount, request.to.code))
+            .map(|amount| Fee::cost(FeeKind::Network, amount, request.to))
             .into_iter()
             .collect(),
         min: limits.min,

@@ -138,6 +138,12 @@ impl swapd_core::onchain::chain::SolanaChain for ScriptedSolana {
     }
 }
 
+/// `text` of the catalog's currency `code`.
+pub fn amount(text: &str, code: &str) -> swapd_core::amount::Amount {
+    let currency = swapd_core::market::currencies::currency(code).expect("a catalog code");
+    swapd_core::amount::Amount::parse(text, currency.precision).expect("an amount")
+}
+
 /// A plan of `provider` from `from` to `to` for `wallet`, reported at 10 s and due then; its
 /// deadline 300 s.
 pub fn plan(
@@ -146,22 +152,24 @@ pub fn plan(
     from: &str,
     to: &str,
 ) -> swapd_core::onchain::plan::ExecutionPlan {
-    let namespace = swapd_core::market::currencies::currency(from)
-        .map_or("eip155", |def| def.network.chain_namespace());
+    let currency = |code| swapd_core::market::currencies::currency(code).expect("a catalog code");
+    let (from, to) = (currency(from), currency(to));
+    let one = |def: &swapd_core::market::currencies::CurrencyDef| {
+        swapd_core::amount::Amount::parse("1", def.precision).expect("one")
+    };
     swapd_core::onchain::plan::ExecutionPlan {
-        id: "ocx_1".into(),
-        owner: "key:a".into(),
-        route_quote_id: "rqq_1".into(),
+        id: "ocx_1".parse().expect("a plan id"),
+        owner: "key:a".parse().expect("an owner"),
+        route_quote_id: "rqq_1".parse().expect("a route quote id"),
         resolve_key: "k".into(),
         provider: provider.into(),
-        chain_namespace: namespace.into(),
         wallet_address: wallet.into(),
         recipient: None,
-        from_code: from.into(),
-        to_code: to.into(),
-        from_amount: "1".into(),
-        expected_output: "1".into(),
-        min_output: "1".into(),
+        from,
+        to,
+        from_amount: one(from),
+        expected_output: one(to),
+        min_output: one(to),
         slippage_bps: 50,
         gasless: false,
         steps: Vec::new(),
@@ -223,7 +231,7 @@ pub fn entries(fees: &[swapd_core::fees::entry::Fee]) -> Vec<(String, String, St
                 fee.kind.as_str().to_owned(),
                 fee.rate?.to_string(),
                 fee.amount.to_string(),
-                fee.currency.to_owned(),
+                fee.currency.code.to_owned(),
             ))
         })
         .collect()

@@ -5,7 +5,7 @@
 use alloy_primitives::{Address, U256};
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::fees::Payee;
-use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::provider::ProviderError;
 use swapd_core::onchain::chain::{self, EvmLog, EvmReceipt, SolanaTx, SourceTx};
 use swapd_core::onchain::plan::{ExecutionPlan, ExecutionStatus, Outcome, Tracked};
@@ -125,21 +125,10 @@ pub async fn at_destination(
     let Some(receipt) = reader.receipt(hash).await? else {
         return Ok(AtDestination::NotYet);
     };
-    let (from, _) = currencies(plan)?;
+    let from = plan.from;
     Ok(AtDestination::Paid(
         received(chains, &receipt, plan, from, to).await?,
     ))
-}
-
-/// The plan's currencies, as stored.
-pub fn currencies(
-    plan: &ExecutionPlan,
-) -> Result<(&'static CurrencyDef, &'static CurrencyDef), ProviderError> {
-    let stored = |code: &str| {
-        currency(code)
-            .ok_or_else(|| ProviderError::Unavailable("the plan names an unknown currency".into()))
-    };
-    Ok((stored(&plan.from_code)?, stored(&plan.to_code)?))
 }
 
 /// Where the plan's output goes.
@@ -209,9 +198,7 @@ pub async fn received(
         .await?;
     let after = reader.balance(recipient, receipt.block_number).await?;
     let value_sent = match from.contract {
-        None if from.network == to.network => Amount::parse(&plan.from_amount, from.precision)
-            .map(|amount| crate::units(amount, from))
-            .unwrap_or_default(),
+        None if from.network == to.network => crate::units(plan.from_amount, from),
         _ => U256::ZERO,
     };
     Ok(chain::native_received(

@@ -31,6 +31,7 @@ use swapd_core::owner::Owner;
 use crate::chain::{ChainError, SandboxChain};
 use crate::engine::{self, BookRules, Next};
 use crate::offchain::OffchainDesk;
+use swapd_core::address::Address;
 
 /// At most this many lifecycle decisions per look (one change, and the steps that only
 /// reschedule before it).
@@ -114,11 +115,13 @@ impl SandboxDesk {
         reference: &str,
         opening: &Opening,
     ) -> Result<Order, DeskError> {
-        let (from, to) = (known(&opening.from)?, known(&opening.to)?);
+        let unreadable = |what: &str| DeskError::Unavailable {
+            detail: format!("the opening terms of {id} hold an unreadable {what}"),
+        };
+        let currency = |code: &str| currency(code).ok_or_else(|| unreadable("currency"));
+        let (from, to) = (currency(&opening.from)?, currency(&opening.to)?);
         let amount = |text: &str, currency: &CurrencyDef| {
-            Amount::parse(text, currency.precision).map_err(|_| DeskError::Unavailable {
-                detail: format!("the opening terms of {id} hold an unreadable amount"),
-            })
+            Amount::parse(text, currency.precision).map_err(|_| unreadable("amount"))
         };
         let address = |currency: &CurrencyDef, text: &str| {
             currency
@@ -130,7 +133,7 @@ impl SandboxDesk {
             crate::addresses::deposit_address(self.quoter.id(), from.network, reference);
         let lifetime = (opening.deposit_deadline_ms - opening.opened_at_ms).max(0);
         let (book, _) = actions::open(OpenOrder {
-            id: reference.to_owned(),
+            id: reference.parse().map_err(|_| unreadable("reference"))?,
             owner: Owner::Desk(self.quoter.id().into()),
             from,
             to,
@@ -186,21 +189,13 @@ impl SandboxDesk {
     /// One change of the book, if one is due: a deposit seen or confirmed, a decision on it,
     /// the exchange priced, a payout or refund sent.
     async fn advance(&self, id: &str, mut book: Order, now_ms: i64) -> Result<Order, StepError> {
-        let (from, to) = (known(&book.from_code)?, known(&book.to_code)?);
         for _ in 0..MAX_DECISIONS {
             let deposits = self
                 .chain
                 .deposits(&book.deposit_address, book.deposit_tag.as_deref(), now_ms)
                 .await
                 .map_err(chain_unavailable)?;
-            let next = engine::next(
-                &book,
-                &deposits,
-                from.network,
-                from.precision,
-                &self.rules,
-                now_ms,
-            );
+            let next = engine::next(&book, &deposits, &self.rules, now_ms);
             let updated = match next {
                 Next::Idle => return Ok(book),
                 // Only when the desk looks next: irrelevant to a desk that moves when asked.
@@ -210,17 +205,17 @@ impl SandboxDesk {
                 }
                 Next::Save(updated, Some(_)) => *updated,
                 Next::Exchange { received } => {
-                    let payout = self.price(&book, from, to, received, now_ms).await?;
+                    let payout = self.price(&book, received, now_ms).await?;
                     engine::after_exchange(&book, payout, now_ms)
                 }
                 Next::Payout { key, amount } => {
-                    match self.pay_out(id, &book, to, &key, &amount, now_ms).await? {
+                    match self.pay_out(id, &book, &key, amount, now_ms).await? {
                         Ok(tx) => engine::after_payout(&book, tx, now_ms),
                         Err(reason) => engine::after_failure(&book, reason, now_ms),
                     }
                 }
                 Next::Refund { key, amount } => {
-                    match self.send_back(&book, from, &key, &amount, now_ms).await? {
+                    match self.send_back(&book, &key, amount, now_ms).await? {
                         Ok(tx) => engine::after_refund(&book, tx, now_ms),
                         Err(reason) => engine::after_failure(&book, reason, now_ms),
                     }
@@ -229,7 +224,7 @@ impl SandboxDesk {
                     key,
                     deposit_tx,
                     amount,
-                } => match self.send_back(&book, from, &key, &amount, now_ms).await? {
+                } => match self.send_back(&book, &key, amount, now_ms).await? {
                     Ok(tx) => engine::after_extra_refund(&book, &deposit_tx, tx, now_ms),
                     Err(reason) => {
                         engine::after_extra_refund_failure(&book, &deposit_tx, reason, now_ms)
@@ -251,19 +246,18 @@ impl SandboxDesk {
         &self,
         id: &str,
         book: &Order,
-        to: &'static CurrencyDef,
         key: &str,
-        amount: &str,
+        amount: Amount,
         now_ms: i64,
     ) -> Result<Result<String, String>, StepError> {
         let sent = self
             .chain
             .transfer(
                 key,
-                to.code,
-                &book.to_address,
+                book.to.code,
+                book.to_address.as_str(),
                 book.to_tag.as_deref(),
-                amount,
+                &amount.to_string(),
                 now_ms,
             )
             .await;
@@ -281,22 +275,21 @@ impl SandboxDesk {
     async fn send_back(
         &self,
         book: &Order,
-        from: &CurrencyDef,
         key: &str,
-        amount: &str,
+        amount: Amount,
         now_ms: i64,
     ) -> Result<Result<String, String>, StepError> {
-        let Some(address) = book.refund_address.as_deref() else {
+        let Some(address) = &book.refund_address else {
             return Ok(Err("no refund address".into()));
         };
         let sent = self
             .chain
             .transfer(
                 key,
-                from.code,
-                address,
+                book.from.code,
+                address.as_str(),
                 book.refund_tag.as_deref(),
-                amount,
+                &amount.to_string(),
                 now_ms,
             )
             .await;
@@ -309,19 +302,15 @@ impl SandboxDesk {
     async fn price(
         &self,
         book: &Order,
-        from: &'static CurrencyDef,
-        to: &'static CurrencyDef,
         received: Amount,
         now_ms: i64,
     ) -> Result<Amount, StepError> {
-        let parse = |text: &str, precision| {
-            Amount::parse(text, precision).map_err(|_| DeskError::Unavailable {
-                detail: format!("the book of {} holds an unreadable amount", book.id),
-            })
-        };
+        let (from, to) = (book.from, book.to);
         if book.rate_type == RateType::Fixed && book.emergency.is_none() {
-            let expected_in = parse(&book.from_amount, from.precision)?;
-            let expected_out = parse(&book.to_amount, to.precision)?;
+            // Both at the input's scale, so their units are in proportion.
+            let expected_in = book.from_amount.rescale(from.precision, Rounding::Down);
+            let received = received.rescale(from.precision, Rounding::Down);
+            let expected_out = book.to_amount.rescale(to.precision, Rounding::Down);
             return Ok(expected_out.mul_div(received.units(), expected_in.units(), Rounding::Down));
         }
         let request = QuoteRequest::without_wallet(
@@ -447,9 +436,11 @@ impl Desk for SandboxDesk {
         choice: Choice,
         refund_to: Option<&Destination>,
     ) -> Result<(), DeskError> {
-        let refund = refund_to.map(|d| (d.address.clone(), d.tag.clone()));
         self.change(exchange, |book| {
-            actions::choose(book, choice, refund.clone(), exchange.now_ms)
+            let refund = refund_to
+                .map(|to| refund_destination(book, to))
+                .transpose()?;
+            actions::choose(book, choice, refund, exchange.now_ms)
                 .map(|changed| changed.map(|(book, _)| book))
                 .map_err(|e| DeskError::Refused {
                     detail: e.to_string(),
@@ -463,12 +454,12 @@ impl Desk for SandboxDesk {
         exchange: &ExchangeRef<'_>,
         refund_to: &Destination,
     ) -> Result<(), DeskError> {
-        let refund = (refund_to.address.clone(), refund_to.tag.clone());
         self.change(exchange, |book| {
             if matches!(book.status, OrderStatus::Refunding | OrderStatus::Refunded) {
                 return Ok(None);
             }
-            actions::request_refund(book, Some(refund.clone()), exchange.now_ms)
+            let refund = refund_destination(book, refund_to)?;
+            actions::request_refund(book, Some(refund), exchange.now_ms)
                 .map(|(book, _)| Some(book))
                 .map_err(|e| DeskError::Refused {
                     detail: e.to_string(),
@@ -497,8 +488,6 @@ struct Opening {
 
 /// The book as the desk reports it.
 fn reported(id: &str, book: &Order) -> Result<DeskExchange, DeskError> {
-    let (from, to) = (known(&book.from_code)?, known(&book.to_code)?);
-    let amount = |text: &str, precision| Amount::parse(text, precision).ok();
     let status = match book.status {
         OrderStatus::New | OrderStatus::AwaitingDeposit => DeskStatus::AwaitingDeposit,
         OrderStatus::Confirming => DeskStatus::Confirming,
@@ -522,14 +511,14 @@ fn reported(id: &str, book: &Order) -> Result<DeskExchange, DeskError> {
         status,
         deposit_address: book.deposit_address.clone(),
         deposit_tag: book.deposit_tag.clone(),
-        expected_from: amount(&book.from_amount, from.precision),
-        expected_to: amount(&book.to_amount, to.precision),
+        expected_from: Some(book.from_amount),
+        expected_to: Some(book.to_amount),
         deposits: book
             .deposits
             .iter()
             .map(|d| DeskDeposit {
                 tx_id: d.tx_id.clone(),
-                amount: amount(&d.amount, from.precision),
+                amount: Some(d.amount),
                 confirmations: d.confirmations,
                 required_confirmations: Some(d.required_confirmations),
                 seen_at_ms: Some(d.seen_at_ms),
@@ -538,15 +527,9 @@ fn reported(id: &str, book: &Order) -> Result<DeskExchange, DeskError> {
             })
             .collect(),
         payout_tx: book.payout_tx.clone(),
-        payout_amount: book
-            .payout_amount
-            .as_deref()
-            .and_then(|a| amount(a, to.precision)),
+        payout_amount: book.payout_amount,
         refund_tx: book.refund_tx.clone(),
-        refund_amount: book
-            .refund_amount
-            .as_deref()
-            .and_then(|a| amount(a, from.precision)),
+        refund_amount: book.refund_amount,
         deposit_deadline: Some(book.expires_at_ms / 1000),
         failure_reason: book.failure_reason.clone(),
         commission: None,
@@ -572,10 +555,17 @@ fn settled(sent: Result<String, ChainError>) -> Result<Result<String, String>, S
     }
 }
 
-fn known(code: &str) -> Result<&'static CurrencyDef, DeskError> {
-    currency(code).ok_or_else(|| DeskError::Unavailable {
-        detail: format!("the book names an unknown currency {code}"),
-    })
+/// A refund destination as the desk takes it: an address of the book's input network.
+fn refund_destination(
+    book: &Order,
+    to: &Destination,
+) -> Result<(Address, Option<String>), DeskError> {
+    let address = book
+        .from
+        .network
+        .parse_address(&to.address)
+        .map_err(|_| DeskError::AddressRefused)?;
+    Ok((address, to.tag.clone()))
 }
 
 fn unavailable(error: swapd_core::StoreError) -> DeskError {

@@ -8,7 +8,6 @@
 //! follows either through `swapd_core::offchain::follow`.
 
 use alloy_primitives::U256;
-use swapd_core::address::Network;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::RateType;
 use swapd_core::market::pricing::BPS;
@@ -103,32 +102,24 @@ pub enum Next {
     /// Price the exchange of the received amount; then call [`after_exchange`].
     Exchange { received: Amount },
     /// Send `amount` of the output to the payout address under `key`; then [`after_payout`].
-    Payout { key: String, amount: String },
+    Payout { key: String, amount: Amount },
     /// Send `amount` of the input back to the refund address under `key`; then
     /// [`after_refund`].
-    Refund { key: String, amount: String },
+    Refund { key: String, amount: Amount },
     /// Send a deposit after the first (`deposit_tx`) back to the refund address under `key`;
     /// then [`after_extra_refund`].
     RefundExtra {
         key: String,
         deposit_tx: String,
-        amount: String,
+        amount: Amount,
     },
     /// Nothing to do until the order's next check.
     Idle,
 }
 
 /// Decides the next step for `order` at `now_ms`, given the deposits the chain shows.
-/// `from_precision` is the input currency's precision; `from_network` its network.
-pub fn next(
-    order: &Order,
-    chain: &[ChainDeposit],
-    from_network: Network,
-    from_precision: u8,
-    rules: &BookRules,
-    now_ms: i64,
-) -> Next {
-    if let Some(next) = record_deposits(order, chain, from_network, now_ms) {
+pub fn next(order: &Order, chain: &[ChainDeposit], rules: &BookRules, now_ms: i64) -> Next {
+    if let Some(next) = record_deposits(order, chain, now_ms) {
         return next;
     }
     if let Some(next) = refund_extra_deposit(order) {
@@ -147,7 +138,7 @@ pub fn next(
             stop_checking(order)
         };
     }
-    let received = || first_deposit_amount(order, from_precision);
+    let received = || first_deposit_amount(order);
     match order.status {
         OrderStatus::New => Next::Idle,
         OrderStatus::AwaitingDeposit if now_ms >= order.expires_at_ms => {
@@ -173,14 +164,12 @@ pub fn next(
             key: format!("payout:{}", order.id),
             amount: order
                 .payout_amount
-                .clone()
                 .expect("a withdrawing order has its payout amount"),
         },
         OrderStatus::Refunding => Next::Refund {
             key: format!("refund:{}", order.id),
             amount: order
                 .refund_amount
-                .clone()
                 .expect("a refunding order has its refund amount"),
         },
         OrderStatus::AwaitingDeposit => reschedule(
@@ -210,7 +199,7 @@ fn refund_extra_deposit(order: &Order) -> Option<Next> {
     Some(Next::RefundExtra {
         key: format!("refund:{}:{}", order.id, extra.tx_id),
         deposit_tx: extra.tx_id.clone(),
-        amount: extra.amount.clone(),
+        amount: extra.amount,
     })
 }
 
@@ -257,12 +246,7 @@ fn emergency_step(order: &Order, rules: &BookRules, now_ms: i64) -> Next {
 
 /// New deposits and confirmation changes. The first deposit drives the order; later ones are
 /// recorded and reported.
-fn record_deposits(
-    order: &Order,
-    chain: &[ChainDeposit],
-    network: Network,
-    now_ms: i64,
-) -> Option<Next> {
+fn record_deposits(order: &Order, chain: &[ChainDeposit], now_ms: i64) -> Option<Next> {
     let mut updated = order.clone();
     let mut changed = false;
     for seen in chain {
@@ -281,9 +265,9 @@ fn record_deposits(
             None => {
                 updated.deposits.push(Deposit {
                     tx_id: seen.tx_id.clone(),
-                    amount: seen.amount.to_string(),
+                    amount: seen.amount,
                     confirmations: seen.confirmations,
-                    required_confirmations: required_confirmations(network),
+                    required_confirmations: required_confirmations(order.from.network),
                     seen_at_ms: seen.seen_at_ms,
                     refund_tx: None,
                     refund_error: None,
@@ -311,14 +295,12 @@ fn decide_on_deposit(
     rules: &BookRules,
     now_ms: i64,
 ) -> Next {
-    let precision = received.decimals();
-    let parse =
-        |text: &str| Amount::parse(text, precision).unwrap_or_else(|_| Amount::zero(precision));
+    let at_scale = |amount: Amount| amount.rescale(received.decimals(), Rounding::Down);
     let deposit_rules = DepositRules {
         rate_type: order.rate_type,
-        expected: parse(&order.from_amount),
-        min: parse(&order.min),
-        max: order.max.as_deref().map(parse),
+        expected: at_scale(order.from_amount),
+        min: at_scale(order.min),
+        max: order.max.map(at_scale),
         tolerance_bps: rules.tolerance_bps,
     };
     match judge_deposit(&deposit_rules, received, late) {
@@ -348,7 +330,7 @@ fn start_refund(order: &Order, now_ms: i64) -> Next {
 /// The order after the exchange was priced: `payout` of the output goes out next.
 pub fn after_exchange(order: &Order, payout: Amount, now_ms: i64) -> Order {
     let mut withdrawing = order.advanced(OrderStatus::Withdrawing, now_ms);
-    withdrawing.payout_amount = Some(payout.to_string());
+    withdrawing.payout_amount = Some(payout);
     withdrawing.next_check_at_ms = Some(now_ms);
     withdrawing
 }
@@ -413,12 +395,12 @@ pub fn after_refund(order: &Order, tx_id: String, now_ms: i64) -> Order {
     refunded
 }
 
-fn first_deposit_amount(order: &Order, precision: u8) -> Amount {
-    order
-        .deposits
-        .first()
-        .and_then(|d| Amount::parse(&d.amount, precision).ok())
-        .unwrap_or_else(|| Amount::zero(precision))
+/// The first deposit, at the input currency's precision: what the exchange is priced on.
+fn first_deposit_amount(order: &Order) -> Amount {
+    let precision = order.from.precision;
+    order.deposits.first().map_or(Amount::zero(precision), |d| {
+        d.amount.rescale(precision, Rounding::Down)
+    })
 }
 
 fn reschedule(order: &Order, at_ms: i64) -> Next {
@@ -437,6 +419,7 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use swapd_core::address::Network;
     use swapd_core::market::Direction;
     use swapd_core::market::currencies::currency;
     use swapd_core::offchain::actions::{self, OpenOrder};
@@ -455,7 +438,7 @@ mod tests {
         let currency = |code| currency(code).unwrap();
         let amount = |text, code| Amount::parse(text, currency(code).precision).unwrap();
         let (book, _) = actions::open(OpenOrder {
-            id: "ord_prop".into(),
+            id: "ord_prop".parse().unwrap(),
             owner: Owner::Desk("atlas".into()),
             from: currency("BTC"),
             to: currency("USDTTRC"),
@@ -592,14 +575,14 @@ mod tests {
     }
 
     fn order_id(world: &World) -> String {
-        world.stored.id.clone()
+        world.stored.id.to_string()
     }
 
     /// The stored order, the chain, and the transfers made (by key).
     struct World {
         stored: Order,
         chain: Vec<ChainDeposit>,
-        transfers: BTreeMap<String, String>,
+        transfers: BTreeMap<String, Amount>,
         events: Vec<EventType>,
         now: i64,
         deposits_made: usize,
@@ -643,8 +626,6 @@ mod tests {
                 let next = next(
                     &order,
                     &self.chain_view(),
-                    Network::Bitcoin,
-                    8,
                     &BookRules {
                         poll_interval_ms: BLOCK,
                         emergency_window_ms: 24 * 60 * 60 * 1000,
@@ -672,7 +653,7 @@ mod tests {
                         deposit_tx,
                         amount,
                     } => {
-                        let first = self.transfers.entry(key.clone()).or_insert(amount.clone());
+                        let first = self.transfers.entry(key.clone()).or_insert(amount);
                         assert_eq!(*first, amount);
                         if crash {
                             return;
@@ -684,7 +665,7 @@ mod tests {
                     }
                     Next::Payout { key, amount } | Next::Refund { key, amount } => {
                         let tx = format!("tx-{key}");
-                        let first = self.transfers.entry(key.clone()).or_insert(amount.clone());
+                        let first = self.transfers.entry(key.clone()).or_insert(amount);
                         assert_eq!(*first, amount, "a repeated effect asks for the same amount");
                         if crash {
                             return;
@@ -731,14 +712,7 @@ mod tests {
                 late_watch_ms: 24 * 60 * 60 * 1000,
                 tolerance_bps: 50,
             };
-            match next(
-                &order,
-                &world.chain_view(),
-                Network::Bitcoin,
-                8,
-                &rules,
-                world.now,
-            ) {
+            match next(&order, &world.chain_view(), &rules, world.now) {
                 Next::Save(updated, event) => world.save(*updated, event),
                 Next::Exchange { .. } => return,
                 other => panic!("unexpected {other:?}"),
@@ -780,7 +754,10 @@ mod tests {
                     }
                     Op::Wait(ms) => world.now += ms,
                     Op::Choose(choice) => {
-                        let refund_to = Some(("bc1qchosen".to_owned(), None));
+                        let chosen = Network::Bitcoin
+                            .parse_address("1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN2")
+                            .unwrap();
+                        let refund_to = Some((chosen, None));
                         if let Ok(Some((updated, event))) = actions::choose(&world.stored, choice, refund_to, world.now) {
                             world.save(updated, Some(event));
                         }
@@ -825,7 +802,7 @@ mod tests {
                 OrderStatus::Refunded => {
                     prop_assert_eq!(refunds, 1);
                     // Value conservation: the first deposit goes back whole.
-                    prop_assert_eq!(order.refund_amount.as_deref(), Some(order.deposits[0].amount.as_str()));
+                    prop_assert_eq!(order.refund_amount, Some(order.deposits[0].amount));
                     prop_assert_eq!(world.transfers.get(&format!("refund:{}", order.id)), order.refund_amount.as_ref());
                 }
                 OrderStatus::AwaitingDeposit => prop_assert!(false, "48 h later an unpaid order has expired"),

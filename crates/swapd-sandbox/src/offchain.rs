@@ -189,7 +189,7 @@ impl Provider for OffchainDesk {
             min_output,
             rate_type: request.rate_type,
             network_fee,
-            fees: std::iter::once(Fee::cost(FeeKind::Network, network_fee, to.code))
+            fees: std::iter::once(Fee::cost(FeeKind::Network, network_fee, to))
                 .chain(parties)
                 .collect(),
             min,

@@ -43,7 +43,7 @@ fn gas_fee(network: Network) -> Fee {
     Fee::cost(
         FeeKind::Network,
         Amount::parse(amount, currency.precision).expect("shipped gas fits"),
-        currency.code,
+        currency,
     )
 }
 
@@ -87,7 +87,7 @@ fn quote_onchain(
     }
     let mut fees = Vec::new();
     if !terms.deducted_fee.is_zero() {
-        fees.push(Fee::cost(FeeKind::Provider, terms.deducted_fee, to.code));
+        fees.push(Fee::cost(FeeKind::Provider, terms.deducted_fee, to));
     }
     if !terms.gasless {
         fees.push(gas_fee(from.network));

@@ -15,7 +15,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use swapd_core::address::{Network, SOLANA_MAINNET_CAIP2};
 use swapd_core::amount::{Amount, Rounding};
-use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::provider::ProviderError;
 use swapd_core::onchain::plan::{ExecutionReport, ExecutionStatus, Outcome, Tracked};
 use swapd_core::onchain::router::{PlanRequest, TrackRequest};
@@ -575,8 +575,7 @@ pub fn track(
     feed: &crate::price_feed::PriceFeed,
 ) -> Result<Tracked, ProviderError> {
     let plan = request.plan;
-    let from = stored_currency(&plan.from_code)?;
-    let to = stored_currency(&plan.to_code)?;
+    let (from, to) = (plan.from, plan.to);
     let blocks = (request.now_ms - request.reported_at_ms).max(0) / block_ms.max(1);
     let (source_hash, selector) = match request.report {
         ExecutionReport::TxHash { tx_hash } => (tx_hash.clone(), outcome_byte(tx_hash)),
@@ -594,15 +593,10 @@ pub fn track(
     if let Some(underway) = underway(blocks, selector, bridge, &source) {
         return Ok(underway);
     }
-    let expected = parse(&plan.expected_output, to)?;
+    let expected = plan.expected_output;
     let (outcome, token, amount, destination) = match (bridge, selector) {
         // The bridge could not deliver and sent the input back on the source chain.
-        (true, 0xfd) => (
-            Outcome::Refunded,
-            from,
-            parse(&plan.from_amount, from)?,
-            None,
-        ),
+        (true, 0xfd) => (Outcome::Refunded, from, plan.from_amount, None),
         // The bridge delivered its intermediate asset (USDC) on the destination chain.
         (true, 0xfc) => {
             let usdc = intermediate(to.network).ok_or_else(|| invalid("no intermediate asset"))?;
@@ -763,19 +757,12 @@ fn convert(
         .ok_or_else(|| invalid("cannot convert the partial output"))
 }
 
-fn stored_currency(code: &str) -> Result<&'static CurrencyDef, ProviderError> {
-    currency(code).ok_or_else(|| invalid("the plan names an unknown currency"))
-}
-
-fn parse(text: &str, currency: &CurrencyDef) -> Result<Amount, ProviderError> {
-    Amount::parse(text, currency.precision).map_err(|_| invalid("the plan holds a bad amount"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
+        use swapd_core::market::currencies::currency;
         let (from, to) = (currency(from).unwrap(), currency(to).unwrap());
         PlanRequest {
             plan_id: "ocx_00000000000000000000000000000001".into(),

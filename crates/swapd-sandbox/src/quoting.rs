@@ -54,7 +54,7 @@ pub(crate) fn with_fees(
 ) -> Option<(Amount, Amount, Vec<swapd_core::fees::entry::Fee>)> {
     use swapd_core::fees::entry::Fee;
     use swapd_core::market::Direction;
-    let parties = |fees: &[swapd_core::fees::PartyFee]| Fee::of_parties(fees, request.to.code);
+    let parties = |fees: &[swapd_core::fees::PartyFee]| Fee::of_parties(fees, request.to);
     match request.direction {
         Direction::From => {
             let gross = conversion.output_for(request.amount)?;

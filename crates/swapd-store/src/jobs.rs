@@ -1,7 +1,9 @@
 //! Market-intel jobs.
 
 use swapd_core::StoreError;
+use swapd_core::ids::JobId;
 use swapd_core::market_intel::{Job, JobOutcome};
+use swapd_core::owner::Owner;
 use swapd_core::store::{IdempotentFinish, JobStore};
 
 use crate::codec::encode_json;
@@ -46,12 +48,12 @@ impl JobStore for SqlStore {
             .await
     }
 
-    async fn job(&self, id: &str, owner: &str) -> Result<Option<Job>, StoreError> {
+    async fn job(&self, id: &JobId, owner: &Owner) -> Result<Option<Job>, StoreError> {
         sqlx::query_as::<_, JobRow>(built(format!(
             "SELECT {JOB_COLUMNS} FROM market_jobs WHERE id = $1 AND owner = $2"
         )))
-        .bind(id)
-        .bind(owner)
+        .bind(id.as_str())
+        .bind(owner.scope())
         .fetch_optional(&self.pool)
         .await
         .map_err(map_sqlx_error)?
@@ -81,7 +83,7 @@ impl JobStore for SqlStore {
 
     async fn finish_job(
         &self,
-        id: &str,
+        id: &JobId,
         lease_token: &str,
         outcome: &JobOutcome,
         now_ms: i64,
@@ -95,7 +97,7 @@ impl JobStore for SqlStore {
              lease_token = NULL, lease_until = NULL \
              WHERE id = $1 AND lease_token = $2 AND status = 'running'",
         )
-        .bind(id)
+        .bind(id.as_str())
         .bind(lease_token)
         .bind(status)
         .bind(result)

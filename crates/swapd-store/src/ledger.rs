@@ -3,7 +3,10 @@
 use swapd_core::StoreError;
 use swapd_core::fees::ledger::LedgerRow;
 
+use swapd_core::fees::Rate;
+
 use crate::map_sqlx_error;
+use crate::rows::stored::{amount_of, currency_of, optional, owner_of};
 use crate::sql::{SqlStore, Tx};
 
 /// Inside a write transaction: records fee ledger rows (a row already there stays).
@@ -14,13 +17,13 @@ pub(crate) async fn insert_ledger_in(tx: &mut Tx, rows: &[LedgerRow]) -> Result<
              currency, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
         )
         .bind(&row.order_id)
-        .bind(&row.owner)
+        .bind(row.owner.scope())
         .bind(row.party.as_str())
         .bind(&row.affiliate_code)
         .bind(row.stage.as_str())
-        .bind(&row.bps)
-        .bind(&row.amount)
-        .bind(&row.currency)
+        .bind(row.bps.map(|bps| bps.to_string()))
+        .bind(row.amount.to_string())
+        .bind(row.currency.code)
         .bind(row.at_ms)
         .execute(&mut **tx)
         .await
@@ -48,16 +51,20 @@ impl LedgerDbRow {
             |what: &str| StoreError::Corrupt(format!("fee ledger {}: {what}", self.order_id));
         let party = self.party.parse().map_err(|_| corrupt("party"))?;
         let stage = self.stage.parse().map_err(|_| corrupt("stage"))?;
+        let bps = optional(self.bps.as_deref(), |bps| {
+            Rate::parse(bps).ok_or_else(|| corrupt("bps"))
+        })?;
+        let currency = currency_of(&self.currency)?;
         Ok(LedgerRow {
-            order_id: self.order_id,
-            owner: self.owner,
+            owner: owner_of(&self.owner)?,
             party,
             affiliate_code: self.affiliate_code,
             stage,
-            bps: self.bps,
-            amount: self.amount,
-            currency: self.currency,
+            bps,
+            amount: amount_of(&self.amount, currency)?,
+            currency,
             at_ms: self.at,
+            order_id: self.order_id,
         })
     }
 }

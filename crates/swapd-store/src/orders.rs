@@ -9,10 +9,15 @@ use swapd_core::offchain::order::{EventType, Order, OrderEvent};
 use swapd_core::store::{EventMail, IdempotentFinish, OrderSearch, OrderStore};
 use swapd_core::wakeup::Work;
 
-use crate::codec::{decode_json, encode_json};
+use swapd_core::ids::{EventId, OrderId};
+use swapd_core::notify::Email;
+use swapd_core::owner::Owner;
+
+use crate::codec::{decode_body, decode_json, encode_body, encode_json};
 use crate::ledger::{self, insert_ledger_in};
 use crate::map_sqlx_error;
 use crate::quotes::redeem_in;
+use crate::rows::stored::{id_of, owner_of};
 use crate::sql::{Claim, SqlStore, Tx, VersionedBody, built};
 
 /// The columns of an outbox event, as [`EventRow`] reads them.
@@ -38,12 +43,12 @@ impl EventRow {
                 StoreError::Corrupt(format!("unknown event type {}", self.event_type))
             })?,
             data: decode_json(&self.data)?,
-            id: self.id,
-            order_id: self.order_id,
-            owner: self.owner,
+            notify_email: self.notify_email.map(Email::stored),
+            id: id_of(&self.id)?,
+            order_id: id_of(&self.order_id)?,
+            owner: owner_of(&self.owner)?,
             sequence: self.sequence,
             created_at_ms: self.created_at,
-            notify_email: self.notify_email,
         })
     }
 }
@@ -68,14 +73,14 @@ async fn insert_events_in(tx: &mut Tx, events: &[OrderEvent]) -> Result<(), Stor
             "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
              created_at, notify_email, payload) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
-        .bind(&event.id)
-        .bind(&event.order_id)
-        .bind(&event.owner)
+        .bind(event.id.as_str())
+        .bind(event.order_id.as_str())
+        .bind(event.owner.scope())
         .bind(event.sequence)
         .bind(event.event_type.as_str())
         .bind(encode_json(&event.data)?)
         .bind(event.created_at_ms)
-        .bind(&event.notify_email)
+        .bind(event.notify_email.as_ref().map(Email::as_str))
         .bind(swapd_core::webhooks::signing::event_payload(event))
         .execute(&mut **tx)
         .await
@@ -89,9 +94,9 @@ async fn insert_events_in(tx: &mut Tx, events: &[OrderEvent]) -> Result<(), Stor
              FROM webhook_subscriptions WHERE owner = $4 AND status = 'active' AND events LIKE $5",
         )
         .bind(format!("{}:", event.id))
-        .bind(&event.id)
+        .bind(event.id.as_str())
         .bind(event.created_at_ms)
-        .bind(&event.owner)
+        .bind(event.owner.scope())
         .bind(swapd_core::webhooks::subscription::events_pattern(
             event.event_type,
         ))
@@ -129,7 +134,7 @@ impl OrderStore for SqlStore {
         create_token_hash: Option<&str>,
         finish: IdempotentFinish<'_>,
     ) -> Result<Result<(), RedeemError>, StoreError> {
-        let body = encode_json(order)?;
+        let body = encode_body(order)?;
         let mut tx = self.write_tx().await?;
         if let Some(hash) = create_token_hash
             && let Err(refused) =
@@ -141,8 +146,8 @@ impl OrderStore for SqlStore {
             "INSERT INTO orders (id, owner, status, version, body, create_token_hash, \
              created_at, updated_at, next_check_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
-        .bind(&order.id)
-        .bind(&order.owner)
+        .bind(order.id.as_str())
+        .bind(order.owner.scope())
         .bind(order.status.as_str())
         .bind(order.version)
         .bind(body)
@@ -166,26 +171,27 @@ impl OrderStore for SqlStore {
 
     async fn fee_ledger(
         &self,
-        owner: Option<&str>,
+        owner: Option<&Owner>,
         since_ms: i64,
         until_ms: i64,
         limit: u32,
     ) -> Result<Vec<LedgerRow>, StoreError> {
-        let filter = owner.map(|owner| ("owner", owner));
+        let scope = owner.map(Owner::scope);
+        let filter = scope.as_deref().map(|owner| ("owner", owner));
         ledger::select(self, filter, since_ms, until_ms, limit).await
     }
 
-    async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError> {
+    async fn order(&self, id: &OrderId, owner: &Owner) -> Result<Option<Order>, StoreError> {
         self.body(
             sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
-                .bind(id)
-                .bind(owner),
+                .bind(id.as_str())
+                .bind(owner.scope()),
         )
         .await
     }
 
-    async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError> {
-        self.body(sqlx::query_scalar("SELECT body FROM orders WHERE id = $1").bind(id))
+    async fn order_for_page(&self, id: &OrderId) -> Result<Option<Order>, StoreError> {
+        self.body(sqlx::query_scalar("SELECT body FROM orders WHERE id = $1").bind(id.as_str()))
             .await
     }
 
@@ -198,14 +204,14 @@ impl OrderStore for SqlStore {
         )
         .bind(search.id.as_deref())
         .bind(search.status.map(|s| s.as_str()))
-        .bind(search.owner.as_deref())
+        .bind(search.owner.as_ref().map(Owner::scope))
         .bind(search.created_from_ms)
         .bind(search.created_until_ms)
         .bind(i64::from(search.limit))
         .fetch_all(&self.pool)
         .await
         .map_err(map_sqlx_error)?;
-        bodies.iter().map(|body| decode_json(body)).collect()
+        bodies.iter().map(|body| decode_body(body)).collect()
     }
 
     async fn update_order(
@@ -216,10 +222,10 @@ impl OrderStore for SqlStore {
     ) -> Result<bool, StoreError> {
         let written = VersionedBody {
             table: "orders",
-            id: &order.id,
+            id: order.id.as_str(),
             status: order.status.as_str(),
             version: order.version,
-            body: encode_json(order)?,
+            body: encode_body(order)?,
             updated_at_ms: order.updated_at_ms,
             next_check_at_ms: order.next_check_at_ms,
         };
@@ -294,9 +300,9 @@ impl OrderStore for SqlStore {
         Ok(events)
     }
 
-    async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError> {
+    async fn mark_notified(&self, event_id: &EventId, now_ms: i64) -> Result<(), StoreError> {
         sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
-            .bind(event_id)
+            .bind(event_id.as_str())
             .bind(now_ms)
             .execute(&self.pool)
             .await
@@ -306,13 +312,13 @@ impl OrderStore for SqlStore {
 
     async fn mark_notification_failed(
         &self,
-        event_id: &str,
+        event_id: &EventId,
         now_ms: i64,
     ) -> Result<(), StoreError> {
         sqlx::query(
             "UPDATE order_events SET mail_failed_at = $2 WHERE id = $1 AND mailed_at IS NULL",
         )
-        .bind(event_id)
+        .bind(event_id.as_str())
         .bind(now_ms)
         .execute(&self.pool)
         .await
@@ -320,13 +326,13 @@ impl OrderStore for SqlStore {
         .map_err(map_sqlx_error)
     }
 
-    async fn order_mails(&self, order_id: &str) -> Result<Vec<EventMail>, StoreError> {
+    async fn order_mails(&self, order_id: &OrderId) -> Result<Vec<EventMail>, StoreError> {
         let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = sqlx::query_as(
             "SELECT id, CAST(mail_attempts AS BIGINT), mailed_at, mail_failed_at \
              FROM order_events WHERE order_id = $1 AND notify_email IS NOT NULL \
              ORDER BY sequence",
         )
-        .bind(order_id)
+        .bind(order_id.as_str())
         .fetch_all(&self.pool)
         .await
         .map_err(map_sqlx_error)?;
@@ -341,11 +347,11 @@ impl OrderStore for SqlStore {
             .collect())
     }
 
-    async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError> {
+    async fn order_events(&self, order_id: &OrderId) -> Result<Vec<OrderEvent>, StoreError> {
         let rows: Vec<EventRow> = sqlx::query_as(built(format!(
             "SELECT {EVENT_COLUMNS} FROM order_events WHERE order_id = $1 ORDER BY sequence"
         )))
-        .bind(order_id)
+        .bind(order_id.as_str())
         .fetch_all(&self.pool)
         .await
         .map_err(map_sqlx_error)?;

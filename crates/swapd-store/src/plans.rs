@@ -7,7 +7,10 @@ use swapd_core::wakeup::Work;
 
 use swapd_core::fees::ledger::{Stage, ledger_rows};
 
-use crate::codec::encode_json;
+use swapd_core::ids::PlanId;
+use swapd_core::owner::Owner;
+
+use crate::codec::encode_body;
 use crate::ledger::insert_ledger_in;
 use crate::map_sqlx_error;
 use crate::sql::{Claim, SqlStore, VersionedBody};
@@ -27,14 +30,14 @@ impl PlanStore for SqlStore {
         plan: &ExecutionPlan,
         finish: IdempotentFinish<'_>,
     ) -> Result<(), StoreError> {
-        let body = encode_json(plan)?;
+        let body = encode_body(plan)?;
         let mut tx = self.write_tx().await?;
         sqlx::query(
                     "INSERT INTO execution_plans (id, owner, resolve_key, status, version, body, \
                      created_at, updated_at, next_check_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 )
-                .bind(&plan.id)
-                .bind(&plan.owner)
+                .bind(plan.id.as_str())
+                .bind(plan.owner.scope())
                 .bind(&plan.resolve_key)
                 .bind(plan.status.as_str())
                 .bind(plan.version)
@@ -56,14 +59,14 @@ impl PlanStore for SqlStore {
 
     async fn execution_plan_for(
         &self,
-        owner: &str,
+        owner: &Owner,
         resolve_key: &str,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
         self.body(
             sqlx::query_scalar(
                 "SELECT body FROM execution_plans WHERE owner = $1 AND resolve_key = $2",
             )
-            .bind(owner)
+            .bind(owner.scope())
             .bind(resolve_key),
         )
         .await
@@ -71,20 +74,25 @@ impl PlanStore for SqlStore {
 
     async fn execution_plan(
         &self,
-        id: &str,
-        owner: &str,
+        id: &PlanId,
+        owner: &Owner,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
         self.body(
             sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1 AND owner = $2")
-                .bind(id)
-                .bind(owner),
+                .bind(id.as_str())
+                .bind(owner.scope()),
         )
         .await
     }
 
-    async fn execution_plan_for_page(&self, id: &str) -> Result<Option<ExecutionPlan>, StoreError> {
-        self.body(sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1").bind(id))
-            .await
+    async fn execution_plan_for_page(
+        &self,
+        id: &PlanId,
+    ) -> Result<Option<ExecutionPlan>, StoreError> {
+        self.body(
+            sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1").bind(id.as_str()),
+        )
+        .await
     }
 
     async fn update_execution_plan(
@@ -94,10 +102,10 @@ impl PlanStore for SqlStore {
     ) -> Result<bool, StoreError> {
         let written = VersionedBody {
             table: "execution_plans",
-            id: &plan.id,
+            id: plan.id.as_str(),
             status: plan.status.as_str(),
             version: plan.version,
-            body: encode_json(plan)?,
+            body: encode_body(plan)?,
             updated_at_ms: plan.updated_at_ms,
             next_check_at_ms: plan.next_check_at_ms,
         };

@@ -4,7 +4,10 @@ use swapd_core::StoreError;
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote};
 use swapd_core::store::{IdempotentFinish, QuoteStore, RateObservation};
 
-use crate::codec::{decode_json, encode_json};
+use swapd_core::ids::RouteQuoteId;
+use swapd_core::owner::Owner;
+
+use crate::codec::{decode_body, encode_body};
 use crate::map_sqlx_error;
 use crate::sql::{SqlStore, Tx, built};
 
@@ -14,9 +17,10 @@ pub(crate) async fn redeem_in(
     store: &SqlStore,
     tx: &mut Tx,
     hash: &str,
-    owner: &str,
+    owner: &Owner,
     now_ms: i64,
 ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
+    let owner_scope = owner.scope();
     let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(store.locking(
         "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens \
          WHERE token_hash = $1",
@@ -27,12 +31,14 @@ pub(crate) async fn redeem_in(
     .map_err(map_sqlx_error)?;
     Ok(match row {
         None => Err(RedeemError::NotFound),
-        Some((stored_owner, _, _, _, _)) if stored_owner != owner => Err(RedeemError::NotFound),
+        Some((stored_owner, _, _, _, _)) if stored_owner != owner_scope => {
+            Err(RedeemError::NotFound)
+        }
         Some((_, _, _, _, Some(_))) => Err(RedeemError::Used),
         Some((_, _, _, expires_at_ms, None)) if now_ms >= expires_at_ms => {
             Err(RedeemError::Expired)
         }
-        Some((stored_owner, route, created_at_ms, expires_at_ms, None)) => {
+        Some((_, route, created_at_ms, expires_at_ms, None)) => {
             sqlx::query("UPDATE create_tokens SET used_at = $2 WHERE token_hash = $1")
                 .bind(hash)
                 .bind(now_ms)
@@ -41,8 +47,8 @@ pub(crate) async fn redeem_in(
                 .map_err(map_sqlx_error)?;
             Ok(CreateTokenRecord {
                 token_hash: hash.to_owned(),
-                owner: stored_owner,
-                route: decode_json(&route)?,
+                owner: owner.clone(),
+                route: decode_body(&route)?,
                 created_at_ms,
                 expires_at_ms,
                 used_at_ms: Some(now_ms),
@@ -59,7 +65,7 @@ impl QuoteStore for SqlStore {
         }
         let bodies = quotes
             .iter()
-            .map(|quote| encode_json(quote).map(|body| (quote, body)))
+            .map(|quote| encode_body(quote).map(|body| (quote, body)))
             .collect::<Result<Vec<_>, _>>()?;
         let mut insert = sqlx::query(built(format!(
             "INSERT INTO route_quotes (id, owner, body, created_at, expires_at) VALUES {}",
@@ -67,8 +73,8 @@ impl QuoteStore for SqlStore {
         )));
         for (quote, body) in bodies {
             insert = insert
-                .bind(&quote.id)
-                .bind(&quote.owner)
+                .bind(quote.id.as_str())
+                .bind(quote.owner.scope())
                 .bind(body)
                 .bind(quote.created_at_ms)
                 .bind(quote.expires_at_ms);
@@ -80,11 +86,15 @@ impl QuoteStore for SqlStore {
             .map_err(map_sqlx_error)
     }
 
-    async fn route_quote(&self, id: &str, owner: &str) -> Result<Option<RouteQuote>, StoreError> {
+    async fn route_quote(
+        &self,
+        id: &RouteQuoteId,
+        owner: &Owner,
+    ) -> Result<Option<RouteQuote>, StoreError> {
         self.body(
             sqlx::query_scalar("SELECT body FROM route_quotes WHERE id = $1 AND owner = $2")
-                .bind(id)
-                .bind(owner),
+                .bind(id.as_str())
+                .bind(owner.scope()),
         )
         .await
     }
@@ -94,15 +104,15 @@ impl QuoteStore for SqlStore {
         token: &CreateTokenRecord,
         finish: IdempotentFinish<'_>,
     ) -> Result<(), StoreError> {
-        let route = encode_json(&token.route)?;
+        let route = encode_body(&token.route)?;
         let mut tx = self.write_tx().await?;
         sqlx::query(
             "INSERT INTO create_tokens (token_hash, owner, route_quote_id, route, created_at, \
              expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(&token.token_hash)
-        .bind(&token.owner)
-        .bind(&token.route.id)
+        .bind(token.owner.scope())
+        .bind(token.route.id.as_str())
         .bind(route)
         .bind(token.created_at_ms)
         .bind(token.expires_at_ms)
@@ -116,22 +126,22 @@ impl QuoteStore for SqlStore {
     async fn create_token(
         &self,
         token_hash: &str,
-        owner: &str,
+        owner: &Owner,
     ) -> Result<Option<CreateTokenRecord>, StoreError> {
         let row: Option<(String, i64, i64, Option<i64>)> = sqlx::query_as(
             "SELECT route, created_at, expires_at, used_at FROM create_tokens \
              WHERE token_hash = $1 AND owner = $2",
         )
         .bind(token_hash)
-        .bind(owner)
+        .bind(owner.scope())
         .fetch_optional(&self.pool)
         .await
         .map_err(map_sqlx_error)?;
         row.map(|(route, created_at_ms, expires_at_ms, used_at_ms)| {
             Ok(CreateTokenRecord {
                 token_hash: token_hash.to_owned(),
-                owner: owner.to_owned(),
-                route: decode_json(&route)?,
+                owner: owner.clone(),
+                route: decode_body(&route)?,
                 created_at_ms,
                 expires_at_ms,
                 used_at_ms,
@@ -143,7 +153,7 @@ impl QuoteStore for SqlStore {
     async fn redeem_create_token(
         &self,
         token_hash: &str,
-        owner: &str,
+        owner: &Owner,
         now_ms: i64,
     ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
         let mut tx = self.write_tx().await?;

@@ -5,7 +5,7 @@ use swapd_core::store::{IdempotentFinish, SandboxChainStore, SandboxDeposit, San
 
 use swapd_core::offchain::order::Order;
 
-use crate::codec::encode_json;
+use crate::codec::encode_body;
 use crate::map_sqlx_error;
 use crate::sql::SqlStore;
 
@@ -125,7 +125,7 @@ impl SandboxChainStore for SqlStore {
         )
         .bind(id)
         .bind(book.version)
-        .bind(encode_json(book)?)
+        .bind(encode_body(book)?)
         .execute(&self.pool)
         .await
         .map_err(map_sqlx_error)?;
@@ -145,7 +145,7 @@ impl SandboxChainStore for SqlStore {
         )
         .bind(id)
         .bind(book.version)
-        .bind(encode_json(book)?)
+        .bind(encode_body(book)?)
         .bind(book.version - 1)
         .execute(&self.pool)
         .await

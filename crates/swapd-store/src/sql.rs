@@ -12,7 +12,7 @@ use swapd_core::StoreError;
 use swapd_core::store::{IdempotentFinish, KeyHold};
 use swapd_core::wakeup::{Bells, CHANNEL, Work};
 
-use crate::codec::decode_json;
+use crate::codec::{Body, decode_body};
 use crate::{Backend, map_sqlx_error};
 
 /// A write transaction.
@@ -139,7 +139,7 @@ impl SqlStore {
     }
 
     /// The aggregate that `query` (of one JSON `body` column) finds, if any.
-    pub(crate) async fn body<T: serde::de::DeserializeOwned>(
+    pub(crate) async fn body<T: Body>(
         &self,
         query: sqlx::query::QueryScalar<'_, sqlx::Any, String, sqlx::any::AnyArguments>,
     ) -> Result<Option<T>, StoreError> {
@@ -147,13 +147,13 @@ impl SqlStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(map_sqlx_error)?;
-        body.map(|body| decode_json(&body)).transpose()
+        body.map(|body| decode_body(&body)).transpose()
     }
 
     /// Claims the due rows of a table that keeps its aggregate as a JSON body (orders, plans;
     /// `claim` returns `body`, taking `$1` now, `$2` the lease's end, `$3` the limit): each
     /// leased until `lease_until_ms`, earliest `due_at` first (RETURNING keeps no order).
-    pub(crate) async fn claim_due_bodies<T: serde::de::DeserializeOwned>(
+    pub(crate) async fn claim_due_bodies<T: Body>(
         &self,
         claim: &Claim,
         now_ms: i64,
@@ -168,7 +168,7 @@ impl SqlStore {
         tx.commit().await.map_err(map_sqlx_error)?;
         let mut claimed = bodies
             .iter()
-            .map(|(body,)| decode_json::<T>(body))
+            .map(|(body,)| decode_body::<T>(body))
             .collect::<Result<Vec<_>, _>>()?;
         claimed.sort_by_key(due_at);
         Ok(claimed)

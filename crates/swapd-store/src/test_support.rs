@@ -168,28 +168,39 @@ pub async fn tcp_proxy(target: SocketAddr, cut: tokio_util::sync::CancellationTo
     addr
 }
 
-/// An order awaiting its deposit, as tests store it directly.
+/// The catalog's currency `code`.
+pub fn currency(code: &str) -> &'static swapd_core::market::currencies::CurrencyDef {
+    swapd_core::market::currencies::currency(code).expect("a catalog code")
+}
+
+/// `text` of the currency `code`, at its precision.
+pub fn amount(text: &str, code: &str) -> swapd_core::amount::Amount {
+    swapd_core::amount::Amount::parse(text, currency(code).precision).expect("an amount")
+}
+
+/// An order awaiting its deposit, as tests store it directly: 0.1 BTC for 9602.5 USDTTRC.
 pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::offchain::order::Order {
+    let address = |code: &str, text: &str| currency(code).network.parse_address(text).unwrap();
     swapd_core::offchain::order::Order {
-        id: id.into(),
-        owner: owner.into(),
+        id: id.parse().expect("an order id"),
+        owner: owner.parse().expect("an owner"),
         status: swapd_core::offchain::order::OrderStatus::AwaitingDeposit,
         version: 1,
         rate_type: swapd_core::market::RateType::Fixed,
         direction: swapd_core::market::Direction::From,
-        from_code: "BTC".into(),
-        to_code: "USDTTRC".into(),
+        from: currency("BTC"),
+        to: currency("USDTTRC"),
         provider: "atlas".into(),
         provider_ref: format!("atlas-{id}"),
         desk_token: None,
-        rate: "96025".into(),
-        from_amount: "0.1".into(),
-        to_amount: "9602.5".into(),
-        min: "0.0001".into(),
-        max: Some("1".into()),
+        rate: amount("96025", "USDTTRC"),
+        from_amount: amount("0.1", "BTC"),
+        to_amount: amount("9602.5", "USDTTRC"),
+        min: amount("0.0001", "BTC"),
+        max: Some(amount("1", "BTC")),
         deposit_address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
         deposit_tag: None,
-        to_address: "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t".into(),
+        to_address: address("USDTTRC", "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"),
         to_tag: None,
         refund_address: None,
         refund_tag: None,

@@ -1,7 +1,9 @@
 //! Webhook subscriptions, leased deliveries, attempts and replays.
 
 use swapd_core::StoreError;
+use swapd_core::ids::WebhookId;
 use swapd_core::offchain::order::EventType;
+use swapd_core::owner::Owner;
 use swapd_core::store::{IdempotentFinish, WebhookStore};
 use swapd_core::webhooks::delivery::{
     Attempt, AttemptRecord, ClaimedDelivery, Delivery, DeliveryStatus, QueuedDelivery,
@@ -28,8 +30,8 @@ fn with_subscription<'q>(
     subscription: &Subscription,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
     statement
-        .bind(&subscription.id)
-        .bind(&subscription.owner)
+        .bind(subscription.id.as_str())
+        .bind(subscription.owner.scope())
         .bind(&subscription.url)
         .bind(subscription.events_column())
         .bind(&subscription.description)
@@ -75,10 +77,11 @@ impl WebhookStore for SqlStore {
         finish: IdempotentFinish<'_>,
     ) -> Result<bool, StoreError> {
         let mut tx = self.write_tx().await?;
-        self.serialize_owner(&mut tx, &subscription.owner).await?;
+        let owner = subscription.owner.scope();
+        self.serialize_owner(&mut tx, &owner).await?;
         let existing: i64 =
             sqlx::query_scalar("SELECT count(*) FROM webhook_subscriptions WHERE owner = $1")
-                .bind(&subscription.owner)
+                .bind(&owner)
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(map_sqlx_error)?;
@@ -99,12 +102,12 @@ impl WebhookStore for SqlStore {
         Ok(true)
     }
 
-    async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError> {
+    async fn subscriptions(&self, owner: &Owner) -> Result<Vec<Subscription>, StoreError> {
         sqlx::query_as::<_, SubscriptionRow>(built(format!(
             "SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions WHERE owner = $1 \
              ORDER BY created_at, id"
         )))
-        .bind(owner)
+        .bind(owner.scope())
         .fetch_all(&self.pool)
         .await
         .map_err(map_sqlx_error)?
@@ -115,15 +118,15 @@ impl WebhookStore for SqlStore {
 
     async fn subscription(
         &self,
-        id: &str,
-        owner: &str,
+        id: &WebhookId,
+        owner: &Owner,
     ) -> Result<Option<Subscription>, StoreError> {
         sqlx::query_as::<_, SubscriptionRow>(built(format!(
             "SELECT {SUBSCRIPTION_COLUMNS} FROM webhook_subscriptions \
              WHERE id = $1 AND owner = $2"
         )))
-        .bind(id)
-        .bind(owner)
+        .bind(id.as_str())
+        .bind(owner.scope())
         .fetch_optional(&self.pool)
         .await
         .map_err(map_sqlx_error)?
@@ -244,7 +247,7 @@ impl WebhookStore for SqlStore {
         )
         .bind(&record.delivery_id)
         .bind(i64::from(record.attempt))
-        .bind(&record.subscription_id)
+        .bind(record.subscription_id.as_str())
         .bind(record.started_at_ms)
         .bind(record.status_code.map(i64::from))
         .bind(record.latency_ms)
@@ -260,7 +263,7 @@ impl WebhookStore for SqlStore {
             "UPDATE webhook_subscriptions SET failing_since = COALESCE(failing_since, $2) \
              WHERE id = $1"
         };
-        let mut streak = sqlx::query(streak).bind(&record.subscription_id);
+        let mut streak = sqlx::query(streak).bind(record.subscription_id.as_str());
         if after.status != DeliveryStatus::Succeeded {
             streak = streak.bind(record.started_at_ms);
         }
@@ -270,7 +273,7 @@ impl WebhookStore for SqlStore {
                         "UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $2, \
                          updated_at = $3, version = version + 1 WHERE id = $1 AND status = 'active'",
                     )
-                    .bind(&record.subscription_id)
+                    .bind(record.subscription_id.as_str())
                     .bind(reason)
                     .bind(record.finished_at_ms)
                     .execute(&mut *tx)
@@ -283,10 +286,11 @@ impl WebhookStore for SqlStore {
 
     async fn replay_events(
         &self,
-        owner: &str,
+        owner: &Owner,
         selection: &ReplaySelection,
         types: &[EventType],
     ) -> Result<Vec<(String, EventType)>, StoreError> {
+        let owner = owner.scope();
         let rows: Vec<(String, String)> = match selection {
             ReplaySelection::Event(id) => sqlx::query_as(
                 "SELECT id, event_type FROM order_events WHERE id = $1 AND owner = $2",
@@ -348,9 +352,9 @@ impl WebhookStore for SqlStore {
                  VALUES ($1, $2, $3, $4, 'replay', 'pending', 0, $5, $5, $5)",
             )
             .bind(&delivery.id)
-            .bind(&delivery.subscription_id)
+            .bind(delivery.subscription_id.as_str())
             .bind(&delivery.event_id)
-            .bind(&delivery.owner)
+            .bind(delivery.owner.scope())
             .bind(delivery.created_at_ms)
             .execute(&mut *tx)
             .await
@@ -362,8 +366,8 @@ impl WebhookStore for SqlStore {
 
     async fn deliveries(
         &self,
-        subscription_id: &str,
-        owner: &str,
+        subscription_id: &WebhookId,
+        owner: &Owner,
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError> {
         let rows: Vec<DeliveryRow> = sqlx::query_as(
@@ -372,8 +376,8 @@ impl WebhookStore for SqlStore {
              FROM webhook_deliveries WHERE subscription_id = $1 AND owner = $2 \
              ORDER BY created_at DESC, id LIMIT $3",
         )
-        .bind(subscription_id)
-        .bind(owner)
+        .bind(subscription_id.as_str())
+        .bind(owner.scope())
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
@@ -408,7 +412,7 @@ impl WebhookStore for SqlStore {
                     .ok()
                     .ok_or_else(|| StoreError::Corrupt(format!("delivery status {status}")))?,
                 id,
-                subscription_id,
+                subscription_id: crate::rows::stored::id_of(&subscription_id)?,
                 event_id,
                 kind,
                 attempts: u32::try_from(attempts).unwrap_or(u32::MAX),

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use lettre::message::Mailbox;
 use lettre::message::header::ContentType;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use swapd_core::notify::{Mail, MailError, Mailer, order_mail};
+use swapd_core::notify::{Mail, MailError, Mailer};
+use swapd_core::offchain::mail::order_mail;
 use swapd_core::{Clock, Store};
 
 /// Sends through an SMTP server.
@@ -128,7 +129,7 @@ impl Notifier {
             let Some(to) = &event.notify_email else {
                 continue;
             };
-            if !swapd_core::notify::can_send_to(to) {
+            if !swapd_core::notify::can_send_to(to.as_str()) {
                 // Taken before the API checked addresses this way: it will never go out.
                 tracing::warn!(event = %event.id, "status e-mail to an address no mailer takes; marked failed");
                 if let Err(error) = self

@@ -16,7 +16,6 @@ use swapd_core::market_intel::{
     self, Job, JobOutcome, JobRequest, LEASE_MS, MAX_ATTEMPTS, RUN_TIMEOUT_MS,
 };
 use swapd_core::{Clock, Store};
-use swapd_types::market::Fee;
 use swapd_types::market_intel::{
     DepthPoint, DepthQuote, JobError, JobResult, PairDepth, RateHistory, RouteScan, ScannedRoute,
 };
@@ -373,16 +372,7 @@ fn scanned_route(candidate: &Candidate) -> ScannedRoute {
             output: Some(quote.to_amount.to_string()),
             min_output: Some(quote.min_output.to_string()),
             rate: Some(pricing::rate(quote.from_amount, quote.to_amount).to_string()),
-            fees: quote
-                .fees
-                .iter()
-                .map(|fee| Fee {
-                    kind: fee.kind.as_str().into(),
-                    bps: fee.rate.map(|rate| rate.to_string()),
-                    amount: fee.amount.to_string(),
-                    currency: fee.currency.into(),
-                })
-                .collect(),
+            fees: swapd_core::fees::entry::views(&quote.fees),
             estimated_duration_seconds: Some(quote.estimated_duration_secs),
         },
         Err(failure) => ScannedRoute {

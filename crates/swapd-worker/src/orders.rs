@@ -11,7 +11,7 @@ use tracing::Instrument;
 use futures_util::StreamExt;
 
 use swapd_core::market::Market;
-use swapd_core::market::currencies::currency;
+
 use swapd_core::offchain::desk::{Desk, DeskError, DeskExchange, ExchangeRef, token_context};
 use swapd_core::offchain::follow;
 use swapd_core::offchain::follow::DeskAction;
@@ -42,8 +42,6 @@ enum StepError {
     Store(#[from] swapd_core::StoreError),
     #[error("{0}")]
     Desk(#[from] DeskError),
-    #[error("order {0} names an unknown currency")]
-    UnknownCurrency(String),
     #[error("provider {0} is not a desk of this deployment")]
     UnknownDesk(String),
     #[error("the order's desk token cannot be opened: {0}")]
@@ -121,9 +119,7 @@ impl OrderEngine {
     }
 
     async fn drive(&self, order: &Order) -> Result<(), StepError> {
-        let known =
-            |code: &str| currency(code).ok_or_else(|| StepError::UnknownCurrency(code.to_owned()));
-        let (from, to) = (known(&order.from_code)?, known(&order.to_code)?);
+        let (from, to) = (order.from, order.to);
         let desk = self
             .market
             .desk(&order.provider)
@@ -139,7 +135,7 @@ impl OrderEngine {
             let now = self.clock.now_ms();
             let exchange = ExchangeRef {
                 id: &order.provider_ref,
-                reference: &order.id,
+                reference: order.id.as_str(),
                 from,
                 to,
                 access_token: token.as_deref(),
@@ -160,7 +156,7 @@ impl OrderEngine {
                 }
             }
             let mut moved = false;
-            if let Some(followed) = follow::follow(&order, &seen, from, &self.rules, now) {
+            if let Some(followed) = follow::follow(&order, &seen, &self.rules, now) {
                 moved = !followed.events.is_empty();
                 if !self
                     .store
@@ -238,7 +234,7 @@ impl OrderEngine {
             .map(|sealed| {
                 let plain = self
                     .master_key
-                    .open(sealed, &token_context(&order.id))
+                    .open(sealed, &token_context(order.id.as_str()))
                     .map_err(|e| StepError::Token(e.to_string()))?;
                 String::from_utf8(plain).map_err(|e| StepError::Token(e.to_string()))
             })

@@ -194,7 +194,7 @@ impl WebhookDispatcher {
             .map(|sealed| {
                 let secret = self
                     .master
-                    .open(sealed, &subscription.id)
+                    .open(sealed, subscription.id.as_str())
                     .map_err(|e| format!("signing secret: {e}"))?;
                 let secret = String::from_utf8(secret).map_err(|_| "signing secret: not text")?;
                 signing::secret_key(&secret).ok_or_else(|| "signing secret: malformed".to_owned())

@@ -118,7 +118,7 @@ async fn commit_event(store: &dyn Store, n: usize, tag: &str) -> String {
         .await
         .unwrap()
         .unwrap();
-    event.id
+    event.id.into_string()
 }
 
 fn dispatcher(store: Arc<dyn Store>, master: &MasterKey) -> swapd_worker::WebhookDispatcher {
@@ -162,8 +162,8 @@ async fn main() {
     store
         .insert_subscription(
             &Subscription {
-                id: id.into(),
-                owner: OWNER.into(),
+                id: id.parse().unwrap(),
+                owner: OWNER.parse().unwrap(),
                 url: hook,
                 events: vec![EventType::Created],
                 description: None,

@@ -17,6 +17,8 @@ use swapd_types::Permission;
 
 use super::{CsrfOnly, Operator, forged, layout, page_headers, refused};
 use crate::{ApiError, AppState};
+use swapd_core::ids::{OrderId, WebhookId};
+use swapd_core::notify::Email;
 
 pub(super) fn router() -> axum::Router<AppState> {
     axum::Router::new()
@@ -305,8 +307,8 @@ async fn orders(
     };
     let owner = match query.owner.trim() {
         "" => None,
-        key if key.starts_with("key_") => Some(Owner::Key(key.into()).scope()),
-        wallet => Some(Owner::Wallet(wallet.into()).scope()),
+        key if key.starts_with("key_") => Some(Owner::Key(key.into())),
+        wallet => Some(Owner::Wallet(wallet.into())),
     };
     let search = (|| {
         Ok::<_, String>(OrderSearch {
@@ -351,7 +353,7 @@ async fn orders(
                     tr {
                         td { a href=(format!("/console/orders/{}", order.id)) { code { (order.id) } } }
                         td { (order.status.as_str()) }
-                        td { (order.from_code) " → " (order.to_code) }
+                        td { (order.from.code) " → " (order.to.code) }
                         td { (order.from_amount) }
                         td { code { (order.owner) } }
                         td { (when(order.created_at_ms)) }
@@ -367,6 +369,9 @@ async fn order(
     operator: Operator,
     Path(id): Path<String>,
 ) -> Response {
+    let Some(id) = OrderId::parse(&id) else {
+        return refused(StatusCode::NOT_FOUND, "No such order.");
+    };
     let order = match state.store.order_for_page(&id).await {
         Ok(Some(order)) => order,
         Ok(None) => return refused(StatusCode::NOT_FOUND, "No such order."),
@@ -393,7 +398,7 @@ async fn order(
                     Ok(found) => deliveries.extend(
                         found
                             .into_iter()
-                            .filter(|d| events.iter().any(|e| e.id == d.event_id)),
+                            .filter(|d| events.iter().any(|e| e.id.as_str() == d.event_id)),
                     ),
                     Err(error) => return failed(error),
                 }
@@ -408,7 +413,7 @@ async fn order(
         html! {
             h1 { "Order " code { (order.id) } }
             section {
-                p { "Status: " strong #order-status { (view.status) } " · " (order.from_amount) " " (order.from_code) " → " (view.to.amount) " " (order.to_code) " · " (order.provider) }
+                p { "Status: " strong #order-status { (view.status) } " · " (order.from_amount) " " (order.from.code) " → " (view.to.amount) " " (order.to.code) " · " (order.provider) }
                 p { "Owner: " code { (order.owner) } " · created " (when(order.created_at_ms)) }
                 p { "Deposit address: " code { (order.deposit_address) } }
                 @if let Some(link) = &order.page_url { p { a href=(link) { "Order page" } } }
@@ -423,8 +428,8 @@ async fn order(
                 @for event in &events {
                     tr { td { (event.sequence) } td { code { (event.id) } " " (event.event_type.as_str()) }
                         td { (event.data["status"].as_str().unwrap_or_default()) } td { (when(event.created_at_ms)) }
-                        td { (event.notify_email.clone().unwrap_or_default()) " "
-                            (mail_state(mails.iter().find(|mail| mail.event_id == event.id))) } }
+                        td { (event.notify_email.as_ref().map(Email::as_str).unwrap_or_default()) " "
+                            (mail_state(mails.iter().find(|mail| mail.event_id == event.id.as_str()))) } }
                 } }
             h2 { "Webhook deliveries" }
             (delivery_table(&deliveries, None))
@@ -441,11 +446,7 @@ async fn webhooks(State(state): State<AppState>, operator: Operator) -> Response
     };
     let mut all = Vec::new();
     for key in &keys {
-        match state
-            .store
-            .subscriptions(&Owner::Key(key.id.clone()).scope())
-            .await
-        {
+        match state.store.subscriptions(&Owner::Key(key.id.clone())).await {
             Ok(found) => all.extend(found),
             Err(error) => return failed(error),
         }
@@ -494,7 +495,10 @@ async fn deliveries_page(
     owner: &str,
     notice: Option<&str>,
 ) -> Response {
-    let found = match state.store.deliveries(id, owner, 100).await {
+    let (Some(webhook), Ok(owner)) = (WebhookId::parse(id), owner.parse::<Owner>()) else {
+        return refused(StatusCode::NOT_FOUND, "No such subscription.");
+    };
+    let found = match state.store.deliveries(&webhook, &owner, 100).await {
         Ok(found) => found,
         Err(error) => return failed(error),
     };
@@ -504,7 +508,7 @@ async fn deliveries_page(
         html! {
             h1 { "Deliveries of " code { (id) } }
             @if let Some(notice) = notice { p.secret #notice role="status" { (notice) } }
-            (delivery_table(&found, Some((operator, id, owner))))
+            (delivery_table(&found, Some((operator, id, &owner.scope()))))
         },
     )
 }

@@ -201,15 +201,17 @@ async fn revenue_csv(
         String::from("order_id,owner,party,affiliate_code,stage,bps,amount,currency,at\n");
     for row in rows.iter().take(swapd_app::earnings::MAX_ROWS as usize) {
         let at = (row.at_ms / 1000).to_string();
+        let (owner, amount) = (row.owner.scope(), row.amount.to_string());
+        let bps = row.bps.map(|bps| bps.to_string()).unwrap_or_default();
         let cells = [
             row.order_id.as_str(),
-            &row.owner,
+            &owner,
             row.party.as_str(),
             row.affiliate_code.as_deref().unwrap_or_default(),
             row.stage.as_str(),
-            row.bps.as_deref().unwrap_or_default(),
-            &row.amount,
-            &row.currency,
+            &bps,
+            &amount,
+            row.currency.code,
             &at,
         ];
         csv.push_str(&cells.map(cell).join(","));

@@ -6,8 +6,6 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 
 use swapd_app::orders::{self, RefundTo};
-use swapd_core::amount::Amount;
-use swapd_core::market::currencies::currency;
 use swapd_core::offchain::order::Choice;
 use swapd_types::Success;
 use swapd_types::orders::{OrderInput, OrderView};
@@ -168,14 +166,7 @@ pub(crate) async fn deposit_qr(
     Path(id): Path<String>,
 ) -> Result<Json<Success<swapd_types::orders::DepositQr>>, ApiError> {
     let order = orders::owned(state.app(), &caller.owner(), &id).await?;
-    let from = currency(&order.from_code).ok_or_else(|| {
-        ApiError::internal(format_args!(
-            "stored currency {} is unknown",
-            order.from_code
-        ))
-    })?;
-    let amount =
-        Amount::parse(&order.from_amount, from.precision).map_err(|e| ApiError::internal(&e))?;
+    let (from, amount) = (order.from, order.from_amount);
     let tag = order.deposit_tag.as_deref();
     let variants = [
         ("Address", "address", None, false),

@@ -77,7 +77,7 @@ pub(crate) async fn quotes(
         to_amount: quote.to_amount.to_string(),
         rate: pricing::rate(quote.from_amount, quote.to_amount).to_string(),
         network_fee: quote.network_fee.to_string(),
-        fees: swapd_app::routes::fees_view(&quote.fees),
+        fees: swapd_core::fees::entry::views(&quote.fees),
         min: quote.min.to_string(),
         max: quote.max.map(|a| a.to_string()),
         provider: provider.into(),

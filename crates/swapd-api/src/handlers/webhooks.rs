@@ -226,7 +226,7 @@ pub(crate) async fn deliveries(
     let (subscription, deliveries) =
         webhooks_app::deliveries(state.app(), &owner, &id, limit).await?;
     Ok(Json(Success::new(DeliveryLog {
-        webhook_id: subscription.id,
+        webhook_id: subscription.id.into_string(),
         count: deliveries.len(),
         deliveries,
     })))

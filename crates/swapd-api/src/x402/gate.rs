@@ -37,6 +37,7 @@ use super::{Access, AccessTokens, InputCheck, Page, X402Route};
 use crate::idempotency::{self, Started};
 use crate::principal::Caller;
 use crate::{ApiError, AppState};
+use swapd_core::ids::{OrderId, PlanId};
 
 const PAID_ATTEMPTS_PER_HOUR: u32 = 60;
 const WALLET_READS_PER_MINUTE: u32 = 30;
@@ -238,7 +239,10 @@ impl<'a> Context<'a> {
         let store = &self.state.store;
         let (owner, code) = match page {
             Page::Order => {
-                let order = store.order_for_page(id).await;
+                let order = match OrderId::parse(id) {
+                    Some(id) => store.order_for_page(&id).await,
+                    None => Ok(None),
+                };
                 let order = order.map_err(|e| ApiError::from(e).into_response())?;
                 let owner = order
                     .filter(|o| crate::order_page::token_matches(o.page_url.as_deref(), token))
@@ -246,7 +250,10 @@ impl<'a> Context<'a> {
                 (owner, ErrorCode::OrderNotFound)
             }
             Page::Execution => {
-                let plan = store.execution_plan_for_page(id).await;
+                let plan = match PlanId::parse(id) {
+                    Some(id) => store.execution_plan_for_page(&id).await,
+                    None => Ok(None),
+                };
                 let plan = plan.map_err(|e| ApiError::from(e).into_response())?;
                 let owner = plan
                     .filter(|p| crate::order_page::token_matches(p.page_url.as_deref(), token))
@@ -254,7 +261,7 @@ impl<'a> Context<'a> {
                 (owner, ErrorCode::ExecutionNotFound)
             }
         };
-        match owner.as_deref().and_then(wallet_of_owner) {
+        match owner.as_ref().and_then(wallet_of_owner) {
             Some(wallet) => Ok(Some(wallet)),
             None => Err(
                 ApiError::new(code, "not found: unknown, or not this page token's").into_response(),
@@ -753,14 +760,14 @@ fn path_parameter<'p>(template: &str, path: &'p str, parameter: &str) -> &'p str
 }
 
 /// The wallet an owner scope (`wallet:<address>`) names; `None` for an API key's.
-fn wallet_of_owner(owner: &str) -> Option<Wallet> {
-    let Ok(swapd_core::owner::Owner::Wallet(address)) = owner.parse() else {
+fn wallet_of_owner(owner: &swapd_core::owner::Owner) -> Option<Wallet> {
+    let swapd_core::owner::Owner::Wallet(address) = owner else {
         return None;
     };
     if address.starts_with("0x") {
         address.parse().ok().map(Wallet::Evm)
     } else {
-        Some(Wallet::Solana(address))
+        Some(Wallet::Solana(address.clone()))
     }
 }
 

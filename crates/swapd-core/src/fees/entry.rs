@@ -1,13 +1,12 @@
 //! The fees a route card, an order and an execution list: who each goes to, how much, in what
 //! currency (docs/fees.md).
 
-use serde::{Deserialize, Serialize};
-
 use crate::amount::Amount;
 use crate::fees::{Party, PartyFee, Rate};
+use crate::market::currencies::CurrencyDef;
 
 /// Who a fee goes to: `kind` on the wire (docs/fees.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "lowercase")]
 pub enum FeeKind {
     /// A network's transaction cost: the payout's (deducted from the output), or the gas the
@@ -37,21 +36,32 @@ impl FeeKind {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
+
+    /// The party whose earnings a fee of this kind is; `None` for costs (network, provider).
+    pub fn party(self) -> Option<Party> {
+        match self {
+            FeeKind::Service => Some(Party::Service),
+            FeeKind::Partner => Some(Party::Partner),
+            FeeKind::Affiliate => Some(Party::Affiliate),
+            FeeKind::Network | FeeKind::Provider => None,
+        }
+    }
 }
 
+/// One fee of a quote, a route card, an order or an execution.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fee {
     pub kind: FeeKind,
     pub amount: Amount,
-    /// Catalog code of the currency the fee is paid in.
-    pub currency: &'static str,
+    /// The currency the fee is paid in.
+    pub currency: &'static CurrencyDef,
     /// The fee's rate in bps of the output, where it is one (the parties' fees).
     pub rate: Option<Rate>,
 }
 
 impl Fee {
     /// A cost without a rate (a network's, a provider's).
-    pub fn cost(kind: FeeKind, amount: Amount, currency: &'static str) -> Self {
+    pub fn cost(kind: FeeKind, amount: Amount, currency: &'static CurrencyDef) -> Self {
         Self {
             kind,
             amount,
@@ -60,8 +70,8 @@ impl Fee {
         }
     }
 
-    /// The parties' fees of a [`FeeSchedule`], in the output currency.
-    pub fn of_parties(fees: &[PartyFee], currency: &'static str) -> Vec<Fee> {
+    /// The parties' fees of a [`FeeSchedule`](crate::fees::FeeSchedule), in `currency`.
+    pub fn of_parties(fees: &[PartyFee], currency: &'static CurrencyDef) -> Vec<Fee> {
         fees.iter()
             .map(|fee| Fee {
                 kind: fee.party.into(),
@@ -71,27 +81,24 @@ impl Fee {
             })
             .collect()
     }
-}
 
-/// One fee of a stored route, as shown on its card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteFee {
-    pub kind: String,
-    /// The rate in bps of the output, for the parties' fees.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bps: Option<String>,
-    pub amount: String,
-    pub currency: String,
-}
+    /// The party whose earnings this fee is, if any.
+    pub fn party(&self) -> Option<Party> {
+        self.kind.party()
+    }
 
-impl RouteFee {
     /// The fee as the API shows it.
     pub fn view(&self) -> swapd_types::market::Fee {
         swapd_types::market::Fee {
-            kind: self.kind.clone(),
-            bps: self.bps.clone(),
-            amount: self.amount.clone(),
-            currency: self.currency.clone(),
+            kind: self.kind.as_str().into(),
+            bps: self.rate.map(|rate| rate.to_string()),
+            amount: self.amount.to_string(),
+            currency: self.currency.code.into(),
         }
     }
+}
+
+/// The fees as the API shows them.
+pub fn views(fees: &[Fee]) -> Vec<swapd_types::market::Fee> {
+    fees.iter().map(Fee::view).collect()
 }

@@ -5,10 +5,12 @@
 use alloy_primitives::U256;
 use serde::{Deserialize, Serialize};
 
-use crate::amount::{Amount, Rounding};
-use crate::fees::Party;
-use crate::fees::entry::RouteFee;
+use crate::amount::{Amount, MAX_DECIMALS, Rounding};
+use crate::fees::entry::Fee;
+use crate::fees::{Party, Rate};
+use crate::market::currencies::CurrencyDef;
 use crate::market::pricing::BPS;
+use crate::owner::Owner;
 
 /// When a ledger row was learnt: at the order's creation, from its quote, or when the provider
 /// reported the fee taken.
@@ -37,31 +39,30 @@ impl Stage {
 }
 
 /// One party's fee on one order, as the fee ledger keeps it (docs/fees.md, "The ledger").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerRow {
+    /// The order's or the execution plan's id.
     pub order_id: String,
-    /// The order's owner (`key:…` for a partner's order): whose earnings a `partner` row is.
-    pub owner: String,
-    /// `service`, `partner` or `affiliate`.
+    /// The swap's owner (an API key for a partner's swap): whose earnings a `partner` row is.
+    pub owner: Owner,
     pub party: Party,
     /// The affiliate's code on `affiliate` rows.
     pub affiliate_code: Option<String>,
     pub stage: Stage,
-    /// The rate in bps, exact decimal.
-    pub bps: Option<String>,
-    /// Exact decimal, in `currency`.
-    pub amount: String,
-    pub currency: String,
+    /// The rate in bps.
+    pub bps: Option<Rate>,
+    pub amount: Amount,
+    pub currency: &'static CurrencyDef,
     pub at_ms: i64,
 }
 
 /// What a swap was charged, as the ledger files it: an order's or an execution's id and owner,
-/// the affiliate's code, and its fee entries (`kind`, `bps`, `amount`, `currency` as quoted).
+/// the affiliate's code, and its fee entries as quoted (or realized).
 pub struct Charged<'a> {
     pub id: &'a str,
-    pub owner: &'a str,
+    pub owner: &'a Owner,
     pub affiliate_code: Option<&'a str>,
-    pub fees: &'a [RouteFee],
+    pub fees: &'a [Fee],
 }
 
 impl<'a> Charged<'a> {
@@ -69,9 +70,9 @@ impl<'a> Charged<'a> {
     /// is known (otherwise the provider took what it quoted).
     pub fn at(
         stage: Stage,
-        (id, owner, affiliate_code): (&'a str, &'a str, Option<&'a str>),
-        quoted: &'a [RouteFee],
-        realized: Option<&'a [RouteFee]>,
+        (id, owner, affiliate_code): (&'a str, &'a Owner, Option<&'a str>),
+        quoted: &'a [Fee],
+        realized: Option<&'a [Fee]>,
     ) -> Self {
         let fees = match (stage, realized) {
             (Stage::Realized, Some(realized)) => realized,
@@ -93,18 +94,18 @@ pub fn ledger_rows(charged: Charged<'_>, stage: Stage, at_ms: i64) -> Vec<Ledger
         .fees
         .iter()
         .filter_map(|fee| {
-            let party: Party = fee.kind.parse().ok()?;
+            let party = fee.party()?;
             Some(LedgerRow {
                 order_id: charged.id.to_owned(),
-                owner: charged.owner.to_owned(),
+                owner: charged.owner.clone(),
                 party,
                 affiliate_code: (party == Party::Affiliate)
                     .then(|| charged.affiliate_code.map(str::to_owned))
                     .flatten(),
                 stage,
-                bps: fee.bps.clone(),
-                amount: fee.amount.clone(),
-                currency: fee.currency.clone(),
+                bps: fee.rate,
+                amount: fee.amount,
+                currency: fee.currency,
                 at_ms,
             })
         })
@@ -117,42 +118,35 @@ pub fn ledger_rows(charged: Charged<'_>, stage: Stage, at_ms: i64) -> Vec<Ledger
 /// affiliate's part rounded down); the other entries are as expected. Nothing paid where
 /// something was expected realizes zeros.
 pub fn realized_operator_fees(
-    expected: &[RouteFee],
+    expected: &[Fee],
     paid: Amount,
-    currency: &crate::market::currencies::CurrencyDef,
-) -> Vec<RouteFee> {
-    let operator =
-        |fee: &RouteFee| matches!(fee.kind.parse(), Ok(Party::Service | Party::Affiliate));
+    currency: &'static CurrencyDef,
+) -> Vec<Fee> {
+    let operator = |fee: &Fee| matches!(fee.party(), Some(Party::Service | Party::Affiliate));
     // Expected in another currency (a desk that took its commission from the input): split
-    // by the expected amounts' proportions all the same, each read at its own currency's scale.
-    let units = |fee: &RouteFee| {
-        let scale = crate::market::currencies::currency(&fee.currency)
-            .map_or(paid.decimals(), |def| def.decimals.min(18));
-        Amount::parse(&fee.amount, scale)
-            .map(|amount| amount.rescale(paid.decimals(), Rounding::Down).units())
-            .unwrap_or_default()
-    };
+    // by the expected amounts' proportions all the same, each at the paid amount's scale.
+    let units = |fee: &Fee| fee.amount.rescale(paid.decimals(), Rounding::Down).units();
     let expected_total: U256 = expected.iter().filter(|f| operator(f)).map(units).sum();
     let mut affiliate_paid = U256::ZERO;
-    let mut shares: Vec<RouteFee> = expected
+    let mut shares: Vec<Fee> = expected
         .iter()
         .map(|fee| {
             let mut fee = fee.clone();
-            if fee.kind == Party::Affiliate.as_str() && !expected_total.is_zero() {
+            if fee.party() == Some(Party::Affiliate) && !expected_total.is_zero() {
                 affiliate_paid = paid.units() * units(&fee) / expected_total;
-                fee.amount = Amount::from_units(affiliate_paid, paid.decimals()).to_string();
+                fee.amount = Amount::from_units(affiliate_paid, paid.decimals());
             }
             if operator(&fee) {
-                fee.currency = currency.code.to_owned();
+                fee.currency = currency;
             }
             fee
         })
         .collect();
     for fee in shares
         .iter_mut()
-        .filter(|fee| fee.kind == Party::Service.as_str())
+        .filter(|fee| fee.party() == Some(Party::Service))
     {
-        fee.amount = Amount::from_units(paid.units() - affiliate_paid, paid.decimals()).to_string();
+        fee.amount = Amount::from_units(paid.units() - affiliate_paid, paid.decimals());
     }
     shares
 }
@@ -172,15 +166,15 @@ pub struct Mismatch {
 /// The partner's fee as realized when `paid` of `currency` reached its recipient (a Transfer):
 /// the other entries are as they were.
 pub fn realized_partner_fee(
-    fees: &[RouteFee],
+    fees: &[Fee],
     paid: Amount,
-    currency: &crate::market::currencies::CurrencyDef,
-) -> Vec<RouteFee> {
+    currency: &'static CurrencyDef,
+) -> Vec<Fee> {
     fees.iter()
-        .map(|fee| match fee.kind.parse() {
-            Ok(Party::Partner) => RouteFee {
-                amount: paid.to_string(),
-                currency: currency.code.to_owned(),
+        .map(|fee| match fee.party() {
+            Some(Party::Partner) => Fee {
+                amount: paid,
+                currency,
                 ..fee.clone()
             },
             _ => fee.clone(),
@@ -202,26 +196,22 @@ pub fn reconcile(rows: &[LedgerRow], tolerance_bps: u32) -> Vec<Mismatch> {
         };
         by_party.entry((&row.order_id, row.party)).or_default()[slot] = Some(row);
     }
-    let units = |text: &str| {
-        Amount::parse(text, crate::amount::MAX_DECIMALS)
-            .map(|amount| amount.units())
-            .ok()
-    };
+    let units = |amount: Amount| amount.rescale(MAX_DECIMALS, Rounding::Down).units();
     by_party
         .into_values()
         .filter_map(|[expected, realized]| {
             let (expected, realized) = (expected?, realized?);
-            if expected.currency != realized.currency {
+            if expected.currency.code != realized.currency.code {
                 return None;
             }
-            let (e, r) = (units(&expected.amount)?, units(&realized.amount)?);
+            let (e, r) = (units(expected.amount), units(realized.amount));
             let off = if e > r { e - r } else { r - e };
             (off * U256::from(BPS) > e * U256::from(tolerance_bps)).then(|| Mismatch {
                 order_id: expected.order_id.clone(),
                 party: expected.party,
-                currency: expected.currency.clone(),
-                expected: expected.amount.clone(),
-                realized: realized.amount.clone(),
+                currency: expected.currency.code.to_owned(),
+                expected: expected.amount.to_string(),
+                realized: realized.amount.to_string(),
             })
         })
         .collect()
@@ -236,27 +226,30 @@ mod tests {
         Amount::from_units(U256::from(units), decimals)
     }
 
-    fn route_fee(kind: &str, bps: &str, amount: &str) -> RouteFee {
-        RouteFee {
-            kind: kind.into(),
-            bps: Some(bps.into()),
-            amount: amount.into(),
-            currency: "USDCBASE".into(),
+    fn usdc() -> &'static CurrencyDef {
+        crate::market::currencies::currency("USDCBASE").unwrap()
+    }
+
+    fn route_fee(kind: &str, bps: &str, amount: &str) -> Fee {
+        Fee {
+            kind: kind.parse().unwrap(),
+            rate: Rate::parse(bps),
+            amount: Amount::parse(amount, usdc().precision).unwrap(),
+            currency: usdc(),
         }
     }
 
     #[test]
     fn what_reached_the_recipient_is_split_as_expected_was() {
-        let usdc = crate::market::currencies::currency("USDCBASE").unwrap();
         let expected = [
             route_fee("network", "0", "0.01"),
             route_fee("service", "22.5", "0.0675"),
             route_fee("affiliate", "7.5", "0.0225"),
         ];
         let amounts = |paid: u128| -> Vec<String> {
-            realized_operator_fees(&expected, amount(paid, 6), usdc)
+            realized_operator_fees(&expected, amount(paid, 6), usdc())
                 .into_iter()
-                .map(|fee| fee.amount)
+                .map(|fee| fee.amount.to_string())
                 .collect()
         };
         assert_eq!(amounts(90_000), ["0.01", "0.0675", "0.0225"], "all of it");
@@ -270,30 +263,33 @@ mod tests {
 
     #[test]
     fn reconciliation_flags_realized_fees_off_the_expected_beyond_the_tolerance() {
-        let row = |id: &str, party, stage, amount: &str, currency: &str| LedgerRow {
-            order_id: id.into(),
-            owner: "key:a".into(),
-            party,
-            affiliate_code: None,
-            stage,
-            bps: None,
-            amount: amount.into(),
-            currency: currency.into(),
-            at_ms: 0,
+        let row = |id: &str, party, stage, amount: &str, currency: &str| {
+            let currency = crate::market::currencies::currency(currency).unwrap();
+            LedgerRow {
+                order_id: id.into(),
+                owner: Owner::Key("a".into()),
+                party,
+                affiliate_code: None,
+                stage,
+                bps: None,
+                amount: Amount::parse(amount, currency.precision).unwrap(),
+                currency,
+                at_ms: 0,
+            }
         };
         use Party::*;
         use Stage::*;
         let rows = [
-            row("ord_exact", Service, Expected, "1.5", "USDC"),
-            row("ord_exact", Service, Realized, "1.5", "USDC"),
-            row("ord_close", Service, Expected, "100", "USDC"),
-            row("ord_close", Service, Realized, "99.5", "USDC"),
-            row("ord_off", Service, Expected, "100", "USDC"),
-            row("ord_off", Service, Realized, "98", "USDC"),
-            row("ord_off", Affiliate, Expected, "1", "USDC"),
-            row("ord_off", Affiliate, Realized, "0", "USDC"),
-            row("ord_running", Partner, Expected, "3", "USDC"),
-            row("ord_other", Service, Expected, "3", "USDC"),
+            row("ord_exact", Service, Expected, "1.5", "USDCBASE"),
+            row("ord_exact", Service, Realized, "1.5", "USDCBASE"),
+            row("ord_close", Service, Expected, "100", "USDCBASE"),
+            row("ord_close", Service, Realized, "99.5", "USDCBASE"),
+            row("ord_off", Service, Expected, "100", "USDCBASE"),
+            row("ord_off", Service, Realized, "98", "USDCBASE"),
+            row("ord_off", Affiliate, Expected, "1", "USDCBASE"),
+            row("ord_off", Affiliate, Realized, "0", "USDCBASE"),
+            row("ord_running", Partner, Expected, "3", "USDCBASE"),
+            row("ord_other", Service, Expected, "3", "USDCBASE"),
             row("ord_other", Service, Realized, "0.0001", "BTC"),
         ];
         let flagged: Vec<(String, Party)> = reconcile(&rows, 50)

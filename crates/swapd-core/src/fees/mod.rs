@@ -155,6 +155,13 @@ impl Rate {
     fn share_of(bps: u32, share_bps: u32) -> Self {
         Self(u64::from(bps) * u64::from(share_bps))
     }
+
+    /// A rate as [`Display`](std::fmt::Display) writes it (`22.5`): at most four fraction
+    /// digits.
+    pub fn parse(text: &str) -> Option<Self> {
+        let amount = Amount::parse(text, 4).ok()?;
+        u64::try_from(amount.units()).ok().map(Self)
+    }
 }
 
 impl std::fmt::Display for Rate {
@@ -334,6 +341,16 @@ mod tests {
             ..schedule
         };
         assert_eq!(without_code.net_of(amount(1_000_000, 6)).unwrap().0, net);
+    }
+
+    #[test]
+    fn rates_read_back_what_they_print() {
+        for text in ["0", "30", "22.5", "7.5", "0.0001", "10000"] {
+            assert_eq!(Rate::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(Rate::parse("7.50"), Rate::parse("7.5"));
+        assert_eq!(Rate::parse("0.00001"), None);
+        assert_eq!(Rate::parse("-1"), None);
     }
 
     #[test]

@@ -156,13 +156,13 @@ impl ProviderQuote {
     /// the provider states (docs/fees.md).
     pub fn with_output_fees(
         mut self,
-        to: &CurrencyDef,
+        to: &'static CurrencyDef,
         carried: FeeSchedule,
     ) -> Result<Self, ProviderError> {
         let (_, _, fees) = carried.gross_for(self.to_amount).map_err(|_| {
             ProviderError::Unavailable("the provider quoted no output after its fees".into())
         })?;
-        self.fees.extend(Fee::of_parties(&fees, to.code));
+        self.fees.extend(Fee::of_parties(&fees, to));
         Ok(self)
     }
 
@@ -170,22 +170,20 @@ impl ProviderQuote {
     /// `integratorFee`), split between the service and the affiliate.
     pub fn with_stated_fee(
         mut self,
-        currency: &CurrencyDef,
+        currency: &'static CurrencyDef,
         carried: FeeSchedule,
         total: Amount,
     ) -> Self {
-        self.fees.extend(Fee::of_parties(
-            &carried.operator_split(total),
-            currency.code,
-        ));
+        self.fees
+            .extend(Fee::of_parties(&carried.operator_split(total), currency));
         self
     }
 
     /// Lists the parties' fees a router takes out of the input before it swaps (LI.FI's `fee`,
     /// Relay's `appFees`), in the input currency: its output is already what the rest buys.
-    pub fn with_input_fees(mut self, from: &CurrencyDef, carried: FeeSchedule) -> Self {
+    pub fn with_input_fees(mut self, from: &'static CurrencyDef, carried: FeeSchedule) -> Self {
         self.fees
-            .extend(Fee::of_parties(&carried.split(self.from_amount), from.code));
+            .extend(Fee::of_parties(&carried.split(self.from_amount), from));
         self
     }
 }

@@ -1,56 +1,56 @@
 //! Route quotes: what `GET /routes` hands out (one per usable card), what `POST /routes/resolve`
 //! turns into a createToken, and how candidate routes are ranked.
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{Direction, ExecutionType, RateType};
 use crate::amount::Amount;
-use crate::fees::entry::RouteFee;
+use crate::fees::OnchainFee;
+use crate::fees::entry::Fee;
+use crate::ids::RouteQuoteId;
+use crate::market::currencies::CurrencyDef;
 use crate::market::provider::{ProviderError, ProviderInfo, ProviderQuote};
+use crate::market::{Direction, ExecutionType, RateType};
+use crate::owner::Owner;
 
 /// Lifetime of a createToken (docs/market.md).
 pub const CREATE_TOKEN_TTL_MS: i64 = 10 * 60 * 1000;
 /// A createToken on the wire: this prefix and 64 lowercase hex digits.
 pub const CREATE_TOKEN_PREFIX: &str = "ctk_";
 
-/// A usable route card as stored: the terms it promised, to whom, until when. Amounts are
-/// decimal strings in the display units of their currency.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A usable route card as kept for its recipient: the terms it promised, to whom, until when.
+/// Amounts are in their currency (the input's: `from_amount`, `min`, `max`; the output's:
+/// `to_amount`, `min_output`; `rate` is output per input).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteQuote {
-    /// The affiliate whose code the quote was made with; its order takes the code.
-    #[serde(default)]
-    pub affiliate_code: Option<String>,
-    /// `rqq_…`.
-    pub id: String,
-    /// The caller scope that received it (`key:<id>`, `wallet:<address>`).
-    pub owner: String,
+    pub id: RouteQuoteId,
+    /// Who received it: only they may resolve it.
+    pub owner: Owner,
     pub provider: String,
     pub execution_type: ExecutionType,
     pub rate_type: RateType,
     pub direction: Direction,
-    pub from_code: String,
-    pub to_code: String,
-    pub from_amount: String,
-    pub to_amount: String,
-    pub min_output: String,
-    pub rate: String,
-    /// The provider's input limits, in `from_code`.
-    pub min: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub from_amount: Amount,
+    pub to_amount: Amount,
+    pub min_output: Amount,
+    pub rate: Amount,
+    /// The provider's input limits.
+    pub min: Amount,
     /// `None`: no maximum.
-    pub max: Option<String>,
-    pub fees: Vec<RouteFee>,
+    pub max: Option<Amount>,
+    pub fees: Vec<Fee>,
     pub estimated_duration_secs: u32,
     pub wallet_address: Option<String>,
     pub wallet_namespace: Option<String>,
     pub recipient: Option<String>,
     pub gasless: bool,
     /// The desk's handle on the quoted fixed rate, for opening the exchange: never shown.
-    #[serde(default)]
     pub rate_lock: Option<String>,
     /// The fees an onchain router collects, locked with the quote.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub onchain_fees: Vec<crate::fees::OnchainFee>,
+    pub onchain_fees: Vec<OnchainFee>,
+    /// The affiliate whose code the quote was made with; its order takes the code.
+    pub affiliate_code: Option<String>,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
 }
@@ -65,7 +65,7 @@ impl RouteQuote {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateTokenRecord {
     pub token_hash: String,
-    pub owner: String,
+    pub owner: Owner,
     /// The route it locks, copied when resolved.
     pub route: RouteQuote,
     pub created_at_ms: i64,
@@ -86,7 +86,6 @@ pub enum ResolveError {
 /// its hash is kept) that locks the route's terms for [`CREATE_TOKEN_TTL_MS`].
 pub fn resolve(
     route: RouteQuote,
-    owner: &str,
     now_ms: i64,
 ) -> Result<(String, CreateTokenRecord), ResolveError> {
     if route.execution_type == ExecutionType::Onchain {
@@ -98,7 +97,7 @@ pub fn resolve(
     let token = new_create_token();
     let record = CreateTokenRecord {
         token_hash: hash_create_token(&token),
-        owner: owner.to_owned(),
+        owner: route.owner.clone(),
         route,
         created_at_ms: now_ms,
         expires_at_ms: now_ms + CREATE_TOKEN_TTL_MS,

@@ -4,7 +4,8 @@
 
 use crate::address::Address;
 use crate::amount::Amount;
-use crate::fees::entry::RouteFee;
+use crate::fees::entry::Fee;
+use crate::ids::OrderId;
 use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, RateType, pricing};
 use crate::notify::Email;
@@ -16,7 +17,7 @@ use crate::owner::Owner;
 /// and what the user asked for.
 #[derive(Debug, Clone)]
 pub struct OpenOrder {
-    pub id: String,
+    pub id: OrderId,
     pub owner: Owner,
     pub from: &'static CurrencyDef,
     pub to: &'static CurrencyDef,
@@ -38,7 +39,7 @@ pub struct OpenOrder {
     pub email: Option<Email>,
     pub affiliate_code: Option<String>,
     /// The quote's fees, locked with its terms.
-    pub fees: Vec<RouteFee>,
+    pub fees: Vec<Fee>,
     /// The hosted order page's link (with its token).
     pub page_url: Option<String>,
     /// The redeemed createToken's hash, when the terms came from one.
@@ -56,26 +57,26 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
     let lifetime = input.lifetimes.for_rate(input.rate_type);
     let mut order = Order {
         id: input.id,
-        owner: input.owner.scope(),
+        owner: input.owner,
         status: OrderStatus::New,
         version: 1,
         rate_type: input.rate_type,
         direction: input.direction,
-        from_code: input.from.code.into(),
-        to_code: input.to.code.into(),
+        from: input.from,
+        to: input.to,
         provider: input.provider,
         provider_ref: input.exchange.id,
         desk_token: input.exchange.access_token,
-        rate: pricing::rate(input.from_amount, input.to_amount).to_string(),
-        from_amount: input.from_amount.to_string(),
-        to_amount: input.to_amount.to_string(),
-        min: input.min.to_string(),
-        max: input.max.map(|max| max.to_string()),
+        rate: pricing::rate(input.from_amount, input.to_amount),
+        from_amount: input.from_amount,
+        to_amount: input.to_amount,
+        min: input.min,
+        max: input.max,
         deposit_address: input.exchange.deposit_address,
         deposit_tag: input.exchange.deposit_tag,
-        to_address: input.to_address.into_string(),
+        to_address: input.to_address,
         to_tag: input.to_tag,
-        refund_address: input.refund_address.map(Address::into_string),
+        refund_address: input.refund_address,
         refund_tag: input.refund_tag,
         deposits: Vec::new(),
         payout_tx: None,
@@ -87,7 +88,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         fees: input.fees,
         fees_realized: None,
         page_url: input.page_url,
-        email: input.email.map(Email::into_string),
+        email: input.email,
         create_token_hash: input.create_token_hash,
         created_at_ms: now_ms,
         updated_at_ms: now_ms,
@@ -105,11 +106,11 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
 
 /// Status e-mails to `email` from now on. `None`: that address is already attached.
 pub fn attach_email(order: &Order, email: &Email, now_ms: i64) -> Option<(Order, EventType)> {
-    if order.email.as_deref() == Some(email.as_str()) {
+    if order.email.as_ref() == Some(email) {
         return None;
     }
     let mut updated = order.touched(now_ms);
-    updated.email = Some(email.as_str().to_owned());
+    updated.email = Some(email.clone());
     Some((updated, EventType::Updated))
 }
 
@@ -151,7 +152,7 @@ pub enum ChoiceError {
 pub fn choose(
     order: &Order,
     choice: Choice,
-    refund: Option<(String, Option<String>)>,
+    refund: Option<(Address, Option<String>)>,
     now_ms: i64,
 ) -> Result<Option<(Order, EventType)>, ChoiceError> {
     let Some(emergency) = &order.emergency else {
@@ -192,7 +193,7 @@ pub fn choose(
 /// exchanged (confirming, or held in an emergency).
 pub fn request_refund(
     order: &Order,
-    refund: Option<(String, Option<String>)>,
+    refund: Option<(Address, Option<String>)>,
     now_ms: i64,
 ) -> Result<(Order, EventType), ChoiceError> {
     match order.status {
@@ -213,7 +214,7 @@ pub fn request_refund(
 
 fn refund_now(
     order: &Order,
-    refund: Option<(String, Option<String>)>,
+    refund: Option<(Address, Option<String>)>,
     now_ms: i64,
 ) -> Result<(Order, EventType), ChoiceError> {
     let mut with_address = order.clone();
@@ -236,7 +237,7 @@ mod tests {
     fn opening(rate_type: RateType) -> OpenOrder {
         let currency = |code| crate::market::currencies::currency(code).unwrap();
         OpenOrder {
-            id: "ord_open".into(),
+            id: OrderId::stored("ord_open".into()).unwrap(),
             owner: Owner::Key("open".into()),
             from: currency("BTC"),
             to: currency("USDTTRC"),
@@ -281,7 +282,7 @@ mod tests {
         );
         assert_eq!(order.expires_at_ms, T0 + 60_000);
         assert_eq!(order.next_check_at_ms, Some(T0));
-        assert_eq!(order.rate, "96000");
+        assert_eq!(order.rate.to_string(), "96000");
         assert_eq!(
             (
                 created.event_type,
@@ -295,7 +296,10 @@ mod tests {
             (EventType::AwaitingDeposit, 2)
         );
         assert_eq!(awaiting.data["previousStatus"], "new");
-        assert_eq!(created.notify_email.as_deref(), Some("user@example.com"));
+        assert_eq!(
+            created.notify_email.as_ref().map(Email::as_str),
+            Some("user@example.com")
+        );
         let (float, _) = open(opening(RateType::Float));
         assert_eq!(float.expires_at_ms, T0 + 120_000);
     }

@@ -4,7 +4,6 @@
 //! normalized order in step with it, one status at a time, so a partner sees every status the
 //! order passed through even when the engine looked only at the end (docs/orders.md).
 
-use crate::market::currencies::CurrencyDef;
 use crate::offchain::desk::{DeskExchange, DeskStatus, Destination};
 use crate::offchain::order::{
     Choice, Deposit, Emergency, EmergencyReason, EventType, Order, OrderEvent, OrderStatus,
@@ -45,8 +44,8 @@ pub enum DeskAction {
 /// exchange in an emergency, or a refund requested while it holds an unexchanged deposit.
 pub fn pending_action(order: &Order, desk: &DeskStatus) -> Option<DeskAction> {
     let refund_to = || {
-        order.refund_address.clone().map(|address| Destination {
-            address,
+        order.refund_address.as_ref().map(|address| Destination {
+            address: address.as_str().to_owned(),
             tag: order.refund_tag.clone(),
         })
     };
@@ -78,17 +77,16 @@ pub struct Followed {
     pub events: Vec<OrderEvent>,
 }
 
-/// `order` brought in step with `seen`, the desk's report at `now_ms`; `from` is the input
-/// currency. `None`: nothing changed, not even when the engine looks next.
+/// `order` brought in step with `seen`, the desk's report at `now_ms`. `None`: nothing
+/// changed, not even when the engine looks next.
 pub fn follow(
     order: &Order,
     seen: &DeskExchange,
-    from: &CurrencyDef,
     rules: &LifecycleRules,
     now_ms: i64,
 ) -> Option<Followed> {
     let mut next = order.clone();
-    let new_deposits = merge_deposits(&mut next, seen, from, now_ms);
+    let new_deposits = merge_deposits(&mut next, seen, now_ms);
     let new_outcome = merge_outcome(&mut next, seen);
     let mut events = Vec::new();
     let hops = path(order.status, status_for(&seen.status, order.status));
@@ -257,7 +255,7 @@ fn enter(
             });
         }
         OrderStatus::Refunding if order.refund_amount.is_none() => {
-            order.refund_amount = order.deposits.first().map(|d| d.amount.clone());
+            order.refund_amount = order.deposits.first().map(|d| d.amount);
         }
         OrderStatus::Failed if order.failure_reason.is_none() => {
             order.failure_reason = Some(
@@ -286,19 +284,19 @@ fn refund_after_window(order: &mut Order, now_ms: i64) -> Option<OrderEvent> {
     order.status = OrderStatus::Refunding;
     order.updated_at_ms = now_ms;
     if order.refund_amount.is_none() {
-        order.refund_amount = order.deposits.first().map(|d| d.amount.clone());
+        order.refund_amount = order.deposits.first().map(|d| d.amount);
     }
     Some(order.record_event(EventType::Updated, Some(OrderStatus::Emergency)))
 }
 
 /// New deposits, confirmations and returns of later deposits. `true` when anything changed.
-fn merge_deposits(order: &mut Order, seen: &DeskExchange, from: &CurrencyDef, now_ms: i64) -> bool {
+fn merge_deposits(order: &mut Order, seen: &DeskExchange, now_ms: i64) -> bool {
     let mut changed = false;
     for reported in &seen.deposits {
         let required = reported
             .required_confirmations
-            .unwrap_or_else(|| required_confirmations(from.network));
-        let amount = reported.amount.map(|a| a.to_string());
+            .unwrap_or_else(|| required_confirmations(order.from.network));
+        let amount = reported.amount;
         match order
             .deposits
             .iter_mut()
@@ -323,7 +321,7 @@ fn merge_deposits(order: &mut Order, seen: &DeskExchange, from: &CurrencyDef, no
                 order.deposits.push(Deposit {
                     tx_id: reported.tx_id.clone(),
                     // A desk that does not say how much arrived: what the order asked for.
-                    amount: amount.unwrap_or_else(|| order.from_amount.clone()),
+                    amount: amount.unwrap_or(order.from_amount),
                     confirmations: reported.confirmations,
                     required_confirmations: required,
                     seen_at_ms: reported.seen_at_ms.unwrap_or(now_ms),
@@ -340,22 +338,16 @@ fn merge_deposits(order: &mut Order, seen: &DeskExchange, from: &CurrencyDef, no
 /// The payout and refund the desk reports. `true` when anything changed.
 fn merge_outcome(order: &mut Order, seen: &DeskExchange) -> bool {
     let mut changed = false;
-    let mut take = |field: &mut Option<String>, value: Option<String>| {
+    fn take<T: PartialEq>(field: &mut Option<T>, value: Option<T>, changed: &mut bool) {
         if value.is_some() && *field != value {
             *field = value;
-            changed = true;
+            *changed = true;
         }
-    };
-    take(
-        &mut order.payout_amount,
-        seen.payout_amount.map(|a| a.to_string()),
-    );
-    take(&mut order.payout_tx, seen.payout_tx.clone());
-    take(
-        &mut order.refund_amount,
-        seen.refund_amount.map(|a| a.to_string()),
-    );
-    take(&mut order.refund_tx, seen.refund_tx.clone());
+    }
+    take(&mut order.payout_amount, seen.payout_amount, &mut changed);
+    take(&mut order.payout_tx, seen.payout_tx.clone(), &mut changed);
+    take(&mut order.refund_amount, seen.refund_amount, &mut changed);
+    take(&mut order.refund_tx, seen.refund_tx.clone(), &mut changed);
     if let (Some(commission), None) = (&seen.commission, &order.fees_realized) {
         order.fees_realized = Some(crate::fees::ledger::realized_operator_fees(
             &order.fees,
@@ -424,10 +416,6 @@ mod tests {
 
     use crate::offchain::order::tests::{T0, new_order};
 
-    fn btc() -> &'static CurrencyDef {
-        currency("BTC").unwrap()
-    }
-
     fn order(refund: bool) -> Order {
         new_order(RateType::Fixed, refund)
     }
@@ -475,11 +463,12 @@ mod tests {
 
     #[test]
     fn a_reported_commission_realizes_the_operators_fees_once() {
-        let fee = |kind: &str, amount: &str| crate::fees::entry::RouteFee {
-            kind: kind.into(),
-            bps: Some("25".into()),
-            amount: amount.into(),
-            currency: "USDTTRC".into(),
+        let usdt = currency("USDTTRC").unwrap();
+        let fee = |kind: &str, amount: &str| crate::fees::entry::Fee {
+            kind: kind.parse().unwrap(),
+            rate: crate::fees::Rate::parse("25"),
+            amount: Amount::parse(amount, usdt.precision).unwrap(),
+            currency: usdt,
         };
         let mut order = order(false);
         order.fees = vec![fee("service", "2.5"), fee("affiliate", "2.5")];
@@ -489,20 +478,18 @@ mod tests {
             amount: Amount::parse("4.8", 6).unwrap(),
             currency: currency("USDTTRC").unwrap(),
         });
-        let done = follow(&order, &finished, btc(), &rules(), T0 + 1)
-            .unwrap()
-            .order;
+        let done = follow(&order, &finished, &rules(), T0 + 1).unwrap().order;
         let realized: Vec<String> = done
             .fees_realized
             .clone()
             .unwrap()
             .into_iter()
-            .map(|fee| fee.amount)
+            .map(|fee| fee.amount.to_string())
             .collect();
         assert_eq!(realized, ["2.4", "2.4"], "the report, split as quoted");
         // A later, different report does not rewrite what was realized.
         finished.commission.as_mut().unwrap().amount = Amount::parse("9", 6).unwrap();
-        let again = follow(&done, &finished, btc(), &rules(), T0 + 2);
+        let again = follow(&done, &finished, &rules(), T0 + 2);
         assert_eq!(
             again.map_or(done.fees_realized.clone(), |f| f.order.fees_realized),
             done.fees_realized
@@ -515,7 +502,7 @@ mod tests {
         finished.deposits = vec![deposit(3)];
         finished.payout_tx = Some("tx_out".into());
         finished.payout_amount = Some(Amount::parse("47990", 6).unwrap());
-        let followed = follow(&order(false), &finished, btc(), &rules(), T0 + 1).unwrap();
+        let followed = follow(&order(false), &finished, &rules(), T0 + 1).unwrap();
         use EventType::*;
         assert_eq!(
             types(&followed),
@@ -534,7 +521,10 @@ mod tests {
         assert_eq!(done.status, OrderStatus::Completed);
         assert_eq!(done.version, 3, "one save, one version");
         assert_eq!(done.payout_tx.as_deref(), Some("tx_out"));
-        assert_eq!(done.payout_amount.as_deref(), Some("47990"));
+        assert_eq!(
+            done.payout_amount.map(|a| a.to_string()).as_deref(),
+            Some("47990")
+        );
         assert_eq!(done.deposits[0].confirmations, 3);
         assert_eq!(
             done.next_check_at_ms, None,
@@ -548,17 +538,14 @@ mod tests {
         confirming.status = OrderStatus::Confirming;
         let mut report = seen(DeskStatus::Confirming);
         report.deposits = vec![deposit(0)];
-        let first = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
+        let first = follow(&confirming, &report, &rules(), T0).unwrap();
         assert_eq!(types(&first), [EventType::Updated]);
         assert_eq!(first.order.deposits[0].required_confirmations, 2);
         // The same report again changes nothing but when to look next.
-        let again = follow(&first.order, &report, btc(), &rules(), T0 + 1_000).unwrap();
+        let again = follow(&first.order, &report, &rules(), T0 + 1_000).unwrap();
         assert!(again.events.is_empty());
         assert_eq!(again.order.next_check_at_ms, Some(T0 + 6_000));
-        assert_eq!(
-            follow(&again.order, &report, btc(), &rules(), T0 + 1_000),
-            None
-        );
+        assert_eq!(follow(&again.order, &report, &rules(), T0 + 1_000), None);
     }
 
     #[test]
@@ -570,7 +557,7 @@ mod tests {
             DeskStatus::AwaitingDeposit,
             DeskStatus::OnHold,
         ] {
-            let followed = follow(&exchanging, &seen(status.clone()), btc(), &rules(), T0);
+            let followed = follow(&exchanging, &seen(status.clone()), &rules(), T0);
             assert!(
                 followed.is_none_or(
                     |f| f.order.status == OrderStatus::Exchanging && f.events.is_empty()
@@ -589,7 +576,7 @@ mod tests {
             EmergencyCase::Late,
         ]));
         report.deposits = vec![deposit(2)];
-        let held = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
+        let held = follow(&confirming, &report, &rules(), T0).unwrap();
         assert_eq!(
             types(&held),
             [EventType::Emergency],
@@ -604,16 +591,19 @@ mod tests {
         assert_eq!(emergency.deadline_ms, T0 + 60_000);
         assert_eq!(held.order.next_check_at_ms, Some(T0 + 5_000));
         // Nobody answers: at the end of the window swapd chooses the refund.
-        let late = follow(&held.order, &report, btc(), &rules(), T0 + 60_000).unwrap();
+        let late = follow(&held.order, &report, &rules(), T0 + 60_000).unwrap();
         assert_eq!(types(&late), [EventType::Updated]);
         assert_eq!(late.order.status, OrderStatus::Refunding);
-        assert_eq!(late.order.refund_amount.as_deref(), Some("0.5"));
+        assert_eq!(
+            late.order.refund_amount.map(|a| a.to_string()).as_deref(),
+            Some("0.5")
+        );
         assert_eq!(
             pending_action(&late.order, &report.status),
             Some(DeskAction::Choose(
                 Choice::Refund,
                 Some(Destination {
-                    address: "bc1qrefund".into(),
+                    address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
                     tag: None
                 })
             ))
@@ -625,7 +615,7 @@ mod tests {
         let mut confirming = order(true);
         confirming.status = OrderStatus::Confirming;
         let report = seen(DeskStatus::NeedsChoice(vec![EmergencyCase::OutOfLimits]));
-        let followed = follow(&confirming, &report, btc(), &rules(), T0).unwrap();
+        let followed = follow(&confirming, &report, &rules(), T0).unwrap();
         assert_eq!(types(&followed), [EventType::Emergency, EventType::Updated]);
         assert_eq!(followed.order.status, OrderStatus::Refunding);
         // Without a refund address it waits for one.
@@ -635,7 +625,6 @@ mod tests {
                 ..confirming
             },
             &report,
-            btc(),
             &rules(),
             T0,
         )
@@ -664,7 +653,7 @@ mod tests {
         let mut refunding = order(true);
         refunding.status = OrderStatus::Refunding;
         let to = Destination {
-            address: "bc1qrefund".into(),
+            address: "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq".into(),
             tag: None,
         };
         for holding in [DeskStatus::Confirming, DeskStatus::OnHold] {
@@ -681,7 +670,7 @@ mod tests {
     fn a_desk_that_gives_up_fails_the_order_with_a_reason() {
         let mut confirming = order(false);
         confirming.status = OrderStatus::Confirming;
-        let followed = follow(&confirming, &seen(DeskStatus::Failed), btc(), &rules(), T0).unwrap();
+        let followed = follow(&confirming, &seen(DeskStatus::Failed), &rules(), T0).unwrap();
         assert_eq!(types(&followed), [EventType::Failed]);
         assert_eq!(
             followed.order.failure_reason.as_deref(),
@@ -700,14 +689,7 @@ mod tests {
         let mut confirming = order(false);
         confirming.status = OrderStatus::Confirming;
         confirming.updated_at_ms = T0 - 3_600_000;
-        let fast = follow(
-            &confirming,
-            &report(DeskStatus::Confirming),
-            btc(),
-            &rules(),
-            T0,
-        )
-        .unwrap();
+        let fast = follow(&confirming, &report(DeskStatus::Confirming), &rules(), T0).unwrap();
         assert_eq!(fast.order.next_check_at_ms, Some(T0 + 5_000));
         // Exchanging for ten minutes now: once a minute.
         let mut exchanging = fast.order.clone();
@@ -717,21 +699,13 @@ mod tests {
         let quiet = follow(
             &exchanging,
             &report(DeskStatus::Exchanging),
-            btc(),
             &rules(),
             later,
         )
         .unwrap();
         assert_eq!(quiet.order.next_check_at_ms, Some(later + MAX_POLL_MS));
         // Just changed: soon again.
-        let moved = follow(
-            &exchanging,
-            &report(DeskStatus::Sending),
-            btc(),
-            &rules(),
-            later,
-        )
-        .unwrap();
+        let moved = follow(&exchanging, &report(DeskStatus::Sending), &rules(), later).unwrap();
         assert_eq!(moved.order.next_check_at_ms, Some(later + 5_000));
     }
 

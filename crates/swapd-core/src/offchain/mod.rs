@@ -6,4 +6,5 @@
 pub mod actions;
 pub mod desk;
 pub mod follow;
+pub mod mail;
 pub mod order;

@@ -4,10 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::address::Network;
-use crate::fees::entry::RouteFee;
+use crate::address::{Address, Network};
+use crate::amount::Amount;
+use crate::fees::entry::{self, Fee};
 use crate::fees::ledger::{Charged, Stage};
+use crate::ids::{EventId, OrderId};
+use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, RateType};
+use crate::notify::Email;
+use crate::owner::Owner;
 
 /// Where an order is. Every change of status is one of [`OrderStatus::can_become`]'s edges.
 #[derive(
@@ -156,18 +161,17 @@ pub fn required_confirmations(network: Network) -> u32 {
 }
 
 /// A deposit the chain has seen for an order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Deposit {
     pub tx_id: String,
-    pub amount: String,
+    /// In the order's input currency.
+    pub amount: Amount,
     pub confirmations: u32,
     pub required_confirmations: u32,
     pub seen_at_ms: i64,
     /// For a deposit after the first: the transfer that sent it back.
-    #[serde(default)]
     pub refund_tx: Option<String>,
     /// For a deposit after the first: why it could not be sent back.
-    #[serde(default)]
     pub refund_error: Option<String>,
 }
 
@@ -181,88 +185,81 @@ pub struct Emergency {
     pub deadline_ms: i64,
 }
 
-/// An offchain order as stored. Amounts are decimal strings in display units of their
-/// currency; `version` increases with every write (compare-and-set).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An offchain order: the user sends `from_amount` of `from` to the desk's deposit address, the
+/// desk pays `to` out to `to_address`. `version` increases with every write
+/// (compare-and-set). Amounts are in their currency: the input's, or the output's for the
+/// payout and the quoted output.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
-    /// `ord_…`.
-    pub id: String,
-    /// The caller scope that created it (`key:<id>`, `wallet:<address>`).
-    pub owner: String,
+    pub id: OrderId,
+    /// Who created it, and so who may see it.
+    pub owner: Owner,
     pub status: OrderStatus,
     pub version: i64,
     pub rate_type: RateType,
     pub direction: Direction,
-    pub from_code: String,
-    pub to_code: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
     pub provider: String,
     /// The desk's id for the exchange.
     pub provider_ref: String,
     /// What the desk needs to act on the exchange later (FixedFloat's order token), sealed
     /// with the master key.
-    #[serde(default)]
     pub desk_token: Option<String>,
-    /// The locked rate (fixed) or the rate quoted at creation (float).
-    pub rate: String,
+    /// The locked rate (fixed) or the rate quoted at creation (float): output per input.
+    pub rate: Amount,
     /// What the user is asked to send.
-    pub from_amount: String,
+    pub from_amount: Amount,
     /// What the user is told to expect.
-    pub to_amount: String,
-    /// Input limits of the provider, in `from_code`.
-    pub min: String,
+    pub to_amount: Amount,
+    /// Input limits of the provider.
+    pub min: Amount,
     /// `None`: the provider has no maximum.
-    pub max: Option<String>,
+    pub max: Option<Amount>,
+    /// The desk's address for the deposit, as the desk gave it.
     pub deposit_address: String,
     pub deposit_tag: Option<String>,
-    pub to_address: String,
+    pub to_address: Address,
     pub to_tag: Option<String>,
-    pub refund_address: Option<String>,
+    pub refund_address: Option<Address>,
     pub refund_tag: Option<String>,
     pub deposits: Vec<Deposit>,
     pub payout_tx: Option<String>,
-    pub payout_amount: Option<String>,
+    pub payout_amount: Option<Amount>,
     pub refund_tx: Option<String>,
-    pub refund_amount: Option<String>,
+    pub refund_amount: Option<Amount>,
     pub emergency: Option<Emergency>,
     pub affiliate_code: Option<String>,
     /// The fees of its quote, locked with its terms (docs/fees.md).
-    #[serde(default)]
-    pub fees: Vec<RouteFee>,
+    pub fees: Vec<Fee>,
     /// The parties' fees as the desk reported taking them, where it reports them (ChangeNOW's
     /// `partnerInfo.commission`); otherwise its completion realizes `fees`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fees_realized: Option<Vec<RouteFee>>,
-    pub email: Option<String>,
+    pub fees_realized: Option<Vec<Fee>>,
+    pub email: Option<Email>,
     /// The createToken it was made with, by hash.
     pub create_token_hash: Option<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     pub expires_at_ms: i64,
-    /// When the lifecycle engine looks at the order next; `None` when it is finished.
-    #[serde(default)]
+    /// When the order engine looks at the order next; `None` when it is finished.
     pub next_check_at_ms: Option<i64>,
     /// Looks at the order's desk that failed in a row (down, timing out, rate limiting): the
     /// engine backs off while they last (`follow::retry_later`).
-    #[serde(default)]
     pub desk_failures: u32,
     /// Sequence number of the order's latest outbox event.
-    #[serde(default)]
     pub event_sequence: i64,
     /// Why the order failed.
-    #[serde(default)]
     pub failure_reason: Option<String>,
     /// The hosted order page, its link carrying the order's page token (docs/order-page.md).
-    #[serde(default)]
     pub page_url: Option<String>,
 }
 
 /// One outbox entry: an event about an order, written in the transaction that changed it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderEvent {
-    /// `evt_…`.
-    pub id: String,
-    pub order_id: String,
-    pub owner: String,
+    pub id: EventId,
+    pub order_id: OrderId,
+    pub owner: Owner,
     /// 1, 2, 3… per order, in commit order.
     pub sequence: i64,
     pub event_type: EventType,
@@ -271,8 +268,7 @@ pub struct OrderEvent {
     pub created_at_ms: i64,
     /// The e-mail address to tell about this event: set for status changes of orders with an
     /// e-mail attached.
-    #[serde(default)]
-    pub notify_email: Option<String>,
+    pub notify_email: Option<Email>,
 }
 
 /// How long a new order waits for its deposit (`orders.fixed_lifetime_secs`,
@@ -307,7 +303,11 @@ impl Order {
     pub fn charged(&self, stage: Stage) -> Charged<'_> {
         Charged::at(
             stage,
-            (&self.id, &self.owner, self.affiliate_code.as_deref()),
+            (
+                self.id.as_str(),
+                &self.owner,
+                self.affiliate_code.as_deref(),
+            ),
             &self.fees,
             self.fees_realized.as_deref(),
         )
@@ -319,21 +319,22 @@ impl Order {
             OrderEmergency, OrderFrom, OrderRefund, OrderTo, OrderView, Received,
         };
         let secs = |ms: i64| ms.div_euclid(1000);
+        let text = |amount: Option<Amount>| amount.map(|a| a.to_string());
         OrderView {
-            order_id: self.id.clone(),
+            order_id: self.id.to_string(),
             status: self.status.as_str().into(),
             rate_type: self.rate_type,
             direction: self.direction,
-            from_ccy: self.from_code.clone(),
-            to_ccy: self.to_code.clone(),
-            rate: self.rate.clone(),
+            from_ccy: self.from.code.into(),
+            to_ccy: self.to.code.into(),
+            rate: self.rate.to_string(),
             provider: self.provider.clone(),
             created_at: secs(self.created_at_ms),
             updated_at: secs(self.updated_at_ms),
             expires_at: secs(self.expires_at_ms),
             from: OrderFrom {
-                code: self.from_code.clone(),
-                amount: self.from_amount.clone(),
+                code: self.from.code.into(),
+                amount: self.from_amount.to_string(),
                 deposit_address: self.deposit_address.clone(),
                 deposit_tag: self.deposit_tag.clone(),
                 received: self
@@ -341,7 +342,7 @@ impl Order {
                     .iter()
                     .map(|d| Received {
                         tx_id: d.tx_id.clone(),
-                        amount: d.amount.clone(),
+                        amount: d.amount.to_string(),
                         confirmations: d.confirmations,
                         required_confirmations: d.required_confirmations,
                         seen_at: secs(d.seen_at_ms),
@@ -350,19 +351,16 @@ impl Order {
                     .collect(),
             },
             to: OrderTo {
-                code: self.to_code.clone(),
-                amount: self
-                    .payout_amount
-                    .clone()
-                    .unwrap_or_else(|| self.to_amount.clone()),
-                address: self.to_address.clone(),
+                code: self.to.code.into(),
+                amount: self.payout_amount.unwrap_or(self.to_amount).to_string(),
+                address: self.to_address.as_str().into(),
                 tag: self.to_tag.clone(),
                 tx_id: self.payout_tx.clone(),
             },
             refund: OrderRefund {
-                address: self.refund_address.clone(),
+                address: self.refund_address.as_ref().map(|a| a.as_str().into()),
                 tag: self.refund_tag.clone(),
-                amount: self.refund_amount.clone(),
+                amount: text(self.refund_amount),
                 tx_id: self.refund_tx.clone(),
             },
             emergency: self.emergency.as_ref().map(|e| OrderEmergency {
@@ -372,7 +370,7 @@ impl Order {
                 deadline: secs(e.deadline_ms),
             }),
             affiliate_code: self.affiliate_code.clone(),
-            fees: self.fees.iter().map(RouteFee::view).collect(),
+            fees: entry::views(&self.fees),
             email_attached: self.email.is_some(),
             failure_reason: self.failure_reason.clone(),
             order_page_url: self.page_url.clone(),
@@ -404,7 +402,7 @@ impl Order {
     /// The next version, sending the first deposit back: refunding, due for the engine now.
     pub fn refunding(&self, now_ms: i64) -> Order {
         let mut refunding = self.advanced(OrderStatus::Refunding, now_ms);
-        refunding.refund_amount = self.deposits.first().map(|d| d.amount.clone());
+        refunding.refund_amount = self.deposits.first().map(|d| d.amount);
         refunding.next_check_at_ms = Some(now_ms);
         refunding
     }
@@ -423,7 +421,7 @@ impl Order {
             previous_status.map_or(serde_json::Value::Null, |s| s.as_str().into());
         let status_changed = previous_status != Some(self.status);
         OrderEvent {
-            id: crate::ids::new_id("evt_"),
+            id: EventId::generate(),
             order_id: self.id.clone(),
             owner: self.owner.clone(),
             sequence,
@@ -443,29 +441,42 @@ pub(crate) mod tests {
 
     pub(crate) const T0: i64 = 1_800_000_000_000;
 
+    pub(crate) fn amount(text: &str, currency: &CurrencyDef) -> Amount {
+        Amount::parse(text, currency.precision).unwrap()
+    }
+
+    /// An order awaiting its deposit: 1 BTC for 96 000 USDTTRC, opened at [`T0`].
     pub(crate) fn new_order(rate_type: RateType, refund: bool) -> Order {
+        let currency = |code| crate::market::currencies::currency(code).unwrap();
+        let (btc, usdt) = (currency("BTC"), currency("USDTTRC"));
         Order {
-            id: "ord_prop".into(),
-            owner: "key:prop".into(),
+            id: OrderId::stored("ord_prop".into()).unwrap(),
+            owner: Owner::Key("prop".into()),
             status: OrderStatus::AwaitingDeposit,
             version: 2,
             rate_type,
             direction: Direction::From,
-            from_code: "BTC".into(),
-            to_code: "USDTTRC".into(),
+            from: btc,
+            to: usdt,
             provider: "atlas".into(),
             provider_ref: "atlas-ord_prop".into(),
             desk_token: None,
-            rate: "96000".into(),
-            from_amount: "1".into(),
-            to_amount: "96000".into(),
-            min: "0.1".into(),
-            max: Some("2".into()),
+            rate: amount("96000", usdt),
+            from_amount: amount("1", btc),
+            to_amount: amount("96000", usdt),
+            min: amount("0.1", btc),
+            max: Some(amount("2", btc)),
             deposit_address: "bc1qdeposit".into(),
             deposit_tag: None,
-            to_address: "TPayout".into(),
+            to_address: Network::Tron
+                .parse_address("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t")
+                .unwrap(),
             to_tag: None,
-            refund_address: refund.then(|| "bc1qrefund".into()),
+            refund_address: refund.then(|| {
+                Network::Bitcoin
+                    .parse_address("bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq")
+                    .unwrap()
+            }),
             refund_tag: None,
             deposits: vec![],
             payout_tx: None,

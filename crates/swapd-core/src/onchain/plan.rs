@@ -10,10 +10,12 @@ pub use swapd_types::onchain::{ExecutionStatus, Outcome};
 use swapd_types::onchain::{ExecutionTx, ExecutionView, PlanStep, SignatureRequest};
 
 use crate::amount::{Amount, Rounding};
-use crate::fees::entry::RouteFee;
+use crate::fees::entry::Fee;
 use crate::fees::ledger::{Charged, Stage};
-use crate::fees::{OnchainFee, Party, Payee};
+use crate::fees::{OnchainFee, Payee};
+use crate::ids::{PlanId, RouteQuoteId};
 use crate::market::currencies::CurrencyDef;
+use crate::owner::Owner;
 
 /// How long a plan may wait for its report; the transactions' deadlines are the same time.
 pub const PLAN_TTL_MS: i64 = 5 * 60 * 1000;
@@ -53,32 +55,29 @@ pub struct Tracked {
     pub fees_paid: Vec<(crate::fees::Payee, alloy_primitives::U256)>,
 }
 
-/// An execution plan and where its execution stands. Stored whole; `version` guards every
-/// update (compare-and-set).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An execution plan and where its execution stands; `version` guards every update
+/// (compare-and-set). Amounts are in their currency: the input's (`from_amount`) or the
+/// output's (`expected_output`, `min_output`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExecutionPlan {
-    /// `ocx_…`.
-    pub id: String,
-    /// Caller scope that resolved it (`key:<id>`, `wallet:<address>`).
-    pub owner: String,
-    pub route_quote_id: String,
+    pub id: PlanId,
+    /// Who resolved it, and so who may see and report it.
+    pub owner: Owner,
+    pub route_quote_id: RouteQuoteId,
     /// Same resolve request, same plan: see [`resolve_key`].
     pub resolve_key: String,
     pub provider: String,
-    /// Namespace of the signing wallet.
-    pub chain_namespace: String,
     pub wallet_address: String,
     pub recipient: Option<String>,
-    pub from_code: String,
-    pub to_code: String,
-    pub from_amount: String,
-    pub expected_output: String,
-    pub min_output: String,
+    pub from: &'static CurrencyDef,
+    pub to: &'static CurrencyDef,
+    pub from_amount: Amount,
+    pub expected_output: Amount,
+    pub min_output: Amount,
     pub slippage_bps: u32,
     pub gasless: bool,
     pub steps: Vec<PlanStep>,
     /// What the provider keeps for later (`swapd_core::onchain::router::BuiltPlan`); never shown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_state: Option<serde_json::Value>,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
@@ -90,29 +89,24 @@ pub struct ExecutionPlan {
     pub report: Option<ExecutionReport>,
     pub reported_at_ms: Option<i64>,
     /// When a gasless report's signatures were passed on to the provider's relayer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relayed_at_ms: Option<i64>,
     pub tx_hashes: Vec<ExecutionTx>,
+    /// What the recipient received, as the chain or the provider reports it.
     pub received_amount: Option<String>,
     pub received_token: Option<String>,
     pub updated_at_ms: i64,
     /// The hosted execution page, its link carrying the plan's page token (docs/order-page.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_url: Option<String>,
     /// When the tracker looks at it next; `None` once terminal.
     pub next_check_at_ms: Option<i64>,
     /// The fees of its route, locked with its terms (docs/fees.md).
-    #[serde(default)]
-    pub fees: Vec<RouteFee>,
+    pub fees: Vec<Fee>,
     /// The affiliate whose code its route was quoted with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affiliate_code: Option<String>,
     /// Where the provider pays the fees, when it pays them to addresses.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub onchain_fees: Vec<OnchainFee>,
     /// The parties' fees as the execution's end showed them taken: the realized ledger rows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fees_realized: Option<Vec<RouteFee>>,
+    pub fees_realized: Option<Vec<Fee>>,
 }
 
 /// Why a report is refused.
@@ -136,9 +130,9 @@ pub enum Accepted {
 /// What a new plan is made of: the resolved route card's terms and the steps its provider built.
 #[derive(Debug, Clone)]
 pub struct NewPlan {
-    pub id: String,
-    pub owner: String,
-    pub route_quote_id: String,
+    pub id: PlanId,
+    pub owner: Owner,
+    pub route_quote_id: RouteQuoteId,
     pub resolve_key: String,
     pub provider: String,
     pub from: &'static CurrencyDef,
@@ -156,7 +150,7 @@ pub struct NewPlan {
     pub page_url: Option<String>,
     pub now_ms: i64,
     pub expires_at_ms: i64,
-    pub fees: Vec<RouteFee>,
+    pub fees: Vec<Fee>,
     pub affiliate_code: Option<String>,
     pub onchain_fees: Vec<OnchainFee>,
 }
@@ -171,14 +165,13 @@ impl ExecutionPlan {
             route_quote_id: new.route_quote_id,
             resolve_key: new.resolve_key,
             provider: new.provider,
-            chain_namespace: new.from.network.chain_namespace().to_owned(),
             wallet_address: new.wallet_address,
             recipient: new.recipient,
-            from_code: new.from.code.into(),
-            to_code: new.to.code.into(),
-            from_amount: new.from_amount.to_string(),
-            expected_output: new.expected_output.to_string(),
-            min_output: new.min_output.to_string(),
+            from: new.from,
+            to: new.to,
+            from_amount: new.from_amount,
+            expected_output: new.expected_output,
+            min_output: new.min_output,
             slippage_bps: new.slippage_bps,
             gasless: new.gasless,
             steps: new.steps,
@@ -210,6 +203,11 @@ impl ExecutionPlan {
             onchain_fees: new.onchain_fees,
             fees_realized: None,
         }
+    }
+
+    /// The namespace of the signing wallet: the source chain's.
+    pub fn chain_namespace(&self) -> &'static str {
+        self.from.network.chain_namespace()
     }
 
     /// The signature steps the wallet must sign, in order.
@@ -293,12 +291,12 @@ impl ExecutionPlan {
     /// The parties' fees a completed execution realized: what reached each fee recipient,
     /// where the chain shows it; otherwise the provider collected what it quoted
     /// (docs/fees.md).
-    fn realized_fees(&self, fees_paid: &[(Payee, U256)]) -> Vec<RouteFee> {
+    fn realized_fees(&self, fees_paid: &[(Payee, U256)]) -> Vec<Fee> {
         let Some(currency) = self
             .fees
             .iter()
-            .find(|fee| fee.kind.parse::<Party>().is_ok())
-            .and_then(|fee| crate::market::currencies::currency(&fee.currency))
+            .find(|fee| fee.party().is_some())
+            .map(|fee| fee.currency)
         else {
             return self.fees.clone();
         };
@@ -321,7 +319,11 @@ impl ExecutionPlan {
     pub fn charged(&self, stage: Stage) -> Charged<'_> {
         Charged::at(
             stage,
-            (&self.id, &self.owner, self.affiliate_code.as_deref()),
+            (
+                self.id.as_str(),
+                &self.owner,
+                self.affiliate_code.as_deref(),
+            ),
             &self.fees,
             self.fees_realized.as_deref(),
         )
@@ -384,7 +386,7 @@ impl ExecutionPlan {
         let mut shown = self.clone();
         shown.expire_if_due(now_ms);
         ExecutionView {
-            execution_plan_id: shown.id,
+            execution_plan_id: shown.id.into_string(),
             execution_provider: shown.provider,
             status: shown.status,
             substatus: shown.substatus,
@@ -393,11 +395,11 @@ impl ExecutionPlan {
             tx_hashes: shown.tx_hashes,
             received_amount: shown.received_amount,
             received_token: shown.received_token,
-            from_ccy: shown.from_code,
-            to_ccy: shown.to_code,
-            from_amount: shown.from_amount,
-            expected_output_amount: shown.expected_output,
-            min_output_amount: shown.min_output,
+            from_ccy: shown.from.code.into(),
+            to_ccy: shown.to.code.into(),
+            from_amount: shown.from_amount.to_string(),
+            expected_output_amount: shown.expected_output.to_string(),
+            min_output_amount: shown.min_output.to_string(),
             wallet_address: shown.wallet_address,
             recipient_address: shown.recipient,
             expires_at: shown.expires_at_ms / 1000,
@@ -449,20 +451,22 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn plan(gasless: bool) -> ExecutionPlan {
+        let currency = |code| crate::market::currencies::currency(code).unwrap();
+        let (eth, usdc) = (currency("ETH"), currency("USDCETH"));
+        let amount = |text, def: &CurrencyDef| Amount::parse(text, def.precision).unwrap();
         ExecutionPlan {
-            id: "ocx_00000000000000000000000000000001".into(),
-            owner: "key:a".into(),
-            route_quote_id: "rqq_1".into(),
+            id: PlanId::stored("ocx_00000000000000000000000000000001".into()).unwrap(),
+            owner: Owner::Key("a".into()),
+            route_quote_id: RouteQuoteId::stored("rqq_1".into()).unwrap(),
             resolve_key: "k".into(),
             provider: "meridian".into(),
-            chain_namespace: "eip155".into(),
             wallet_address: "0x0000000000000000000000000000000000000001".into(),
             recipient: None,
-            from_code: "ETH".into(),
-            to_code: "USDCETH".into(),
-            from_amount: "1".into(),
-            expected_output: "3000".into(),
-            min_output: "2985".into(),
+            from: eth,
+            to: usdc,
+            from_amount: amount("1", eth),
+            expected_output: amount("3000", usdc),
+            min_output: amount("2985", usdc),
             slippage_bps: 50,
             gasless,
             steps: Vec::new(),
@@ -509,11 +513,12 @@ pub(crate) mod tests {
 
     #[test]
     fn a_completed_execution_realizes_its_fees_from_what_reached_the_recipient() {
-        let fee = |kind: &str, amount: &str| RouteFee {
-            kind: kind.into(),
-            bps: Some("15".into()),
-            amount: amount.into(),
-            currency: "USDCBASE".into(),
+        let usdc = crate::market::currencies::currency("USDCBASE").unwrap();
+        let fee = |kind: &str, amount: &str| Fee {
+            kind: kind.parse().unwrap(),
+            rate: crate::fees::Rate::parse("15"),
+            amount: Amount::parse(amount, usdc.precision).unwrap(),
+            currency: usdc,
         };
         let done = |fees_paid| Tracked {
             outcome: Some(Outcome::Completed),
@@ -530,7 +535,7 @@ pub(crate) mod tests {
         };
         let amounts = |plan: &ExecutionPlan| -> Vec<String> {
             let realized = plan.fees_realized.as_ref().expect("realized");
-            realized.iter().map(|fee| fee.amount.clone()).collect()
+            realized.iter().map(|fee| fee.amount.to_string()).collect()
         };
 
         let mut plan = plan(false);

@@ -1,5 +1,7 @@
 //! Market-intel jobs: a durable queue claimed with leases.
 
+use crate::ids::JobId;
+use crate::owner::Owner;
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
@@ -12,7 +14,7 @@ pub trait JobStore: Send + Sync + 'static {
     async fn insert_job(&self, job: &Job, finish: IdempotentFinish<'_>) -> Result<(), StoreError>;
 
     /// The job `id` if `owner` created it.
-    async fn job(&self, id: &str, owner: &str) -> Result<Option<Job>, StoreError>;
+    async fn job(&self, id: &JobId, owner: &Owner) -> Result<Option<Job>, StoreError>;
 
     /// Leases up to `limit` jobs to `lease_token` until `lease_until_ms`: queued ones, and
     /// running ones whose lease ended (their worker died). Each claim counts an attempt.
@@ -29,7 +31,7 @@ pub trait JobStore: Send + Sync + 'static {
     /// lease was lost (another worker took the job over); nothing was written.
     async fn finish_job(
         &self,
-        id: &str,
+        id: &JobId,
         lease_token: &str,
         outcome: &JobOutcome,
         now_ms: i64,

@@ -1,6 +1,8 @@
 //! Orders and their outbox: every change of an order is stored with the events it emits (and
 //! the webhook deliveries they fan out to) in one transaction.
 
+use crate::ids::{EventId, OrderId};
+use crate::owner::Owner;
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
@@ -13,7 +15,7 @@ pub struct OrderSearch {
     pub id: Option<String>,
     pub status: Option<crate::offchain::order::OrderStatus>,
     /// The caller scope that created them (`key:<id>`, `wallet:<address>`).
-    pub owner: Option<String>,
+    pub owner: Option<Owner>,
     pub created_from_ms: Option<i64>,
     pub created_until_ms: Option<i64>,
     pub limit: u32,
@@ -38,7 +40,7 @@ pub trait OrderStore: Send + Sync + 'static {
     /// learnt in `[since_ms, until_ms)`, oldest first, at most `limit`.
     async fn fee_ledger(
         &self,
-        owner: Option<&str>,
+        owner: Option<&Owner>,
         since_ms: i64,
         until_ms: i64,
         limit: u32,
@@ -46,12 +48,12 @@ pub trait OrderStore: Send + Sync + 'static {
 
     /// The order `id` if `owner` created it; `None` otherwise (missing and foreign look the
     /// same).
-    async fn order(&self, id: &str, owner: &str) -> Result<Option<Order>, StoreError>;
+    async fn order(&self, id: &OrderId, owner: &Owner) -> Result<Option<Order>, StoreError>;
 
     /// The order `id` whoever created it: only for the hosted order page, which checks the
     /// order's page token before showing anything (never an API handler: they read with
     /// [`OrderStore::order`]).
-    async fn order_for_page(&self, id: &str) -> Result<Option<Order>, StoreError>;
+    async fn order_for_page(&self, id: &OrderId) -> Result<Option<Order>, StoreError>;
 
     /// The orders matching `search` across every owner, newest first: only for the operator
     /// console.
@@ -91,19 +93,22 @@ pub trait OrderStore: Send + Sync + 'static {
     ) -> Result<Vec<OrderEvent>, StoreError>;
 
     /// Records that the e-mail of event `event_id` was sent.
-    async fn mark_notified(&self, event_id: &str, now_ms: i64) -> Result<(), StoreError>;
+    async fn mark_notified(&self, event_id: &EventId, now_ms: i64) -> Result<(), StoreError>;
 
     /// Records that the e-mail of event `event_id` cannot be sent (its address is refused):
     /// it is not tried again.
-    async fn mark_notification_failed(&self, event_id: &str, now_ms: i64)
-    -> Result<(), StoreError>;
+    async fn mark_notification_failed(
+        &self,
+        event_id: &EventId,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
 
     /// Every outbox event of one order, by sequence.
-    async fn order_events(&self, order_id: &str) -> Result<Vec<OrderEvent>, StoreError>;
+    async fn order_events(&self, order_id: &OrderId) -> Result<Vec<OrderEvent>, StoreError>;
 
     /// Where the status e-mails of one order's events stand, by sequence (events without an
     /// e-mail left out): for the console.
-    async fn order_mails(&self, order_id: &str) -> Result<Vec<EventMail>, StoreError>;
+    async fn order_mails(&self, order_id: &OrderId) -> Result<Vec<EventMail>, StoreError>;
 }
 
 /// Where an event's status e-mail stands.

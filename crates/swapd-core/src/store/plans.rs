@@ -1,5 +1,7 @@
 //! Onchain execution plans and what was reported and tracked of them.
 
+use crate::ids::PlanId;
+use crate::owner::Owner;
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
@@ -19,7 +21,7 @@ pub trait PlanStore: Send + Sync + 'static {
     /// The plan `owner` resolved with `resolve_key`, if any.
     async fn execution_plan_for(
         &self,
-        owner: &str,
+        owner: &Owner,
         resolve_key: &str,
     ) -> Result<Option<ExecutionPlan>, StoreError>;
 
@@ -27,13 +29,16 @@ pub trait PlanStore: Send + Sync + 'static {
     /// same).
     async fn execution_plan(
         &self,
-        id: &str,
-        owner: &str,
+        id: &PlanId,
+        owner: &Owner,
     ) -> Result<Option<ExecutionPlan>, StoreError>;
 
     /// The plan `id` whoever resolved it: only for the hosted execution page, which checks the
     /// plan's page token before showing anything.
-    async fn execution_plan_for_page(&self, id: &str) -> Result<Option<ExecutionPlan>, StoreError>;
+    async fn execution_plan_for_page(
+        &self,
+        id: &PlanId,
+    ) -> Result<Option<ExecutionPlan>, StoreError>;
 
     /// Stores `plan` (whose `version` was increased by one) only if the stored version is still
     /// the one it was read at, completing `finish` in the same transaction when given. `false`:

@@ -1,6 +1,8 @@
 //! Market data swapd served: route quotes, the createTokens that lock them, and the rates
 //! observed on the way.
 
+use crate::ids::RouteQuoteId;
+use crate::owner::Owner;
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
@@ -26,7 +28,11 @@ pub trait QuoteStore: Send + Sync + 'static {
 
     /// The route quote `id` if `owner` received it; `None` otherwise (missing and foreign look
     /// the same).
-    async fn route_quote(&self, id: &str, owner: &str) -> Result<Option<RouteQuote>, StoreError>;
+    async fn route_quote(
+        &self,
+        id: &RouteQuoteId,
+        owner: &Owner,
+    ) -> Result<Option<RouteQuote>, StoreError>;
 
     /// Stores a new createToken and completes the request's idempotency record in the same
     /// transaction. [`StoreError::Conflict`] when the idempotency lease was lost.
@@ -40,7 +46,7 @@ pub trait QuoteStore: Send + Sync + 'static {
     async fn create_token(
         &self,
         token_hash: &str,
-        owner: &str,
+        owner: &Owner,
     ) -> Result<Option<CreateTokenRecord>, StoreError>;
 
     /// Marks the createToken with hash `token_hash` used by `owner` at `now_ms` and returns it,
@@ -48,7 +54,7 @@ pub trait QuoteStore: Send + Sync + 'static {
     async fn redeem_create_token(
         &self,
         token_hash: &str,
-        owner: &str,
+        owner: &Owner,
         now_ms: i64,
     ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError>;
 

@@ -1,6 +1,8 @@
 //! Webhook subscriptions and their deliveries (the outbox's fan-out is written with the
 //! events, see [`super::OrderStore`]).
 
+use crate::ids::WebhookId;
+use crate::owner::Owner;
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
@@ -24,11 +26,14 @@ pub trait WebhookStore: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Every subscription of `owner`, oldest first.
-    async fn subscriptions(&self, owner: &str) -> Result<Vec<Subscription>, StoreError>;
+    async fn subscriptions(&self, owner: &Owner) -> Result<Vec<Subscription>, StoreError>;
 
     /// The subscription `id` if `owner` made it.
-    async fn subscription(&self, id: &str, owner: &str)
-    -> Result<Option<Subscription>, StoreError>;
+    async fn subscription(
+        &self,
+        id: &WebhookId,
+        owner: &Owner,
+    ) -> Result<Option<Subscription>, StoreError>;
 
     /// Stores `subscription` (whose `version` was increased by one) only if the stored version
     /// is still the one it was read at, completing `finish` in the same transaction when given.
@@ -57,7 +62,7 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// another owner is not found.
     async fn replay_events(
         &self,
-        owner: &str,
+        owner: &Owner,
         selection: &ReplaySelection,
         types: &[EventType],
     ) -> Result<Vec<(String, EventType)>, StoreError>;
@@ -73,8 +78,8 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// The newest `limit` deliveries of a subscription of `owner`, with their attempts.
     async fn deliveries(
         &self,
-        subscription_id: &str,
-        owner: &str,
+        subscription_id: &WebhookId,
+        owner: &Owner,
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError>;
 

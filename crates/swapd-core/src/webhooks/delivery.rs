@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::WebhookId;
+use crate::owner::Owner;
 use crate::webhooks::subscription::Subscription;
 use crate::webhooks::url_policy::UrlProblem;
 
@@ -134,7 +136,7 @@ pub struct ClaimedDelivery {
 pub struct AttemptRecord {
     pub delivery_id: String,
     pub lease_token: String,
-    pub subscription_id: String,
+    pub subscription_id: WebhookId,
     /// 1 for the first attempt.
     pub attempt: u32,
     pub started_at_ms: i64,
@@ -149,7 +151,7 @@ pub struct AttemptRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     pub id: String,
-    pub subscription_id: String,
+    pub subscription_id: WebhookId,
     pub event_id: String,
     /// `event` (from the outbox) or `replay`.
     pub kind: String,
@@ -191,9 +193,9 @@ pub enum ReplaySelection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedDelivery {
     pub id: String,
-    pub subscription_id: String,
+    pub subscription_id: WebhookId,
     pub event_id: String,
-    pub owner: String,
+    pub owner: Owner,
     pub created_at_ms: i64,
 }
 

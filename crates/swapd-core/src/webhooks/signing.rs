@@ -61,7 +61,7 @@ pub fn event_payload(event: &OrderEvent) -> Vec<u8> {
             order: Some(order),
             previous_status,
         },
-        id: event.id.clone(),
+        id: event.id.to_string(),
         sequence: event.sequence,
         test: false,
         event_type: event.event_type,
@@ -91,9 +91,9 @@ mod tests {
 
     fn event(sequence: i64) -> OrderEvent {
         OrderEvent {
-            id: "evt_00000000000000000000000000000001".into(),
-            order_id: "ord_1".into(),
-            owner: "key:a".into(),
+            id: "evt_00000000000000000000000000000001".parse().unwrap(),
+            order_id: "ord_1".parse().unwrap(),
+            owner: "key:a".parse().unwrap(),
             sequence,
             event_type: EventType::Completed,
             data: serde_json::json!({"orderId": "ord_1", "status": "completed", "previousStatus": "withdrawing"}),

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::WebhookId;
 use crate::offchain::order::EventType;
+use crate::owner::Owner;
 
 /// Default and largest grace of the previous secret after a rotation.
 pub const DEFAULT_ROTATION_GRACE_SECS: i64 = 24 * 3600;
@@ -40,9 +42,8 @@ impl SubscriptionStatus {
 /// subscription id); the previous secret keeps signing until its grace ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscription {
-    /// `whk_…`.
-    pub id: String,
-    pub owner: String,
+    pub id: WebhookId,
+    pub owner: Owner,
     pub url: String,
     pub events: Vec<EventType>,
     pub description: Option<String>,
@@ -88,8 +89,8 @@ impl Subscription {
     /// Whether the previous secret still signs.
     /// A new, active subscription at version 1, signing with `secret_sealed`.
     pub fn create(
-        id: String,
-        owner: String,
+        id: WebhookId,
+        owner: Owner,
         url: String,
         events: Vec<EventType>,
         description: Option<String>,
@@ -193,8 +194,8 @@ mod tests {
     #[test]
     fn subscriptions_change_by_version_and_rotate_once_per_grace() {
         let created = Subscription::create(
-            "whk_1".into(),
-            "key:a".into(),
+            "whk_1".parse().unwrap(),
+            "key:a".parse().unwrap(),
             "https://example.com/h".into(),
             vec![EventType::Completed],
             None,
@@ -249,8 +250,8 @@ mod tests {
     #[test]
     fn previous_secrets_sign_only_during_their_grace() {
         let mut subscription = Subscription {
-            id: "whk_1".into(),
-            owner: "key:a".into(),
+            id: "whk_1".parse().unwrap(),
+            owner: "key:a".parse().unwrap(),
             url: "https://example.com/".into(),
             events: vec![EventType::Created, EventType::AwaitingDeposit],
             description: None,

@@ -118,7 +118,7 @@ impl OnchainRouter for Jupiter {
                 "Jupiter plans are reported with the transaction's signature".into(),
             ));
         };
-        let (from, to) = tracking::currencies(plan)?;
+        let (from, to) = (plan.from, plan.to);
         let source = tracking::source_tx(from, tx_hash);
         let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
         match tracking::on_solana(&self.chains, &source, lost_after_ms, request.now_ms).await? {

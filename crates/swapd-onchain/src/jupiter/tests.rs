@@ -345,7 +345,7 @@ async fn a_swap_is_followed_on_solana_to_what_the_wallet_received() {
     let chain = Arc::new(ScriptedSolana::default());
     let jupiter = jupiter(&server, Chains::default().with_solana(chain.clone())).await;
     let mut plan = ExecutionPlan {
-        from_amount: "2.5".into(),
+        from_amount: crate::scripted::amount("2.5", "SOL"),
         ..crate::scripted::plan("jupiter", WALLET, "SOL", "USDCSOL")
     };
     let report = ExecutionReport::TxHash {
@@ -407,8 +407,8 @@ async fn a_swap_is_followed_on_solana_to_what_the_wallet_received() {
     );
 
     // The other way, SOL arrives: the wallet's lamports, its fee counted back.
-    plan.from_code = "USDCSOL".into();
-    plan.to_code = "SOL".into();
+    plan.from = swapd_core::market::currencies::currency("USDCSOL").unwrap();
+    plan.to = swapd_core::market::currencies::currency("SOL").unwrap();
     chain.transactions.lock().unwrap()[0].1.lamports =
         vec![(WALLET.into(), 1_000_000_000, 1_999_995_000)];
     let done = track(&plan, 23_000).await;

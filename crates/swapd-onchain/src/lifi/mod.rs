@@ -304,7 +304,7 @@ fn gas_fees(estimate: &wire::Estimate, network: Network) -> Result<Vec<Fee>, Pro
         vec![Fee::cost(
             FeeKind::Network,
             display(total, native, Rounding::Up),
-            native.code,
+            native,
         )]
     })
 }

@@ -89,7 +89,7 @@ impl LiFi {
                 "LI.FI plans are reported with a txHash".into(),
             ));
         };
-        let (from, to) = tracking::currencies(plan)?;
+        let (from, to) = (plan.from, plan.to);
         let source = tracking::source_tx(from, tx_hash);
         let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
         let source_final =

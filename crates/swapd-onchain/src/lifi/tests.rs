@@ -264,7 +264,7 @@ async fn a_card_is_priced_from_the_quote_for_the_wallet() {
     assert_eq!(quote.max, None);
     assert_eq!(quote.fees.len(), 1);
     assert_eq!(quote.fees[0].kind, FeeKind::Network);
-    assert_eq!(quote.fees[0].currency, "ETH");
+    assert_eq!(quote.fees[0].currency.code, "ETH");
     assert_eq!(quote.fees[0].amount.to_string(), "0.0084");
 }
 
@@ -770,8 +770,7 @@ async fn a_solana_source_is_judged_on_solana_before_lifi_is_asked() {
         .await;
     let solana = Arc::new(ScriptedSolana::default());
     let lifi = lifi(&server, Chains::default().with_solana(solana.clone())).await;
-    let mut plan = plan("USDCSOL", "USDCBASE");
-    plan.chain_namespace = "solana".into();
+    let plan = plan("USDCSOL", "USDCBASE");
     let signature =
         "5VERv8NMvzbJMEkV8xnrLkEaWRtSz9CosKDYjCJjBRnbJLgp8uirBgmQpjKhoR4tjF3ZpRzrFmBV6UjKdiSZkQUW";
     let report = ExecutionReport::TxHash {

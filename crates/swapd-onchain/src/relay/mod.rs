@@ -244,7 +244,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
             };
             let amount = display(integer(&fee.amount)?, currency, Rounding::Up);
             if !amount.is_zero() {
-                fees.push(Fee::cost(kind, amount, currency.code));
+                fees.push(Fee::cost(kind, amount, currency));
             }
         }
     }

@@ -68,7 +68,7 @@ impl Relay {
     async fn track(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
         let plan = request.plan;
         let state = state(plan)?;
-        let (from, to) = tracking::currencies(plan)?;
+        let (from, to) = (plan.from, plan.to);
         let mut tx_hashes = Vec::new();
         let mut source_final = false;
         let lost_after_ms = chain::lost_after_ms(plan.expires_at_ms, request.reported_at_ms);
@@ -220,7 +220,7 @@ impl OnchainRouter for Relay {
         signatures: &[SignedStep],
     ) -> Result<Option<serde_json::Value>, ProviderError> {
         let state = state(plan)?;
-        let (from, _) = tracking::currencies(plan)?;
+        let from = plan.from;
         for pending in &state.posts {
             let signed = signatures
                 .iter()

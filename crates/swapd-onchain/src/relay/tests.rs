@@ -183,7 +183,7 @@ async fn a_card_asks_for_exact_input_with_a_permit_for_tokens() {
     let fees: Vec<_> = card
         .fees
         .iter()
-        .map(|fee| (fee.kind, fee.currency, fee.amount.to_string()))
+        .map(|fee| (fee.kind, fee.currency.code, fee.amount.to_string()))
         .collect();
     assert_eq!(
         fees,
@@ -455,9 +455,9 @@ fn every_intent_status_maps_onto_an_execution_state() {
 
 fn plan(report_signatures: bool) -> ExecutionPlan {
     ExecutionPlan {
-        from_amount: "25".into(),
-        expected_output: "24.95".into(),
-        min_output: "24.9".into(),
+        from_amount: crate::scripted::amount("25", "USDCBASE"),
+        expected_output: crate::scripted::amount("24.95", "USDCARB"),
+        min_output: crate::scripted::amount("24.9", "USDCARB"),
         gasless: report_signatures,
         provider_state: Some(json!({"requestId": REQUEST_ID, "posts": [
             {"signatureId": "sig_authorize", "post": {"endpoint": "/execute/permits", "method": "POST",

@@ -209,7 +209,7 @@ pub fn card(body: &[u8], request: &QuoteRequest) -> Result<ProviderQuote, Provid
         fees.push(Fee::cost(
             FeeKind::Network,
             display(integer(Some(fee))?, native, Rounding::Up),
-            native.code,
+            native,
         ));
     }
     let quote = ProviderQuote {

@@ -198,7 +198,7 @@ impl OnchainRouter for ZeroX {
         signatures: &[SignedStep],
     ) -> Result<Option<serde_json::Value>, ProviderError> {
         let mut state = state(plan)?;
-        let (from, _) = tracking::currencies(plan)?;
+        let from = plan.from;
         let body = super::submit_body(&state, signatures)?;
         // Sent once: 0x refuses a second submission of a pending trade.
         let answer = self
@@ -212,7 +212,7 @@ impl OnchainRouter for ZeroX {
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
         let plan = request.plan;
-        let (from, to) = tracking::currencies(plan)?;
+        let (from, to) = (plan.from, plan.to);
         match request.report {
             ExecutionReport::Signatures { .. } => self.track_gasless(request, from, to).await,
             ExecutionReport::TxHash { tx_hash } => {

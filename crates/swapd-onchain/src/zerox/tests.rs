@@ -151,7 +151,7 @@ async fn a_native_input_card_is_priced_by_the_allowance_holder_api() {
     assert_eq!(quote.min_output.to_string(), "29.712221");
     assert!(!quote.gasless);
     assert_eq!(quote.fees[0].kind, FeeKind::Network);
-    assert_eq!(quote.fees[0].currency, "ETHBASE");
+    assert_eq!(quote.fees[0].currency.code, "ETHBASE");
     assert_eq!(quote.fees[0].amount.to_string(), "0.00000124");
 }
 
@@ -580,7 +580,7 @@ fn gasless_statuses_map_onto_waiting_mined_or_failed() {
 
 fn plan(from: &str, to: &str) -> ExecutionPlan {
     ExecutionPlan {
-        from_amount: "25".into(),
+        from_amount: crate::scripted::amount("25", from),
         gasless: true,
         relayed_at_ms: Some(10_000),
         ..crate::scripted::plan("zerox", WALLET, from, to)

@@ -591,7 +591,7 @@ async fn permissions_follow_the_route_table() {
         .state
         .store
         .begin_idempotent(
-            &format!("key:{}", reader.id),
+            &reader.owner().scope(),
             &request.get("Idempotency-Key"),
             "fp",
             "probe",

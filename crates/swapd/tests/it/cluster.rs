@@ -363,11 +363,11 @@ async fn three_api_nodes_and_two_workers_share_postgres_and_redis_through_worker
     for id in &orders {
         events.extend(
             store
-                .order_events(id)
+                .order_events(&crate::support::parsed(id))
                 .await
                 .unwrap()
                 .into_iter()
-                .map(|e| e.id),
+                .map(|e| e.id.to_string()),
         );
     }
     let deadline = Instant::now() + Duration::from_secs(180);

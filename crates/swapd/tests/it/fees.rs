@@ -372,12 +372,12 @@ async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_ord
         .await
         .unwrap();
     let affiliate = party(&fees, "affiliate").unwrap();
-    let seen: Vec<(&str, &str)> = rows
+    let seen: Vec<(&str, String)> = rows
         .iter()
-        .map(|r| (r.stage.as_str(), r.amount.as_str()))
+        .map(|r| (r.stage.as_str(), r.amount.to_string()))
         .collect();
-    let amount = affiliate["amount"].as_str().unwrap();
-    assert_eq!(seen, [("expected", amount), ("realized", amount)]);
+    let amount = affiliate["amount"].as_str().unwrap().to_owned();
+    assert_eq!(seen, [("expected", amount.clone()), ("realized", amount)]);
     // The partner's earnings: its markup, expected and realized, exactly; another key's
     // earnings hold nothing of it.
     let markup = party(&fees, "partner").unwrap()["amount"].clone();

@@ -51,7 +51,12 @@ pub(crate) async fn step(server: &TestServer, blocks: i64) {
 }
 
 async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
-    let events = server.state.store.order_events(id).await.unwrap();
+    let events = server
+        .state
+        .store
+        .order_events(&crate::support::parsed(id))
+        .await
+        .unwrap();
     let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
     assert_eq!(
         sequences,
@@ -95,8 +100,11 @@ async fn a_fixed_order_runs_from_deposit_to_payout() {
         recorded.deposit_address,
         text(&created["from"]["depositAddress"])
     );
-    assert_eq!(recorded.to_address, TRON_ADDRESS);
-    assert_eq!(recorded.from_amount, text(&created["from"]["amount"]));
+    assert_eq!(recorded.to_address.as_str(), TRON_ADDRESS);
+    assert_eq!(
+        recorded.from_amount.to_string(),
+        text(&created["from"]["amount"])
+    );
     let seen = order(&server, &key, &id).await;
     assert_eq!(seen["status"], "confirming");
     assert_eq!(seen["from"]["received"][0]["txId"], sent["txId"]);
@@ -368,7 +376,7 @@ async fn a_repeated_payout_after_a_lost_commit_pays_once() {
     let stored = server
         .state
         .store
-        .order(&id, &format!("key:{}", key.id))
+        .order(&crate::support::parsed(&id), &key.owner())
         .await
         .unwrap()
         .unwrap();
@@ -1015,7 +1023,10 @@ async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
     deposit(&server, &key, &id, "0.05").await;
     step(&server, 0).await;
     let store = server.state.store.clone();
-    let pending = store.order_mails(&id).await.unwrap();
+    let pending = store
+        .order_mails(&crate::support::parsed(&id))
+        .await
+        .unwrap();
     assert!(!pending.is_empty(), "a status change with an e-mail");
 
     let down = swapd_worker::Notifier::new(
@@ -1028,7 +1039,10 @@ async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
         server.clock.advance_ms(swapd_worker::LEASE_MS + 1);
     }
     down.run_pending().await;
-    let mails = store.order_mails(&id).await.unwrap();
+    let mails = store
+        .order_mails(&crate::support::parsed(&id))
+        .await
+        .unwrap();
     for mail in &mails {
         assert_eq!(mail.attempts, MAX_MAIL_ATTEMPTS, "{mail:?}");
         assert!(
@@ -1039,16 +1053,31 @@ async fn a_status_email_is_tried_a_bounded_number_of_times_then_shown_failed() {
     // Failed: not tried again, also not by a notifier whose mail server works.
     server.clock.advance_ms(swapd_worker::LEASE_MS + 1);
     assert_eq!(server.notifier.run_pending().await, 0);
-    assert_eq!(store.order_mails(&id).await.unwrap(), mails);
+    assert_eq!(
+        store
+            .order_mails(&crate::support::parsed(&id))
+            .await
+            .unwrap(),
+        mails
+    );
 
     // An address stored before addresses were checked this way fails at once, unsent.
-    let mut order = store.order_for_page(&id).await.unwrap().unwrap();
-    order.email = Some("<script>alert(1)</script>@evil.com".into());
+    let mut order = store
+        .order_for_page(&crate::support::parsed(&id))
+        .await
+        .unwrap()
+        .unwrap();
+    order.email = Some(swapd_core::notify::Email::stored(
+        "<script>alert(1)</script>@evil.com".into(),
+    ));
     order.version += 1;
     assert!(store.update_order(&order, &[], None).await.unwrap());
     step(&server, 2).await;
     assert_eq!(server.notifier.run_pending().await, 0);
-    let later = store.order_mails(&id).await.unwrap();
+    let later = store
+        .order_mails(&crate::support::parsed(&id))
+        .await
+        .unwrap();
     assert!(
         later.len() > mails.len(),
         "the later status changes have their e-mail"

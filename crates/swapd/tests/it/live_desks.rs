@@ -219,7 +219,12 @@ async fn readiness(server: &TestServer, provider: &str) -> Value {
 }
 
 async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
-    let events = server.state.store.order_events(id).await.unwrap();
+    let events = server
+        .state
+        .store
+        .order_events(&crate::support::parsed(id))
+        .await
+        .unwrap();
     events.iter().map(|e| e.event_type).collect()
 }
 
@@ -302,13 +307,13 @@ async fn changenows_account_commission_is_shown_as_the_service_fee_and_realized_
     let rows = server
         .state
         .store
-        .fee_ledger(Some(&format!("key:{}", key.id)), 0, i64::MAX, 100)
+        .fee_ledger(Some(&key.owner()), 0, i64::MAX, 100)
         .await
         .unwrap();
     let row = |stage: &str| {
         rows.iter()
             .find(|row| row.party.as_str() == "service" && row.stage.as_str() == stage)
-            .map(|row| (row.amount.clone(), row.currency.clone()))
+            .map(|row| (row.amount.to_string(), row.currency.code.to_owned()))
             .unwrap_or_else(|| panic!("no {stage} service row in {rows:?}"))
     };
     assert_eq!(
@@ -617,7 +622,7 @@ async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_t
     let stored = server
         .state
         .store
-        .order(&id, &format!("key:{}", key.id))
+        .order(&crate::support::parsed(&id), &key.owner())
         .await
         .unwrap()
         .unwrap();
@@ -883,7 +888,7 @@ async fn a_create_answered_after_swapds_timeout_is_found_in_the_partner_list_and
     let stored = server
         .state
         .store
-        .order_for_page(id)
+        .order_for_page(&crate::support::parsed(id))
         .await
         .unwrap()
         .unwrap();
@@ -931,7 +936,7 @@ async fn the_engine_backs_off_while_a_desk_fails_and_returns_to_its_cadence_afte
         server
             .state
             .store
-            .order_for_page(&id)
+            .order_for_page(&crate::support::parsed(&id))
             .await
             .unwrap()
             .unwrap()

@@ -1128,19 +1128,16 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
     let rows = server
         .state
         .store
-        .fee_ledger(Some(&format!("key:{}", key.id)), 0, i64::MAX, 100)
+        .fee_ledger(Some(&key.owner()), 0, i64::MAX, 100)
         .await
         .unwrap();
     let id = plan["executionPlanId"].as_str().unwrap();
     let mut seen: Vec<(String, String, String)> = rows
         .iter()
         .map(|row| {
-            assert_eq!(
-                (row.order_id.as_str(), row.currency.as_str()),
-                (id, "USDCBASE")
-            );
+            assert_eq!((row.order_id.as_str(), row.currency.code), (id, "USDCBASE"));
             let party = row.party.as_str().to_owned();
-            (party, row.stage.as_str().to_owned(), row.amount.clone())
+            (party, row.stage.as_str().to_owned(), row.amount.to_string())
         })
         .collect();
     seen.sort();

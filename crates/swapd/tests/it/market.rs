@@ -896,10 +896,14 @@ async fn resolve_turns_an_offchain_card_into_a_create_token() {
     // The token is bound to its key, single use, and expires.
     let store = &server.state.store;
     let hash = hash_create_token(&create_token);
-    let owner = format!("key:{}", key.id);
+    let owner = key.owner();
     assert_eq!(
         store
-            .redeem_create_token(&hash, "key:key_other", server.now_secs() * 1000)
+            .redeem_create_token(
+                &hash,
+                &crate::support::parsed("key:key_other"),
+                server.now_secs() * 1000
+            )
             .await
             .unwrap(),
         Err(RedeemError::NotFound)
@@ -924,7 +928,7 @@ async fn resolve_turns_an_offchain_card_into_a_create_token() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(redeemed.route.id, id);
+    assert_eq!(redeemed.route.id, id.as_str());
     assert_eq!(
         store
             .redeem_create_token(&hash, &owner, server.now_secs() * 1000)

@@ -329,7 +329,12 @@ async fn a_job_whose_worker_died_is_taken_over_and_finished_once() {
     });
     assert!(
         !store
-            .finish_job(&id, "lease-dead", &late, now + LEASE_MS + 1)
+            .finish_job(
+                &crate::support::parsed(&id),
+                "lease-dead",
+                &late,
+                now + LEASE_MS + 1
+            )
             .await
             .unwrap()
     );

@@ -931,7 +931,7 @@ async fn reports_and_reads_need_the_plan_token_and_refuse_bad_reports() {
     let stored = server
         .state
         .store
-        .execution_plan(&id, &format!("key:{}", key.id))
+        .execution_plan(&crate::support::parsed(&id), &key.owner())
         .await
         .unwrap()
         .unwrap();

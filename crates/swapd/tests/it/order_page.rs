@@ -126,7 +126,12 @@ async fn the_order_page_shows_the_order_to_whoever_has_its_link_and_nobody_else(
     }
 
     // The link rides along in the webhook payloads (the events' order) and the API's reads.
-    let events = server.state.store.order_events(id).await.unwrap();
+    let events = server
+        .state
+        .store
+        .order_events(&crate::support::parsed(id))
+        .await
+        .unwrap();
     assert!(
         events
             .iter()
@@ -287,7 +292,13 @@ async fn an_emergency_is_answered_from_the_page_once_through_the_api_use_case() 
     assert_eq!(chosen["status"], "refunding");
     assert_eq!(chosen["emergency"]["choice"], "REFUND");
     assert_eq!(chosen["refund"]["address"], BTC_ADDRESS);
-    let events = server.state.store.order_events(&id).await.unwrap().len();
+    let events = server
+        .state
+        .store
+        .order_events(&crate::support::parsed(&id))
+        .await
+        .unwrap()
+        .len();
     // The same choice again: nothing changes, no second event.
     let (status, _, _) = post_form(
         &format!("{link}/emergency"),
@@ -296,7 +307,13 @@ async fn an_emergency_is_answered_from_the_page_once_through_the_api_use_case() 
     .await;
     assert_eq!(status, 303);
     assert_eq!(
-        server.state.store.order_events(&id).await.unwrap().len(),
+        server
+            .state
+            .store
+            .order_events(&crate::support::parsed(&id))
+            .await
+            .unwrap()
+            .len(),
         events
     );
     server.engine.run_due().await;

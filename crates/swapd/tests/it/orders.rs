@@ -119,7 +119,12 @@ async fn a_full_input_creates_an_order_awaiting_its_deposit() {
     assert_eq!(data(&status, 200)["status"], "awaiting_deposit");
 
     // Both entries are in the outbox, in order, with the order's view.
-    let events = server.state.store.order_events(&id).await.unwrap();
+    let events = server
+        .state
+        .store
+        .order_events(&crate::support::parsed(&id))
+        .await
+        .unwrap();
     let kinds: Vec<_> = events.iter().map(|e| (e.sequence, e.event_type)).collect();
     assert_eq!(
         kinds,

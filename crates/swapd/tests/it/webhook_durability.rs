@@ -104,7 +104,7 @@ async fn write_orders(store: &dyn Store, round: usize, now_ms: i64) -> Vec<Strin
             .into_iter()
             .map(|event_type| order.record_event(event_type, None))
             .collect();
-        ids.extend(events.iter().map(|e| e.id.clone()));
+        ids.extend(events.iter().map(|e| e.id.to_string()));
         let key = format!("idem-{}", order.id);
         let Begin::Execute { lease_token } = store
             .begin_idempotent(OWNER, &key, "fp", "lease", "node-a", now_ms)
@@ -149,8 +149,8 @@ async fn every_event_is_delivered_although_the_worker_is_killed_again_and_again(
     let (url, seen) = start_receiver(secret.clone()).await;
     let id = "whk_0000000000000000000000000000d0ab";
     let subscription = Subscription {
-        id: id.into(),
-        owner: OWNER.into(),
+        id: crate::support::parsed(id),
+        owner: crate::support::parsed(OWNER),
         url,
         events: EventType::VARIANTS.to_vec(),
         description: None,

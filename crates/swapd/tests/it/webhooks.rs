@@ -1140,8 +1140,8 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     let now = swapd_core::Clock::now_ms(server.clock.as_ref());
     let master = server.master.clone();
     let subscription = swapd_core::webhooks::subscription::Subscription {
-        id: "whk_00000000000000000000000000000bad".into(),
-        owner: format!("key:{}", key.id),
+        id: crate::support::parsed("whk_00000000000000000000000000000bad"),
+        owner: key.owner(),
         url: "https://localhost/hook".into(),
         events: vec![swapd_core::offchain::order::EventType::Created],
         description: None,
@@ -1162,7 +1162,7 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
         .state
         .store
         .begin_idempotent(
-            &subscription.owner,
+            &subscription.owner.scope(),
             "insert-bad",
             "fp",
             "lease",
@@ -1181,7 +1181,7 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
         .insert_subscription(
             &subscription,
             swapd_core::store::IdempotentFinish {
-                principal: &subscription.owner,
+                principal: &subscription.owner.scope(),
                 key: "insert-bad",
                 hold: swapd_core::store::KeyHold::Lease(&lease),
                 response: &swapd_core::idempotency::StoredResponse {
@@ -1226,7 +1226,7 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
         &server,
         &key,
         "/api/v3/callbacks/test",
-        &json!({"webhookId": subscription.id}),
+        &json!({"webhookId": subscription.id.as_str()}),
     )
     .await;
     assert_eq!(data(&resp, 200)["failure"], "destination_blocked");

@@ -286,7 +286,10 @@ async fn orders_belong_to_the_paying_wallet_and_replays_are_not_charged_again() 
         server
             .state
             .store
-            .order(&order_id, &owner)
+            .order(
+                &crate::support::parsed(&order_id),
+                &crate::support::parsed(&owner)
+            )
             .await
             .unwrap()
             .is_some()
@@ -418,7 +421,10 @@ async fn a_solana_wallet_signs_in_and_owns_what_it_creates() {
         server
             .state
             .store
-            .order(&order_id, &owner)
+            .order(
+                &crate::support::parsed(&order_id),
+                &crate::support::parsed(&owner)
+            )
             .await
             .unwrap()
             .is_some()

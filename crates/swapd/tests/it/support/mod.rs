@@ -250,6 +250,21 @@ pub struct TestKey {
     pub secret: String,
 }
 
+impl TestKey {
+    /// Whom the key's orders and other objects belong to.
+    pub fn owner(&self) -> swapd_core::owner::Owner {
+        swapd_core::owner::Owner::Key(self.id.clone())
+    }
+}
+
+/// Text as the typed value a store method takes (an id, an owner): the tests' shorthand.
+pub fn parsed<T: std::str::FromStr>(text: &str) -> T
+where
+    T::Err: std::fmt::Debug,
+{
+    text.parse().unwrap()
+}
+
 pub struct Resp {
     pub status: u16,
     pub headers: HeaderMap,
