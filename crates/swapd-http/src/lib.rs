@@ -251,9 +251,9 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 
 /// The headers that carry an upstream's API key under `name` (none when the key is empty),
 /// marked sensitive so they are never logged.
-pub fn api_key_headers(name: &'static str, api_key: &str) -> Result<HeaderMap, String> {
+pub fn api_key_headers(name: &'static str, api_key: Option<&str>) -> Result<HeaderMap, String> {
     let mut headers = HeaderMap::new();
-    if !api_key.is_empty() {
+    if let Some(api_key) = api_key {
         let mut key = HeaderValue::from_str(api_key)
             .map_err(|_| "the API key holds characters a header cannot carry".to_owned())?;
         key.set_sensitive(true);

@@ -19,7 +19,8 @@ use swapd_store::StoreOptions;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::value::Secret;
+use crate::config::{Config, FacilitatorKind, NodeId};
 use crate::master_key;
 
 /// Asks every provider for its catalog once (one cheap authenticated call each) and says in the
@@ -60,89 +61,92 @@ fn live_provider(
 ) -> anyhow::Result<Venue> {
     use swapd_desks::{changenow, fixedfloat};
     use swapd_onchain::{jupiter, lifi, relay, zerox};
+    let failed = |e: String| anyhow::anyhow!("providers.{name}: {e}");
     let timeout = |ms: u64| Duration::from_millis(ms);
-    match name {
-        changenow::ID => changenow_desk(&providers.changenow, timeout),
+    Ok(match name {
+        changenow::ID => {
+            let desk = &providers.changenow;
+            let client = changenow::ChangeNow::new(
+                desk.base_url.as_str(),
+                required(&desk.api_key, "providers.changenow.api_key")?,
+                timeout(desk.timeout_ms),
+            )
+            .and_then(|client| {
+                // Looks up exchanges whose create answer was lost.
+                client.with_lookup(
+                    desk.base_url.as_str(),
+                    desk.private_api_key.as_ref().map(Secret::expose),
+                    desk.payload_reference,
+                    timeout(desk.timeout_ms),
+                )
+            })
+            .map_err(failed)?;
+            Venue::Desk(Arc::new(changenow::ChangeNowDesk::new(client)))
+        }
         fixedfloat::ID => {
             let desk = &providers.fixedfloat;
             let client = fixedfloat::FixedFloat::new(
-                &desk.base_url,
-                &desk.api_key,
-                &desk.api_secret,
+                desk.base_url.as_str(),
+                required(&desk.api_key, "providers.fixedfloat.api_key")?,
+                required(&desk.api_secret, "providers.fixedfloat.api_secret")?,
                 timeout(desk.timeout_ms),
             )
-            .map_err(|e| anyhow::anyhow!("providers.fixedfloat: {e}"))?;
-            Ok(Venue::Desk(Arc::new(
-                fixedfloat::FixedFloatDesk::new(client).with_refcode(&desk.refcode),
-            )))
+            .map_err(failed)?;
+            let desk_with_fees = match &desk.refcode {
+                Some(refcode) => fixedfloat::FixedFloatDesk::new(client).with_refcode(refcode),
+                None => fixedfloat::FixedFloatDesk::new(client),
+            };
+            Venue::Desk(Arc::new(desk_with_fees))
         }
         lifi::ID => {
-            let settings = &providers.lifi;
-            let lifi = lifi::LiFi::new(
-                &settings.base_url,
-                &settings.api_key,
-                &settings.integrator,
-                timeout(settings.timeout_ms),
-                chains.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!("providers.lifi: {e}"))?;
-            Ok(Venue::Router(Arc::new(lifi)))
-        }
-        jupiter::ID => {
-            let settings = &providers.jupiter;
-            let jupiter = jupiter::Jupiter::new(
-                &settings.base_url,
-                &settings.api_key,
-                timeout(settings.timeout_ms),
-                chains.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!("providers.jupiter: {e}"))?;
-            Ok(Venue::Router(Arc::new(jupiter)))
+            let (url, key, timeout, chains) = router_settings(&providers.lifi, chains);
+            let integrator = &providers.lifi.integrator;
+            Venue::Router(Arc::new(
+                lifi::LiFi::new(url, key, integrator, timeout, chains).map_err(failed)?,
+            ))
         }
         relay::ID => {
-            let settings = &providers.relay;
-            let relay = relay::Relay::new(
-                &settings.base_url,
-                &settings.api_key,
-                &settings.integrator,
-                timeout(settings.timeout_ms),
-                chains.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!("providers.relay: {e}"))?;
-            Ok(Venue::Router(Arc::new(relay)))
+            let (url, key, timeout, chains) = router_settings(&providers.relay, chains);
+            let referrer = &providers.relay.integrator;
+            Venue::Router(Arc::new(
+                relay::Relay::new(url, key, referrer, timeout, chains).map_err(failed)?,
+            ))
+        }
+        jupiter::ID => {
+            let (url, key, timeout, chains) = router_settings(&providers.jupiter, chains);
+            Venue::Router(Arc::new(
+                jupiter::Jupiter::new(url, key, timeout, chains).map_err(failed)?,
+            ))
         }
         zerox::ID => {
-            let settings = &providers.zerox;
-            let zerox = zerox::ZeroX::new(
-                &settings.base_url,
-                &settings.api_key,
-                timeout(settings.timeout_ms),
-                chains.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!("providers.zerox: {e}"))?;
-            Ok(Venue::Router(Arc::new(zerox)))
+            let (url, key, timeout, chains) = router_settings(&providers.zerox, chains);
+            Venue::Router(Arc::new(
+                zerox::ZeroX::new(url, key, timeout, chains).map_err(failed)?,
+            ))
         }
         other => anyhow::bail!("providers.live: no adapter `{other}` in this build"),
-    }
+    })
 }
 
-/// ChangeNOW's desk, which also looks up exchanges whose create answer was lost.
-fn changenow_desk(
-    desk: &crate::config::DeskConfig,
-    timeout: impl Fn(u64) -> Duration,
-) -> anyhow::Result<Venue> {
-    use swapd_desks::changenow;
-    let client = changenow::ChangeNow::new(&desk.base_url, &desk.api_key, timeout(desk.timeout_ms))
-        .and_then(|client| {
-            client.with_lookup(
-                &desk.base_url,
-                &desk.private_api_key,
-                desk.payload_reference,
-                timeout(desk.timeout_ms),
-            )
-        })
-        .map_err(|e| anyhow::anyhow!("providers.changenow: {e}"))?;
-    Ok(Venue::Desk(Arc::new(changenow::ChangeNowDesk::new(client))))
+/// A router's base URL, API key, timeout and the chains it follows.
+fn router_settings<'a>(
+    settings: &'a crate::config::RouterConfig,
+    chains: &swapd_onchain::Chains,
+) -> (&'a str, Option<&'a str>, Duration, swapd_onchain::Chains) {
+    (
+        settings.base_url.as_str(),
+        settings.api_key(),
+        Duration::from_millis(settings.timeout_ms),
+        chains.clone(),
+    )
+}
+
+/// A credential live mode requires (the configuration checked it is set).
+fn required<'a>(secret: &'a Option<Secret>, key: &str) -> anyhow::Result<&'a str> {
+    secret
+        .as_ref()
+        .map(Secret::expose)
+        .with_context(|| format!("{key} is required"))
 }
 
 /// The chain readers of `[chains.<network>]`.
@@ -153,20 +157,21 @@ fn chains(config: &crate::config::Config) -> anyhow::Result<swapd_onchain::Chain
     for (name, chain) in &config.chains {
         let failed = |e: String| anyhow::anyhow!("chains.{name}: {e}");
         let network = crate::config::chain_network(name).map_err(failed)?;
-        let timeout = Duration::from_millis(chain.timeout_ms);
+        let (url, timeout) = (
+            chain.rpc_url.as_str(),
+            Duration::from_millis(chain.timeout_ms),
+        );
         if network == Network::Solana {
             use swapd_onchain::solana_rpc::{Commitment, SolanaRpc};
             let commitment = Commitment::for_confirmations(chain.confirmations);
-            let reader = SolanaRpc::new(&chain.rpc_url, timeout, commitment).map_err(failed)?;
-            solana = Some(Arc::new(reader));
+            solana = Some(Arc::new(
+                SolanaRpc::new(url, timeout, commitment).map_err(failed)?,
+            ));
             continue;
         }
-        let confirmations = chain
-            .confirmations
-            .unwrap_or_else(|| crate::config::ChainConfig::default_confirmations(network));
-        let reader =
-            swapd_onchain::evm_rpc::EvmRpc::new(network, &chain.rpc_url, confirmations, timeout)
-                .map_err(failed)?;
+        let confirmations = chain.confirmations(network);
+        let reader = swapd_onchain::evm_rpc::EvmRpc::new(network, url, confirmations, timeout)
+            .map_err(failed)?;
         evm.push(Arc::new(reader));
     }
     let chains = swapd_onchain::Chains::new(evm);
@@ -212,6 +217,8 @@ impl Roles {
 /// The opened, migrated store and the secrets every command needs.
 pub struct Runtime {
     pub config: Config,
+    /// This node's name on its idempotency claims: as set, or generated into the data dir.
+    pub node_id: NodeId,
     pub store: Arc<dyn Store>,
     pub master_key: MasterKey,
     pub clock: Arc<dyn Clock>,
@@ -221,11 +228,12 @@ pub struct Runtime {
 
 impl Runtime {
     /// Opens the database named by the configuration and brings its schema up to date.
-    pub async fn open(mut config: Config) -> anyhow::Result<Runtime> {
+    pub async fn open(config: Config) -> anyhow::Result<Runtime> {
         let master_key = master_key::load_or_create(&config)?;
-        if config.node_id.is_empty() {
-            config.node_id = generated_node_id(&config)?;
-        }
+        let node_id = match &config.node_id {
+            Some(id) => id.clone(),
+            None => generated_node_id(&config)?,
+        };
         let store = open_store(&config).await?;
         store
             .migrate()
@@ -233,6 +241,7 @@ impl Runtime {
             .context("cannot migrate the database")?;
         Ok(Runtime {
             config,
+            node_id,
             store,
             master_key,
             clock: Arc::new(SystemClock),
@@ -242,10 +251,14 @@ impl Runtime {
 }
 
 /// This data dir's node id: generated once into `node.id`.
-fn generated_node_id(config: &Config) -> anyhow::Result<String> {
+fn generated_node_id(config: &Config) -> anyhow::Result<NodeId> {
     let path = config.data_path("node.id");
+    let parsed = |text: &str| {
+        text.parse::<NodeId>()
+            .map_err(|problem| anyhow::anyhow!("{}: {problem}", path.display()))
+    };
     match std::fs::read_to_string(&path) {
-        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_owned()),
+        Ok(id) if !id.trim().is_empty() => return parsed(id.trim()),
         Ok(_) => {}
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         Err(error) => {
@@ -256,7 +269,7 @@ fn generated_node_id(config: &Config) -> anyhow::Result<String> {
     std::fs::create_dir_all(config.data_dir())
         .and_then(|()| std::fs::write(&path, &id))
         .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(id)
+    parsed(&id)
 }
 
 pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
@@ -264,14 +277,10 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
         max_connections: config.database.max_connections,
         acquire_timeout: Duration::from_millis(config.database.acquire_timeout_ms),
     };
-    swapd_store::open(&config.database_url, &options)
+    let url = config.database();
+    swapd_store::open(url.expose(), &options)
         .await
-        .with_context(|| {
-            format!(
-                "database_url = {}",
-                swapd_store::redact_url(&config.database_url)
-            )
-        })
+        .with_context(|| format!("database_url = {url}"))
 }
 
 /// A built server: every start-up check passed (the database, the facilitator, the nonce set),
@@ -423,11 +432,11 @@ impl Api {
         let marker = RunMarker::place(config)?;
         // Without a configured public URL (or with the one derived from `--listen`, maybe
         // `127.0.0.1:0`), the origin is the address actually bound.
-        let derived = config.public_url.is_empty()
-            || config.public_url == format!("http://{}", config.listen);
+        let derived =
+            config.public_url.is_none() || config.origin() == format!("http://{}", config.listen);
         let origin = match listener.local_addr() {
             Ok(bound) if derived => format!("http://{bound}"),
-            _ => config.public_url.clone(),
+            _ => config.origin(),
         };
         let x402 = runtime
             .x402_surface(&origin)
@@ -437,7 +446,7 @@ impl Api {
         // Claims this node holds now were taken by a process that died mid-request.
         let released = runtime
             .store
-            .release_claims_of(&config.node_id)
+            .release_claims_of(runtime.node_id.as_str())
             .await
             .context("cannot release the idempotency claims of the previous run")?;
         if released > 0 {
@@ -578,25 +587,21 @@ impl Runtime {
     /// configured, else memory for one SQLite node and the database for PostgreSQL nodes.
     pub async fn sharing(&self) -> anyhow::Result<Sharing> {
         let shared = &self.config.shared;
-        Ok(match self.config.shared_state() {
-            Sharing::Local => Sharing::Local,
-            Sharing::Database => Sharing::Database,
-            Sharing::Redis(()) => {
-                let redis = swapd_redis::SharedRedis::connect(
-                    &shared.redis_url,
-                    &shared.redis_prefix,
-                    self.clock.now_secs(),
-                )
+        let Some(url) = &shared.redis_url else {
+            return Ok(match self.config.shared_state() {
+                Sharing::Database => Sharing::Database,
+                _ => Sharing::Local,
+            });
+        };
+        let redis =
+            swapd_redis::SharedRedis::connect(url.expose(), &shared.redis_prefix, self.clock.now_secs())
                 .await
                 .with_context(|| {
                     format!(
-                        "cannot reach Redis at {} (shared.redis_url); start it, or unset the setting to keep this state in the database",
-                        swapd_store::redact_url(&shared.redis_url)
+                        "cannot reach Redis at {url} (shared.redis_url); start it, or unset the setting to keep this state in the database"
                     )
                 })?;
-                Sharing::Redis(Arc::new(redis))
-            }
-        })
+        Ok(Sharing::Redis(Arc::new(redis)))
     }
 
     /// The state both HTTP surfaces share.
@@ -610,13 +615,12 @@ impl Runtime {
         let config = &self.config;
         // The operator's secret signs execution access tokens; without one, a key derived from
         // the master key does.
-        let access_tokens = if config.x402.access_token_secret.is_empty() {
-            swapd_core::onchain::access::AccessTokens::new(
+        let access_tokens = match &config.x402.access_token_secret {
+            Some(secret) => swapd_core::onchain::access::AccessTokens::from_secret(secret.expose()),
+            None => swapd_core::onchain::access::AccessTokens::new(
                 self.master_key
                     .derive(swapd_core::onchain::access::ACCESS_TOKEN_KEY_PURPOSE),
-            )
-        } else {
-            swapd_core::onchain::access::AccessTokens::from_secret(&config.x402.access_token_secret)
+            ),
         };
         let ip_limits = swapd_api::limits::address_limits(
             swapd_core::rate_limit::AddressLimits {
@@ -625,11 +629,11 @@ impl Runtime {
             },
             guards.sharing(),
         );
-        let console = (!config.console.password_hash.is_empty()).then(|| {
+        let console = config.console.password_hash.as_ref().map(|hash| {
             Arc::new(swapd_api::console::Console::new(
-                &config.console.password_hash,
+                hash.expose(),
                 &self.master_key,
-                &config.public_url,
+                &config.origin(),
             ))
         });
         AppState::new(swapd_api::AppParts {
@@ -649,7 +653,7 @@ impl Runtime {
                 fixed_ms: config.orders.fixed_lifetime_secs * 1000,
                 float_ms: config.orders.float_lifetime_secs * 1000,
             },
-            node_id: config.node_id.as_str().into(),
+            node_id: self.node_id.as_str().into(),
             sandbox_fault_header: config.sandbox_fault_header,
             request_timeout: Duration::from_millis(config.security.request_timeout_ms),
             worker_health: self.worker_health.clone(),
@@ -673,48 +677,50 @@ impl Runtime {
         let (config, store, clock, master_key) =
             (&self.config, &self.store, &self.clock, &self.master_key);
         let x402 = &config.x402;
-        let pay_to = if x402.pay_to.is_empty() {
-            swapd_x402::sandbox_pay_to(master_key.derive("x402 sandbox payTo"))
-        } else {
-            x402.pay_to.clone()
+        let network = x402.network.as_str();
+        let pay_to = match x402.pay_to {
+            Some(address) => address.to_string(),
+            None => swapd_x402::sandbox_pay_to(master_key.derive("x402 sandbox payTo")),
         };
-        let asset = if x402.asset.address.is_empty() {
-            swapd_x402::Asset::usdc(&x402.network).with_context(|| {
-                format!(
-                    "x402.network = {}: swapd knows USDC on eip155:8453, eip155:84532, eip155:1, \
-                     eip155:42161 and eip155:137; for another network or token set x402.asset",
-                    x402.network
-                )
-            })?
-        } else {
-            swapd_x402::Asset {
-                address: x402.asset.address.clone(),
-                name: x402.asset.name.clone(),
-                version: x402.asset.version.clone(),
+        let asset = match (&x402.asset.address, &x402.asset.name, &x402.asset.version) {
+            (Some(address), Some(name), Some(version)) => swapd_x402::Asset {
+                address: address.to_string(),
+                name: name.clone(),
+                version: version.clone(),
                 decimals: x402.asset.decimals,
-            }
-        };
-        let pricing = swapd_x402::Pricing::new(&x402.network, &x402.price_usd, &pay_to, asset)
-            .map_err(|problem| anyhow::anyhow!("x402.price_usd: {problem}"))?;
-        let facilitator: Arc<dyn swapd_x402::Facilitator> = if x402.facilitator == "http" {
-            Arc::new(
-                swapd_x402::HttpFacilitator::new(
-                    &x402.facilitator_url,
-                    swapd_x402::Timeouts {
-                        verify: Duration::from_millis(x402.verify_timeout_ms),
-                        settle: Duration::from_millis(x402.settle_timeout_ms),
-                    },
+            },
+            _ => swapd_x402::Asset::usdc(network).with_context(|| {
+                format!(
+                    "x402.network = {network}: swapd knows USDC on eip155:8453, eip155:84532, \
+                     eip155:1, eip155:42161 and eip155:137; for another network or token set \
+                     x402.asset"
                 )
-                .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
-            )
-        } else {
-            Arc::new(swapd_api::x402::LedgerFacilitator::new(
-                store.clone(),
-                clock.clone(),
-                &x402.network,
-            ))
+            })?,
         };
-        swapd_x402::facilitator::check_supported(facilitator.as_ref(), &x402.network)
+        let pricing = swapd_x402::Pricing::new(network, x402.price_usd.as_str(), &pay_to, asset)
+            .map_err(|problem| anyhow::anyhow!("x402.price_usd: {problem}"))?;
+        let facilitator: Arc<dyn swapd_x402::Facilitator> =
+            match (x402.facilitator, &x402.facilitator_url) {
+                (FacilitatorKind::Http, Some(url)) => Arc::new(
+                    swapd_x402::HttpFacilitator::new(
+                        url.as_str(),
+                        swapd_x402::Timeouts {
+                            verify: Duration::from_millis(x402.verify_timeout_ms),
+                            settle: Duration::from_millis(x402.settle_timeout_ms),
+                        },
+                    )
+                    .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
+                ),
+                (FacilitatorKind::Http, None) => {
+                    anyhow::bail!("x402.facilitator = \"http\" needs x402.facilitator_url")
+                }
+                (FacilitatorKind::Ledger, _) => Arc::new(swapd_api::x402::LedgerFacilitator::new(
+                    store.clone(),
+                    clock.clone(),
+                    network,
+                )),
+            };
+        swapd_x402::facilitator::check_supported(facilitator.as_ref(), network)
             .await
             .map_err(|problem| {
                 anyhow::anyhow!("x402.facilitator ({}): {problem}", facilitator.kind())
@@ -724,14 +730,14 @@ impl Runtime {
             facilitator,
             origin: origin.trim_end_matches('/').to_owned(),
             siwx_chains: vec![
-                x402.network.clone(),
+                network.to_owned(),
                 swapd_x402::siwx::SOLANA_MAINNET.to_owned(),
             ],
             challenges: swapd_core::challenges::Challenges::new(
                 self.master_key.derive("siwx challenge nonces"),
             ),
             wallet_routes_enabled: config.mode == swapd_core::Mode::Sandbox
-                || !x402.access_token_secret.is_empty(),
+                || x402.access_token_secret.is_some(),
         })
     }
 }
@@ -739,16 +745,15 @@ impl Runtime {
 /// SMTP when a server is configured (required in live mode), else `.eml` files under
 /// `<data_dir>/mail`.
 fn mailer(config: &Config) -> anyhow::Result<Arc<dyn swapd_core::notify::Mailer>> {
-    Ok(if config.mail.smtp_url.is_empty() {
-        Arc::new(
-            swapd_worker::FileMailer::new(config.data_path("mail"), &config.mail.from)
+    let from = config.mail.from.to_string();
+    Ok(match &config.mail.smtp_url {
+        None => Arc::new(
+            swapd_worker::FileMailer::new(config.data_path("mail"), &from)
                 .context("cannot prepare the sandbox mail directory")?,
-        )
-    } else {
-        Arc::new(
-            swapd_worker::SmtpMailer::from_url(&config.mail.smtp_url, &config.mail.from)
-                .context("mail.smtp_url")?,
-        )
+        ),
+        Some(url) => Arc::new(
+            swapd_worker::SmtpMailer::from_url(url.expose(), &from).context("mail.smtp_url")?,
+        ),
     })
 }
 

@@ -87,9 +87,9 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
 
 async fn serve(config: Config, roles: Roles) -> anyhow::Result<()> {
     let mode = config.mode;
-    let database = swapd_store::redact_url(&config.database_url);
+    let database = config.database();
     let data_dir = config.data_dir.display().to_string();
-    let public_url = config.public_url.clone();
+    let public_url = config.origin();
     let app = App::build(Runtime::open(config).await?, roles).await?;
     println!("swapd {} ({})", env!("CARGO_PKG_VERSION"), roles.describe());
     println!("  mode:      {}", mode.as_str());

@@ -15,8 +15,8 @@ use crate::config::Config;
 pub const MASTER_KEY_FILE: &str = "master.key";
 
 pub fn load_or_create(config: &Config) -> anyhow::Result<MasterKey> {
-    if !config.master_key.is_empty() {
-        return MasterKey::from_hex(&config.master_key).context("setting `master_key`");
+    if let Some(setting) = &config.master_key {
+        return Ok(setting.0.clone());
     }
     if config.mode == Mode::Live {
         bail!(
@@ -104,7 +104,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = MasterKey::generate();
         let config = Config {
-            master_key: key.to_hex(),
+            master_key: Some(crate::config::MasterKeySetting(key.clone())),
             ..sandbox(dir.path())
         };
         assert_eq!(load_or_create(&config).unwrap().to_hex(), key.to_hex());

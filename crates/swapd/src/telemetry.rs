@@ -41,14 +41,14 @@ impl Telemetry {
         opentelemetry::global::set_text_map_propagator(
             opentelemetry_sdk::propagation::TraceContextPropagator::new(),
         );
-        if config.otlp_endpoint.is_empty() {
+        let Some(endpoint) = &config.otlp_endpoint else {
             return Ok(None);
-        }
+        };
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_endpoint(format!(
                 "{}/v1/traces",
-                config.otlp_endpoint.trim_end_matches('/')
+                endpoint.as_str().trim_end_matches('/')
             ))
             .with_timeout(Duration::from_millis(config.export_timeout_ms))
             .build()?;

@@ -49,7 +49,6 @@ impl Sandbox {
                 let mut config = Config {
                     listen: "127.0.0.1:0".parse().unwrap(),
                     data_dir: path.clone(),
-                    database_url: format!("sqlite://{}", path.join("swapd.db").display()),
                     ..Config::default()
                 };
                 config.providers.sandbox_block_ms = 300;

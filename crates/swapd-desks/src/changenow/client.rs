@@ -42,12 +42,12 @@ impl ChangeNow {
     pub fn with_lookup(
         mut self,
         base_url: &str,
-        private_api_key: &str,
+        private_api_key: Option<&str>,
         payload_reference: bool,
         timeout: Duration,
     ) -> Result<Self, String> {
         self.payload_reference = payload_reference;
-        if !private_api_key.is_empty() {
+        if let Some(private_api_key) = private_api_key {
             let headers = keyed(private_api_key)
                 .map_err(|_| "the private API key holds characters a header cannot carry")?;
             self.private = Some(Transport::new("ChangeNOW", base_url, timeout, headers)?);
@@ -155,7 +155,7 @@ impl ChangeNow {
 /// `x-changenow-api-key` with `key`, marked sensitive (never logged).
 /// ChangeNOW's API key header.
 fn keyed(key: &str) -> Result<HeaderMap, String> {
-    swapd_http::api_key_headers("x-changenow-api-key", key)
+    swapd_http::api_key_headers("x-changenow-api-key", Some(key))
 }
 
 /// A 2xx answer read by `map`; anything else as ChangeNOW's error.

@@ -38,7 +38,7 @@ impl FixedFloat {
         api_secret: &str,
         timeout: Duration,
     ) -> Result<Self, String> {
-        let mut headers = swapd_http::api_key_headers("x-api-key", api_key)?;
+        let mut headers = swapd_http::api_key_headers("x-api-key", Some(api_key))?;
         headers.insert(
             reqwest::header::ACCEPT,
             HeaderValue::from_static("application/json"),

@@ -51,7 +51,7 @@ impl FixedFloatDesk {
     /// the operator's fee (with the affiliate's share in it) can be carried so: a partner's
     /// markup is left out of FixedFloat's quotes.
     pub fn with_refcode(mut self, refcode: &str) -> Self {
-        self.refcode = Some(refcode.to_owned()).filter(|code| !code.is_empty());
+        self.refcode = Some(refcode.to_owned());
         self
     }
 

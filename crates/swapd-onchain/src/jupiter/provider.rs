@@ -31,7 +31,7 @@ impl Jupiter {
     /// Jupiter at `base_url` with `api_key` (`x-api-key`; empty for a keyless host).
     pub fn new(
         base_url: &str,
-        api_key: &str,
+        api_key: Option<&str>,
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {

@@ -45,7 +45,13 @@ fn solana() -> Chains {
 }
 
 async fn jupiter(server: &MockServer, chains: Chains) -> Jupiter {
-    Jupiter::new(&server.uri(), "jup-key", Duration::from_millis(500), chains).unwrap()
+    Jupiter::new(
+        &server.uri(),
+        Some("jup-key"),
+        Duration::from_millis(500),
+        chains,
+    )
+    .unwrap()
 }
 
 fn request(from: &str, to: &str, amount: &str, direction: Direction) -> QuoteRequest {

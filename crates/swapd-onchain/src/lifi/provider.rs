@@ -37,7 +37,7 @@ impl LiFi {
     /// swapd's requests; `chains` are the chains swapd reads to follow executions.
     pub fn new(
         base_url: &str,
-        api_key: &str,
+        api_key: Option<&str>,
         integrator: &str,
         timeout: Duration,
         chains: Chains,

@@ -144,7 +144,7 @@ fn plan_request(from: &str, to: &str, amount: &str, min: &str) -> PlanRequest {
 async fn lifi(server: &MockServer, chains: Chains) -> LiFi {
     LiFi::new(
         &server.uri(),
-        "lifi-key",
+        Some("lifi-key"),
         "swapd",
         Duration::from_millis(500),
         chains,

@@ -35,7 +35,7 @@ impl Relay {
     /// Relay at `base_url`; `api_key` (optional) raises its limits, `referrer` names swapd.
     pub fn new(
         base_url: &str,
-        api_key: &str,
+        api_key: Option<&str>,
         referrer: &str,
         timeout: Duration,
         chains: Chains,

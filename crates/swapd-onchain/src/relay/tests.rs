@@ -35,7 +35,7 @@ const FILL: &str = "0x5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f5f
 async fn relay(server: &MockServer, chains: Chains) -> Relay {
     Relay::new(
         &server.uri(),
-        "",
+        None,
         "swapd",
         Duration::from_millis(500),
         chains,

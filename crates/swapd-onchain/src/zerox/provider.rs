@@ -33,7 +33,7 @@ impl ZeroX {
     /// 0x at `base_url` with `api_key` (required); `chains` are the chains it swaps on.
     pub fn new(
         base_url: &str,
-        api_key: &str,
+        api_key: Option<&str>,
         timeout: Duration,
         chains: Chains,
     ) -> Result<Self, String> {

@@ -35,7 +35,13 @@ fn base() -> Arc<ScriptedChain> {
 }
 
 async fn zerox(server: &MockServer, chains: Chains) -> ZeroX {
-    ZeroX::new(&server.uri(), "zx-key", Duration::from_millis(500), chains).unwrap()
+    ZeroX::new(
+        &server.uri(),
+        Some("zx-key"),
+        Duration::from_millis(500),
+        chains,
+    )
+    .unwrap()
 }
 
 fn request(from: &str, to: &str, amount: &str) -> QuoteRequest {

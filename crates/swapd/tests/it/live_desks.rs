@@ -151,8 +151,8 @@ async fn live_server_with(
 ) -> TestServer {
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["changenow".into()];
-    providers.changenow.base_url = format!("{}/v2/", desk.uri());
-    providers.changenow.api_key = API_KEY.into();
+    providers.changenow.base_url = format!("{}/v2/", desk.uri()).parse().unwrap();
+    providers.changenow.api_key = Some(API_KEY.parse().unwrap());
     providers.changenow.timeout_ms = 2_000;
     set(&mut providers.changenow);
     TestServer::start_with(Options {
@@ -255,9 +255,9 @@ async fn changenows_account_commission_is_shown_as_the_service_fee_and_realized_
         .await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["changenow".into()];
-    providers.changenow.base_url = format!("{}/v2/", desk.uri());
-    providers.changenow.api_key = API_KEY.into();
-    providers.changenow.private_api_key = "cn-private-key".into();
+    providers.changenow.base_url = format!("{}/v2/", desk.uri()).parse().unwrap();
+    providers.changenow.api_key = Some(API_KEY.parse().unwrap());
+    providers.changenow.private_api_key = Some("cn-private-key".parse().unwrap());
     let server = TestServer::start_with(Options {
         live: Some(Live {
             providers,
@@ -592,9 +592,9 @@ async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_t
     let desk = fake_fixedfloat(&order_state).await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["fixedfloat".into()];
-    providers.fixedfloat.base_url = format!("{}/api/v2/", desk.uri());
-    providers.fixedfloat.api_key = FF_KEY.into();
-    providers.fixedfloat.api_secret = FF_SECRET.into();
+    providers.fixedfloat.base_url = format!("{}/api/v2/", desk.uri()).parse().unwrap();
+    providers.fixedfloat.api_key = Some(FF_KEY.parse().unwrap());
+    providers.fixedfloat.api_secret = Some(FF_SECRET.parse().unwrap());
     let server = TestServer::start_with(Options {
         live: Some(Live {
             providers,
@@ -870,7 +870,7 @@ async fn a_create_answered_after_swapds_timeout_is_found_in_the_partner_list_and
         .await;
     let server = live_server_with(&desk, |changenow| {
         changenow.timeout_ms = 300;
-        changenow.private_api_key = "cn-private-key".into();
+        changenow.private_api_key = Some("cn-private-key".parse().unwrap());
         changenow.payload_reference = true;
     })
     .await;

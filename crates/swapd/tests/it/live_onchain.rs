@@ -415,12 +415,12 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
         .await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["lifi".into()];
-    providers.lifi.base_url = format!("{}/v1/", lifi.uri());
+    providers.lifi.base_url = format!("{}/v1/", lifi.uri()).parse().unwrap();
     providers.lifi.timeout_ms = 5_000;
     let chains = [(
         "base".to_owned(),
         swapd::config::ChainConfig {
-            rpc_url: chain.url.clone(),
+            rpc_url: chain.url.parse().unwrap(),
             confirmations: Some(2),
             timeout_ms: 5_000,
         },
@@ -687,12 +687,12 @@ async fn a_gasless_relay_plan_posts_the_wallets_own_signatures_and_is_followed_t
     let node = arbitrum_node(wallet.address()).await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["relay".into()];
-    providers.relay.base_url = relay.uri();
+    providers.relay.base_url = relay.uri().parse().unwrap();
     providers.relay.timeout_ms = 5_000;
     let chains = [(
         "arbitrum".to_owned(),
         swapd::config::ChainConfig {
-            rpc_url: node.uri(),
+            rpc_url: node.uri().parse().unwrap(),
             confirmations: Some(2),
             timeout_ms: 5_000,
         },
@@ -796,7 +796,7 @@ async fn trackers_on_several_nodes_split_the_executions_and_never_ask_twice() {
         .await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["lifi".into()];
-    providers.lifi.base_url = format!("{}/v1/", lifi.uri());
+    providers.lifi.base_url = format!("{}/v1/", lifi.uri()).parse().unwrap();
     let server = TestServer::start_with(Options {
         live: Some(Live {
             providers,
@@ -907,12 +907,12 @@ async fn a_relay_step_without_gas_is_planned_without_it_and_a_wallet_sends_it() 
         .await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["relay".into()];
-    providers.relay.base_url = relay.uri();
+    providers.relay.base_url = relay.uri().parse().unwrap();
     providers.relay.timeout_ms = 5_000;
     let chains = [(
         "base".to_owned(),
         swapd::config::ChainConfig {
-            rpc_url: chain.url.clone(),
+            rpc_url: chain.url.parse().unwrap(),
             confirmations: Some(1),
             timeout_ms: 5_000,
         },
@@ -1033,13 +1033,13 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
         .await;
     let mut providers = swapd::config::Config::default().providers;
     providers.live = vec!["zerox".into()];
-    providers.zerox.base_url = format!("{}/", zerox.uri());
-    providers.zerox.api_key = "zx-key".into();
+    providers.zerox.base_url = format!("{}/", zerox.uri()).parse().unwrap();
+    providers.zerox.api_key = Some("zx-key".parse().unwrap());
     providers.zerox.timeout_ms = 5_000;
     let chains = [(
         "base".to_owned(),
         swapd::config::ChainConfig {
-            rpc_url: chain.url.clone(),
+            rpc_url: chain.url.parse().unwrap(),
             confirmations: Some(1),
             timeout_ms: 5_000,
         },
@@ -1049,7 +1049,7 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
         service_bps: 30,
         ..Default::default()
     };
-    fees.recipients.evm = Some(operator.to_string());
+    fees.recipients.evm = Some(operator.to_string().parse().unwrap());
     let server = TestServer::start_with(Options {
         live: Some(Live { providers, chains }),
         fees,

@@ -41,7 +41,6 @@ fn local_config(dir: &std::path::Path) -> swapd::config::Config {
     swapd::config::Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: dir.to_path_buf(),
-        database_url: format!("sqlite://{}", dir.join("swapd.db").display()),
         // Tests stop their servers at once; the drain is the stopping test's (http.rs).
         shutdown: swapd::config::ShutdownConfig {
             drain_secs: 0,

@@ -24,7 +24,7 @@ async fn readiness_follows_the_database_through_an_outage() {
     let mut config = Config {
         listen: "127.0.0.1:0".parse().unwrap(),
         data_dir: dir.path().to_path_buf(),
-        database_url: url.to_string(),
+        database_url: Some(url.as_str().parse().unwrap()),
         ..Config::default()
     };
     config.database.acquire_timeout_ms = 500;

@@ -353,8 +353,7 @@ impl TestServer {
         let listener_address = listener.local_addr().unwrap();
         let mut config = swapd::config::Config {
             data_dir: dir.path().to_path_buf(),
-            database_url: format!("sqlite://{}", dir.path().join("swapd.db").display()),
-            public_url: format!("http://{listener_address}"),
+            public_url: Some(format!("http://{listener_address}").parse().unwrap()),
             ..swapd::config::Config::default()
         };
         config.providers.deadline_ms = options.provider_deadline.as_millis() as u64;
@@ -387,10 +386,10 @@ impl TestServer {
             config.providers.jupiter = providers.jupiter;
             config.chains = live.chains;
         }
-        config.node_id = swapd_core::ids::new_id("node_");
-        config.x402.network = "eip155:8453".into();
-        config.x402.price_usd = "0.05".into();
-        config.x402.pay_to = PAY_TO.into();
+        config.node_id = Some(swapd_core::ids::new_id("node_").parse().unwrap());
+        config.x402.network = "eip155:8453".parse().unwrap();
+        config.x402.price_usd = "0.05".parse().unwrap();
+        config.x402.pay_to = Some(PAY_TO.parse().unwrap());
         let store = match options.store {
             Some(store) => store,
             None => swapd::app::open_store(&config).await.unwrap(),
@@ -402,6 +401,7 @@ impl TestServer {
         let master = options.master.unwrap_or_else(MasterKey::generate);
         // The production wiring (`swapd::app`), on this test's store, clock and key.
         let runtime = swapd::app::Runtime {
+            node_id: config.node_id.clone().unwrap(),
             config,
             store: store.clone(),
             master_key: master.clone(),
@@ -430,7 +430,7 @@ impl TestServer {
         } = runtime.worker_parts(&market, webhooks.clone()).unwrap();
         let mail_dir = runtime.config.data_path("mail");
         let mut x402 = runtime
-            .x402_surface(&runtime.config.public_url)
+            .x402_surface(&runtime.config.origin())
             .await
             .unwrap();
         if let Some(facilitator) = options.facilitator.clone() {
