@@ -51,8 +51,8 @@ impl AppState {
     }
 
     /// The use cases' view of this state.
-    pub fn app(&self) -> swapd_app::App<'_> {
-        swapd_app::App {
+    pub fn app(&self) -> swapd_app::Context<'_> {
+        swapd_app::Context {
             store: &self.store,
             market: &self.market,
             clock: &self.clock,
@@ -70,8 +70,8 @@ impl AppState {
     }
 
     /// [`Self::app`] for `caller`: its quotes carry the partner's markup.
-    pub fn app_for(&self, caller: &principal::Caller) -> swapd_app::App<'_> {
-        swapd_app::App {
+    pub fn app_for(&self, caller: &principal::Caller) -> swapd_app::Context<'_> {
+        swapd_app::Context {
             partner: caller.markup(),
             ..self.app()
         }

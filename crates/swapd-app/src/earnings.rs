@@ -9,7 +9,7 @@ use swapd_core::fees::ledger::{LedgerRow, Stage};
 use swapd_core::owner::Owner;
 use swapd_types::earnings::{Earnings, EarningsDay, EarningsRow, EarningsTotal};
 
-use crate::{App, Error};
+use crate::{Context, Error};
 
 /// The most rows one answer holds.
 pub const MAX_ROWS: u32 = 10_000;
@@ -35,7 +35,12 @@ pub fn window(since: Option<i64>, until: Option<i64>, now: i64) -> Result<(i64, 
 }
 
 /// What `owner`'s markups earned in `[since, until)` (epoch seconds).
-pub async fn of(app: App<'_>, owner: &Owner, since: i64, until: i64) -> Result<Earnings, Error> {
+pub async fn of(
+    app: Context<'_>,
+    owner: &Owner,
+    since: i64,
+    until: i64,
+) -> Result<Earnings, Error> {
     let rows = app
         .store
         .fee_ledger(Some(owner), since * 1000, until * 1000, MAX_ROWS + 1)

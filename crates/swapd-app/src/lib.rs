@@ -31,9 +31,9 @@ pub mod webhooks;
 
 pub use error::Error;
 
-/// The ports and settings the use cases work with, borrowed from the surface's state.
+/// What every use case works with: the ports and settings, borrowed from the surface's state.
 #[derive(Clone, Copy)]
-pub struct App<'a> {
+pub struct Context<'a> {
     pub store: &'a Arc<dyn Store>,
     pub market: &'a Arc<dyn Market>,
     pub clock: &'a Arc<dyn Clock>,
@@ -57,7 +57,7 @@ pub struct App<'a> {
     pub partner: swapd_core::fees::Markup,
 }
 
-impl App<'_> {
+impl Context<'_> {
     /// The fees this request's quotes ask the providers to carry: the operator's, the
     /// partner's markup, and the share of the affiliate whose code the request gives (refused
     /// when no active affiliate has it).

@@ -6,7 +6,7 @@ use swapd_core::market_intel::{self, InvalidJob, Job};
 use swapd_core::owner::Owner;
 use swapd_types::market_intel::JobInput;
 
-use crate::{Answer, App, Error, IdempotencyKey};
+use crate::{Answer, Context, Error, IdempotencyKey};
 
 /// Checks a job request as [`queue`] will read it.
 pub fn check(input: &JobInput) -> Result<market_intel::JobRequest, Error> {
@@ -15,7 +15,7 @@ pub fn check(input: &JobInput) -> Result<market_intel::JobRequest, Error> {
 
 /// Queues `owner`'s job (202 with the queued job), written with the answer.
 pub async fn queue(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     input: &JobInput,
     key: &dyn IdempotencyKey,
@@ -35,7 +35,7 @@ pub async fn queue(
 }
 
 /// `owner`'s job `id`: unknown ids and other callers' jobs are the same "not found".
-pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Job, Error> {
+pub async fn owned(app: Context<'_>, owner: &Owner, id: &str) -> Result<Job, Error> {
     crate::find_owned(
         id,
         JobId::parse,

@@ -18,7 +18,7 @@ use swapd_core::owner::Owner;
 use swapd_types::onchain::{ExecutionPlanView, ExecutionReportInput, OnchainResolveInput};
 
 use crate::orders::{Page, new_link};
-use crate::{Answer, App, Error, IdempotencyKey};
+use crate::{Answer, Context, Error, IdempotencyKey};
 use swapd_core::onchain::plan;
 use swapd_core::onchain::signatures;
 
@@ -47,7 +47,7 @@ impl Principal {
 /// Resolves the caller's onchain route card into an execution plan (200). The same request
 /// (card, wallet, slippage) answers the plan it made, expired card or not.
 pub async fn resolve(
-    app: App<'_>,
+    app: Context<'_>,
     principal: &Principal,
     input: &OnchainResolveInput,
     key: &dyn IdempotencyKey,
@@ -164,7 +164,7 @@ struct Wanted<'a> {
 }
 
 async fn build_plan(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     route: &RouteQuote,
     (from, to): (&'static CurrencyDef, &'static CurrencyDef),
@@ -235,7 +235,7 @@ async fn build_plan(
     }))
 }
 
-fn plan_view(app: App<'_>, plan: &ExecutionPlan) -> ExecutionPlanView {
+fn plan_view(app: Context<'_>, plan: &ExecutionPlan) -> ExecutionPlanView {
     let token_expires_at = (plan.created_at_ms + ACCESS_TOKEN_TTL_MS) / 1000;
     ExecutionPlanView {
         execution_plan_id: plan.id.to_string(),
@@ -266,7 +266,7 @@ fn plan_view(app: App<'_>, plan: &ExecutionPlan) -> ExecutionPlanView {
 /// Records what the wallet did with the caller's plan (200 with the execution). The same report
 /// again answers the execution unchanged; a different second report is refused.
 pub async fn report(
-    app: App<'_>,
+    app: Context<'_>,
     principal: &Principal,
     access_token: &str,
     input: &ExecutionReportInput,
@@ -363,7 +363,7 @@ fn parse_report(
 /// The caller's plan `plan_id`, when `access_token` is its token: a plan the caller does not
 /// own is not found (as if missing) before the token is looked at.
 pub async fn authorized_plan(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     plan_id: &str,
     access_token: &str,
@@ -380,7 +380,11 @@ pub async fn authorized_plan(
     Ok(plan)
 }
 
-async fn owned_plan(app: App<'_>, owner: &Owner, plan_id: &str) -> Result<ExecutionPlan, Error> {
+async fn owned_plan(
+    app: Context<'_>,
+    owner: &Owner,
+    plan_id: &str,
+) -> Result<ExecutionPlan, Error> {
     crate::find_owned(
         plan_id,
         PlanId::parse,

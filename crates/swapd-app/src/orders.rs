@@ -18,7 +18,7 @@ use swapd_types::orders::OrderInput;
 use tracing::Instrument;
 
 use crate::input::{check_tag, pair_currency, parse_address, parse_amount, parse_email};
-use crate::{Answer, App, Error, IdempotencyKey};
+use crate::{Answer, Context, Error, IdempotencyKey};
 use swapd_core::offchain::actions;
 
 /// What a hosted page shows: its links are `{public_url}/o/{id}/{token}` or `/x/…`.
@@ -67,7 +67,7 @@ struct Terms {
 /// stays locked), or on the best offchain offer. The order, its events, the token's redemption
 /// and the answer (201) under the caller's Idempotency-Key are written in one transaction.
 pub async fn create(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     input: OrderInput,
     key: &dyn IdempotencyKey,
@@ -164,7 +164,7 @@ fn destinations(terms: &Terms, input: OrderInput) -> Result<Destinations, Error>
 
 /// Opens the exchange at the terms' desk, under the desk call deadline.
 async fn open_exchange(
-    app: App<'_>,
+    app: Context<'_>,
     terms: &Terms,
     destinations: &Destinations,
     order_id: &str,
@@ -208,7 +208,7 @@ async fn open_exchange(
 }
 
 async fn token_terms(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     input: &OrderInput,
     token: &str,
@@ -273,7 +273,7 @@ async fn token_terms(
     })
 }
 
-async fn quoted_terms(app: App<'_>, input: &OrderInput, now_ms: i64) -> Result<Terms, Error> {
+async fn quoted_terms(app: Context<'_>, input: &OrderInput, now_ms: i64) -> Result<Terms, Error> {
     let missing = |field: &str| Error::invalid(field, "is required without a createToken");
     let from = pair_currency(
         input
@@ -347,7 +347,7 @@ fn unavailable(provider: &str, retry_after: Option<std::time::Duration>) -> Erro
 }
 
 /// `owner`'s order `id`: unknown ids and other principals' orders are the same "not found".
-pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Order, Error> {
+pub async fn owned(app: Context<'_>, owner: &Owner, id: &str) -> Result<Order, Error> {
     crate::find_owned(
         id,
         OrderId::parse,
@@ -381,7 +381,7 @@ impl RefundTo {
 /// Answers the emergency of `owner`'s order `id`. Repeating the choice already made answers the
 /// order unchanged.
 pub async fn answer_emergency(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     choice: Choice,
@@ -402,7 +402,7 @@ pub async fn answer_emergency(
 
 /// Asks for a refund of the deposit of `owner`'s order `id`, which was not exchanged.
 pub async fn refund(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     refund_to: RefundTo,
@@ -420,7 +420,7 @@ pub async fn refund(
 
 /// Attaches `email` to `owner`'s order `id` for status e-mails.
 pub async fn attach_email(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     email: &str,
@@ -436,7 +436,7 @@ pub async fn attach_email(
 
 /// Refuses a decision the order's desk cannot carry out through its API, before anything
 /// changes.
-fn check_desk_action(app: App<'_>, order: &Order, choose: bool) -> Result<(), Error> {
+fn check_desk_action(app: Context<'_>, order: &Order, choose: bool) -> Result<(), Error> {
     let actions = app
         .market
         .desk(&order.provider)
@@ -466,7 +466,7 @@ const CHANGE_ATTEMPTS: usize = 3;
 /// idempotency record in one transaction, re-reading the order when the engine moved it
 /// meanwhile.
 async fn apply_change(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     key: Option<&dyn IdempotencyKey>,

@@ -8,11 +8,11 @@ use swapd_core::market::pricing;
 use swapd_core::market::provider::{ProviderError, ProviderQuote, QuoteRequest};
 use swapd_core::market::routes::{self, Candidate};
 
-use crate::{App, Error};
+use crate::{Context, Error};
 
 /// The best answer of the offchain providers `allowed` keeps, or why there is none.
 pub async fn best_offchain_quote(
-    app: App<'_>,
+    app: Context<'_>,
     request: &QuoteRequest,
     allowed: impl Fn(&str) -> bool + Sync,
 ) -> Result<(&'static str, ProviderQuote), Error> {
@@ -90,7 +90,7 @@ fn no_quote(candidates: &[Candidate], from: &CurrencyDef, to: &CurrencyDef) -> E
 /// Files the rates just served (for `rate_history` jobs), in the background: serving never
 /// waits for it, and a failure to file loses only a statistic.
 pub fn record_rates<'a>(
-    app: App<'_>,
+    app: Context<'_>,
     request: &QuoteRequest,
     served: impl IntoIterator<Item = (&'a str, &'a ProviderQuote)>,
 ) {

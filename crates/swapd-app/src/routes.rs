@@ -13,7 +13,7 @@ use swapd_core::owner::Owner;
 use swapd_types::market::{Resolved, RouteCard};
 
 use crate::quotes::record_rates;
-use crate::{Answer, App, Error, IdempotencyKey};
+use crate::{Answer, Context, Error, IdempotencyKey};
 
 /// What a route discovery asks, read and checked by the surface.
 pub struct RoutesAsk {
@@ -35,7 +35,7 @@ pub struct RoutesAsk {
 /// Asks every provider (or the one named) for `ask` and answers with route cards, best first;
 /// each usable card is stored as a route quote of `owner`'s, which it names.
 pub async fn discover(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     ask: RoutesAsk,
 ) -> Result<Vec<RouteCard>, Error> {
@@ -192,7 +192,7 @@ fn route_quote(
 
 /// The route quote `id` if `owner` received it: a malformed, unknown or foreign id is the same
 /// "not found".
-pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<RouteQuote, Error> {
+pub async fn owned(app: Context<'_>, owner: &Owner, id: &str) -> Result<RouteQuote, Error> {
     crate::find_owned(
         id,
         RouteQuoteId::parse,
@@ -205,7 +205,7 @@ pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<RouteQuote, 
 /// Locks the terms of `owner`'s offchain route quote `id` in a createToken (single use, usable
 /// only by `owner`), written with the answer (200).
 pub async fn resolve(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     key: &dyn IdempotencyKey,

@@ -8,20 +8,20 @@ use swapd_types::sandbox::{DepositInput, DepositRecorded};
 
 use crate::input::positive_amount;
 use crate::orders::owned;
-use crate::{Answer, App, Error, IdempotencyKey};
+use crate::{Answer, Context, Error, IdempotencyKey};
 
 /// The most confirmations a simulated deposit may start with.
 const MAX_CONFIRMATIONS: u32 = 1_000;
 
 /// Whether this deployment has a sandbox chain at all (live mode: the control does not exist).
-pub fn available(app: App<'_>) -> bool {
+pub fn available(app: Context<'_>) -> bool {
     app.mode == Mode::Sandbox
 }
 
 /// Records a transfer to `owner`'s order `id` on the sandbox chain (202), and makes the engine
 /// look at the order now.
 pub async fn deposit(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     input: DepositInput,
@@ -63,7 +63,7 @@ pub async fn deposit(
 
 /// Makes the engine look at the order now (a finished order too: a deposit after the first is
 /// sent back). Retried when the engine writes the order meanwhile, which wakes it anyway.
-async fn wake(app: App<'_>, owner: &Owner, id: &str, now_ms: i64) -> Result<(), Error> {
+async fn wake(app: Context<'_>, owner: &Owner, id: &str, now_ms: i64) -> Result<(), Error> {
     for _ in 0..3 {
         let order = owned(app, owner, id).await?;
         let Some(due) = swapd_core::offchain::actions::wake(&order, now_ms) else {

@@ -17,7 +17,7 @@ use swapd_types::webhooks::{
     TestCallbackResult, Webhook, WebhookCreated, WebhookDelivery, WebhookInput, WebhookPatch,
 };
 
-use crate::{Answer, App, Error, IdempotencyKey};
+use crate::{Answer, Context, Error, IdempotencyKey};
 use swapd_core::webhooks::signing;
 use swapd_core::webhooks::subscription;
 
@@ -25,7 +25,7 @@ use swapd_core::webhooks::subscription;
 const CHANGE_ATTEMPTS: usize = 3;
 
 /// `owner`'s subscriptions, oldest first (no secrets).
-pub async fn list(app: App<'_>, owner: &Owner) -> Result<Vec<Webhook>, Error> {
+pub async fn list(app: Context<'_>, owner: &Owner) -> Result<Vec<Webhook>, Error> {
     let now_ms = app.clock.now_ms();
     Ok(app
         .store
@@ -39,7 +39,7 @@ pub async fn list(app: App<'_>, owner: &Owner) -> Result<Vec<Webhook>, Error> {
 /// Creates `owner`'s subscription (201 with its signing secret, which only this answer
 /// carries: it is recorded sealed).
 pub async fn create(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     input: WebhookInput,
     key: &dyn IdempotencyKey,
@@ -83,7 +83,7 @@ pub async fn create(
 
 /// Changes `owner`'s subscription `id`: the fields given, the others stay (200).
 pub async fn update(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     patch: WebhookPatch,
@@ -121,7 +121,7 @@ pub async fn update(
 /// Rotates the signing secret of `owner`'s subscription `id` (200 with the new secret, recorded
 /// sealed); the current one keeps signing beside it for the grace asked.
 pub async fn rotate(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     input: RotateInput,
@@ -157,7 +157,7 @@ pub async fn rotate(
 /// Reads `owner`'s subscription `id`, applies `apply` at the current time, and saves it with
 /// the answer, recorded sealed (compare-and-set; read again when another writer won).
 async fn change<T: serde::Serialize>(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     key: &dyn IdempotencyKey,
@@ -187,7 +187,7 @@ const REPLAY_WINDOW_MS: i64 = 60_000;
 
 /// `owner`'s subscription `id`: unknown ids and other principals' subscriptions are the same
 /// "not found".
-pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Subscription, Error> {
+pub async fn owned(app: Context<'_>, owner: &Owner, id: &str) -> Result<Subscription, Error> {
     crate::find_owned(
         id,
         WebhookId::parse,
@@ -200,7 +200,7 @@ pub async fn owned(app: App<'_>, owner: &Owner, id: &str) -> Result<Subscription
 /// Queues the replay of `selection` to `owner`'s subscription `id` (202 with what was queued):
 /// an active subscription only, within its replays a minute.
 pub async fn replay(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     selection: &ReplaySelection,
@@ -273,7 +273,7 @@ pub async fn replay(
 /// Sends one signed test event to `owner`'s subscription now, and says how it went (never what
 /// the receiver answered). Its id comes from the Idempotency-Key: a retry sends the same event.
 pub async fn test_callback(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     input: &TestCallbackInput,
     key: &dyn IdempotencyKey,
@@ -336,7 +336,7 @@ pub async fn test_callback(
 
 /// The newest `limit` deliveries of `owner`'s subscription `id`, with every attempt.
 pub async fn deliveries(
-    app: App<'_>,
+    app: Context<'_>,
     owner: &Owner,
     id: &str,
     limit: u32,
@@ -403,7 +403,7 @@ pub fn view(subscription: &Subscription, now_ms: i64) -> Webhook {
 }
 
 /// Checks a URL under the mode's policy and resolves it, as a delivery would.
-async fn check_url(app: App<'_>, url: &str) -> Result<(), Error> {
+async fn check_url(app: Context<'_>, url: &str) -> Result<(), Error> {
     Ok(app.courier.check_url(url).await?)
 }
 

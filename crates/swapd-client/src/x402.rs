@@ -294,10 +294,6 @@ impl X402Client {
         .await
     }
 
-    /// A `PAYMENT-SIGNATURE` value for one call: an EIP-3009 authorization for exactly what
-    /// `required` (a route's `PAYMENT-REQUIRED`, decoded) asks, with a fresh nonce, signed by
-    /// the payer key. A client that knows a route's requirements can send it with the first
-    /// request and skip the 402.
     /// A `SIGN-IN-WITH-X` value answering the challenge in `required` (a route's
     /// `PAYMENT-REQUIRED`, decoded) as the signed-in wallet, for the request to `url`; `None`
     /// without a wallet or a challenge.
@@ -314,6 +310,10 @@ impl X402Client {
         }
     }
 
+    /// A `PAYMENT-SIGNATURE` value for one call: an EIP-3009 authorization for exactly what
+    /// `required` (a route's `PAYMENT-REQUIRED`, decoded) asks, with a fresh nonce, signed by
+    /// the payer key. A client that knows a route's requirements can send it with the first
+    /// request and skip the 402.
     pub fn payment_for(&self, required: &PaymentRequired) -> Result<String, Error> {
         let refuse = |detail: String| Error::Unexpected {
             status: 402,

@@ -285,7 +285,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
 
 /// A built server: every start-up check passed (the database, the facilitator, the nonce set),
 /// the address is bound, nothing is served yet.
-pub struct App {
+pub struct Node {
     worker: Option<swapd_worker::Worker>,
     api: Option<Api>,
     /// How long readiness says "stopping" before the listener closes, and how long in-flight
@@ -301,8 +301,8 @@ struct Api {
     marker: RunMarker,
 }
 
-impl App {
-    pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<App> {
+impl Node {
+    pub async fn build(runtime: Runtime, roles: Roles) -> anyhow::Result<Node> {
         let (market, _faults) = runtime.market()?;
         check_providers(market.as_ref(), runtime.clock.now_ms()).await;
         let worker = if roles.worker {
@@ -340,7 +340,7 @@ impl App {
         };
         // Assemble the catalog now, so the first caller does not wait for the providers.
         market.catalog(runtime.clock.now_ms()).await;
-        Ok(App {
+        Ok(Node {
             worker,
             api,
             drain: Duration::from_secs(runtime.config.shutdown.drain_secs),
@@ -484,7 +484,7 @@ pub struct WorkerParts {
     pub jobs: swapd_worker::JobRunner,
 }
 
-/// How a node is wired from its runtime: `App` runs these parts, and the API's integration
+/// How a node is wired from its runtime: `Node` runs these parts, and the API's integration
 /// tests build theirs with the same functions (driving the worker parts themselves).
 impl Runtime {
     /// The providers of the configured mode behind the market, and the switch of the sandbox

@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use swapd::app::{App, Roles, Runtime, cancel_on_signal, open_store};
+use swapd::app::{Node, Roles, Runtime, cancel_on_signal, open_store};
 use swapd::cli::{Cli, Command, ConfigCommand, ConsoleCommand};
 use swapd::config::Config;
 use swapd::{affiliates, keys, logging};
@@ -90,7 +90,7 @@ async fn serve(config: Config, roles: Roles) -> anyhow::Result<()> {
     let database = config.database();
     let data_dir = config.data_dir.display().to_string();
     let public_url = config.origin();
-    let app = App::build(Runtime::open(config).await?, roles).await?;
+    let app = Node::build(Runtime::open(config).await?, roles).await?;
     println!("swapd {} ({})", env!("CARGO_PKG_VERSION"), roles.describe());
     println!("  mode:      {}", mode.as_str());
     println!("  database:  {database}");

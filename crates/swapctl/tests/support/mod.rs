@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use assert_cmd::Command;
 use serde_json::Value;
-use swapd::app::{App, Roles, Runtime};
+use swapd::app::{Node, Roles, Runtime};
 use swapd::config::Config;
 use swapd_types::Permission;
 use tokio_util::sync::CancellationToken;
@@ -55,7 +55,7 @@ impl Sandbox {
                 config.orders.poll_interval_ms = 100;
                 let runtime = Runtime::open(config).await.unwrap();
                 let (key, secret) = issue_key(&runtime).await;
-                let app = App::build(runtime, Roles::ALL).await.unwrap();
+                let app = Node::build(runtime, Roles::ALL).await.unwrap();
                 let url = format!("http://{}", app.local_addr().unwrap());
                 ready.send((url, key, secret)).unwrap();
                 app.run_until_stopped(stop).await.unwrap();

@@ -275,7 +275,7 @@ async fn a_partners_markup_is_in_the_ledger_and_its_earnings_only() {
 /// in the ledger; unknown and disabled codes are refused.
 #[tokio::test]
 async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_order() {
-    use crate::lifecycle::{deposit, order, post, step};
+    use crate::lifecycle::{deposit, order, step};
     use swapd_core::affiliates::Affiliate;
     use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 
@@ -325,30 +325,25 @@ async fn an_affiliate_share_is_carved_out_of_the_service_fee_and_follows_the_ord
     assert_eq!(party(&fees, "service").unwrap()["bps"], "22.5");
     assert_eq!(party(&fees, "affiliate").unwrap()["bps"], "7.5");
 
-    let resolved = post(
-        &server,
-        &key,
-        "/api/v3/routes/resolve",
-        &serde_json::json!({"routeQuoteId": coded["routeQuoteId"]}),
-    )
-    .await;
+    let resolved = server
+        .post(
+            &key,
+            "/api/v3/routes/resolve",
+            &serde_json::json!({"routeQuoteId": coded["routeQuoteId"]}),
+        )
+        .await;
     assert_eq!(resolved.status, 200, "{}", resolved.body);
     let token = resolved.body["data"]["createToken"].clone();
-    let other_code = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &serde_json::json!({"createToken": token, "toAddress": crate::lifecycle::TRON_ADDRESS, "affiliateCode": "someone-else"}),
-    )
+    let other_code = server.post(&key, "/api/v3/orders", &serde_json::json!({"createToken": token, "toAddress": crate::lifecycle::TRON_ADDRESS, "affiliateCode": "someone-else"}))
     .await;
     assert_eq!(other_code.status, 400, "{}", other_code.body);
-    let created = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &serde_json::json!({"createToken": token, "toAddress": crate::lifecycle::TRON_ADDRESS}),
-    )
-    .await;
+    let created = server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &serde_json::json!({"createToken": token, "toAddress": crate::lifecycle::TRON_ADDRESS}),
+        )
+        .await;
     assert_eq!(created.status, 201, "{}", created.body);
     let created = created.body["data"].clone();
     assert_eq!(

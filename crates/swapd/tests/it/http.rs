@@ -3,7 +3,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 use std::time::Duration;
-use swapd::app::{App, Roles, Runtime};
+use swapd::app::{Node, Roles, Runtime};
 use swapd::config::Config;
 use swapd_client::SwapApi;
 use tokio_util::sync::CancellationToken;
@@ -26,7 +26,7 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let mut config = crate::local_config(dir.path());
         configure(&mut config);
-        let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
+        let app = Node::build(Runtime::open(config).await.unwrap(), Roles::ALL)
             .await
             .unwrap();
         let base = format!("http://{}", app.local_addr().unwrap());
@@ -265,7 +265,7 @@ async fn metrics_count_requests_by_route_and_status_with_a_latency_histogram() {
 async fn one_api_process_per_data_dir() {
     let dir = tempfile::tempdir().unwrap();
     let config = crate::local_config(dir.path());
-    let build = || async { App::build(Runtime::open(config.clone()).await?, Roles::ALL).await };
+    let build = || async { Node::build(Runtime::open(config.clone()).await?, Roles::ALL).await };
     let first = build().await.unwrap();
     let base = format!("http://{}", first.local_addr().unwrap());
     let shutdown = CancellationToken::new();

@@ -1,6 +1,7 @@
 //! Orders from deposit to payout: the sandbox chain, the lifecycle engine and the outbox,
 //! driven by a manual clock.
 
+use crate::support::text;
 use crate::support::{BLOCK_MS, EMERGENCY_WINDOW_MS, Resp, TestKey, TestServer};
 use serde_json::{Value, json};
 use swapd_core::offchain::order::EventType;
@@ -11,37 +12,25 @@ use swapd_types::Permission::{
 pub(crate) const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 pub(crate) const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 
-pub(crate) async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    let body = serde_json::to_vec(body).unwrap();
-    server
-        .send(&server.sign(key, "POST", path, "", &body))
-        .await
-}
-
 pub(crate) async fn order(server: &TestServer, key: &TestKey, id: &str) -> Value {
-    let resp = server
-        .send(&server.sign(key, "GET", &format!("/api/v3/orders/{id}"), "", b""))
-        .await;
-    assert_eq!(resp.status, 200, "{}", resp.body);
-    resp.body["data"].clone()
+    let path = format!("/api/v3/orders/{id}");
+    server.get(key, &path, "").await.data(200).clone()
 }
 
 pub(crate) async fn create(server: &TestServer, key: &TestKey, body: Value) -> Value {
-    let resp = post(server, key, "/api/v3/orders", &body).await;
-    assert_eq!(resp.status, 201, "{}", resp.body);
-    resp.body["data"].clone()
+    let resp = server.post(key, "/api/v3/orders", &body).await;
+    resp.data(201).clone()
 }
 
 pub(crate) async fn deposit(server: &TestServer, key: &TestKey, id: &str, amount: &str) -> Value {
-    let resp = post(
-        server,
-        key,
-        &format!("/api/v3/sandbox/orders/{id}/deposit"),
-        &json!({"amount": amount}),
-    )
-    .await;
-    assert_eq!(resp.status, 202, "{}", resp.body);
-    resp.body["data"].clone()
+    let resp = server
+        .post(
+            key,
+            &format!("/api/v3/sandbox/orders/{id}/deposit"),
+            &json!({"amount": amount}),
+        )
+        .await;
+    resp.data(202).clone()
 }
 
 /// Lets `blocks` sandbox blocks pass and runs one engine pass.
@@ -64,12 +53,6 @@ async fn event_types(server: &TestServer, id: &str) -> Vec<EventType> {
         "gapless sequence"
     );
     events.iter().map(|e| e.event_type).collect()
-}
-
-fn text(value: &Value) -> &str {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a string: {value}"))
 }
 
 pub(crate) async fn key(server: &TestServer) -> TestKey {
@@ -222,14 +205,14 @@ async fn float_and_reverse_orders_pay_what_arrived() {
     let done = order(&server, &key, &id).await;
     assert_eq!(done["status"], "completed", "{done}");
     // A float order exchanges whatever arrived within limits, at the rate of the moment.
-    let quote = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &json!({"fromCcy": "SOL", "toCcy": "USDCSOL", "amount": "12", "type": "float",
+    let quote = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &json!({"fromCcy": "SOL", "toCcy": "USDCSOL", "amount": "12", "type": "float",
         "routeConstraints": {"providers": [done["provider"]]}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(done["to"]["amount"], quote.body["data"]["toAmount"]);
 
     let reverse = create(&server, &key, json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "1000", "direction": "to", "toAddress": TRON_ADDRESS})).await;
@@ -422,30 +405,30 @@ async fn sandbox_deposits_are_for_the_owner_only() {
     )
     .await;
     let id = text(&created["orderId"]).to_owned();
-    post(
-        &server,
-        &other,
-        &format!("/api/v3/sandbox/orders/{id}/deposit"),
-        &json!({"amount": "0.05"}),
-    )
-    .await
-    .expect(404, "order_not_found");
-    post(
-        &server,
-        &key,
-        &format!("/api/v3/sandbox/orders/{id}/deposit"),
-        &json!({"amount": "0.000000001"}),
-    )
-    .await
-    .expect(400, "amount_invalid");
-    post(
-        &server,
-        &key,
-        &format!("/api/v3/sandbox/orders/{id}/deposit"),
-        &json!({"amount": "0"}),
-    )
-    .await
-    .expect(400, "amount_invalid");
+    server
+        .post(
+            &other,
+            &format!("/api/v3/sandbox/orders/{id}/deposit"),
+            &json!({"amount": "0.05"}),
+        )
+        .await
+        .expect(404, "order_not_found");
+    server
+        .post(
+            &key,
+            &format!("/api/v3/sandbox/orders/{id}/deposit"),
+            &json!({"amount": "0.000000001"}),
+        )
+        .await
+        .expect(400, "amount_invalid");
+    server
+        .post(
+            &key,
+            &format!("/api/v3/sandbox/orders/{id}/deposit"),
+            &json!({"amount": "0"}),
+        )
+        .await
+        .expect(400, "amount_invalid");
     assert!(
         server
             .state
@@ -477,13 +460,9 @@ pub(crate) async fn held(
 }
 
 async fn choose(server: &TestServer, key: &TestKey, id: &str, body: Value) -> Resp {
-    post(
-        server,
-        key,
-        &format!("/api/v3/orders/{id}/emergency"),
-        &body,
-    )
-    .await
+    server
+        .post(key, &format!("/api/v3/orders/{id}/emergency"), &body)
+        .await
 }
 
 #[tokio::test]
@@ -504,14 +483,14 @@ async fn emergency_choices_follow_the_allowed_list() {
     server.engine.run_due().await;
     let done = order(&server, &key, &id).await;
     assert_eq!(done["status"], "completed");
-    let quote = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.04", "type": "float",
+    let quote = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.04", "type": "float",
         "routeConstraints": {"providers": [done["provider"]]}}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(done["to"]["amount"], quote.body["data"]["toAmount"]);
     // The same choice again changes nothing; another one is a conflict.
     let again = choose(&server, &key, &id, json!({"choice": "EXCHANGE"})).await;
@@ -609,7 +588,11 @@ async fn refunds_are_for_deposits_not_yet_exchanged() {
     let refund = |id: String, body: Value| {
         let server = &server;
         let key = &key;
-        async move { post(server, key, &format!("/api/v3/orders/{id}/refund"), &body).await }
+        async move {
+            server
+                .post(key, &format!("/api/v3/orders/{id}/refund"), &body)
+                .await
+        }
     };
     let created = create(
         &server,
@@ -655,14 +638,14 @@ async fn refunds_are_for_deposits_not_yet_exchanged() {
         .await
         .expect(409, "order_not_refundable");
     let other = server.key(&[OrdersUpdate]).await;
-    post(
-        &server,
-        &other,
-        &format!("/api/v3/orders/{id}/refund"),
-        &json!({"refundAddress": BTC_ADDRESS}),
-    )
-    .await
-    .expect(404, "order_not_found");
+    server
+        .post(
+            &other,
+            &format!("/api/v3/orders/{id}/refund"),
+            &json!({"refundAddress": BTC_ADDRESS}),
+        )
+        .await
+        .expect(404, "order_not_found");
 }
 
 /// The subjects of the `.eml` files written so far, sorted.
@@ -706,13 +689,13 @@ async fn status_changes_are_emailed_after_an_address_is_attached() {
         let key = &key;
         let id = id.clone();
         async move {
-            post(
-                server,
-                key,
-                &format!("/api/v3/orders/{id}/notifications/email"),
-                &json!({"email": email}),
-            )
-            .await
+            server
+                .post(
+                    key,
+                    &format!("/api/v3/orders/{id}/notifications/email"),
+                    &json!({"email": email}),
+                )
+                .await
         }
     };
     attach("not-an-address")
@@ -748,31 +731,31 @@ async fn status_changes_are_emailed_after_an_address_is_attached() {
     assert_eq!(server.notifier.run_pending().await, 0);
 
     let other = server.key(&[NotificationsWrite]).await;
-    post(
-        &server,
-        &other,
-        &format!("/api/v3/orders/{id}/notifications/email"),
-        &json!({"email": "x@example.com"}),
-    )
-    .await
-    .expect(404, "order_not_found");
-    post(
-        &server,
-        &key,
-        &format!("/api/v3/orders/{id}/notifications/email"),
-        &json!({"email": "x@example.com", "cc": "y"}),
-    )
-    .await
-    .expect(400, "validation_failed");
+    server
+        .post(
+            &other,
+            &format!("/api/v3/orders/{id}/notifications/email"),
+            &json!({"email": "x@example.com"}),
+        )
+        .await
+        .expect(404, "order_not_found");
+    server
+        .post(
+            &key,
+            &format!("/api/v3/orders/{id}/notifications/email"),
+            &json!({"email": "x@example.com", "cc": "y"}),
+        )
+        .await
+        .expect(400, "validation_failed");
     let no_permission = server.key(&[OrdersRead]).await;
-    post(
-        &server,
-        &no_permission,
-        &format!("/api/v3/orders/{id}/notifications/email"),
-        &json!({"email": "x@example.com"}),
-    )
-    .await
-    .expect(403, "permission_denied");
+    server
+        .post(
+            &no_permission,
+            &format!("/api/v3/orders/{id}/notifications/email"),
+            &json!({"email": "x@example.com"}),
+        )
+        .await
+        .expect(403, "permission_denied");
 }
 
 #[tokio::test]
@@ -909,13 +892,9 @@ async fn every_emergency_case_allows_exactly_its_choices() {
             "{amount} late={late}"
         );
         let body = json!({"choice": choice, "refundAddress": BTC_ADDRESS});
-        let resp = post(
-            &server,
-            &key,
-            &format!("/api/v3/orders/{id}/emergency"),
-            &body,
-        )
-        .await;
+        let resp = server
+            .post(&key, &format!("/api/v3/orders/{id}/emergency"), &body)
+            .await;
         match outcome {
             None => {
                 resp.expect(409, "choice_not_allowed");

@@ -165,13 +165,6 @@ async fn live_server_with(
     .await
 }
 
-async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    let body = serde_json::to_vec(body).unwrap();
-    server
-        .send(&server.sign(key, "POST", path, "", &body))
-        .await
-}
-
 /// The body of a float order of 0.1 BTC to USDT on Ethereum, paid out to PAYOUT, refunded to
 /// REFUND.
 fn float_order() -> Vec<u8> {
@@ -358,23 +351,23 @@ async fn fixed_and_float_orders_run_at_a_live_desk_through_an_outage_to_complete
             use strum::VariantArray;
             EventType::VARIANTS.iter().map(|e| e.as_str()).collect()
         };
-        let subscribed = post(
-            &server,
-            &key,
-            "/api/v3/webhooks",
-            &json!({"url": format!("{}/hooks", receiver.uri()), "events": all}),
-        )
-        .await;
+        let subscribed = server
+            .post(
+                &key,
+                "/api/v3/webhooks",
+                &json!({"url": format!("{}/hooks", receiver.uri()), "events": all}),
+            )
+            .await;
         assert_eq!(subscribed.status, 201, "{}", subscribed.body);
 
-        let created = post(
-            &server,
-            &key,
-            "/api/v3/orders",
-            &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": rate_type,
+        let created = server
+            .post(
+                &key,
+                "/api/v3/orders",
+                &json!({"fromCcy": "BTC", "toCcy": "USDTETH", "amount": "0.1", "type": rate_type,
                     "toAddress": PAYOUT, "refundAddress": REFUND, "email": "ops@example.com"}),
-        )
-        .await;
+            )
+            .await;
         assert_eq!(created.status, 201, "{}", created.body);
         let created = created.body["data"].clone();
         assert_eq!(created["provider"], "changenow");
@@ -430,13 +423,9 @@ async fn fixed_and_float_orders_run_at_a_live_desk_through_an_outage_to_complete
         assert_eq!(readiness(&server, "changenow").await["state"], "up");
 
         // ChangeNOW takes no refunds or emergency answers through its API: refused, unchanged.
-        let refused = post(
-            &server,
-            &key,
-            &format!("/api/v3/orders/{id}/refund"),
-            &json!({}),
-        )
-        .await;
+        let refused = server
+            .post(&key, &format!("/api/v3/orders/{id}/refund"), &json!({}))
+            .await;
         refused.expect(409, "desk_action_unsupported");
         assert_eq!(order(&server, &key, &id).await["status"], "confirming");
 
@@ -606,14 +595,14 @@ async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_t
     let key = server
         .key(&[PricesRead, OrdersCreate, OrdersRead, OrdersUpdate])
         .await;
-    let created = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.5", "type": "float",
+    let created = server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.5", "type": "float",
                 "toAddress": "TAzsQ9Gx8eqFNFSKbeXrbi45CuVPHzA8wr"}),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
     assert_eq!(created.body["data"]["provider"], "fixedfloat");
@@ -641,13 +630,13 @@ async fn a_fixedfloat_emergency_answered_with_refund_is_passed_on_and_followed_t
     assert_eq!(held["status"], "emergency", "{held}");
     assert_eq!(held["emergency"]["allowedChoices"], json!(["REFUND"]));
 
-    let answered = post(
-        &server,
-        &key,
-        &format!("/api/v3/orders/{id}/emergency"),
-        &json!({"choice": "REFUND", "refundAddress": REFUND}),
-    )
-    .await;
+    let answered = server
+        .post(
+            &key,
+            &format!("/api/v3/orders/{id}/emergency"),
+            &json!({"choice": "REFUND", "refundAddress": REFUND}),
+        )
+        .await;
     assert_eq!(answered.status, 200, "{}", answered.body);
     assert_eq!(answered.body["data"]["status"], "refunding");
     pass(&server).await;

@@ -291,11 +291,6 @@ impl Respond for FakeLiFi {
     }
 }
 
-fn data(resp: &Resp) -> &Value {
-    assert_eq!(resp.status, 200, "body: {}", resp.body);
-    &resp.body["data"]
-}
-
 async fn plan_for(
     server: &TestServer,
     key: &TestKey,
@@ -312,7 +307,7 @@ async fn plan_for(
 /// The available route card of `provider` among the routes `query` discovers.
 async fn card_of(server: &TestServer, key: &TestKey, query: &str, provider: &str) -> Value {
     let resp = server.call(key, "GET", "/api/v3/routes", query, b"").await;
-    let cards = data(&resp)["routes"].as_array().unwrap().clone();
+    let cards = resp.data(200)["routes"].as_array().unwrap().clone();
     let card = cards
         .iter()
         .find(|card| card["executionProvider"] == provider)
@@ -334,7 +329,7 @@ async fn resolve(server: &TestServer, key: &TestKey, card: &Value, wallet: Addre
             &serde_json::to_vec(&body).unwrap(),
         )
         .await;
-    data(&resp).clone()
+    resp.data(200).clone()
 }
 
 async fn report(server: &TestServer, key: &TestKey, plan: &Value, tx_hash: &str) -> Resp {
@@ -367,7 +362,7 @@ async fn execution(server: &TestServer, key: &TestKey, plan: &Value) -> Value {
             b"",
         )
         .set(TOKEN, plan["executionAccessToken"].as_str().unwrap());
-    data(&server.send(&request).await).clone()
+    server.send(&request).await.data(200).clone()
 }
 
 /// The local chain with the test contracts and a wallet holding 1 ETH; `None` (the test is
@@ -450,7 +445,7 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
     // The wallet signs and broadcasts it; hardhat mines it at once.
     let hash = chain.sign_and_send(&wallet, transaction).await;
     let submitted = report(&server, &key, &plan, &hash).await;
-    assert_eq!(data(&submitted)["status"], "submitted");
+    assert_eq!(submitted.data(200)["status"], "submitted");
 
     // Mined, one confirmation of the two configured.
     track(&server).await;
@@ -485,7 +480,7 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
         "the router refuses below its minimum"
     );
     assert_eq!(
-        data(&report(&server, &key, &plan, &hash).await)["status"],
+        report(&server, &key, &plan, &hash).await.data(200)["status"],
         "submitted"
     );
     chain.mine().await;
@@ -523,7 +518,7 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
         "the approval let the router take the USDC"
     );
     assert_eq!(
-        data(&report(&server, &key, &plan, &hash).await)["status"],
+        report(&server, &key, &plan, &hash).await.data(200)["status"],
         "submitted"
     );
     chain.mine().await;
@@ -736,7 +731,7 @@ async fn a_gasless_relay_plan_posts_the_wallets_own_signatures_and_is_followed_t
 
     let signed = crate::onchain::sign_steps(&plan, &wallet);
     let accepted = server.send(&report(&signed)).await;
-    assert_eq!(data(&accepted)["status"], "submitted");
+    assert_eq!(accepted.data(200)["status"], "submitted");
 
     // The tracker posts the signature to Relay (which checks it against the permit it issued),
     // then follows the intent to its fill, read on Arbitrum.
@@ -810,7 +805,7 @@ async fn trackers_on_several_nodes_split_the_executions_and_never_ask_twice() {
     let plan = plan_for(&server, &key, wallet, ("USDCBASE", "USDCARB"), "25").await;
     let hash = format!("0x{}", "ab".repeat(32));
     assert_eq!(
-        data(&report(&server, &key, &plan, &hash).await)["status"],
+        report(&server, &key, &plan, &hash).await.data(200)["status"],
         "submitted"
     );
 
@@ -1114,7 +1109,7 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
         .sign_and_send(&wallet, &plan["steps"][0]["transaction"])
         .await;
     assert_eq!(
-        data(&report(&server, &key, &plan, &hash).await)["status"],
+        report(&server, &key, &plan, &hash).await.data(200)["status"],
         "submitted"
     );
     track(&server).await;
@@ -1154,7 +1149,11 @@ async fn a_0x_plan_pays_each_partys_fee_on_chain_and_the_ledger_realizes_it_from
         ]
     );
     // The partner's earnings: its markup, expected and realized.
-    let earnings = data(&server.call(&key, "GET", "/api/v3/earnings", "", b"").await).clone();
+    let earnings = server
+        .call(&key, "GET", "/api/v3/earnings", "", b"")
+        .await
+        .data(200)
+        .clone();
     assert_eq!(
         earnings["totals"],
         json!([{"currency": "USDCBASE", "expected": "0.06", "realized": "0.06"}])

@@ -1,46 +1,23 @@
 //! Market data and routing on `/api/v3`: catalog, tokens, quotes, routes and resolution
 //! against a running server with the sandbox providers.
 
+use crate::support::text;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::support::{Options, Resp, TestKey, TestServer};
+use crate::support::{Options, Resp, TestServer};
 use serde_json::{Value, json};
 use swapd_core::api_keys::RateLimits;
 use swapd_core::market::routes::{RedeemError, hash_create_token};
 use swapd_sandbox::{Fault, PROVIDER_IDS};
 use swapd_types::Permission::{OrdersCreate, PricesRead};
 
-async fn get(server: &TestServer, key: &TestKey, path: &str, query: &str) -> Resp {
-    server
-        .send(&server.sign(key, "GET", path, query, b""))
-        .await
-}
-
-async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    let body = serde_json::to_vec(body).unwrap();
-    server
-        .send(&server.sign(key, "POST", path, "", &body))
-        .await
-}
-
-fn data(resp: &Resp) -> &Value {
-    assert_eq!(resp.status, 200, "body: {}", resp.body);
-    &resp.body["data"]
-}
-
-fn text(value: &Value) -> &str {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a string: {value}"))
-}
-
 #[tokio::test]
 async fn catalog_lists_currencies_with_their_networks_and_limits() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead]).await;
-    let resp = get(&server, &key, "/api/v3/currencies", "").await;
-    let catalog = data(&resp);
+    let resp = server.get(&key, "/api/v3/currencies", "").await;
+    let catalog = resp.data(200);
     assert_eq!(catalog["schemaVersion"], 1);
     assert_eq!(catalog["degraded"], false);
     assert_eq!(catalog["reason"], Value::Null);
@@ -85,7 +62,8 @@ async fn catalog_lists_currencies_with_their_networks_and_limits() {
         assert_eq!(currency["receive"], true);
     }
 
-    get(&server, &key, "/api/v3/currencies", "x=1")
+    server
+        .get(&key, "/api/v3/currencies", "x=1")
         .await
         .expect(400, "validation_failed");
 }
@@ -94,15 +72,15 @@ async fn catalog_lists_currencies_with_their_networks_and_limits() {
 async fn catalog_serves_last_good_answers_when_a_refresh_fails() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead]).await;
-    let live = get(&server, &key, "/api/v3/currencies", "").await;
-    let live_count = data(&live)["count"].clone();
+    let live = server.get(&key, "/api/v3/currencies", "").await;
+    let live_count = live.data(200)["count"].clone();
 
     server
         .faults
         .set("atlas", Fault::Fail("maintenance window".into()));
     server.clock.advance_ms(61_000);
-    let resp = get(&server, &key, "/api/v3/currencies", "").await;
-    let catalog = data(&resp);
+    let resp = server.get(&key, "/api/v3/currencies", "").await;
+    let catalog = resp.data(200);
     assert_eq!(catalog["degraded"], true);
     assert_eq!(catalog["source"], "cache");
     assert!(text(&catalog["reason"]).contains("atlas: maintenance window"));
@@ -118,9 +96,9 @@ async fn catalog_serves_last_good_answers_when_a_refresh_fails() {
 
     server.faults.clear("atlas");
     server.clock.advance_ms(11_000);
-    let resp = get(&server, &key, "/api/v3/currencies", "").await;
-    assert_eq!(data(&resp)["source"], "live");
-    assert_eq!(data(&resp)["degraded"], false);
+    let resp = server.get(&key, "/api/v3/currencies", "").await;
+    assert_eq!(resp.data(200)["source"], "live");
+    assert_eq!(resp.data(200)["degraded"], false);
 }
 
 #[tokio::test]
@@ -130,8 +108,8 @@ async fn catalog_starts_from_the_shipped_snapshot_when_no_provider_answers() {
         server.faults.set(id, Fault::Fail("unreachable".into()));
     }
     let key = server.key(&[PricesRead]).await;
-    let resp = get(&server, &key, "/api/v3/currencies", "").await;
-    let catalog = data(&resp);
+    let resp = server.get(&key, "/api/v3/currencies", "").await;
+    let catalog = resp.data(200);
     assert_eq!(catalog["source"], "snapshot");
     assert_eq!(catalog["degraded"], true);
     assert!(text(&catalog["reason"]).contains("unreachable"));
@@ -143,8 +121,10 @@ async fn token_endpoints_serve_the_shipped_list() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead]).await;
 
-    let resp = get(&server, &key, "/api/v3/tokens/popular", "chain=BASE").await;
-    let tokens = data(&resp)["tokens"].as_array().unwrap().clone();
+    let resp = server
+        .get(&key, "/api/v3/tokens/popular", "chain=BASE")
+        .await;
+    let tokens = resp.data(200)["tokens"].as_array().unwrap().clone();
     assert!(!tokens.is_empty());
     assert!(
         tokens
@@ -158,41 +138,38 @@ async fn token_endpoints_serve_the_shipped_list() {
     );
     assert_eq!(usdc["currencyCode"], "USDCBASE");
     // Chain ids and CAIP-2 ids name the same chain.
-    let by_id = get(
-        &server,
-        &key,
-        "/api/v3/tokens/popular",
-        "chain=eip155%3A8453",
-    )
-    .await;
+    let by_id = server
+        .get(&key, "/api/v3/tokens/popular", "chain=eip155%3A8453")
+        .await;
     assert_eq!(
-        data(&by_id)["tokens"].as_array().unwrap().len(),
+        by_id.data(200)["tokens"].as_array().unwrap().len(),
         tokens.len()
     );
-    get(&server, &key, "/api/v3/tokens/popular", "chain=DOGE")
+    server
+        .get(&key, "/api/v3/tokens/popular", "chain=DOGE")
         .await
         .expect(400, "validation_failed");
-    let all = get(&server, &key, "/api/v3/tokens/popular", "").await;
-    assert!(data(&all)["count"].as_u64().unwrap() > tokens.len() as u64);
+    let all = server.get(&key, "/api/v3/tokens/popular", "").await;
+    assert!(all.data(200)["count"].as_u64().unwrap() > tokens.len() as u64);
 
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/tokens/search",
-        "q=usdc&chain=solana",
-    )
-    .await;
-    let found = &data(&resp)["tokens"];
+    let resp = server
+        .get(&key, "/api/v3/tokens/search", "q=usdc&chain=solana")
+        .await;
+    let found = &resp.data(200)["tokens"];
     assert_eq!(
         found[0]["address"],
         "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
     );
-    let resp = get(&server, &key, "/api/v3/tokens/search", "q=wrapped&limit=2").await;
-    assert_eq!(data(&resp)["count"], 2);
-    get(&server, &key, "/api/v3/tokens/search", "")
+    let resp = server
+        .get(&key, "/api/v3/tokens/search", "q=wrapped&limit=2")
+        .await;
+    assert_eq!(resp.data(200)["count"], 2);
+    server
+        .get(&key, "/api/v3/tokens/search", "")
         .await
         .expect(400, "validation_failed");
-    get(&server, &key, "/api/v3/tokens/search", "q=usdc&limit=0")
+    server
+        .get(&key, "/api/v3/tokens/search", "q=usdc&limit=0")
         .await
         .expect(400, "validation_failed");
 
@@ -202,92 +179,93 @@ async fn token_endpoints_serve_the_shipped_list() {
         "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48",
         "0xA0B86991C6218B36C1D19D4A2E9EB0CE3606EB48",
     ] {
-        let resp = get(
-            &server,
-            &key,
-            "/api/v3/tokens/by-address",
-            &format!("chain=ETH&address={address}"),
-        )
-        .await;
-        assert_eq!(data(&resp)["symbol"], "USDC");
+        let resp = server
+            .get(
+                &key,
+                "/api/v3/tokens/by-address",
+                &format!("chain=ETH&address={address}"),
+            )
+            .await;
+        assert_eq!(resp.data(200)["symbol"], "USDC");
         assert_eq!(
-            data(&resp)["address"],
+            resp.data(200)["address"],
             "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
         );
     }
     // Solana mints match exactly.
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/tokens/by-address",
-        "chain=SOL&address=JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN",
-    )
-    .await;
-    assert_eq!(data(&resp)["symbol"], "JUP");
-    let lower = get(
-        &server,
-        &key,
-        "/api/v3/tokens/by-address",
-        "chain=SOL&address=jupyiwryjfskupiha7hker8vutaefoSYbkedznsdvcn",
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/tokens/by-address",
+            "chain=SOL&address=JUPyiwrYJFskUPiHa7hkeR8VUtAeFoSYbKedZNsDvCN",
+        )
+        .await;
+    assert_eq!(resp.data(200)["symbol"], "JUP");
+    let lower = server
+        .get(
+            &key,
+            "/api/v3/tokens/by-address",
+            "chain=SOL&address=jupyiwryjfskupiha7hker8vutaefoSYbkedznsdvcn",
+        )
+        .await;
     assert_ne!(lower.status, 200, "{}", lower.body);
-    get(
-        &server,
-        &key,
-        "/api/v3/tokens/by-address",
-        "chain=ETH&address=0x0000000000000000000000000000000000000001",
-    )
-    .await
-    .expect(404, "not_found");
-    get(
-        &server,
-        &key,
-        "/api/v3/tokens/by-address",
-        "chain=ETH&address=0x1234",
-    )
-    .await
-    .expect(400, "address_invalid");
-    get(&server, &key, "/api/v3/tokens/by-address", "chain=ETH")
+    server
+        .get(
+            &key,
+            "/api/v3/tokens/by-address",
+            "chain=ETH&address=0x0000000000000000000000000000000000000001",
+        )
+        .await
+        .expect(404, "not_found");
+    server
+        .get(
+            &key,
+            "/api/v3/tokens/by-address",
+            "chain=ETH&address=0x1234",
+        )
+        .await
+        .expect(400, "address_invalid");
+    server
+        .get(&key, "/api/v3/tokens/by-address", "chain=ETH")
         .await
         .expect(400, "validation_failed");
 
-    let logo = get(
-        &server,
-        &key,
-        "/api/v3/tokens/logo",
-        "chain=BASE&address=0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
-    )
-    .await;
-    let image = text(&data(&logo)["image"]).to_owned();
+    let logo = server
+        .get(
+            &key,
+            "/api/v3/tokens/logo",
+            "chain=BASE&address=0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
+        )
+        .await;
+    let image = text(&logo.data(200)["image"]).to_owned();
     assert!(image.starts_with("data:image/svg+xml;base64,"));
-    assert_eq!(data(&logo)["symbol"], "USDC");
-    assert_eq!(data(&logo)["generated"], true);
+    assert_eq!(logo.data(200)["symbol"], "USDC");
+    assert_eq!(logo.data(200)["generated"], true);
     use base64::Engine;
     let svg = base64::engine::general_purpose::STANDARD
         .decode(image.trim_start_matches("data:image/svg+xml;base64,"))
         .unwrap();
     assert!(String::from_utf8(svg).unwrap().contains(">USDC</text>"));
-    let again = get(
-        &server,
-        &key,
-        "/api/v3/tokens/logo",
-        "chain=8453&address=0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-    )
-    .await;
+    let again = server
+        .get(
+            &key,
+            "/api/v3/tokens/logo",
+            "chain=8453&address=0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        )
+        .await;
     assert_eq!(
-        text(&data(&again)["image"]),
+        text(&again.data(200)["image"]),
         image,
         "deterministic, case-insensitive"
     );
-    let unknown = get(
-        &server,
-        &key,
-        "/api/v3/tokens/logo",
-        "chain=BASE&address=0x00000000000000000000000000000000000000aa",
-    )
-    .await;
-    assert_ne!(text(&data(&unknown)["image"]), image);
+    let unknown = server
+        .get(
+            &key,
+            "/api/v3/tokens/logo",
+            "chain=BASE&address=0x00000000000000000000000000000000000000aa",
+        )
+        .await;
+    assert_ne!(text(&unknown.data(200)["image"]), image);
 }
 
 fn quote_body(from: &str, to: &str, amount: &str, direction: &str, rate: &str) -> Value {
@@ -298,14 +276,14 @@ fn quote_body(from: &str, to: &str, amount: &str, direction: &str, rate: &str) -
 async fn quotes_price_fixed_and_float_and_reverse_exactly() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead]).await;
-    let fixed = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &quote_body("BTC", "USDTTRC", "0.05", "from", "fixed"),
-    )
-    .await;
-    let fixed = data(&fixed).clone();
+    let fixed = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &quote_body("BTC", "USDTTRC", "0.05", "from", "fixed"),
+        )
+        .await;
+    let fixed = fixed.data(200).clone();
     assert!(text(&fixed["quoteId"]).starts_with("qte_"));
     assert_eq!(fixed["fromAmount"], "0.05");
     assert_eq!(fixed["direction"], "from");
@@ -315,41 +293,41 @@ async fn quotes_price_fixed_and_float_and_reverse_exactly() {
     for field in ["toAmount", "rate", "min", "max", "provider"] {
         assert!(fixed[field].is_string(), "{field}");
     }
-    let float = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &quote_body("BTC", "USDTTRC", "0.05", "from", "float"),
-    )
-    .await;
+    let float = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &quote_body("BTC", "USDTTRC", "0.05", "from", "float"),
+        )
+        .await;
     let to_fixed: f64 = text(&fixed["toAmount"]).parse().unwrap();
-    let to_float: f64 = text(&data(&float)["toAmount"]).parse().unwrap();
+    let to_float: f64 = text(&float.data(200)["toAmount"]).parse().unwrap();
     assert!(
         to_float > to_fixed,
         "float {to_float} should beat fixed {to_fixed}"
     );
 
-    let reverse = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &quote_body("BTC", "USDTTRC", text(&fixed["toAmount"]), "to", "fixed"),
-    )
-    .await;
-    assert_eq!(data(&reverse)["fromAmount"], "0.05");
-    assert_eq!(data(&reverse)["toAmount"], fixed["toAmount"]);
-    assert_eq!(data(&reverse)["direction"], "to");
+    let reverse = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &quote_body("BTC", "USDTTRC", text(&fixed["toAmount"]), "to", "fixed"),
+        )
+        .await;
+    assert_eq!(reverse.data(200)["fromAmount"], "0.05");
+    assert_eq!(reverse.data(200)["toAmount"], fixed["toAmount"]);
+    assert_eq!(reverse.data(200)["direction"], "to");
 
     // Defaults: direction from, type fixed.
-    let defaults = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05"}),
-    )
-    .await;
-    assert_eq!(data(&defaults)["toAmount"], fixed["toAmount"]);
-    assert_eq!(data(&defaults)["type"], "fixed");
+    let defaults = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05"}),
+        )
+        .await;
+    assert_eq!(defaults.data(200)["toAmount"], fixed["toAmount"]);
+    assert_eq!(defaults.data(200)["type"], "fixed");
 }
 
 /// Quoting `to` the output of a `from` quote gives back the original amount: exactly when one
@@ -389,37 +367,38 @@ async fn reverse_quotes_round_trip_forward_ones() {
                 .trim_end_matches('.')
                 .to_owned();
             for rate in ["fixed", "float"] {
-                let forward = post(
-                    &server,
-                    &key,
-                    "/api/v3/quotes",
-                    &quote_body(from, to, &amount, "from", rate),
-                )
-                .await;
+                let forward = server
+                    .post(
+                        &key,
+                        "/api/v3/quotes",
+                        &quote_body(from, to, &amount, "from", rate),
+                    )
+                    .await;
                 if forward.status == 422 {
                     continue; // outside the providers' limits
                 }
-                let forward = data(&forward).clone();
+                let forward = forward.data(200).clone();
                 let body = quote_body(from, to, text(&forward["toAmount"]), "to", rate);
                 let routes_constraint = json!({"providers": [forward["provider"]]});
                 let mut body = body;
                 body["routeConstraints"] = routes_constraint;
-                let reverse = post(&server, &key, "/api/v3/quotes", &body).await;
-                let reverse = data(&reverse);
+                let reverse = server.post(&key, "/api/v3/quotes", &body).await;
+                let reverse = reverse.data(200);
                 assert_eq!(reverse["toAmount"], forward["toAmount"]);
                 let back = text(&reverse["fromAmount"]);
                 let sent: f64 = amount.parse().unwrap();
                 let got: f64 = back.parse().unwrap();
                 assert!(got <= sent, "{from}->{to} {amount}: reverse asks {back}");
                 // The reverse input buys the same output forward.
-                let check = post(&server, &key, "/api/v3/quotes", &{
-                    let mut b = quote_body(from, to, back, "from", rate);
-                    b["routeConstraints"] = json!({"providers": [forward["provider"]]});
-                    b
-                })
-                .await;
+                let check = server
+                    .post(&key, "/api/v3/quotes", &{
+                        let mut b = quote_body(from, to, back, "from", rate);
+                        b["routeConstraints"] = json!({"providers": [forward["provider"]]});
+                        b
+                    })
+                    .await;
                 assert_eq!(
-                    data(&check)["toAmount"],
+                    check.data(200)["toAmount"],
                     forward["toAmount"],
                     "{from}->{to} {amount}"
                 );
@@ -443,7 +422,7 @@ async fn quote_errors_name_the_problem() {
     let quote = |body: Value| {
         let server = &server;
         let key = &key;
-        async move { post(server, key, "/api/v3/quotes", &body).await }
+        async move { server.post(key, "/api/v3/quotes", &body).await }
     };
     quote(quote_body("BTC", "DOGE", "1", "from", "fixed"))
         .await
@@ -496,7 +475,7 @@ async fn quote_errors_name_the_problem() {
     assert_eq!(ok.status, 200, "{}", ok.body);
     quote(json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1", "routeConstraints": {"providers": ["nope"]}})).await.expect(400, "validation_failed");
     let only = quote(json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1", "routeConstraints": {"providers": ["borealis"]}})).await;
-    assert_eq!(data(&only)["provider"], "borealis");
+    assert_eq!(only.data(200)["provider"], "borealis");
     let excluded = quote(json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": "0.1", "routeConstraints": {"excludeProviders": ["borealis", "atlas"]}})).await;
     excluded.expect(422, "pair_unsupported");
 
@@ -508,14 +487,14 @@ async fn quote_errors_name_the_problem() {
         .expect(502, "provider_error");
 
     let orders_only = server.key(&[OrdersCreate]).await;
-    post(
-        &server,
-        &orders_only,
-        "/api/v3/quotes",
-        &quote_body("BTC", "ETH", "0.1", "from", "fixed"),
-    )
-    .await
-    .expect(403, "permission_denied");
+    server
+        .post(
+            &orders_only,
+            "/api/v3/quotes",
+            &quote_body("BTC", "ETH", "0.1", "from", "fixed"),
+        )
+        .await
+        .expect(403, "permission_denied");
 }
 
 const CARD_FIELDS: [&str; 18] = [
@@ -551,7 +530,7 @@ fn assert_card_shape(card: &Value) {
 }
 
 fn cards(resp: &Resp) -> Vec<Value> {
-    data(resp)["routes"].as_array().unwrap().clone()
+    resp.data(200)["routes"].as_array().unwrap().clone()
 }
 
 fn card<'a>(cards: &'a [Value], provider: &str) -> &'a Value {
@@ -565,15 +544,15 @@ fn card<'a>(cards: &'a [Value], provider: &str) -> &'a Value {
 async fn routes_rank_offchain_and_onchain_cards() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead]).await;
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=5000",
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=5000",
+        )
+        .await;
     let list = cards(&resp);
-    assert_eq!(data(&resp)["count"], list.len());
+    assert_eq!(resp.data(200)["count"], list.len());
     let providers: BTreeSet<&str> = list.iter().map(|c| text(&c["executionProvider"])).collect();
     assert_eq!(providers, BTreeSet::from(["atlas", "borealis", "meridian"]));
     let outputs: Vec<f64> = list
@@ -606,13 +585,13 @@ async fn routes_rank_offchain_and_onchain_cards() {
     assert_eq!(desk["minOutputAmount"], desk["expectedOutputAmount"]);
 
     // Reverse routes rank by the least input.
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=1&direction=to&type=float",
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=1&direction=to&type=float",
+        )
+        .await;
     let inputs: Vec<f64> = cards(&resp)
         .iter()
         .map(|c| text(&c["fromAmount"]).parse().unwrap())
@@ -624,55 +603,47 @@ async fn routes_rank_offchain_and_onchain_cards() {
             .all(|c| c["expectedOutputAmount"] == "1")
     );
 
-    let only = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=5000&provider=meridian",
-    )
-    .await;
+    let only = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=5000&provider=meridian",
+        )
+        .await;
     assert_eq!(cards(&only).len(), 1);
     // A provider chosen explicitly explains why it has no route.
-    let explained = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=5000&provider=sunfish",
-    )
-    .await;
+    let explained = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=5000&provider=sunfish",
+        )
+        .await;
     assert_eq!(
         cards(&explained)[0]["unavailableReason"],
         "pair_unsupported"
     );
-    get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=5000&provider=nope",
-    )
-    .await
-    .expect(400, "validation_failed");
+    server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=5000&provider=nope",
+        )
+        .await
+        .expect(400, "validation_failed");
 
     // Solana DEX and onchain-only assets.
-    let sol = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=SOL&toCcy=JUPSOL&amount=10",
-    )
-    .await;
+    let sol = server
+        .get(&key, "/api/v3/routes", "fromCcy=SOL&toCcy=JUPSOL&amount=10")
+        .await;
     let list = cards(&sol);
     assert_eq!(list.len(), 1);
     assert_eq!(list[0]["executionProvider"], "sunfish");
 
     // Out of range shows on the card, not as a failed request.
-    let big = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=BTC&toCcy=ETH&amount=2",
-    )
-    .await;
+    let big = server
+        .get(&key, "/api/v3/routes", "fromCcy=BTC&toCcy=ETH&amount=2")
+        .await;
     let list = cards(&big);
     assert_eq!(
         card(&list, "atlas")["unavailableReason"],
@@ -689,7 +660,7 @@ async fn routes_validate_input() {
     let routes = |query: &'static str| {
         let server = &server;
         let key = &key;
-        async move { get(server, key, "/api/v3/routes", query).await }
+        async move { server.get(key, "/api/v3/routes", query).await }
     };
     routes("toCcy=ETH&amount=1")
         .await
@@ -738,31 +709,26 @@ async fn bridge_routes_need_a_recipient_across_namespaces() {
     let key = server.key(&[PricesRead]).await;
     let base = "fromCcy=USDCBASE&toCcy=USDCSOL&amount=250";
 
-    let missing = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        &format!("{base}&walletAddress={EVM_WALLET}&walletChainNamespace=eip155"),
-    )
-    .await;
+    let missing = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            &format!("{base}&walletAddress={EVM_WALLET}&walletChainNamespace=eip155"),
+        )
+        .await;
     missing.expect(422, "recipient_required");
-    get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        &format!("{base}&walletAddress={EVM_WALLET}&recipientAddress={EVM_WALLET}"),
-    )
-    .await
-    .expect(400, "address_invalid");
+    server
+        .get(
+            &key,
+            "/api/v3/routes",
+            &format!("{base}&walletAddress={EVM_WALLET}&recipientAddress={EVM_WALLET}"),
+        )
+        .await
+        .expect(400, "address_invalid");
 
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        &format!(
+    let resp = server.get(&key, "/api/v3/routes", &format!(
             "{base}&walletAddress={EVM_WALLET}&recipientAddress={SOL_RECIPIENT}&provider=arcbridge"
-        ),
-    )
+        ))
     .await;
     let list = cards(&resp);
     assert_eq!(list.len(), 1);
@@ -784,7 +750,7 @@ async fn bridge_routes_need_a_recipient_across_namespaces() {
     );
 
     // Without a wallet the signer is unknown: the card says what it needs.
-    let resp = get(&server, &key, "/api/v3/routes", base).await;
+    let resp = server.get(&key, "/api/v3/routes", base).await;
     let list = cards(&resp);
     assert_eq!(
         card(&list, "arcbridge")["unavailableReason"],
@@ -793,26 +759,28 @@ async fn bridge_routes_need_a_recipient_across_namespaces() {
     assert_eq!(card(&list, "atlas")["isAvailable"], true);
 
     // A Solana signer cannot sign a route from Base.
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        &format!("fromCcy=USDCBASE&toCcy=ETHBASE&amount=100&walletAddress={SOL_RECIPIENT}"),
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            &format!("fromCcy=USDCBASE&toCcy=ETHBASE&amount=100&walletAddress={SOL_RECIPIENT}"),
+        )
+        .await;
     assert_eq!(
         card(&cards(&resp), "meridian")["unavailableReason"],
         "wallet_unsupported"
     );
 
     // EVM to EVM needs no recipient.
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        &format!("fromCcy=ETH&toCcy=ETHARB&amount=1&walletAddress={EVM_WALLET}&provider=arcbridge"),
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            &format!(
+                "fromCcy=ETH&toCcy=ETHARB&amount=1&walletAddress={EVM_WALLET}&provider=arcbridge"
+            ),
+        )
+        .await;
     assert_eq!(cards(&resp)[0]["isAvailable"], true);
     assert_eq!(cards(&resp)[0]["gasless"], false);
 }
@@ -831,13 +799,13 @@ async fn a_stalled_provider_becomes_an_unavailable_card() {
     server
         .faults
         .set("borealis", Fault::Fail("maintenance".into()));
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=5000",
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=5000",
+        )
+        .await;
     let list = cards(&resp);
     let stalled = card(&list, "meridian");
     assert_card_shape(stalled);
@@ -855,13 +823,13 @@ async fn a_stalled_provider_becomes_an_unavailable_card() {
 async fn resolve_turns_an_offchain_card_into_a_create_token() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead, OrdersCreate]).await;
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=BTC&toCcy=USDTTRC&amount=0.1",
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=BTC&toCcy=USDTTRC&amount=0.1",
+        )
+        .await;
     let list = cards(&resp);
     let atlas = card(&list, "atlas").clone();
     let id = text(&atlas["routeQuoteId"]).to_owned();
@@ -869,7 +837,7 @@ async fn resolve_turns_an_offchain_card_into_a_create_token() {
     let body = serde_json::to_vec(&json!({"routeQuoteId": id})).unwrap();
     let request = server.sign(&key, "POST", "/api/v3/routes/resolve", "", &body);
     let resolved = server.send(&request).await;
-    let token = data(&resolved).clone();
+    let token = resolved.data(200).clone();
     let create_token = text(&token["createToken"]).to_owned();
     assert!(swapd_core::market::routes::is_create_token(&create_token));
     assert_eq!(token["expiresAt"], server.now_secs() + 600);
@@ -891,7 +859,7 @@ async fn resolve_turns_an_offchain_card_into_a_create_token() {
         )
         .await;
     assert_eq!(retry.header("idempotent-replayed"), Some("true"));
-    assert_eq!(data(&retry)["createToken"], create_token.as_str());
+    assert_eq!(retry.data(200)["createToken"], create_token.as_str());
 
     // The token is bound to its key, single use, and expires.
     let store = &server.state.store;
@@ -908,14 +876,10 @@ async fn resolve_turns_an_offchain_card_into_a_create_token() {
             .unwrap(),
         Err(RedeemError::NotFound)
     );
-    let second = post(
-        &server,
-        &key,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": id}),
-    )
-    .await;
-    let second_hash = hash_create_token(text(&data(&second)["createToken"]));
+    let second = server
+        .post(&key, "/api/v3/routes/resolve", &json!({"routeQuoteId": id}))
+        .await;
+    let second_hash = hash_create_token(text(&second.data(200)["createToken"]));
     assert_eq!(
         store
             .redeem_create_token(&second_hash, &owner, server.now_secs() * 1000 + 600_000)
@@ -943,76 +907,77 @@ async fn resolve_refuses_foreign_onchain_expired_and_unknown_routes() {
     let server = TestServer::start().await;
     let key = server.key(&[PricesRead, OrdersCreate]).await;
     let other = server.key(&[PricesRead, OrdersCreate]).await;
-    let resp = get(
-        &server,
-        &key,
-        "/api/v3/routes",
-        "fromCcy=USDCETH&toCcy=ETH&amount=5000",
-    )
-    .await;
+    let resp = server
+        .get(
+            &key,
+            "/api/v3/routes",
+            "fromCcy=USDCETH&toCcy=ETH&amount=5000",
+        )
+        .await;
     let list = cards(&resp);
     let offchain = text(&card(&list, "atlas")["routeQuoteId"]).to_owned();
     let onchain = text(&card(&list, "meridian")["routeQuoteId"]).to_owned();
 
     // BOLA: another key gets the same answer as for an id that never existed.
-    let foreign = post(
-        &server,
-        &other,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": offchain}),
-    )
-    .await;
+    let foreign = server
+        .post(
+            &other,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": offchain}),
+        )
+        .await;
     foreign.expect(404, "route_not_found");
-    let missing = post(
-        &server,
-        &key,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": "rqq_00000000000000000000000000000000"}),
-    )
-    .await;
+    let missing = server
+        .post(
+            &key,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": "rqq_00000000000000000000000000000000"}),
+        )
+        .await;
     missing.expect(404, "route_not_found");
     assert_eq!(foreign.body, missing.body);
-    post(
-        &server,
-        &key,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": "not-an-id"}),
-    )
-    .await
-    .expect(404, "route_not_found");
-    post(&server, &key, "/api/v3/routes/resolve", &json!({}))
+    server
+        .post(
+            &key,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": "not-an-id"}),
+        )
+        .await
+        .expect(404, "route_not_found");
+    server
+        .post(&key, "/api/v3/routes/resolve", &json!({}))
         .await
         .expect(400, "validation_failed");
 
-    let resp = post(
-        &server,
-        &key,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": onchain}),
-    )
-    .await;
+    let resp = server
+        .post(
+            &key,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": onchain}),
+        )
+        .await;
     resp.expect(422, "route_unavailable");
     assert!(resp.message().contains("/onchain/routes/resolve"));
 
     server.clock.advance_ms(120_000);
-    post(
-        &server,
-        &key,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": offchain}),
-    )
-    .await
-    .expect(410, "quote_expired");
+    server
+        .post(
+            &key,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": offchain}),
+        )
+        .await
+        .expect(410, "quote_expired");
 
     let prices_only = server.key(&[PricesRead]).await;
-    post(
-        &server,
-        &prices_only,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": offchain}),
-    )
-    .await
-    .expect(403, "permission_denied");
+    server
+        .post(
+            &prices_only,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": offchain}),
+        )
+        .await
+        .expect(403, "permission_denied");
 }
 
 /// The `min` and `max` a quote shows are the amounts the same request accepts: the maximum is
@@ -1025,19 +990,14 @@ async fn the_limits_a_quote_shows_are_the_limits_enforced() {
         let quote = |amount: String| {
             let (server, key) = (&server, &key);
             async move {
-                post(
-                    server,
-                    key,
-                    "/api/v3/quotes",
-                    &json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": amount, "type": rate_type}),
-                )
+                server.post(key, "/api/v3/quotes", &json!({"fromCcy": "BTC", "toCcy": "ETH", "amount": amount, "type": rate_type}))
                 .await
             }
         };
         let shown = quote("0.05".into()).await;
         let (min, max) = (
-            text(&data(&shown)["min"]).to_owned(),
-            text(&data(&shown)["max"]).to_owned(),
+            text(&shown.data(200)["min"]).to_owned(),
+            text(&shown.data(200)["max"]).to_owned(),
         );
         for (limit, outside) in [(&max, satoshis(&max, 1)), (&min, satoshis(&min, -1))] {
             let at_limit = quote(limit.clone()).await;

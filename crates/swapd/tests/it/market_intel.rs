@@ -2,6 +2,7 @@
 //! idempotent replay (same job, one settlement), a job whose worker died mid-run taken over and
 //! finished exactly once, the time bound, and ownership by wallet.
 
+use crate::support::text;
 use std::time::Duration;
 
 use crate::support::x402::{idempotency, pay, payment_header, prove_evm, required, send};
@@ -32,12 +33,6 @@ async fn read(server: &TestServer, wallet: &PrivateKeySigner, id: &str) -> Resp 
     let path = format!("/api/x402/market-intel/jobs/{id}");
     let challenge = required(&send(server, "GET", &path, None, &[]).await);
     send(server, "GET", &path, None, &[prove_evm(&challenge, wallet)]).await
-}
-
-fn text(value: &Value) -> &str {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a string: {value}"))
 }
 
 /// A decimal string as f64, for comparisons in tests only.

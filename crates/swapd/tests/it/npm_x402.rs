@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use swapd::app::{App, Roles, Runtime};
+use swapd::app::{Node, Roles, Runtime};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,7 +23,7 @@ async fn the_reference_npm_clients_pay_and_sign_in() {
     }
     let dir = tempfile::tempdir().unwrap();
     let config = crate::local_config(dir.path());
-    let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
+    let app = Node::build(Runtime::open(config).await.unwrap(), Roles::ALL)
         .await
         .unwrap();
     let base = format!("http://{}", app.local_addr().unwrap());

@@ -3,6 +3,7 @@
 //! signatures made here by a local key (alloy's signer), tracked to their end; every refusal,
 //! ownership, and idempotency.
 
+use crate::support::text;
 use crate::support::{BLOCK_MS, Resp, TestKey, TestServer};
 use alloy_primitives::{Address, hex, keccak256};
 use alloy_signer::SignerSync;
@@ -20,14 +21,9 @@ async fn new_key(server: &TestServer) -> TestKey {
     server.key(&[PricesRead, OrdersCreate, OrdersRead]).await
 }
 
-fn data(resp: &Resp) -> &Value {
-    assert_eq!(resp.status, 200, "body: {}", resp.body);
-    &resp.body["data"]
-}
-
 async fn routes(server: &TestServer, key: &TestKey, query: &str) -> Vec<Value> {
     let resp = server.call(key, "GET", "/api/v3/routes", query, b"").await;
-    data(&resp)["routes"].as_array().unwrap().clone()
+    resp.data(200)["routes"].as_array().unwrap().clone()
 }
 
 /// The usable card of `provider` for `query`.
@@ -44,20 +40,14 @@ async fn card(server: &TestServer, key: &TestKey, query: &str, provider: &str) -
     card
 }
 
-async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    server
-        .call(key, "POST", path, "", &serde_json::to_vec(body).unwrap())
-        .await
-}
-
 async fn resolve(server: &TestServer, key: &TestKey, card: &Value, wallet: &str) -> Resp {
-    post(
-        server,
-        key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet}),
-    )
-    .await
+    server
+        .post(
+            key,
+            "/api/v3/onchain/routes/resolve",
+            &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": wallet}),
+        )
+        .await
 }
 
 async fn report(server: &TestServer, key: &TestKey, token: &str, body: &Value) -> Resp {
@@ -105,12 +95,6 @@ fn tx_report(plan: &Value, namespace: &str, wallet: &str, tx_hash: &str) -> Valu
     })
 }
 
-fn text(value: &Value) -> &str {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a string: {value}"))
-}
-
 /// The 4-byte selector of a Solidity signature.
 fn selector(signature: &str) -> String {
     format!("0x{}", hex::encode(&keccak256(signature)[..4]))
@@ -128,7 +112,7 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
     )
     .await;
     let resp = resolve(&server, &key, &card, EVM_WALLET).await;
-    let plan = data(&resp).clone();
+    let plan = resp.data(200).clone();
     assert!(text(&plan["executionPlanId"]).starts_with("ocx_"));
     assert_eq!(plan["executionProvider"], "meridian");
     assert_eq!(plan["chainNamespace"], "eip155");
@@ -156,13 +140,13 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
     let token = text(&plan["executionAccessToken"]).to_owned();
     let id = text(&plan["executionPlanId"]).to_owned();
     let awaiting = status(&server, &key, &id, &token).await;
-    assert_eq!(data(&awaiting)["status"], "awaiting_user");
-    assert_eq!(data(&awaiting)["substatus"], "awaiting_transaction");
-    assert_eq!(data(&awaiting)["terminal"], false);
+    assert_eq!(awaiting.data(200)["status"], "awaiting_user");
+    assert_eq!(awaiting.data(200)["substatus"], "awaiting_transaction");
+    assert_eq!(awaiting.data(200)["terminal"], false);
 
     // The execution's hosted page, linked from the plan and its status.
     let page = text(&plan["executionPageUrl"]).to_owned();
-    assert_eq!(data(&awaiting)["executionPageUrl"], page.as_str());
+    assert_eq!(awaiting.data(200)["executionPageUrl"], page.as_str());
     assert!(page.starts_with(&format!("{}/x/{id}/", server.base)));
     let html = |url: String| async move {
         let response = reqwest::get(&url).await.unwrap();
@@ -193,14 +177,14 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
         ),
     )
     .await;
-    let submitted = data(&resp);
+    let submitted = resp.data(200);
     assert_eq!(submitted["status"], "submitted");
     assert_eq!(submitted["substatus"], "not_indexed");
     assert_eq!(submitted["reportedAt"], server.now_secs());
 
     blocks(&server, 1).await;
     let pending = status(&server, &key, &id, &token).await;
-    let pending = data(&pending);
+    let pending = pending.data(200);
     assert_eq!(pending["status"], "pending");
     assert_eq!(pending["substatus"], "source_confirming");
     assert_eq!(
@@ -211,7 +195,7 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
 
     blocks(&server, 2).await;
     let done = status(&server, &key, &id, &token).await;
-    let done = data(&done);
+    let done = done.data(200);
     assert_eq!(done["status"], "done");
     assert_eq!(done["outcome"], "completed");
     assert_eq!(done["terminal"], true);
@@ -224,7 +208,7 @@ async fn an_evm_dex_swap_runs_from_card_to_done_with_a_tx_hash() {
 
     // Terminal: more passes change nothing.
     blocks(&server, 50).await;
-    assert_eq!(data(&status(&server, &key, &id, &token).await), done);
+    assert_eq!(status(&server, &key, &id, &token).await.data(200), done);
     server.stop().await;
 }
 
@@ -239,15 +223,15 @@ async fn a_token_swap_approves_first_and_custom_slippage_lowers_the_minimum() {
         "meridian",
     )
     .await;
-    let resp = post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": EVM_WALLET,
+    let resp = server
+        .post(
+            &key,
+            "/api/v3/onchain/routes/resolve",
+            &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": EVM_WALLET,
                 "walletChainNamespace": "eip155", "slippageBps": 300}),
-    )
-    .await;
-    let plan = data(&resp);
+        )
+        .await;
+    let plan = resp.data(200);
     assert_eq!(plan["slippageBps"], 300);
     // 300 bps below the expected output, rounded down to the currency's 8 fraction digits.
     let units = |value: &Value| -> u128 {
@@ -283,7 +267,7 @@ async fn a_solana_swap_is_an_unsigned_transaction_and_completes_with_its_signatu
     )
     .await;
     let resp = resolve(&server, &key, &card, SOLANA_WALLET).await;
-    let plan = data(&resp).clone();
+    let plan = resp.data(200).clone();
     assert_eq!(plan["chainNamespace"], "solana");
     let step = &plan["steps"][0];
     assert_eq!(step["chain"], "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp");
@@ -317,10 +301,10 @@ async fn a_solana_swap_is_an_unsigned_transaction_and_completes_with_its_signatu
         &tx_report(&plan, "solana", SOLANA_WALLET, &signature),
     )
     .await;
-    assert_eq!(data(&resp)["status"], "submitted");
+    assert_eq!(resp.data(200)["status"], "submitted");
     blocks(&server, 3).await;
     let done = status(&server, &key, &id, &token).await;
-    let done = data(&done);
+    let done = done.data(200);
     assert_eq!(done["status"], "done");
     assert_eq!(done["outcome"], "completed");
     assert_eq!(done["receivedToken"], "USDCSOL");
@@ -344,7 +328,10 @@ async fn bridge_plan(server: &TestServer, key: &TestKey) -> Value {
         "arcbridge",
     )
     .await;
-    data(&resolve(server, key, &card, EVM_WALLET).await).clone()
+    resolve(server, key, &card, EVM_WALLET)
+        .await
+        .data(200)
+        .clone()
 }
 
 #[tokio::test]
@@ -373,12 +360,12 @@ async fn an_evm_to_solana_bridge_pays_the_recipient_and_each_hash_ending_selects
         &tx_report(&plan, "eip155", EVM_WALLET, &evm_hash(0x10)),
     )
     .await;
-    assert_eq!(data(&resp)["status"], "submitted");
+    assert_eq!(resp.data(200)["status"], "submitted");
     let mut seen = Vec::new();
     for _ in 0..8 {
         blocks(&server, 1).await;
         let resp = status(&server, &key, &id, &token).await;
-        let view = data(&resp);
+        let view = resp.data(200);
         seen.push(format!(
             "{}/{}",
             text(&view["status"]),
@@ -395,7 +382,7 @@ async fn an_evm_to_solana_bridge_pays_the_recipient_and_each_hash_ending_selects
         ]
     );
     let done = status(&server, &key, &id, &token).await;
-    let done = data(&done);
+    let done = done.data(200);
     assert_eq!(done["receivedToken"], "USDCSOL");
     let hashes = done["txHashes"].as_array().unwrap();
     assert_eq!(hashes[1]["role"], "destination");
@@ -436,7 +423,7 @@ async fn an_evm_to_solana_bridge_pays_the_recipient_and_each_hash_ending_selects
         .await;
         blocks(&server, 20).await;
         let resp = status(&server, &server_key, &id, &token).await;
-        let view = data(&resp);
+        let view = resp.data(200);
         assert_eq!(view["status"], status_text, "{ending:x}: {view}");
         assert_eq!(view["outcome"], outcome, "{ending:x}");
         assert_eq!(view["receivedToken"], token_code, "{ending:x}");
@@ -498,7 +485,7 @@ async fn a_gasless_bridge_runs_on_signatures_verified_against_the_plan_wallet() 
     )
     .await;
     let resp = resolve(&server, &key, &card, &wallet).await;
-    let plan = data(&resp).clone();
+    let plan = resp.data(200).clone();
     assert_eq!(plan["gasless"], true);
     let steps = plan["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
@@ -574,7 +561,7 @@ async fn a_gasless_bridge_runs_on_signatures_verified_against_the_plan_wallet() 
     .expect(422, "execution_signature_invalid");
     // Nothing of that changed the execution.
     assert_eq!(
-        data(&status(&server, &key, &id, &token).await)["status"],
+        status(&server, &key, &id, &token).await.data(200)["status"],
         "awaiting_user"
     );
 
@@ -586,10 +573,10 @@ async fn a_gasless_bridge_runs_on_signatures_verified_against_the_plan_wallet() 
         &signature_report(&plan, &wallet.to_lowercase(), &good),
     )
     .await;
-    assert_eq!(data(&resp)["status"], "submitted");
+    assert_eq!(resp.data(200)["status"], "submitted");
     blocks(&server, 7).await;
     let done = status(&server, &key, &id, &token).await;
-    let done = data(&done);
+    let done = done.data(200);
     assert_eq!(done["status"], "done");
     assert_eq!(done["outcome"], "completed");
     assert_eq!(done["receivedToken"], "USDCSOL");
@@ -618,29 +605,24 @@ async fn resolve_and_report_are_idempotent() {
     let first = server
         .send(&server.sign(&key, "POST", "/api/v3/onchain/routes/resolve", "", &body))
         .await;
-    let plan = data(&first).clone();
+    let plan = first.data(200).clone();
     // The same body under a new Idempotency-Key: the same plan and token.
     let again = server
         .send(&server.sign(&key, "POST", "/api/v3/onchain/routes/resolve", "", &body))
         .await;
-    assert_eq!(data(&again), &plan);
+    assert_eq!(again.data(200), &plan);
     // Letter case of the wallet does not make another plan; another slippage does.
     let lower = resolve(&server, &key, &card, &EVM_WALLET.to_lowercase()).await;
-    assert_eq!(data(&lower)["executionPlanId"], plan["executionPlanId"]);
-    let other = post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": EVM_WALLET, "slippageBps": 100}),
-    )
+    assert_eq!(lower.data(200)["executionPlanId"], plan["executionPlanId"]);
+    let other = server.post(&key, "/api/v3/onchain/routes/resolve", &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": EVM_WALLET, "slippageBps": 100}))
     .await;
-    assert_ne!(data(&other)["executionPlanId"], plan["executionPlanId"]);
+    assert_ne!(other.data(200)["executionPlanId"], plan["executionPlanId"]);
     // The same request even after the card expired: still the plan it made.
     server.clock.advance_ms(120_000);
     let late = server
         .send(&server.sign(&key, "POST", "/api/v3/onchain/routes/resolve", "", &body))
         .await;
-    assert_eq!(data(&late)["executionPlanId"], plan["executionPlanId"]);
+    assert_eq!(late.data(200)["executionPlanId"], plan["executionPlanId"]);
 
     let token = text(&plan["executionAccessToken"]).to_owned();
     let body = tx_report(&plan, "eip155", EVM_WALLET, &evm_hash(7));
@@ -654,7 +636,7 @@ async fn resolve_and_report_are_idempotent() {
         )
         .set(TOKEN, &token);
     let first = server.send(&request).await;
-    assert_eq!(data(&first)["status"], "submitted");
+    assert_eq!(first.data(200)["status"], "submitted");
     // The same Idempotency-Key (on a freshly signed request) replays the stored answer.
     let idempotency_key = request.get("Idempotency-Key");
     let replayed = server
@@ -675,7 +657,7 @@ async fn resolve_and_report_are_idempotent() {
     assert_eq!(replayed.body, first.body);
     // The same report under a new key is harmless; another report is refused.
     let repeated = report(&server, &key, &token, &body).await;
-    assert_eq!(data(&repeated)["status"], "submitted");
+    assert_eq!(repeated.data(200)["status"], "submitted");
     report(
         &server,
         &key,
@@ -714,44 +696,19 @@ async fn resolve_refuses_what_it_cannot_plan() {
     )
     .await
     .expect(400, "address_invalid");
-    post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": SOLANA_WALLET, "walletChainNamespace": "solana"}),
-    )
+    server.post(&key, "/api/v3/onchain/routes/resolve", &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": SOLANA_WALLET, "walletChainNamespace": "solana"}))
     .await
     .expect(422, "wallet_unsupported");
-    post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": EVM_WALLET, "walletChainNamespace": "cosmos"}),
-    )
+    server.post(&key, "/api/v3/onchain/routes/resolve", &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": EVM_WALLET, "walletChainNamespace": "cosmos"}))
     .await
     .expect(400, "validation_failed");
-    post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": EVM_WALLET, "slippageBps": 5001}),
-    )
+    server.post(&key, "/api/v3/onchain/routes/resolve", &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": EVM_WALLET, "slippageBps": 5001}))
     .await
     .expect(400, "validation_failed");
-    post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": EVM_WALLET, "slippageBps": -1}),
-    )
+    server.post(&key, "/api/v3/onchain/routes/resolve", &json!({"routeQuoteId": onchain["routeQuoteId"], "walletAddress": EVM_WALLET, "slippageBps": -1}))
     .await
     .expect(400, "validation_failed");
-    post(
-        &server,
-        &key,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": "rqq_0123456789abcdef0123456789abcdef", "walletAddress": EVM_WALLET}),
-    )
+    server.post(&key, "/api/v3/onchain/routes/resolve", &json!({"routeQuoteId": "rqq_0123456789abcdef0123456789abcdef", "walletAddress": EVM_WALLET}))
     .await
     .expect(404, "route_not_found");
 
@@ -786,13 +743,13 @@ async fn resolve_refuses_what_it_cannot_plan() {
             .iter()
             .any(|c| c["executionProvider"] == "arcbridge")
     );
-    let refused = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &json!({"fromCcy": "JUPSOL", "toCcy": "USDCBASE", "amount": "100"}),
-    )
-    .await;
+    let refused = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &json!({"fromCcy": "JUPSOL", "toCcy": "USDCBASE", "amount": "100"}),
+        )
+        .await;
     refused.expect(422, "pair_unsupported");
     assert!(
         refused.message().contains("GET /routes"),
@@ -807,25 +764,23 @@ async fn reports_and_reads_need_the_plan_token_and_refuse_bad_reports() {
     let server = TestServer::start().await;
     let key = new_key(&server).await;
     let card_query = "fromCcy=ETH&toCcy=USDCETH&amount=0.2";
-    let first = data(
-        &resolve(
-            &server,
-            &key,
-            &card(&server, &key, card_query, "meridian").await,
-            EVM_WALLET,
-        )
-        .await,
+    let first = resolve(
+        &server,
+        &key,
+        &card(&server, &key, card_query, "meridian").await,
+        EVM_WALLET,
     )
+    .await
+    .data(200)
     .clone();
-    let second = data(
-        &resolve(
-            &server,
-            &key,
-            &card(&server, &key, card_query, "meridian").await,
-            EVM_WALLET,
-        )
-        .await,
+    let second = resolve(
+        &server,
+        &key,
+        &card(&server, &key, card_query, "meridian").await,
+        EVM_WALLET,
     )
+    .await
+    .data(200)
     .clone();
     let id = text(&first["executionPlanId"]).to_owned();
     let token = text(&first["executionAccessToken"]).to_owned();
@@ -918,15 +873,15 @@ async fn reports_and_reads_need_the_plan_token_and_refuse_bad_reports() {
         .await
         .expect(400, "validation_failed");
     assert_eq!(
-        data(&status(&server, &key, &id, &token).await)["status"],
+        status(&server, &key, &id, &token).await.data(200)["status"],
         "awaiting_user"
     );
 
     // Plans expire: reads say so at once, the tracker records it, reports are refused.
     server.clock.advance_ms(300_000);
     let expired = status(&server, &key, &id, &token).await;
-    assert_eq!(data(&expired)["status"], "expired");
-    assert_eq!(data(&expired)["terminal"], true);
+    assert_eq!(expired.data(200)["status"], "expired");
+    assert_eq!(expired.data(200)["terminal"], true);
     server.tracker.run_due().await;
     let stored = server
         .state
@@ -942,7 +897,7 @@ async fn reports_and_reads_need_the_plan_token_and_refuse_bad_reports() {
         .expect(410, "plan_expired");
     // The token itself still reads the plan for a day.
     assert_eq!(
-        data(&status(&server, &key, &id, &token).await)["substatus"],
+        status(&server, &key, &id, &token).await.data(200)["substatus"],
         "plan_expired"
     );
     server.stop().await;
@@ -964,7 +919,10 @@ async fn another_key_can_neither_use_nor_see_a_plan() {
     resolve(&server, &bob, &card, EVM_WALLET)
         .await
         .expect(404, "route_not_found");
-    let plan = data(&resolve(&server, &alice, &card, EVM_WALLET).await).clone();
+    let plan = resolve(&server, &alice, &card, EVM_WALLET)
+        .await
+        .data(200)
+        .clone();
     let id = text(&plan["executionPlanId"]).to_owned();
     let token = text(&plan["executionAccessToken"]).to_owned();
     // Alice's token in Bob's hands: the plan is not Bob's.
@@ -991,7 +949,10 @@ async fn another_key_can_neither_use_nor_see_a_plan() {
     .expect(404, "execution_not_found");
     // Bob's own plan's token does not open Alice's plan either.
     let bob_card = card_for(&server, &bob).await;
-    let bob_plan = data(&resolve(&server, &bob, &bob_card, EVM_WALLET).await).clone();
+    let bob_plan = resolve(&server, &bob, &bob_card, EVM_WALLET)
+        .await
+        .data(200)
+        .clone();
     status(
         &server,
         &alice,
@@ -1002,14 +963,14 @@ async fn another_key_can_neither_use_nor_see_a_plan() {
     .expect(401, "execution_token_invalid");
     // Keys without the permissions are refused before anything else.
     let reader = server.key(&[PricesRead]).await;
-    post(
-        &server,
-        &reader,
-        "/api/v3/onchain/routes/resolve",
-        &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": EVM_WALLET}),
-    )
-    .await
-    .expect(403, "permission_denied");
+    server
+        .post(
+            &reader,
+            "/api/v3/onchain/routes/resolve",
+            &json!({"routeQuoteId": card["routeQuoteId"], "walletAddress": EVM_WALLET}),
+        )
+        .await
+        .expect(403, "permission_denied");
     status(&server, &reader, &id, &token)
         .await
         .expect(403, "permission_denied");

@@ -1,7 +1,8 @@
 //! Offchain order creation and reads on `/api/v3` against a running server with the sandbox
 //! providers.
 
-use crate::support::{Resp, TestKey, TestServer};
+use crate::support::text;
+use crate::support::{TestKey, TestServer};
 use serde_json::{Value, json};
 use swapd_core::address::Network;
 use swapd_core::offchain::order::EventType;
@@ -11,28 +12,6 @@ const BTC_ADDRESS: &str = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq";
 const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
 const EVM_ADDRESS: &str = "0x52908400098527886E0F7030069857D2E4169EE7";
 const XRP_ADDRESS: &str = "rHb9CJAWyB4rj91VRWn96DkukG4bwdtyTh";
-
-async fn post(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    let body = serde_json::to_vec(body).unwrap();
-    server
-        .send(&server.sign(key, "POST", path, "", &body))
-        .await
-}
-
-async fn get(server: &TestServer, key: &TestKey, path: &str) -> Resp {
-    server.send(&server.sign(key, "GET", path, "", b"")).await
-}
-
-fn data(resp: &Resp, status: u16) -> Value {
-    assert_eq!(resp.status, status, "body: {}", resp.body);
-    resp.body["data"].clone()
-}
-
-fn text(value: &Value) -> &str {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("not a string: {value}"))
-}
 
 async fn full_key(server: &TestServer) -> TestKey {
     server.key(&[PricesRead, OrdersCreate, OrdersRead]).await
@@ -62,7 +41,7 @@ async fn a_full_input_creates_an_order_awaiting_its_deposit() {
         &serde_json::to_vec(&body).unwrap(),
     );
     let created = server.send(&request).await;
-    let order = data(&created, 201);
+    let order = created.data(201);
     let id = text(&order["orderId"]).to_owned();
     assert!(swapd_types::ids::is_valid_id(&id, "ord_"));
     assert_eq!(order["status"], "awaiting_deposit");
@@ -84,14 +63,14 @@ async fn a_full_input_creates_an_order_awaiting_its_deposit() {
     assert_eq!(order["createdAt"], server.now_secs());
     assert_eq!(order["expiresAt"], server.now_secs() + 30 * 60);
     // The best desk for the pair, at the amount a quote gives.
-    let quote = post(
-        &server,
-        &key,
-        "/api/v3/quotes",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05"}),
-    )
-    .await;
-    let quote = data(&quote, 200);
+    let quote = server
+        .post(
+            &key,
+            "/api/v3/quotes",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05"}),
+        )
+        .await;
+    let quote = quote.data(200);
     assert_eq!(order["provider"], quote["provider"]);
     assert_eq!(order["to"]["amount"], quote["toAmount"]);
     assert_eq!(order["rate"], quote["rate"]);
@@ -111,12 +90,14 @@ async fn a_full_input_creates_an_order_awaiting_its_deposit() {
         )
         .await;
     assert_eq!(replay.header("idempotent-replayed"), Some("true"));
-    assert_eq!(data(&replay, 200), order);
+    assert_eq!(replay.data(200), order);
 
-    let read = get(&server, &key, &format!("/api/v3/orders/{id}")).await;
-    assert_eq!(data(&read, 200), order);
-    let status = get(&server, &key, &format!("/api/v3/orders/{id}/status")).await;
-    assert_eq!(data(&status, 200)["status"], "awaiting_deposit");
+    let read = server.get(&key, &format!("/api/v3/orders/{id}"), "").await;
+    assert_eq!(read.data(200), order);
+    let status = server
+        .get(&key, &format!("/api/v3/orders/{id}/status"), "")
+        .await;
+    assert_eq!(status.data(200)["status"], "awaiting_deposit");
 
     // Both entries are in the outbox, in order, with the order's view.
     let events = server
@@ -141,47 +122,47 @@ async fn a_full_input_creates_an_order_awaiting_its_deposit() {
 async fn reverse_and_float_orders_and_memo_networks() {
     let server = TestServer::start().await;
     let key = full_key(&server).await;
-    let reverse = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "2500",
+    let reverse = server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "2500",
         "direction": "to", "type": "float", "toAddress": TRON_ADDRESS}),
-    )
-    .await;
-    let order = data(&reverse, 201);
+        )
+        .await;
+    let order = reverse.data(201);
     assert_eq!(order["to"]["amount"], "2500");
     assert_eq!(order["direction"], "to");
     assert_eq!(order["type"], "float");
     assert_eq!(order["expiresAt"], server.now_secs() + 60 * 60);
 
     // Paying out to XRP needs the destination tag.
-    post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "XRP", "amount": "0.05", "toAddress": XRP_ADDRESS}),
-    )
-    .await
-    .expect(400, "tag_required");
-    let tagged = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "XRP", "amount": "0.05",
+    server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "XRP", "amount": "0.05", "toAddress": XRP_ADDRESS}),
+        )
+        .await
+        .expect(400, "tag_required");
+    let tagged = server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "XRP", "amount": "0.05",
         "toAddress": XRP_ADDRESS, "tag": "12345"}),
-    )
-    .await;
-    assert_eq!(data(&tagged, 201)["to"]["tag"], "12345");
+        )
+        .await;
+    assert_eq!(tagged.data(201)["to"]["tag"], "12345");
     // Depositing XRP: the deposit carries a tag of its own.
-    let from_xrp = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "XRP", "toCcy": "BTC", "amount": "1000", "toAddress": BTC_ADDRESS}),
-    )
-    .await;
-    let order = data(&from_xrp, 201);
+    let from_xrp = server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "XRP", "toCcy": "BTC", "amount": "1000", "toAddress": BTC_ADDRESS}),
+        )
+        .await;
+    let order = from_xrp.data(201);
     Network::Xrp
         .validate_address(text(&order["from"]["depositAddress"]))
         .unwrap();
@@ -239,7 +220,7 @@ async fn bad_input_is_refused_and_creates_nothing() {
         ),
     ];
     for (body, status, code) in cases {
-        let resp = post(&server, &key, "/api/v3/orders", &body).await;
+        let resp = server.post(&key, "/api/v3/orders", &body).await;
         assert_eq!(
             (resp.status, resp.code()),
             (status, code),
@@ -248,7 +229,8 @@ async fn bad_input_is_refused_and_creates_nothing() {
         );
     }
     let reads_only = server.key(&[OrdersRead]).await;
-    post(&server, &reads_only, "/api/v3/orders", &base)
+    server
+        .post(&reads_only, "/api/v3/orders", &base)
         .await
         .expect(403, "permission_denied");
 }
@@ -258,15 +240,15 @@ async fn resolved_token(server: &TestServer, key: &TestKey) -> (Value, String) {
     let routes = server
         .send(&server.sign(key, "GET", "/api/v3/routes", query, b""))
         .await;
-    let card = data(&routes, 200)["routes"][0].clone();
-    let resolved = post(
-        server,
-        key,
-        "/api/v3/routes/resolve",
-        &json!({"routeQuoteId": card["routeQuoteId"]}),
-    )
-    .await;
-    let token = text(&data(&resolved, 200)["createToken"]).to_owned();
+    let card = routes.data(200)["routes"][0].clone();
+    let resolved = server
+        .post(
+            key,
+            "/api/v3/routes/resolve",
+            &json!({"routeQuoteId": card["routeQuoteId"]}),
+        )
+        .await;
+    let token = text(&resolved.data(200)["createToken"]).to_owned();
     (card, token)
 }
 
@@ -278,74 +260,74 @@ async fn a_create_token_locks_the_route_once_for_its_key() {
     let (card, token) = resolved_token(&server, &key).await;
 
     // Another key cannot use it: the same answer as for a token that does not exist.
-    let foreign = post(
-        &server,
-        &other,
-        "/api/v3/orders",
-        &json!({"createToken": token, "toAddress": EVM_ADDRESS}),
-    )
-    .await;
+    let foreign = server
+        .post(
+            &other,
+            "/api/v3/orders",
+            &json!({"createToken": token, "toAddress": EVM_ADDRESS}),
+        )
+        .await;
     foreign.expect(404, "not_found");
-    let unknown = post(
-        &server,
-        &other,
-        "/api/v3/orders",
-        &json!({"createToken": format!("ctk_{}", "0".repeat(64)), "toAddress": EVM_ADDRESS}),
-    )
-    .await;
+    let unknown = server
+        .post(
+            &other,
+            "/api/v3/orders",
+            &json!({"createToken": format!("ctk_{}", "0".repeat(64)), "toAddress": EVM_ADDRESS}),
+        )
+        .await;
     assert_eq!(foreign.body, unknown.body);
-    post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"createToken": "ctk_short", "toAddress": EVM_ADDRESS}),
-    )
-    .await
-    .expect(404, "not_found");
-    post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"createToken": token, "amount": "1", "toAddress": EVM_ADDRESS}),
-    )
-    .await
-    .expect(400, "validation_failed");
+    server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"createToken": "ctk_short", "toAddress": EVM_ADDRESS}),
+        )
+        .await
+        .expect(404, "not_found");
+    server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"createToken": token, "amount": "1", "toAddress": EVM_ADDRESS}),
+        )
+        .await
+        .expect(400, "validation_failed");
 
     // The market moves; the token's terms do not.
     server.clock.advance_ms(5 * 60 * 1000);
-    let created = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"createToken": token, "toAddress": EVM_ADDRESS}),
-    )
-    .await;
-    let order = data(&created, 201);
+    let created = server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"createToken": token, "toAddress": EVM_ADDRESS}),
+        )
+        .await;
+    let order = created.data(201);
     assert_eq!(order["provider"], "borealis");
     assert_eq!(order["from"]["amount"], card["fromAmount"]);
     assert_eq!(order["to"]["amount"], card["expectedOutputAmount"]);
     assert_eq!(order["rate"], card["rate"]);
     assert_eq!(order["type"], "fixed");
 
-    post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"createToken": token, "toAddress": EVM_ADDRESS}),
-    )
-    .await
-    .expect(409, "create_token_used");
+    server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"createToken": token, "toAddress": EVM_ADDRESS}),
+        )
+        .await
+        .expect(409, "create_token_used");
 
     let (_, late) = resolved_token(&server, &key).await;
     server.clock.advance_ms(10 * 60 * 1000);
-    post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"createToken": late, "toAddress": EVM_ADDRESS}),
-    )
-    .await
-    .expect(410, "create_token_expired");
+    server
+        .post(
+            &key,
+            "/api/v3/orders",
+            &json!({"createToken": late, "toAddress": EVM_ADDRESS}),
+        )
+        .await
+        .expect(410, "create_token_expired");
 }
 
 #[tokio::test]
@@ -353,34 +335,32 @@ async fn orders_are_readable_by_their_creator_only() {
     let server = TestServer::start().await;
     let key = full_key(&server).await;
     let other = full_key(&server).await;
-    let created = post(
-        &server,
-        &key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
-    )
+    let created = server.post(&key, "/api/v3/orders", &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}))
     .await;
-    let id = text(&data(&created, 201)["orderId"]).to_owned();
+    let id = text(&created.data(201)["orderId"]).to_owned();
 
     for path in [
         format!("/api/v3/orders/{id}"),
         format!("/api/v3/orders/{id}/status"),
     ] {
-        let foreign = get(&server, &other, &path).await;
+        let foreign = server.get(&other, &path, "").await;
         foreign.expect(404, "order_not_found");
-        let missing = get(
-            &server,
-            &key,
-            &path.replace(&id, "ord_00000000000000000000000000000000"),
-        )
-        .await;
+        let missing = server
+            .get(
+                &key,
+                &path.replace(&id, "ord_00000000000000000000000000000000"),
+                "",
+            )
+            .await;
         assert_eq!(foreign.body, missing.body);
     }
-    get(&server, &key, "/api/v3/orders/not-an-id")
+    server
+        .get(&key, "/api/v3/orders/not-an-id", "")
         .await
         .expect(404, "order_not_found");
     let creator_only = server.key(&[OrdersCreate]).await;
-    get(&server, &creator_only, &format!("/api/v3/orders/{id}"))
+    server
+        .get(&creator_only, &format!("/api/v3/orders/{id}"), "")
         .await
         .expect(403, "permission_denied");
 }
@@ -434,13 +414,18 @@ async fn deposit_qr_codes_decode_to_wallet_uris() {
         ),
     ];
     for (body, prefix, amount_part) in cases.clone() {
-        let order = data(&post(&server, &key, "/api/v3/orders", &body).await, 201);
+        let order = server
+            .post(&key, "/api/v3/orders", &body)
+            .await
+            .data(201)
+            .clone();
         let id = text(&order["orderId"]);
         let address = text(&order["from"]["depositAddress"]);
-        let qr = data(
-            &get(&server, &key, &format!("/api/v3/orders/{id}/qr")).await,
-            200,
-        );
+        let qr = server
+            .get(&key, &format!("/api/v3/orders/{id}/qr"), "")
+            .await
+            .data(200)
+            .clone();
         let codes = qr["qr"].as_array().unwrap();
         assert_eq!(codes.len(), 2);
         let (plain, with_amount) = (&codes[0], &codes[1]);
@@ -476,15 +461,17 @@ async fn deposit_qr_codes_decode_to_wallet_uris() {
         assert!(!text(&plain["payload"]).contains("amount"));
     }
     let other = full_key(&server).await;
-    let order = data(
-        &post(&server, &key, "/api/v3/orders", &cases[0].0).await,
-        201,
-    );
-    get(
-        &server,
-        &other,
-        &format!("/api/v3/orders/{}/qr", text(&order["orderId"])),
-    )
-    .await
-    .expect(404, "order_not_found");
+    let order = server
+        .post(&key, "/api/v3/orders", &cases[0].0)
+        .await
+        .data(201)
+        .clone();
+    server
+        .get(
+            &other,
+            &format!("/api/v3/orders/{}/qr", text(&order["orderId"])),
+            "",
+        )
+        .await
+        .expect(404, "order_not_found");
 }

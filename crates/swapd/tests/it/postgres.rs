@@ -3,7 +3,7 @@
 //! Needs `SWAPD_TEST_POSTGRES_URL` (mandatory under CI).
 
 use serde_json::Value;
-use swapd::app::{App, Roles, Runtime};
+use swapd::app::{Node, Roles, Runtime};
 use swapd::config::Config;
 use swapd_store::test_support::{PgTestSchema, postgres_url, server_addr, tcp_proxy};
 use tokio_util::sync::CancellationToken;
@@ -28,7 +28,7 @@ async fn readiness_follows_the_database_through_an_outage() {
         ..Config::default()
     };
     config.database.acquire_timeout_ms = 500;
-    let app = App::build(Runtime::open(config).await.unwrap(), Roles::ALL)
+    let app = Node::build(Runtime::open(config).await.unwrap(), Roles::ALL)
         .await
         .unwrap();
     let base = format!("http://{}", app.local_addr().unwrap());

@@ -2,14 +2,14 @@
 //! key), signs in with EVM and Solana wallets, and keeps the Idempotency-Key across its retry.
 
 use serde_json::json;
-use swapd::app::{App, Roles, Runtime};
+use swapd::app::{Node, Roles, Runtime};
 use swapd_client::x402::{PrivateKeySigner, SolanaKey, Wallet, X402Client};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn the_sdk_pays_signs_in_and_reads_back_what_its_wallets_own() {
     let dir = tempfile::tempdir().unwrap();
-    let app = App::build(
+    let app = Node::build(
         Runtime::open(crate::local_config(dir.path()))
             .await
             .unwrap(),

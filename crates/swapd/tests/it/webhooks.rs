@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::{Options, Resp, TestKey, TestServer};
+use crate::support::{Options, TestKey, TestServer};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, post};
@@ -152,23 +152,6 @@ async fn key(server: &TestServer) -> TestKey {
         .await
 }
 
-async fn post_json(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    server
-        .call(key, "POST", path, "", &serde_json::to_vec(body).unwrap())
-        .await
-}
-
-async fn patch_json(server: &TestServer, key: &TestKey, path: &str, body: &Value) -> Resp {
-    server
-        .call(key, "PATCH", path, "", &serde_json::to_vec(body).unwrap())
-        .await
-}
-
-fn data(resp: &Resp, status: u16) -> Value {
-    assert_eq!(resp.status, status, "body: {}", resp.body);
-    resp.body["data"].clone()
-}
-
 /// Subscribes `key` to `events` at `url`: (webhook id, secret).
 async fn subscribe(
     server: &TestServer,
@@ -176,14 +159,14 @@ async fn subscribe(
     url: &str,
     events: &[&str],
 ) -> (String, String) {
-    let resp = post_json(
-        server,
-        key,
-        "/api/v3/webhooks",
-        &json!({"url": url, "events": events, "description": "test receiver"}),
-    )
-    .await;
-    let created = data(&resp, 201);
+    let resp = server
+        .post(
+            key,
+            "/api/v3/webhooks",
+            &json!({"url": url, "events": events, "description": "test receiver"}),
+        )
+        .await;
+    let created = resp.data(201);
     (
         created["webhookId"].as_str().unwrap().to_owned(),
         created["secret"].as_str().unwrap().to_owned(),
@@ -192,15 +175,15 @@ async fn subscribe(
 
 /// Creates an order (its `order.created` and `order.awaiting_deposit` events); its id.
 async fn order(server: &TestServer, key: &TestKey) -> String {
-    let resp = post_json(
-        server,
-        key,
-        "/api/v3/orders",
-        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
+    let resp = server
+        .post(
+            key,
+            "/api/v3/orders",
+            &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05",
                 "toAddress": "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"}),
-    )
-    .await;
-    data(&resp, 201)["orderId"].as_str().unwrap().to_owned()
+        )
+        .await;
+    resp.data(201)["orderId"].as_str().unwrap().to_owned()
 }
 
 /// The official library's signature of `received` for `secret` is among those sent.
@@ -303,7 +286,7 @@ async fn order_events_arrive_signed_as_standard_webhooks_verify_them() {
             b"",
         )
         .await;
-    let log = data(&log, 200);
+    let log = log.data(200);
     assert_eq!(log["count"], 2);
     let entry = &log["deliveries"][0];
     assert_eq!(entry["status"], "succeeded");
@@ -400,7 +383,7 @@ async fn a_failing_receiver_gets_the_schedule_with_one_event_id_and_the_stored_b
             b"",
         )
         .await;
-    let entry = data(&log, 200)["deliveries"][0].clone();
+    let entry = log.data(200)["deliveries"][0].clone();
     assert_eq!(entry["status"], "succeeded");
     assert_eq!(entry["attempts"], 5);
     let codes: Vec<Value> = entry["log"]
@@ -417,7 +400,7 @@ async fn a_failing_receiver_gets_the_schedule_with_one_event_id_and_the_stored_b
     assert_eq!(entry["log"][4]["nextAttemptAt"], Value::Null);
     // A success ends the subscription's failing streak.
     let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
-    assert_eq!(data(&list, 200)["webhooks"][0]["status"], "active");
+    assert_eq!(list.data(200)["webhooks"][0]["status"], "active");
     server.stop().await;
 }
 
@@ -450,7 +433,7 @@ async fn gone_disables_redirects_fail_unfollowed_and_slow_receivers_time_out() {
             b"",
         )
         .await;
-    let entry = data(&log, 200)["deliveries"][0].clone();
+    let entry = log.data(200)["deliveries"][0].clone();
     assert_eq!(entry["status"], "failed");
     let attempts = entry["log"].as_array().unwrap();
     assert_eq!(attempts[0]["statusCode"], 302);
@@ -471,7 +454,7 @@ async fn gone_disables_redirects_fail_unfollowed_and_slow_receivers_time_out() {
     );
     assert_eq!(attempts[2]["statusCode"], 410);
     let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
-    let webhook = data(&list, 200)["webhooks"][0].clone();
+    let webhook = list.data(200)["webhooks"][0].clone();
     assert_eq!(webhook["status"], "disabled");
     assert!(webhook["disabledReason"].as_str().unwrap().contains("410"));
     let before = receiver.received().len();
@@ -481,14 +464,14 @@ async fn gone_disables_redirects_fail_unfollowed_and_slow_receivers_time_out() {
     assert_eq!(receiver.received().len(), before);
 
     // Enabled again, it receives new events.
-    let resp = patch_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}"),
-        &json!({"status": "active"}),
-    )
-    .await;
-    let webhook = data(&resp, 200);
+    let resp = server
+        .patch(
+            &key,
+            &format!("/api/v3/webhooks/{id}"),
+            &json!({"status": "active"}),
+        )
+        .await;
+    let webhook = resp.data(200);
     assert_eq!(webhook["status"], "active");
     assert_eq!(webhook["disabledReason"], Value::Null);
     order(&server, &key).await;
@@ -520,17 +503,17 @@ async fn a_subscription_failing_for_five_days_is_disabled() {
             b"",
         )
         .await;
-    let delivery = data(&log, 200)["deliveries"][0].clone();
+    let delivery = log.data(200)["deliveries"][0].clone();
     assert_eq!(delivery["attempts"], 10, "the whole schedule");
     assert_eq!(delivery["status"], "failed");
     let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
-    assert_eq!(data(&list, 200)["webhooks"][0]["status"], "active");
+    assert_eq!(list.data(200)["webhooks"][0]["status"], "active");
     // Five days after the streak began, the next failure disables it.
     server.clock.advance_ms(24 * 3_600_000);
     order(&server, &key).await;
     server.dispatcher.run_due().await;
     let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
-    let webhook = data(&list, 200)["webhooks"][0].clone();
+    let webhook = list.data(200)["webhooks"][0].clone();
     assert_eq!(webhook["webhookId"], id);
     assert_eq!(webhook["status"], "disabled");
     assert!(
@@ -548,14 +531,14 @@ async fn rotation_signs_with_both_secrets_during_the_grace_only() {
     let key = key(&server).await;
     let receiver = Receiver::start().await;
     let (id, old) = subscribe(&server, &key, &receiver.url, &["order.created"]).await;
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/rotate-secret"),
-        &json!({}),
-    )
-    .await;
-    let rotated = data(&resp, 200);
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/rotate-secret"),
+            &json!({}),
+        )
+        .await;
+    let rotated = resp.data(200);
     let new = rotated["secret"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
     assert_eq!(
@@ -569,22 +552,22 @@ async fn rotation_signs_with_both_secrets_during_the_grace_only() {
     assert_eq!(during.header("webhook-signature").split(' ').count(), 2);
     assert!(verifies(&new, &during) && verifies(&old, &during));
     // A second rotation during the grace is refused, unless forced.
-    post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/rotate-secret"),
-        &json!({}),
-    )
-    .await
-    .expect(409, "rotation_in_progress");
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/rotate-secret"),
-        &json!({"force": true, "previousSecretExpiresIn": 3_600}),
-    )
-    .await;
-    let newest = data(&resp, 200)["secret"].as_str().unwrap().to_owned();
+    server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/rotate-secret"),
+            &json!({}),
+        )
+        .await
+        .expect(409, "rotation_in_progress");
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/rotate-secret"),
+            &json!({"force": true, "previousSecretExpiresIn": 3_600}),
+        )
+        .await;
+    let newest = resp.data(200)["secret"].as_str().unwrap().to_owned();
     order(&server, &key).await;
     server.dispatcher.run_due().await;
     let forced = receiver.received().pop().unwrap();
@@ -601,23 +584,23 @@ async fn rotation_signs_with_both_secrets_during_the_grace_only() {
     assert_eq!(after.header("webhook-signature").split(' ').count(), 1);
     assert!(signed_by(&newest, &after) && !signed_by(&new, &after));
     // Grace 0: the current secret is retired at once (after a leak).
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/rotate-secret"),
-        &json!({"previousSecretExpiresIn": 0}),
-    )
-    .await;
-    let immediate = data(&resp, 200);
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/rotate-secret"),
+            &json!({"previousSecretExpiresIn": 0}),
+        )
+        .await;
+    let immediate = resp.data(200);
     assert_eq!(immediate["previousSecretExpiresAt"], Value::Null);
-    post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/rotate-secret"),
-        &json!({"previousSecretExpiresIn": 604_801}),
-    )
-    .await
-    .expect(400, "validation_failed");
+    server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/rotate-secret"),
+            &json!({"previousSecretExpiresIn": 604_801}),
+        )
+        .await
+        .expect(400, "validation_failed");
     server.stop().await;
 }
 
@@ -644,14 +627,14 @@ async fn replays_resend_own_events_by_id_or_window() {
 
     // Case 103: replaying an own event queues it; it arrives again with the same id and bytes.
     server.clock.advance_ms(60_000);
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/replay"),
-        &json!({"eventId": event_id}),
-    )
-    .await;
-    let queued = data(&resp, 202);
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/replay"),
+            &json!({"eventId": event_id}),
+        )
+        .await;
+    let queued = resp.data(202);
     assert_eq!(queued["queued"], 1);
     assert_eq!(queued["deliveries"][0]["eventId"], event_id);
     assert_eq!(queued["deliveries"][0]["eventType"], "order.created");
@@ -662,22 +645,22 @@ async fn replays_resend_own_events_by_id_or_window() {
     assert!(verifies(&secret, &replayed));
 
     // A window: both events, oldest first; limit bounds it.
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/replay"),
-        &json!({"since": started - 1, "until": server.now_secs() + 1, "limit": 1}),
-    )
-    .await;
-    assert_eq!(data(&resp, 202)["queued"], 1);
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/replay"),
-        &json!({"since": started - 1}),
-    )
-    .await;
-    let window = data(&resp, 202);
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/replay"),
+            &json!({"since": started - 1, "until": server.now_secs() + 1, "limit": 1}),
+        )
+        .await;
+    assert_eq!(resp.data(202)["queued"], 1);
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/replay"),
+            &json!({"since": started - 1}),
+        )
+        .await;
+    let window = resp.data(202);
     assert_eq!(window["queued"], 2);
     assert_eq!(
         window["deliveries"][1]["eventType"],
@@ -693,26 +676,26 @@ async fn replays_resend_own_events_by_id_or_window() {
             b"",
         )
         .await;
-    assert_eq!(data(&log, 200)["deliveries"][0]["kind"], "replay");
+    assert_eq!(log.data(200)["deliveries"][0]["kind"], "replay");
 
     // Other principals: neither their subscription nor their events.
     let (theirs, _) = subscribe(&server, &other, &receiver.url, &["order.created"]).await;
-    post_json(
-        &server,
-        &other,
-        &format!("/api/v3/webhooks/{theirs}/replay"),
-        &json!({"eventId": event_id}),
-    )
-    .await
-    .expect(404, "event_not_found");
-    post_json(
-        &server,
-        &other,
-        &format!("/api/v3/webhooks/{id}/replay"),
-        &json!({"eventId": event_id}),
-    )
-    .await
-    .expect(404, "webhook_not_found");
+    server
+        .post(
+            &other,
+            &format!("/api/v3/webhooks/{theirs}/replay"),
+            &json!({"eventId": event_id}),
+        )
+        .await
+        .expect(404, "event_not_found");
+    server
+        .post(
+            &other,
+            &format!("/api/v3/webhooks/{id}/replay"),
+            &json!({"eventId": event_id}),
+        )
+        .await
+        .expect(404, "webhook_not_found");
     // Malformed selections.
     for body in [
         json!({}),
@@ -722,23 +705,19 @@ async fn replays_resend_own_events_by_id_or_window() {
         json!({"since": started, "until": started}),
         json!({"eventId": event_id, "limit": 5}),
     ] {
-        post_json(
-            &server,
+        server
+            .post(&key, &format!("/api/v3/webhooks/{id}/replay"), &body)
+            .await
+            .expect(400, "validation_failed");
+    }
+    server
+        .post(
             &key,
             &format!("/api/v3/webhooks/{id}/replay"),
-            &body,
+            &json!({"eventId": "evt_0123456789abcdef0123456789abcdef"}),
         )
         .await
-        .expect(400, "validation_failed");
-    }
-    post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/replay"),
-        &json!({"eventId": "evt_0123456789abcdef0123456789abcdef"}),
-    )
-    .await
-    .expect(404, "event_not_found");
+        .expect(404, "event_not_found");
     server.stop().await;
 }
 
@@ -748,14 +727,14 @@ async fn test_callbacks_report_only_status_and_latency() {
     let key = key(&server).await;
     let receiver = Receiver::start().await;
     let (id, secret) = subscribe(&server, &key, &receiver.url, &["order.completed"]).await;
-    let resp = post_json(
-        &server,
-        &key,
-        "/api/v3/callbacks/test",
-        &json!({"webhookId": id, "eventType": "order.completed"}),
-    )
-    .await;
-    let result = data(&resp, 200);
+    let resp = server
+        .post(
+            &key,
+            "/api/v3/callbacks/test",
+            &json!({"webhookId": id, "eventType": "order.completed"}),
+        )
+        .await;
+    let result = resp.data(200);
     assert_eq!(result["delivered"], true);
     assert_eq!(result["statusCode"], 200);
     assert!(result["latencyMs"].is_i64());
@@ -767,14 +746,10 @@ async fn test_callbacks_report_only_status_and_latency() {
 
     // Case 101: what the receiver says is never shown.
     receiver.script([Reply::Body(418, "internal receiver secret: hunter2")]);
-    let resp = post_json(
-        &server,
-        &key,
-        "/api/v3/callbacks/test",
-        &json!({"webhookId": id}),
-    )
-    .await;
-    let result = data(&resp, 200);
+    let resp = server
+        .post(&key, "/api/v3/callbacks/test", &json!({"webhookId": id}))
+        .await;
+    let result = resp.data(200);
     assert_eq!(result["delivered"], false);
     assert_eq!(result["statusCode"], 418);
     assert_eq!(result["failure"], "http_status");
@@ -801,15 +776,15 @@ async fn test_callbacks_report_only_status_and_latency() {
             b"",
         )
         .await;
-    assert_eq!(data(&log, 200)["count"], 0);
-    post_json(
-        &server,
-        &key,
-        "/api/v3/callbacks/test",
-        &json!({"webhookId": id, "eventType": "order.paid"}),
-    )
-    .await
-    .expect(400, "validation_failed");
+    assert_eq!(log.data(200)["count"], 0);
+    server
+        .post(
+            &key,
+            "/api/v3/callbacks/test",
+            &json!({"webhookId": id, "eventType": "order.paid"}),
+        )
+        .await
+        .expect(400, "validation_failed");
     server.stop().await;
 }
 
@@ -820,14 +795,9 @@ async fn subscriptions_are_managed_by_their_owner_only() {
     let other = server.key(&[WebhooksRead, WebhooksWrite]).await;
     let reader = server.key(&[WebhooksRead]).await;
     let receiver = Receiver::start().await;
-    let resp = post_json(
-        &server,
-        &key,
-        "/api/v3/webhooks",
-        &json!({"url": receiver.url, "events": ["order.completed", "order.created", "order.completed"]}),
-    )
+    let resp = server.post(&key, "/api/v3/webhooks", &json!({"url": receiver.url, "events": ["order.completed", "order.created", "order.completed"]}))
     .await;
-    let created = data(&resp, 201);
+    let created = resp.data(201);
     let id = created["webhookId"].as_str().unwrap().to_owned();
     assert!(id.starts_with("whk_"));
     assert!(created["secret"].as_str().unwrap().starts_with("whsec_"));
@@ -840,39 +810,39 @@ async fn subscriptions_are_managed_by_their_owner_only() {
     assert_eq!(created["description"], Value::Null);
     // The secret is never shown again.
     let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
-    let list = data(&list, 200);
+    let list = list.data(200);
     assert_eq!(list["count"], 1);
     assert!(list["webhooks"][0].get("secret").is_none());
 
-    let resp = patch_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}"),
-        &json!({"description": "prod", "events": ["order.failed"], "status": "disabled"}),
-    )
-    .await;
-    let updated = data(&resp, 200);
+    let resp = server
+        .patch(
+            &key,
+            &format!("/api/v3/webhooks/{id}"),
+            &json!({"description": "prod", "events": ["order.failed"], "status": "disabled"}),
+        )
+        .await;
+    let updated = resp.data(200);
     assert_eq!(updated["description"], "prod");
     assert_eq!(updated["events"], json!(["order.failed"]));
     assert_eq!(updated["status"], "disabled");
-    post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/replay"),
-        &json!({"since": 0}),
-    )
-    .await
-    .expect(409, "webhook_disabled");
-    let resp = patch_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}"),
-        &json!({"description": null}),
-    )
-    .await;
-    assert_eq!(data(&resp, 200)["description"], Value::Null);
+    server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/replay"),
+            &json!({"since": 0}),
+        )
+        .await
+        .expect(409, "webhook_disabled");
+    let resp = server
+        .patch(
+            &key,
+            &format!("/api/v3/webhooks/{id}"),
+            &json!({"description": null}),
+        )
+        .await;
+    assert_eq!(resp.data(200)["description"], Value::Null);
     assert_eq!(
-        data(&resp, 200)["events"],
+        resp.data(200)["events"],
         json!(["order.failed"]),
         "left-out fields stay"
     );
@@ -938,23 +908,22 @@ async fn subscriptions_are_managed_by_their_owner_only() {
         .await
         .expect(404, "webhook_not_found");
     assert_eq!(
-        data(
-            &server
-                .call(&other, "GET", "/api/v3/webhooks", "", b"")
-                .await,
-            200
-        )["count"],
+        server
+            .call(&other, "GET", "/api/v3/webhooks", "", b"")
+            .await
+            .data(200)
+            .clone()["count"],
         0
     );
     // Permissions: reading is not writing.
-    post_json(
-        &server,
-        &reader,
-        "/api/v3/webhooks",
-        &json!({"url": receiver.url, "events": ["order.created"]}),
-    )
-    .await
-    .expect(403, "permission_denied");
+    server
+        .post(
+            &reader,
+            "/api/v3/webhooks",
+            &json!({"url": receiver.url, "events": ["order.created"]}),
+        )
+        .await
+        .expect(403, "permission_denied");
 
     // Bad input changes nothing.
     for (body, code) in [
@@ -991,23 +960,25 @@ async fn subscriptions_are_managed_by_their_owner_only() {
             "validation_failed",
         ),
     ] {
-        post_json(&server, &key, "/api/v3/webhooks", &body)
+        server
+            .post(&key, "/api/v3/webhooks", &body)
             .await
             .expect(400, code);
     }
-    patch_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}"),
-        &json!({"status": "paused"}),
-    )
-    .await
-    .expect(400, "validation_failed");
+    server
+        .patch(
+            &key,
+            &format!("/api/v3/webhooks/{id}"),
+            &json!({"status": "paused"}),
+        )
+        .await
+        .expect(400, "validation_failed");
     assert_eq!(
-        data(
-            &server.call(&key, "GET", "/api/v3/webhooks", "", b"").await,
-            200
-        )["count"],
+        server
+            .call(&key, "GET", "/api/v3/webhooks", "", b"")
+            .await
+            .data(200)
+            .clone()["count"],
         1
     );
     server.stop().await;
@@ -1049,16 +1020,16 @@ async fn a_key_at_its_subscription_cap_gets_a_conflict_and_nothing_is_created() 
         )
         .await;
     }
-    let refused = post_json(
-        &server,
-        &key,
-        "/api/v3/webhooks",
-        &json!({"url": "http://127.0.0.1:9/21", "events": ["order.created"]}),
-    )
-    .await;
+    let refused = server
+        .post(
+            &key,
+            "/api/v3/webhooks",
+            &json!({"url": "http://127.0.0.1:9/21", "events": ["order.created"]}),
+        )
+        .await;
     refused.expect(409, "webhook_limit_reached");
     let list = server.call(&key, "GET", "/api/v3/webhooks", "", b"").await;
-    assert_eq!(data(&list, 200)["count"], 20);
+    assert_eq!(list.data(200)["count"], 20);
     server.stop().await;
 }
 
@@ -1118,20 +1089,21 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     )])
     .collect();
     for (url, code) in &matrix {
-        post_json(
-            &server,
-            &key,
-            "/api/v3/webhooks",
-            &json!({"url": url, "events": ["order.created"]}),
-        )
-        .await
-        .expect(400, code);
+        server
+            .post(
+                &key,
+                "/api/v3/webhooks",
+                &json!({"url": url, "events": ["order.created"]}),
+            )
+            .await
+            .expect(400, code);
     }
     assert_eq!(
-        data(
-            &server.call(&key, "GET", "/api/v3/webhooks", "", b"").await,
-            200
-        )["count"],
+        server
+            .call(&key, "GET", "/api/v3/webhooks", "", b"")
+            .await
+            .data(200)
+            .clone()["count"],
         0
     );
 
@@ -1193,14 +1165,14 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
         .await
         .unwrap();
     // Updating it to another blocked URL is refused as creation is.
-    patch_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{}", subscription.id),
-        &json!({"url": "https://[::ffff:a9fe:a9fe]/"}),
-    )
-    .await
-    .expect(400, "webhook_url_host_not_allowed");
+    server
+        .patch(
+            &key,
+            &format!("/api/v3/webhooks/{}", subscription.id),
+            &json!({"url": "https://[::ffff:a9fe:a9fe]/"}),
+        )
+        .await
+        .expect(400, "webhook_url_host_not_allowed");
     order(&server, &key).await;
     assert_eq!(server.dispatcher.run_due().await, 1);
     let log = server
@@ -1212,7 +1184,7 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
             b"",
         )
         .await;
-    let attempt = data(&log, 200)["deliveries"][0]["log"][0].clone();
+    let attempt = log.data(200)["deliveries"][0]["log"][0].clone();
     assert!(
         attempt["error"]
             .as_str()
@@ -1222,14 +1194,14 @@ async fn live_mode_refuses_every_non_public_destination_without_connecting() {
     );
     assert_eq!(attempt["statusCode"], Value::Null);
     // The test callback is held to the same policy.
-    let resp = post_json(
-        &server,
-        &key,
-        "/api/v3/callbacks/test",
-        &json!({"webhookId": subscription.id.as_str()}),
-    )
-    .await;
-    assert_eq!(data(&resp, 200)["failure"], "destination_blocked");
+    let resp = server
+        .post(
+            &key,
+            "/api/v3/callbacks/test",
+            &json!({"webhookId": subscription.id.as_str()}),
+        )
+        .await;
+    assert_eq!(resp.data(200)["failure"], "destination_blocked");
 
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
@@ -1266,14 +1238,14 @@ async fn python_standardwebhooks_verifies_our_deliveries_across_a_rotation() {
     let (id, old) = subscribe(&server, &key, &receiver.url, &["order.created"]).await;
     order(&server, &key).await;
     server.dispatcher.run_due().await;
-    let resp = post_json(
-        &server,
-        &key,
-        &format!("/api/v3/webhooks/{id}/rotate-secret"),
-        &json!({"previousSecretExpiresIn": 60}),
-    )
-    .await;
-    let new = data(&resp, 200)["secret"].as_str().unwrap().to_owned();
+    let resp = server
+        .post(
+            &key,
+            &format!("/api/v3/webhooks/{id}/rotate-secret"),
+            &json!({"previousSecretExpiresIn": 60}),
+        )
+        .await;
+    let new = resp.data(200)["secret"].as_str().unwrap().to_owned();
     order(&server, &key).await;
     server.dispatcher.run_due().await;
     server.clock.advance_ms(60_000);
@@ -1355,7 +1327,7 @@ async fn no_webhook_secret_rests_in_clear_and_replays_still_answer_it() {
     let create = server
         .sign(&key, "POST", "/api/v3/webhooks", "", &body)
         .set("Idempotency-Key", "create-hook-with-a-secret");
-    let created = data(&server.send(&create).await, 201);
+    let created = server.send(&create).await.data(201).clone();
     let id = created["webhookId"].as_str().unwrap().to_owned();
     let first_secret = created["secret"].as_str().unwrap().to_owned();
     let path = format!("/api/v3/webhooks/{id}/rotate-secret");
@@ -1368,7 +1340,7 @@ async fn no_webhook_secret_rests_in_clear_and_replays_still_answer_it() {
             br#"{"previousSecretExpiresIn":60}"#,
         )
         .set("Idempotency-Key", "rotate-hook-secret-once");
-    let rotated = data(&server.send(&rotate).await, 200);
+    let rotated = server.send(&rotate).await.data(200).clone();
     let second_secret = rotated["secret"].as_str().unwrap().to_owned();
     order(&server, &key).await;
     server.dispatcher.run_due().await;
@@ -1379,7 +1351,7 @@ async fn no_webhook_secret_rests_in_clear_and_replays_still_answer_it() {
         .set("Idempotency-Key", "create-hook-with-a-secret");
     let replayed = server.send(&again).await;
     assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
-    assert_eq!(data(&replayed, 200)["secret"], first_secret);
+    assert_eq!(replayed.data(200)["secret"], first_secret);
     let again = server
         .sign(
             &key,
@@ -1389,10 +1361,7 @@ async fn no_webhook_secret_rests_in_clear_and_replays_still_answer_it() {
             br#"{"previousSecretExpiresIn":60}"#,
         )
         .set("Idempotency-Key", "rotate-hook-secret-once");
-    assert_eq!(
-        data(&server.send(&again).await, 200)["secret"],
-        second_secret
-    );
+    assert_eq!(server.send(&again).await.data(200)["secret"], second_secret);
 
     let stored = server.database_text().await;
     assert!(stored.contains(&id), "the scan reads the tables");
@@ -1420,18 +1389,22 @@ async fn replays_are_rate_limited_per_subscription() {
     let replay = |subscription: &str| {
         let path = format!("/api/v3/webhooks/{subscription}/replay");
         let (server, key) = (&server, &key);
-        async move { post_json(server, key, &path, &json!({"since": started - 1})).await }
+        async move {
+            server
+                .post(key, &path, &json!({"since": started - 1}))
+                .await
+        }
     };
     for _ in 0..10 {
-        data(&replay(&id).await, 202);
+        replay(&id).await.data(202);
     }
     let refused = replay(&id).await;
     refused.expect(429, "rate_limit_exceeded");
     let wait: u64 = refused.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
     // Another subscription has its own budget.
-    data(&replay(&other).await, 202);
+    replay(&other).await.data(202);
     server.clock.advance_ms(60_000);
-    data(&replay(&id).await, 202);
+    replay(&id).await.data(202);
     server.stop().await;
 }

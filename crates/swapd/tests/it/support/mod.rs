@@ -300,6 +300,22 @@ impl Resp {
         );
         self
     }
+
+    /// The success envelope's `data`, asserting the status first (showing the body when it
+    /// differs).
+    #[track_caller]
+    pub fn data(&self, status: u16) -> &Value {
+        assert_eq!(self.status, status, "body: {}", self.body);
+        &self.body["data"]
+    }
+}
+
+/// A JSON string's text, or a panic naming the value.
+#[track_caller]
+pub fn text(value: &Value) -> &str {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"))
 }
 
 /// A request ready to send; tests tamper with it before sending.
@@ -803,6 +819,23 @@ impl TestServer {
         body: &[u8],
     ) -> Resp {
         self.send(&self.sign(key, method, path, raw_query, body))
+            .await
+    }
+
+    /// A signed `GET` of `path` with `raw_query`.
+    pub async fn get(&self, key: &TestKey, path: &str, raw_query: &str) -> Resp {
+        self.call(key, "GET", path, raw_query, b"").await
+    }
+
+    /// A signed `POST` of `body` as JSON.
+    pub async fn post(&self, key: &TestKey, path: &str, body: &Value) -> Resp {
+        self.call(key, "POST", path, "", &serde_json::to_vec(body).unwrap())
+            .await
+    }
+
+    /// A signed `PATCH` of `body` as JSON.
+    pub async fn patch(&self, key: &TestKey, path: &str, body: &Value) -> Resp {
+        self.call(key, "PATCH", path, "", &serde_json::to_vec(body).unwrap())
             .await
     }
 

@@ -26,21 +26,23 @@ use axum::response::{IntoResponse, Response};
 use swapd_core::purchases::{Presented, PurchaseStep};
 use swapd_core::store::WindowDecision;
 use swapd_types::ErrorCode;
-use swapd_x402::exact;
 use swapd_x402::siwx::{self, Audience, SiwxPayload, Wallet};
 use swapd_x402::wire::{
     self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE, PaymentPayload, SIGN_IN_WITH_X,
-    SettleResponse, X402_VERSION,
+    SettleResponse,
 };
+
+mod decide;
+mod purchase;
 
 use super::{Access, AccessTokens, InputCheck, Page, X402Route};
 use crate::idempotency::{self, Started};
 use crate::principal::Caller;
 use crate::{ApiError, AppState};
+use decide::{Limit, Settlement};
+use purchase::Purchase;
 use swapd_core::ids::{OrderId, PlanId};
 
-const PAID_ATTEMPTS_PER_HOUR: u32 = 60;
-const WALLET_READS_PER_MINUTE: u32 = 30;
 /// How long a SIWX challenge's nonce may be used.
 const CHALLENGE_TTL_MS: i64 = 5 * 60 * 1000;
 /// Headers larger than this are not decoded.
@@ -80,8 +82,8 @@ async fn gated(gate: RouteGate, request: Request, next: Next) -> Response {
         Access::WalletRead => context.wallet_read(request, next).await,
         _ => context.paid(request, next).await,
     };
-    if let Some(decision) = context.limit.get() {
-        rate_limit_headers(response.headers_mut(), decision, context.limit_name());
+    if let Some((decision, name)) = context.counted.get() {
+        rate_limit_headers(response.headers_mut(), decision, name);
     }
     response
 }
@@ -93,7 +95,8 @@ struct Context<'a> {
     client: String,
     /// The full URL of this request on our public origin (path and query).
     resource_url: String,
-    limit: std::sync::OnceLock<WindowDecision>,
+    /// The window this request was counted in, and its name.
+    counted: std::sync::OnceLock<(WindowDecision, &'static str)>,
 }
 
 impl<'a> Context<'a> {
@@ -109,64 +112,41 @@ impl<'a> Context<'a> {
             route,
             client,
             resource_url: format!("{}{path_and_query}", state.x402.origin),
-            limit: std::sync::OnceLock::new(),
+            counted: std::sync::OnceLock::new(),
         }
     }
 
-    fn limit_name(&self) -> &'static str {
-        if self.route.access.paid() {
-            "x402-paid-attempts-hour"
-        } else {
-            "x402-wallet-reads-minute"
-        }
+    /// The window this request counts against.
+    fn limit(&self, path: &str) -> Limit {
+        Limit::of(
+            self.route.access.paid(),
+            &self.client,
+            &self.route.path,
+            path,
+        )
     }
 
     /// Counts this request against its limit; `Err` with the 429 when it is spent.
     async fn consume_limit(&self, path: &str) -> Result<(), Response> {
-        let (key, window_ms, limit, code) = if self.route.access.paid() {
-            (
-                format!("paid|{}|{}", self.client, self.route.path),
-                3_600_000,
-                PAID_ATTEMPTS_PER_HOUR,
-                ErrorCode::PaidAttemptsExceeded,
-            )
-        } else {
-            (
-                format!("read|{}|{}|{path}", self.client, self.route.path),
-                60_000,
-                WALLET_READS_PER_MINUTE,
-                ErrorCode::WalletReadsExceeded,
-            )
-        };
+        let limit = self.limit(path);
         let decision = self
             .state
             .limits
             .windows
-            .consume_window(&key, window_ms, limit)
+            .consume_window(&limit.key, limit.window_ms, limit.per_window)
             .await
             .map_err(|e| ApiError::from(e).into_response())?;
-        let _ = self.limit.set(decision);
+        let _ = self.counted.set((decision, limit.name));
         if decision.allowed {
             return Ok(());
         }
-        let now_ms = self.state.clock.now_ms();
-        let retry_after = ((decision.resets_at_ms - now_ms).max(0) + 999) / 1000;
-        Err(ApiError::new(
-            code,
-            format!(
-                "at most {limit} such requests per {} from this client; retry in {retry_after} s",
-                if window_ms == 60_000 {
-                    "minute"
-                } else {
-                    "hour"
-                }
-            ),
-        )
-        .with_header(
-            axum::http::header::RETRY_AFTER,
-            HeaderValue::from(retry_after),
-        )
-        .into_response())
+        let (message, retry_after) = limit.refusal(&decision, self.state.clock.now_ms());
+        Err(ApiError::new(limit.code, message)
+            .with_header(
+                axum::http::header::RETRY_AFTER,
+                HeaderValue::from(retry_after),
+            )
+            .into_response())
     }
 
     fn disabled(&self) -> Option<Response> {
@@ -235,7 +215,7 @@ impl<'a> Context<'a> {
             return Ok(None);
         };
         let token = token.to_str().unwrap_or_default();
-        let id = path_parameter(&self.route.path, path, page.parameter());
+        let id = decide::path_parameter(&self.route.path, path, page.parameter());
         let store = &self.state.store;
         let (owner, code) = match page {
             Page::Order => {
@@ -261,7 +241,7 @@ impl<'a> Context<'a> {
                 (owner, ErrorCode::ExecutionNotFound)
             }
         };
-        match owner.as_ref().and_then(wallet_of_owner) {
+        match owner.as_ref().and_then(decide::wallet_of_owner) {
             Some(wallet) => Ok(Some(wallet)),
             None => Err(
                 ApiError::new(code, "not found: unknown, or not this page token's").into_response(),
@@ -366,57 +346,16 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Who pays and under which authorization nonce, from the signature alone (the
-    /// facilitator verifies everything after), once the payment is for exactly our
-    /// requirements and this request.
+    /// Who pays and under which authorization nonce ([`decide::payer`]); `Err` with the 402
+    /// naming the reason.
     async fn identify_payer(
         &self,
         payment: &PaymentPayload,
         requirements: &wire::PaymentRequirements,
     ) -> Result<(alloy_primitives::Address, String), Response> {
-        if payment.x402_version != X402_VERSION {
-            return Err(self
-                .invalid("invalid_x402_version", "only x402 version 2 is accepted")
-                .await);
-        }
-        if !requirements.matches(&payment.accepted) {
-            return Err(self.invalid(
-                "No matching payment requirements",
-                "the payment's `accepted` is not our requirements: pay exactly what PAYMENT-REQUIRED asks",
-            )
-            .await);
-        }
-        if let Some(resource) = &payment.resource
-            && resource.url != self.resource_url
-        {
-            return Err(self.invalid(
-                "resource_mismatch",
-                "the payment was made for another request: replay the identical request it was made for",
-            )
-            .await);
-        }
-        let identified = serde_json::from_value(payment.payload.clone())
-            .map_err(|_| exact::Invalid::Payload)
-            .and_then(|payload| {
-                let authorization = exact::authorization(&payload)?;
-                let digest = exact::digest(&authorization, requirements)?;
-                let signature: alloy_primitives::Signature = payload
-                    .signature
-                    .parse()
-                    .map_err(|_| exact::Invalid::SignatureFormat)?;
-                let payer = signature
-                    .recover_address_from_prehash(&digest)
-                    .map_err(|_| exact::Invalid::Signature)?;
-                if payer != authorization.from {
-                    return Err(exact::Invalid::Signature);
-                }
-                Ok((payer, authorization.nonce.to_string()))
-            });
-        match identified {
+        match decide::payer(payment, requirements, &self.resource_url) {
             Ok(found) => Ok(found),
-            Err(reason) => Err(self
-                .invalid(&reason.reason(), "the payment's signature does not verify")
-                .await),
+            Err(refused) => Err(self.invalid(&refused.reason, refused.message).await),
         }
     }
 
@@ -532,7 +471,7 @@ impl<'a> Context<'a> {
             Ok(verified) if verified.is_valid => Ok(()),
             Ok(verified) => {
                 purchase.forget().await;
-                let reason = reason_code(verified.invalid_reason, "invalid_payload");
+                let reason = decide::reason_code(verified.invalid_reason, "invalid_payload");
                 Err(self
                     .invalid(&reason, &format!("the payment is not valid: {reason}"))
                     .await)
@@ -556,40 +495,33 @@ impl<'a> Context<'a> {
         again: bool,
     ) -> Result<SettleResponse, Response> {
         let facilitator = &self.state.x402.facilitator;
-        let mut settled = match timed("settle", facilitator.settle(payment, requirements)).await {
+        let settled = match timed("settle", facilitator.settle(payment, requirements)).await {
             Ok(settled) => settled,
             Err(error) => {
                 purchase.release().await;
                 return Err(facilitator_failure(&error, true));
             }
         };
-        settled.error_message = None;
-        let reason = settled
-            .error_reason
-            .take()
-            .map(|r| reason_code(Some(r), ""));
-        // Settling again what the earlier attempt settled: the authorization is used, by that
-        // attempt (only a transfer to our payTo of exactly the price can use it).
-        let settled_before = again && reason.as_deref() == Some(NONCE_ALREADY_USED);
-        if !settled.success && !settled_before {
-            purchase.forget().await;
-            let reason = reason.unwrap_or_else(|| "settlement_failed".into());
-            settled.error_reason = Some(reason.clone());
-            let mut response = self
-                .required(
-                    ErrorCode::PaymentFailed,
-                    &format!("the payment could not be settled: {reason}"),
-                    &reason,
-                )
-                .await;
-            insert_header(
-                response.headers_mut(),
-                PAYMENT_RESPONSE,
-                &wire::encode_header(&settled),
-            );
-            return Err(response);
-        }
-        settled.success = true;
+        let settled = match decide::settlement(settled, again) {
+            Settlement::Settled(settled) => settled,
+            Settlement::Refused(refused) => {
+                purchase.forget().await;
+                let reason = refused.error_reason.clone().unwrap_or_default();
+                let mut response = self
+                    .required(
+                        ErrorCode::PaymentFailed,
+                        &format!("the payment could not be settled: {reason}"),
+                        &reason,
+                    )
+                    .await;
+                insert_header(
+                    response.headers_mut(),
+                    PAYMENT_RESPONSE,
+                    &wire::encode_header(&refused),
+                );
+                return Err(response);
+            }
+        };
         if let Err(error) = self
             .state
             .store
@@ -750,27 +682,6 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The segment of `path` where `template` has `parameter` (templates have no wildcards).
-fn path_parameter<'p>(template: &str, path: &'p str, parameter: &str) -> &'p str {
-    template
-        .split('/')
-        .zip(path.split('/'))
-        .find_map(|(declared, actual)| (declared == parameter).then_some(actual))
-        .unwrap_or_default()
-}
-
-/// The wallet an owner scope (`wallet:<address>`) names; `None` for an API key's.
-fn wallet_of_owner(owner: &swapd_core::owner::Owner) -> Option<Wallet> {
-    let swapd_core::owner::Owner::Wallet(address) = owner else {
-        return None;
-    };
-    if address.starts_with("0x") {
-        address.parse().ok().map(Wallet::Evm)
-    } else {
-        Some(Wallet::Solana(address.clone()))
-    }
-}
-
 fn single_header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h HeaderValue> {
     let mut values = headers.get_all(name).iter();
     match (values.next(), values.next()) {
@@ -780,132 +691,9 @@ fn single_header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h HeaderVal
     }
 }
 
-/// The reason code the EIP-3009 facilitators give for an authorization used before.
-const NONCE_ALREADY_USED: &str = "invalid_exact_evm_nonce_already_used";
-
-/// A facilitator's reason as a client may see it: an x402 reason code (`snake_case`), never
-/// free text.
-fn reason_code(reason: Option<String>, fallback: &str) -> String {
-    reason
-        .filter(|r| {
-            (1..=64).contains(&r.len())
-                && r.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        })
-        .unwrap_or_else(|| fallback.to_owned())
-}
-
-/// A payment being spent by this request, with the request's Idempotency-Key claim.
-struct Purchase<'a> {
-    state: &'a AppState,
-    payer: String,
-    nonce: String,
-    claim: Option<idempotency::IdempotencyClaim>,
-}
-
-impl Purchase<'_> {
-    /// Frees the Idempotency-Key for a retry (the call did not run).
-    async fn release_key(&self) {
-        if let Some(claim) = &self.claim {
-            idempotency::release(self.state, claim).await;
-        }
-    }
-
-    /// The settlement's outcome is unknown: the purchase stays for the same payment to finish.
-    async fn release(&self) {
-        self.release_key().await;
-        if let Err(error) = self
-            .state
-            .store
-            .release_purchase(&self.payer, &self.nonce)
-            .await
-        {
-            tracing::warn!(%error, "cannot release a purchase");
-        }
-    }
-
-    /// Until disarmed, releases the purchase and the key when the call never reaches its end
-    /// (it panicked, or was dropped): the call stays owed to the same payment.
-    fn release_if_dropped(&self) -> ReleaseIfDropped {
-        ReleaseIfDropped {
-            armed: Some((
-                self.state.clone(),
-                self.payer.clone(),
-                self.nonce.clone(),
-                self.claim.clone(),
-            )),
-        }
-    }
-
-    /// No money moved: the payment may be presented again.
-    async fn forget(&self) {
-        self.release_key().await;
-        if let Err(error) = self
-            .state
-            .store
-            .forget_purchase(&self.payer, &self.nonce)
-            .await
-        {
-            tracing::warn!(%error, "cannot forget a purchase");
-        }
-    }
-}
-
-/// See [`Purchase::release_if_dropped`].
-struct ReleaseIfDropped {
-    armed: Option<(
-        AppState,
-        String,
-        String,
-        Option<idempotency::IdempotencyClaim>,
-    )>,
-}
-
-impl ReleaseIfDropped {
-    fn disarm(mut self) {
-        self.armed = None;
-    }
-}
-
-impl Drop for ReleaseIfDropped {
-    fn drop(&mut self) {
-        let Some((state, payer, nonce, claim)) = self.armed.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        runtime.spawn(async move {
-            Purchase {
-                state: &state,
-                payer,
-                nonce,
-                claim,
-            }
-            .release()
-            .await;
-        });
-    }
-}
-
 fn facilitator_failure(error: &swapd_x402::FacilitatorError, settling: bool) -> Response {
     tracing::warn!(%error, settling, "facilitator failure");
-    let (code, message) = match error {
-        swapd_x402::FacilitatorError::Unavailable(_) if settling => (
-            ErrorCode::ServiceUnavailable,
-            "the payment facilitator did not confirm the settlement in time; the call was not \
-             executed: send the same request with the same PAYMENT-SIGNATURE (and \
-             Idempotency-Key) again: the payment settles at most once and then buys the call",
-        ),
-        swapd_x402::FacilitatorError::Unavailable(_) => (
-            ErrorCode::ServiceUnavailable,
-            "the payment facilitator is unavailable; nothing was charged: retry later",
-        ),
-        swapd_x402::FacilitatorError::BadAnswer(_) => (
-            ErrorCode::FacilitatorError,
-            "the payment facilitator answered something unusable; the call was not executed",
-        ),
-    };
+    let (code, message) = decide::facilitator_failure(error, settling);
     ApiError::new(code, message).into_response()
 }
 

@@ -1,0 +1,222 @@
+//! The gate's decisions, free of I/O: which window a request counts against and what its
+//! refusal says, who a payment's signature says pays, what a settlement's answer means, and
+//! what a facilitator's failure tells the client.
+
+use swapd_core::store::WindowDecision;
+use swapd_types::ErrorCode;
+use swapd_x402::exact;
+use swapd_x402::siwx::Wallet;
+use swapd_x402::wire::{self, PaymentPayload, SettleResponse, X402_VERSION};
+
+const PAID_ATTEMPTS_PER_HOUR: u32 = 60;
+const WALLET_READS_PER_MINUTE: u32 = 30;
+
+/// The reason code the EIP-3009 facilitators give for an authorization used before.
+const NONCE_ALREADY_USED: &str = "invalid_exact_evm_nonce_already_used";
+
+/// The window a request counts against (docs/x402.md, "Limits").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Limit {
+    pub key: String,
+    pub window_ms: i64,
+    pub per_window: u32,
+    pub code: ErrorCode,
+    /// What `x-ratelimit-resource` calls it.
+    pub name: &'static str,
+}
+
+impl Limit {
+    /// A paid route counts attempts per client and route an hour; a wallet-bound read counts
+    /// reads per client, route and resource (`path`) a minute.
+    pub fn of(paid: bool, client: &str, route: &str, path: &str) -> Limit {
+        if paid {
+            Limit {
+                key: format!("paid|{client}|{route}"),
+                window_ms: 3_600_000,
+                per_window: PAID_ATTEMPTS_PER_HOUR,
+                code: ErrorCode::PaidAttemptsExceeded,
+                name: "x402-paid-attempts-hour",
+            }
+        } else {
+            Limit {
+                key: format!("read|{client}|{route}|{path}"),
+                window_ms: 60_000,
+                per_window: WALLET_READS_PER_MINUTE,
+                code: ErrorCode::WalletReadsExceeded,
+                name: "x402-wallet-reads-minute",
+            }
+        }
+    }
+
+    /// What a spent window answers at `now_ms`: the message, and the whole seconds to wait.
+    pub fn refusal(&self, decision: &WindowDecision, now_ms: i64) -> (String, u64) {
+        let retry_after = ((decision.resets_at_ms - now_ms).max(0) + 999) / 1000;
+        let per = if self.window_ms == 60_000 {
+            "minute"
+        } else {
+            "hour"
+        };
+        (
+            format!(
+                "at most {} such requests per {per} from this client; retry in {retry_after} s",
+                self.per_window
+            ),
+            retry_after.unsigned_abs(),
+        )
+    }
+}
+
+/// A payment refused before the facilitator is asked: the x402 reason code and our message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Refused {
+    pub reason: String,
+    pub message: &'static str,
+}
+
+impl Refused {
+    fn new(reason: &str, message: &'static str) -> Self {
+        Self {
+            reason: reason.into(),
+            message,
+        }
+    }
+}
+
+/// Who pays and under which authorization nonce, from the signature alone (the facilitator
+/// verifies everything after), once the payment is for exactly our `requirements` and the
+/// request at `resource_url`.
+pub(super) fn payer(
+    payment: &PaymentPayload,
+    requirements: &wire::PaymentRequirements,
+    resource_url: &str,
+) -> Result<(alloy_primitives::Address, String), Refused> {
+    if payment.x402_version != X402_VERSION {
+        return Err(Refused::new(
+            "invalid_x402_version",
+            "only x402 version 2 is accepted",
+        ));
+    }
+    if !requirements.matches(&payment.accepted) {
+        return Err(Refused::new(
+            "No matching payment requirements",
+            "the payment's `accepted` is not our requirements: pay exactly what PAYMENT-REQUIRED asks",
+        ));
+    }
+    if let Some(resource) = &payment.resource
+        && resource.url != resource_url
+    {
+        return Err(Refused::new(
+            "resource_mismatch",
+            "the payment was made for another request: replay the identical request it was made for",
+        ));
+    }
+    serde_json::from_value(payment.payload.clone())
+        .map_err(|_| exact::Invalid::Payload)
+        .and_then(|payload| {
+            let authorization = exact::authorization(&payload)?;
+            let digest = exact::digest(&authorization, requirements)?;
+            let signature: alloy_primitives::Signature = payload
+                .signature
+                .parse()
+                .map_err(|_| exact::Invalid::SignatureFormat)?;
+            let payer = signature
+                .recover_address_from_prehash(&digest)
+                .map_err(|_| exact::Invalid::Signature)?;
+            if payer != authorization.from {
+                return Err(exact::Invalid::Signature);
+            }
+            Ok((payer, authorization.nonce.to_string()))
+        })
+        .map_err(|reason| Refused::new(&reason.reason(), "the payment's signature does not verify"))
+}
+
+/// What a facilitator's settlement answer means for the call.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Settlement {
+    /// Paid: serve the call.
+    Settled(SettleResponse),
+    /// Not paid (no money moved): refuse the call, saying why.
+    Refused(SettleResponse),
+}
+
+/// Reads `settled`, the answer to settling a payment (`again` when an earlier settlement's
+/// outcome never came back). What the client sees of it is a reason code, never the
+/// facilitator's free text.
+pub(super) fn settlement(mut settled: SettleResponse, again: bool) -> Settlement {
+    settled.error_message = None;
+    let reason = settled
+        .error_reason
+        .take()
+        .map(|r| reason_code(Some(r), ""))
+        .filter(|r| !r.is_empty());
+    // Settling again what the earlier attempt settled: the authorization is used, by that
+    // attempt (only a transfer to our payTo of exactly the price can use it).
+    let settled_before = again && reason.as_deref() == Some(NONCE_ALREADY_USED);
+    if settled.success || settled_before {
+        settled.success = true;
+        Settlement::Settled(settled)
+    } else {
+        settled.error_reason = Some(reason.unwrap_or_else(|| "settlement_failed".into()));
+        Settlement::Refused(settled)
+    }
+}
+
+/// What a facilitator that could not be asked (or answered nonsense) tells the client, while
+/// verifying or `settling`.
+pub(super) fn facilitator_failure(
+    error: &swapd_x402::FacilitatorError,
+    settling: bool,
+) -> (ErrorCode, &'static str) {
+    match error {
+        swapd_x402::FacilitatorError::Unavailable(_) if settling => (
+            ErrorCode::ServiceUnavailable,
+            "the payment facilitator did not confirm the settlement in time; the call was not \
+             executed: send the same request with the same PAYMENT-SIGNATURE (and \
+             Idempotency-Key) again: the payment settles at most once and then buys the call",
+        ),
+        swapd_x402::FacilitatorError::Unavailable(_) => (
+            ErrorCode::ServiceUnavailable,
+            "the payment facilitator is unavailable; nothing was charged: retry later",
+        ),
+        swapd_x402::FacilitatorError::BadAnswer(_) => (
+            ErrorCode::FacilitatorError,
+            "the payment facilitator answered something unusable; the call was not executed",
+        ),
+    }
+}
+
+/// A facilitator's reason as a client may see it: an x402 reason code (`snake_case`), never
+/// free text.
+pub(super) fn reason_code(reason: Option<String>, fallback: &str) -> String {
+    reason
+        .filter(|r| {
+            (1..=64).contains(&r.len())
+                && r.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
+        .unwrap_or_else(|| fallback.to_owned())
+}
+
+/// The segment of `path` where `template` has `parameter` (templates have no wildcards).
+pub(super) fn path_parameter<'p>(template: &str, path: &'p str, parameter: &str) -> &'p str {
+    template
+        .split('/')
+        .zip(path.split('/'))
+        .find_map(|(declared, actual)| (declared == parameter).then_some(actual))
+        .unwrap_or_default()
+}
+
+/// The wallet an owner scope (`wallet:<address>`) names; `None` for an API key's.
+pub(super) fn wallet_of_owner(owner: &swapd_core::owner::Owner) -> Option<Wallet> {
+    let swapd_core::owner::Owner::Wallet(address) = owner else {
+        return None;
+    };
+    if address.starts_with("0x") {
+        address.parse().ok().map(Wallet::Evm)
+    } else {
+        Some(Wallet::Solana(address.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests;
