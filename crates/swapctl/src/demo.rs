@@ -225,8 +225,8 @@ async fn fixed_order(client: &BusinessClient) -> anyhow::Result<String> {
         })
         .context("no available offchain route for 0.05 BTC → USDTTRC")?;
     println!(
-        "  {} routes; best offchain: {} pays {} USDTTRC",
-        routes.count,
+        "  {}; best offchain: {} pays {} USDTTRC",
+        crate::output::count(routes.count, "route", "routes"),
         card.execution_provider,
         card.expected_output_amount.as_deref().unwrap_or("?")
     );

@@ -191,8 +191,8 @@ pub async fn routes(api: &impl SwapApi, out: &Out, args: RoutesArgs) -> anyhow::
         }
     }
     println!(
-        "{} routes; lock an offchain one with `swapctl resolve rqq_…`, plan an onchain one with `swapctl onchain resolve rqq_… --wallet …`",
-        routes.count
+        "{}; lock an offchain one with `swapctl resolve rqq_…`, plan an onchain one with `swapctl onchain resolve rqq_… --wallet …`",
+        crate::output::count(routes.count, "route", "routes")
     );
     Ok(())
 }

@@ -23,6 +23,11 @@ impl Out {
     }
 }
 
+/// `n` and the noun, singular for one: `1 route`, `3 routes`, `1 delivery`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `text`, or `-` for nothing.
 pub fn or_dash(text: Option<&str>) -> &str {
     text.unwrap_or("-")
@@ -44,5 +49,15 @@ pub fn relative(unix_secs: i64) -> String {
         format!("in {text}")
     } else {
         format!("{text} ago")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_say_one_thing_or_many() {
+        assert_eq!(super::count(1, "route", "routes"), "1 route");
+        assert_eq!(super::count(0, "route", "routes"), "0 routes");
+        assert_eq!(super::count(2, "delivery", "deliveries"), "2 deliveries");
     }
 }

@@ -15,6 +15,8 @@ use swapd_client::webhooks::{
 };
 use tokio::sync::mpsc;
 
+use swapd_client::BusinessClient;
+
 use crate::cli::WebhooksCommand;
 use crate::config::Settings;
 use crate::output::{Out, or_dash, relative};
@@ -28,32 +30,14 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
             events,
             description,
         } => {
-            let created = client?
-                .create_webhook(&WebhookInput {
-                    url,
-                    events: expand(events),
-                    description,
-                })
-                .await?;
-            if !out.json(&created)? {
-                print_webhook(&created.webhook);
-                println!(
-                    "secret {}  (shown only now; verify deliveries with it)",
-                    created.secret
-                );
-                println!(
-                    "try it: swapctl webhooks listen --secret {} & swapctl webhooks test {}",
-                    created.secret, created.webhook.webhook_id
-                );
-            }
+            let input = WebhookInput {
+                url,
+                events: expand(events),
+                description,
+            };
+            create(&client?, out, &input).await
         }
-        WebhooksCommand::List => {
-            let list = client?.webhooks().await?;
-            if !out.json(&list)? {
-                list.webhooks.iter().for_each(print_webhook);
-                println!("{} subscriptions", list.count);
-            }
-        }
+        WebhooksCommand::List => list(&client?, out).await,
         WebhooksCommand::Update {
             webhook_id,
             url,
@@ -63,42 +47,29 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
             enable,
             disable,
         } => {
+            let description = if clear_description {
+                Some(None)
+            } else {
+                description.map(Some)
+            };
             let patch = WebhookPatch {
                 url,
-                description: if clear_description {
-                    Some(None)
-                } else {
-                    description.map(Some)
-                },
+                description,
                 events: events.map(expand),
                 status: status_change(enable, disable),
             };
-            let webhook = client?.update_webhook(&webhook_id, &patch).await?;
-            if !out.json(&webhook)? {
-                print_webhook(&webhook);
-            }
+            update(&client?, out, &webhook_id, &patch).await
         }
         WebhooksCommand::Rotate {
             webhook_id,
             grace,
             force,
         } => {
-            let rotated = client?
-                .rotate_webhook_secret(
-                    &webhook_id,
-                    &RotateInput {
-                        previous_secret_expires_in: grace,
-                        force: force.then_some(true),
-                    },
-                )
-                .await?;
-            if !out.json(&rotated)? {
-                println!("new secret {}  (shown only now)", rotated.secret);
-                match rotated.previous_secret_expires_at {
-                    Some(at) => println!("the previous secret also signs until {}", relative(at)),
-                    None => println!("the previous secret no longer signs"),
-                }
-            }
+            let input = RotateInput {
+                previous_secret_expires_in: grace,
+                force: force.then_some(true),
+            };
+            rotate(&client?, out, &webhook_id, &input).await
         }
         WebhooksCommand::Replay {
             webhook_id,
@@ -107,48 +78,129 @@ pub async fn run(settings: &Settings, out: &Out, command: WebhooksCommand) -> an
             until,
             limit,
         } => {
-            let queued = client?
-                .replay_webhook(
-                    &webhook_id,
-                    &ReplayInput {
-                        event_id: event,
-                        since,
-                        until,
-                        limit,
-                    },
-                )
-                .await?;
-            if !out.json(&queued)? {
-                print_queued(&queued);
-            }
+            let input = ReplayInput {
+                event_id: event,
+                since,
+                until,
+                limit,
+            };
+            replay(&client?, out, &webhook_id, &input).await
         }
         WebhooksCommand::Test {
             webhook_id,
             event_type,
-        } => {
-            let result = client?
-                .test_callback(&TestCallbackInput {
-                    webhook_id,
-                    event_type,
-                })
-                .await?;
-            if !out.json(&result)? {
-                print_test_result(&result);
-            }
-            anyhow::ensure!(result.delivered, "the test delivery was not accepted");
-        }
+        } => test(&client?, out, webhook_id, event_type).await,
         WebhooksCommand::Deliveries { webhook_id, limit } => {
-            let log = client?.webhook_deliveries(&webhook_id, limit).await?;
-            if !out.json(&log)? {
-                print_deliveries(&log);
-            }
+            deliveries(&client?, out, &webhook_id, limit).await
         }
         WebhooksCommand::Listen {
             listen: addr,
             secret,
             count,
-        } => listen(out, addr, &secret, count).await?,
+        } => listen(out, addr, &secret, count).await,
     }
+}
+
+async fn create(client: &BusinessClient, out: &Out, input: &WebhookInput) -> anyhow::Result<()> {
+    let created = client.create_webhook(input).await?;
+    if !out.json(&created)? {
+        print_webhook(&created.webhook);
+        println!(
+            "secret {}  (shown only now; verify deliveries with it)",
+            created.secret
+        );
+        println!(
+            "try it: swapctl webhooks listen --secret {} & swapctl webhooks test {}",
+            created.secret, created.webhook.webhook_id
+        );
+    }
+    Ok(())
+}
+
+async fn list(client: &BusinessClient, out: &Out) -> anyhow::Result<()> {
+    let list = client.webhooks().await?;
+    if !out.json(&list)? {
+        list.webhooks.iter().for_each(print_webhook);
+        println!(
+            "{}",
+            crate::output::count(list.count, "subscription", "subscriptions")
+        );
+    }
+    Ok(())
+}
+
+async fn update(
+    client: &BusinessClient,
+    out: &Out,
+    webhook_id: &str,
+    patch: &WebhookPatch,
+) -> anyhow::Result<()> {
+    let webhook = client.update_webhook(webhook_id, patch).await?;
+    if !out.json(&webhook)? {
+        print_webhook(&webhook);
+    }
+    Ok(())
+}
+
+async fn replay(
+    client: &BusinessClient,
+    out: &Out,
+    webhook_id: &str,
+    input: &ReplayInput,
+) -> anyhow::Result<()> {
+    let queued = client.replay_webhook(webhook_id, input).await?;
+    if !out.json(&queued)? {
+        print_queued(&queued);
+    }
+    Ok(())
+}
+
+async fn deliveries(
+    client: &BusinessClient,
+    out: &Out,
+    webhook_id: &str,
+    limit: Option<u32>,
+) -> anyhow::Result<()> {
+    let log = client.webhook_deliveries(webhook_id, limit).await?;
+    if !out.json(&log)? {
+        print_deliveries(&log);
+    }
+    Ok(())
+}
+
+async fn rotate(
+    client: &BusinessClient,
+    out: &Out,
+    webhook_id: &str,
+    input: &RotateInput,
+) -> anyhow::Result<()> {
+    let rotated = client.rotate_webhook_secret(webhook_id, input).await?;
+    if !out.json(&rotated)? {
+        println!("new secret {}  (shown only now)", rotated.secret);
+        match rotated.previous_secret_expires_at {
+            Some(at) => println!("the previous secret also signs until {}", relative(at)),
+            None => println!("the previous secret no longer signs"),
+        }
+    }
+    Ok(())
+}
+
+/// Sends a test event; fails when the receiver did not accept it.
+async fn test(
+    client: &BusinessClient,
+    out: &Out,
+    webhook_id: String,
+    event_type: Option<String>,
+) -> anyhow::Result<()> {
+    let input = TestCallbackInput {
+        webhook_id,
+        event_type,
+    };
+    let result = client.test_callback(&input).await?;
+    if !out.json(&result)? {
+        print_test_result(&result);
+    }
+    anyhow::ensure!(result.delivered, "the test delivery was not accepted");
     Ok(())
 }
 
@@ -168,7 +220,10 @@ fn print_queued(queued: &ReplayQueued) {
             delivery.event_id, delivery.event_type, delivery.delivery_id
         );
     }
-    println!("{} deliveries queued", queued.queued);
+    println!(
+        "{} queued",
+        crate::output::count(queued.queued, "delivery", "deliveries")
+    );
 }
 
 fn print_test_result(result: &TestCallbackResult) {
@@ -205,7 +260,10 @@ fn print_deliveries(log: &DeliveryLog) {
             or_dash(d.last_error.as_deref())
         );
     }
-    println!("{} deliveries", log.count);
+    println!(
+        "{}",
+        crate::output::count(log.count, "delivery", "deliveries")
+    );
 }
 
 /// `all` stands for every event type.

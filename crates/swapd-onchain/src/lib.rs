@@ -196,6 +196,20 @@ fn units(amount: Amount, currency: &CurrencyDef) -> U256 {
 }
 
 /// A provider's JSON answer, or `Unavailable` when it is not the shape documented.
+/// How a router words a refusal (a non-2xx answer) of a swap from a currency.
+type Refusal = fn(u16, &[u8], &CurrencyDef) -> ProviderError;
+
+/// A router's 2xx answer read by `map`; anything else as the router's `refusal` of a swap from
+/// `from`.
+fn read<T>(
+    answer: swapd_http::Answer,
+    from: &CurrencyDef,
+    refusal: Refusal,
+    map: impl FnOnce(&[u8]) -> Result<T, ProviderError>,
+) -> Result<T, ProviderError> {
+    answer.read(map, |refused| refusal(refused.status, &refused.body, from))
+}
+
 fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProviderError> {
     serde_json::from_slice(body).map_err(|error| {
         use serde_json::error::Category;

@@ -28,14 +28,18 @@ pub enum OnChain<F> {
 fn decided<F>(judged: SourceTx<F>, source: &ExecutionTx) -> OnChain<F> {
     OnChain::Decided(match judged {
         SourceTx::Confirmed(final_tx) => return OnChain::Final(final_tx),
-        SourceTx::NotIndexed => state(ExecutionStatus::Submitted, "not_indexed", Vec::new()),
-        SourceTx::Lost => state(ExecutionStatus::Failed, "tx_not_found", Vec::new()),
-        SourceTx::Confirming { .. } => state(
+        SourceTx::NotIndexed => {
+            Tracked::state(ExecutionStatus::Submitted, "not_indexed", Vec::new())
+        }
+        SourceTx::Lost => Tracked::state(ExecutionStatus::Failed, "tx_not_found", Vec::new()),
+        SourceTx::Confirming { .. } => Tracked::state(
             ExecutionStatus::Pending,
             "source_confirming",
             vec![source.clone()],
         ),
-        SourceTx::Reverted => state(ExecutionStatus::Failed, "reverted", vec![source.clone()]),
+        SourceTx::Reverted => {
+            Tracked::state(ExecutionStatus::Failed, "reverted", vec![source.clone()])
+        }
     })
 }
 
@@ -75,7 +79,7 @@ pub async fn on_solana(
             OnChain::Final(()) => match reader.transaction(&source.tx_hash).await? {
                 Some(tx) => OnChain::Final(tx),
                 // Finalized by its status, not served yet by getTransaction: look again.
-                None => OnChain::Decided(state(
+                None => OnChain::Decided(Tracked::state(
                     ExecutionStatus::Pending,
                     "source_confirming",
                     vec![source.clone()],
@@ -208,27 +212,6 @@ pub async fn received(
 
 /// Done: `units` of `to` arrived.
 pub fn completed(to: &CurrencyDef, units: U256, tx_hashes: Vec<ExecutionTx>) -> Tracked {
-    Tracked {
-        status: ExecutionStatus::Done,
-        substatus: Some("completed".into()),
-        outcome: Some(Outcome::Completed),
-        tx_hashes,
-        received_amount: Some(
-            Amount::from_base_units(units, to.decimals, Rounding::Down).to_string(),
-        ),
-        received_token: Some(to.code.into()),
-        fees_paid: Vec::new(),
-    }
-}
-
-pub fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) -> Tracked {
-    Tracked {
-        status,
-        substatus: Some(substatus.into()),
-        outcome: None,
-        tx_hashes,
-        received_amount: None,
-        received_token: None,
-        fees_paid: Vec::new(),
-    }
+    let amount = Amount::from_base_units(units, to.decimals, Rounding::Down);
+    Tracked::done(Outcome::Completed, to, amount, tx_hashes)
 }

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use swapd_core::amount::Amount;
 use swapd_core::fees::entry::{Fee, FeeKind};
-use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::pricing::Conversion;
 use swapd_core::market::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
@@ -14,7 +14,7 @@ use swapd_core::market::routes::less_bps;
 use swapd_core::market::{ExecutionType, RateType};
 
 use crate::price_feed::PriceFeed;
-use crate::quoting::{limits, network_fee, usd_price, with_fees};
+use crate::quoting::{limits, network_fee, priced_catalog, usd_price, with_fees};
 
 #[derive(Debug, Clone)]
 pub struct OffchainDesk {
@@ -133,21 +133,12 @@ impl Provider for OffchainDesk {
     }
 
     async fn catalog(&self, now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError> {
-        CURRENCIES
-            .iter()
-            .filter(|c| self.covers(c))
-            .map(|currency| {
-                let price = usd_price(&self.feed, currency, now_ms)?;
-                let (min, max) = limits(self.min_usd, self.max_usd, price, currency);
-                Ok(CurrencyOffer {
-                    currency,
-                    send: true,
-                    receive: true,
-                    min: Some(min),
-                    max: Some(max),
-                })
-            })
-            .collect()
+        priced_catalog(
+            &self.feed,
+            now_ms,
+            |c| self.covers(c),
+            (self.min_usd, self.max_usd),
+        )
     }
 
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {

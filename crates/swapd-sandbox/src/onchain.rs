@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use swapd_core::address::Network;
 use swapd_core::amount::Amount;
 use swapd_core::fees::entry::{Fee, FeeKind};
-use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
+use swapd_core::market::currencies::CurrencyDef;
 use swapd_core::market::pricing::Conversion;
 use swapd_core::market::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
@@ -19,7 +19,7 @@ use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRe
 
 use crate::plans;
 use crate::price_feed::PriceFeed;
-use crate::quoting::{limits, usd_price, with_fees};
+use crate::quoting::{limits, priced_catalog, usd_price, with_fees};
 
 /// One sandbox block unless configured otherwise (`providers.sandbox_block_ms`).
 pub const DEFAULT_BLOCK_MS: i64 = 2_000;
@@ -178,21 +178,7 @@ impl Provider for Dex {
     }
 
     async fn catalog(&self, now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError> {
-        CURRENCIES
-            .iter()
-            .filter(|c| self.trades(c))
-            .map(|currency| {
-                let price = usd_price(&self.feed, currency, now_ms)?;
-                let (min, max) = limits("1", self.max_usd, price, currency);
-                Ok(CurrencyOffer {
-                    currency,
-                    send: true,
-                    receive: true,
-                    min: Some(min),
-                    max: Some(max),
-                })
-            })
-            .collect()
+        priced_catalog(&self.feed, now_ms, |c| self.trades(c), ("1", self.max_usd))
     }
 
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {
@@ -296,21 +282,12 @@ impl Provider for Bridge {
     }
 
     async fn catalog(&self, now_ms: i64) -> Result<Vec<CurrencyOffer>, ProviderError> {
-        CURRENCIES
-            .iter()
-            .filter(|c| BRIDGE_CHAINS.contains(&c.network))
-            .map(|currency| {
-                let price = usd_price(&self.feed, currency, now_ms)?;
-                let (min, max) = limits("5", "250000", price, currency);
-                Ok(CurrencyOffer {
-                    currency,
-                    send: true,
-                    receive: true,
-                    min: Some(min),
-                    max: Some(max),
-                })
-            })
-            .collect()
+        priced_catalog(
+            &self.feed,
+            now_ms,
+            |c| BRIDGE_CHAINS.contains(&c.network),
+            ("5", "250000"),
+        )
     }
 
     async fn quote(&self, request: &QuoteRequest) -> Result<ProviderQuote, ProviderError> {

@@ -615,35 +615,7 @@ pub fn track(
             tx_hash: destination_hash(network, &source_hash),
         });
     }
-    Ok(Tracked {
-        status: ExecutionStatus::Done,
-        substatus: Some(
-            match outcome {
-                Outcome::Completed => "completed",
-                Outcome::Partial => "partial",
-                Outcome::Refunded => "refunded",
-            }
-            .into(),
-        ),
-        outcome: Some(outcome),
-        tx_hashes,
-        received_amount: Some(amount.to_string()),
-        received_token: Some(token.code.into()),
-        fees_paid: Vec::new(),
-    })
-}
-
-/// A tracked state that is not the end yet, or a failure, with the transactions it shows.
-fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) -> Tracked {
-    Tracked {
-        status,
-        substatus: Some(substatus.into()),
-        outcome: None,
-        tx_hashes,
-        received_amount: None,
-        received_token: None,
-        fees_paid: Vec::new(),
-    }
+    Ok(Tracked::done(outcome, token, amount, tx_hashes))
 }
 
 /// What an execution shows `blocks` after its report until it is done (`None` once it is):
@@ -652,24 +624,28 @@ fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) 
 fn underway(blocks: i64, selector: u8, bridge: bool, source: &ExecutionTx) -> Option<Tracked> {
     if selector == 0xfa {
         return Some(if blocks < NOT_FOUND_AFTER_BLOCKS {
-            state(ExecutionStatus::Submitted, "not_indexed", Vec::new())
+            Tracked::state(ExecutionStatus::Submitted, "not_indexed", Vec::new())
         } else {
-            state(ExecutionStatus::Failed, "not_found", Vec::new())
+            Tracked::state(ExecutionStatus::Failed, "not_found", Vec::new())
         });
     }
     if blocks < INDEXED_AFTER_BLOCKS {
-        return Some(state(ExecutionStatus::Submitted, "not_indexed", Vec::new()));
+        return Some(Tracked::state(
+            ExecutionStatus::Submitted,
+            "not_indexed",
+            Vec::new(),
+        ));
     }
     match selector {
         0xff => {
-            return Some(state(
+            return Some(Tracked::state(
                 ExecutionStatus::Failed,
                 "reverted",
                 vec![source.clone()],
             ));
         }
         0xfe => {
-            return Some(state(
+            return Some(Tracked::state(
                 ExecutionStatus::Failed,
                 "slippage_exceeded",
                 vec![source.clone()],
@@ -678,7 +654,7 @@ fn underway(blocks: i64, selector: u8, bridge: bool, source: &ExecutionTx) -> Op
         _ => {}
     }
     if blocks < CONFIRMED_AFTER_BLOCKS {
-        return Some(state(
+        return Some(Tracked::state(
             ExecutionStatus::Pending,
             "source_confirming",
             vec![source.clone()],
@@ -688,7 +664,7 @@ fn underway(blocks: i64, selector: u8, bridge: bool, source: &ExecutionTx) -> Op
     if bridge {
         arrives_after += DESTINATION_BLOCKS;
         if blocks < arrives_after {
-            return Some(state(
+            return Some(Tracked::state(
                 ExecutionStatus::Pending,
                 "awaiting_destination",
                 vec![source.clone()],
@@ -697,7 +673,7 @@ fn underway(blocks: i64, selector: u8, bridge: bool, source: &ExecutionTx) -> Op
         if selector == 0xfb {
             arrives_after += DELAY_BLOCKS;
             if blocks < arrives_after {
-                return Some(state(
+                return Some(Tracked::state(
                     ExecutionStatus::Pending,
                     "delayed",
                     vec![source.clone()],

@@ -3,9 +3,9 @@
 //! them (docs/sandbox.md).
 
 use swapd_core::amount::{Amount, Rounding};
-use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::currencies::{CURRENCIES, CurrencyDef};
 use swapd_core::market::pricing;
-use swapd_core::market::provider::ProviderError;
+use swapd_core::market::provider::{CurrencyOffer, ProviderError};
 
 use crate::price_feed::PriceFeed;
 
@@ -66,6 +66,31 @@ pub(crate) fn with_fees(
             Some((conversion.input_for(gross), net, parties(&fees)))
         }
     }
+}
+
+/// What a sandbox provider trades: every catalog currency `covers` accepts, both ways, between
+/// `min_usd` and `max_usd` at the feed's price at `now_ms`.
+pub(crate) fn priced_catalog(
+    feed: &PriceFeed,
+    now_ms: i64,
+    covers: impl Fn(&CurrencyDef) -> bool,
+    (min_usd, max_usd): (&str, &str),
+) -> Result<Vec<CurrencyOffer>, ProviderError> {
+    CURRENCIES
+        .iter()
+        .filter(|c| covers(c))
+        .map(|currency| {
+            let price = usd_price(feed, currency, now_ms)?;
+            let (min, max) = limits(min_usd, max_usd, price, currency);
+            Ok(CurrencyOffer {
+                currency,
+                send: true,
+                receive: true,
+                min: Some(min),
+                max: Some(max),
+            })
+        })
+        .collect()
 }
 
 pub(crate) fn limits(

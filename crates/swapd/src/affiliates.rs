@@ -11,7 +11,6 @@ use crate::app::Runtime;
 use crate::cli::AffiliatesCommand;
 
 pub async fn run(runtime: &Runtime, command: AffiliatesCommand) -> anyhow::Result<()> {
-    let store = &runtime.store;
     match command {
         AffiliatesCommand::Create {
             code,
@@ -26,7 +25,7 @@ pub async fn run(runtime: &Runtime, command: AffiliatesCommand) -> anyhow::Resul
             let affiliate =
                 Affiliate::new(&code, &name, share_bps, &payout, runtime.clock.now_ms())
                     .context("invalid affiliate")?;
-            match store.insert_affiliate(&affiliate).await {
+            match runtime.store.insert_affiliate(&affiliate).await {
                 Err(StoreError::Conflict(_)) => {
                     bail!(
                         "an affiliate already has the code `{code}` (swapd affiliates show {code})"
@@ -36,29 +35,10 @@ pub async fn run(runtime: &Runtime, command: AffiliatesCommand) -> anyhow::Resul
             }
             print(&affiliate, json)
         }
-        AffiliatesCommand::List { json } => {
-            let all = store.list_affiliates().await?;
-            if json {
-                let all: Vec<Value> = all.iter().map(describe).collect();
-                println!("{}", serde_json::to_string_pretty(&all)?);
-            } else if all.is_empty() {
-                println!(
-                    "No affiliates yet. Register one with: swapd affiliates create --code CODE --name NAME --share 25% --payout ADDRESS"
-                );
-            } else {
-                println!("{:<24} {:<8} {:>10} NAME", "CODE", "ACTIVE", "SHARE BPS");
-                for affiliate in &all {
-                    println!(
-                        "{:<24} {:<8} {:>10} {}",
-                        affiliate.code, affiliate.active, affiliate.share_bps, affiliate.name
-                    );
-                }
-            }
-            Ok(())
-        }
+        AffiliatesCommand::List { json } => list(runtime, json).await,
         AffiliatesCommand::Show { code, json } => print(&find(runtime, &code).await?, json),
         AffiliatesCommand::Disable { code } => {
-            let Some(affiliate) = store.set_affiliate_active(&code, false).await? else {
+            let Some(affiliate) = runtime.store.set_affiliate_active(&code, false).await? else {
                 bail!(
                     "no affiliate has the code `{code}` (list them with `swapd affiliates list`)"
                 );
@@ -74,35 +54,65 @@ pub async fn run(runtime: &Runtime, command: AffiliatesCommand) -> anyhow::Resul
             since,
             until,
             json,
-        } => {
-            find(runtime, &code).await?;
-            let now = runtime.clock.now_ms() / 1000;
-            let (since, until) = swapd_app::earnings::window(since, until, now)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let rows = store
-                .affiliate_ledger(
-                    &code,
-                    since * 1000,
-                    until * 1000,
-                    swapd_app::earnings::MAX_ROWS + 1,
-                )
-                .await?;
-            let earned = swapd_app::earnings::summary(&rows, Party::Affiliate, since, until);
-            if json {
-                println!("{}", serde_json::to_string_pretty(&earned)?);
-                return Ok(());
-            }
-            println!("`{code}` from {since} to {until} (epoch seconds)");
-            println!("{:<12} {:>24} {:>24}", "CURRENCY", "EXPECTED", "REALIZED");
-            for total in &earned.totals {
-                println!(
-                    "{:<12} {:>24} {:>24}",
-                    total.currency, total.expected, total.realized
-                );
-            }
-            Ok(())
+        } => earnings(runtime, &code, (since, until), json).await,
+    }
+}
+
+async fn list(runtime: &Runtime, json: bool) -> anyhow::Result<()> {
+    let all = runtime.store.list_affiliates().await?;
+    if json {
+        let all: Vec<Value> = all.iter().map(describe).collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else if all.is_empty() {
+        println!(
+            "No affiliates yet. Register one with: swapd affiliates create --code CODE --name NAME --share 25% --payout ADDRESS"
+        );
+    } else {
+        println!("{:<24} {:<8} {:>10} NAME", "CODE", "ACTIVE", "SHARE BPS");
+        for affiliate in &all {
+            println!(
+                "{:<24} {:<8} {:>10} {}",
+                affiliate.code, affiliate.active, affiliate.share_bps, affiliate.name
+            );
         }
     }
+    Ok(())
+}
+
+/// What `code` earned in the window (`--since`, `--until`, epoch seconds), by currency.
+async fn earnings(
+    runtime: &Runtime,
+    code: &str,
+    (since, until): (Option<i64>, Option<i64>),
+    json: bool,
+) -> anyhow::Result<()> {
+    find(runtime, code).await?;
+    let now = runtime.clock.now_ms() / 1000;
+    let (since, until) =
+        swapd_app::earnings::window(since, until, now).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rows = runtime
+        .store
+        .affiliate_ledger(
+            code,
+            since * 1000,
+            until * 1000,
+            swapd_app::earnings::MAX_ROWS + 1,
+        )
+        .await?;
+    let earned = swapd_app::earnings::summary(&rows, Party::Affiliate, since, until);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&earned)?);
+        return Ok(());
+    }
+    println!("`{code}` from {since} to {until} (epoch seconds)");
+    println!("{:<12} {:>24} {:>24}", "CURRENCY", "EXPECTED", "REALIZED");
+    for total in &earned.totals {
+        println!(
+            "{:<12} {:>24} {:>24}",
+            total.currency, total.expected, total.realized
+        );
+    }
+    Ok(())
 }
 
 async fn find(runtime: &Runtime, code: &str) -> anyhow::Result<Affiliate> {

@@ -45,9 +45,10 @@ pub enum Command {
     /// which needs no shell (docs/deploy.md).
     #[command(after_help = "Examples:
   swapd healthcheck
-  swapd healthcheck --url http://127.0.0.1:8081/readyz")]
+  swapd healthcheck --url http://127.0.0.1:8081")]
     Healthcheck {
-        /// The readiness URL [default: /readyz at the configured listen address, on loopback].
+        /// A node's base URL (its `/readyz` is asked) or its readiness URL [default: /readyz at
+        /// the configured listen address, on loopback].
         #[arg(long, value_name = "URL")]
         url: Option<String>,
     },

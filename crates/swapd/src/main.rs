@@ -144,6 +144,17 @@ fn openapi(out: &Path, check: bool) -> anyhow::Result<()> {
 }
 
 /// How the user ran this binary: `cargo run -q -p swapd --` from a checkout, else `swapd`.
+/// The readiness URL `text` names: itself, or `/readyz` of a node's base URL
+/// (`http://127.0.0.1:8080`, as a user types it).
+fn readiness_url(text: &str) -> anyhow::Result<String> {
+    let mut url = url::Url::parse(text)
+        .with_context(|| format!("--url {text}: not a URL (e.g. http://127.0.0.1:8080)"))?;
+    if url.path() == "/" {
+        url.set_path("/readyz");
+    }
+    Ok(url.to_string())
+}
+
 fn invocation() -> &'static str {
     let program = std::env::args().next().unwrap_or_default();
     if program.contains("/target/") {
@@ -153,19 +164,23 @@ fn invocation() -> &'static str {
     }
 }
 
-/// Whether this node answers ready at `url` (by default `/readyz` at the listen address, an
-/// unspecified address asked on loopback), within a few seconds.
+/// Whether this node answers ready at `url` (a node's base URL means its `/readyz`; by default
+/// `/readyz` at the listen address, an unspecified address asked on loopback), within a few
+/// seconds.
 async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<()> {
-    let url = url.unwrap_or_else(|| {
-        let mut address = config.listen;
-        if address.ip().is_unspecified() {
-            address.set_ip(match address.ip() {
-                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
+    let url = match url {
+        Some(url) => readiness_url(&url)?,
+        None => {
+            let mut address = config.listen;
+            if address.ip().is_unspecified() {
+                address.set_ip(match address.ip() {
+                    std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            format!("http://{address}/readyz")
         }
-        format!("http://{address}/readyz")
-    });
+    };
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(3))
         .build()?;

@@ -1,8 +1,9 @@
 //! The operator console at `/console` (docs/operations.md, "The console"): API keys, orders,
 //! webhook subscriptions and their deliveries, provider health and the x402 payments received,
 //! server-rendered. It has its own login: the operator password, checked against its argon2
-//! hash from the configuration; a session is a signed, HttpOnly, SameSite=Strict cookie whose
-//! signing key derives from the password hash (a new password ends every session), and whose
+//! hash from the configuration; a session is a signed, HttpOnly, SameSite=Strict cookie
+//! (`axum-extra`'s signed jar) whose key derives from the password hash (a new password ends
+//! every session), and whose
 //! logout is recorded in the store, so it holds on every node. Every form carries a CSRF token
 //! bound to the session and must come from the console's own origin; failed logins are limited
 //! per address and across all addresses.
@@ -18,6 +19,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite, SignedCookieJar};
 use hmac::{Hmac, Mac};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
@@ -41,11 +43,21 @@ const CREATED_COOKIE: &str = "swapd_console_created";
 /// The console's settings and state; `None` in [`crate::AppParts::console`] when it is off.
 pub struct Console {
     password_hash: String,
-    session_key: [u8; 32],
-    /// Seals what a redirect carries to the next page (a created key's secret).
-    master: MasterKey,
+    /// Signs the session and login cookies and encrypts what a redirect carries to the next
+    /// page (a created key's secret).
+    cookie_key: Key,
+    /// Derives the CSRF tokens bound to a session or a login form.
+    csrf_key: [u8; 32],
     /// `Secure` on cookies when the public URL is https.
     secure: bool,
+}
+
+/// A session, as its signed cookie carries it: `{expires}.{id}`.
+struct Session {
+    expires: i64,
+    id: String,
+    /// The cookie's value, which the session's CSRF token is bound to.
+    value: String,
 }
 
 impl Console {
@@ -62,13 +74,19 @@ impl Console {
     /// whether cookies are `Secure`.
     pub fn new(password_hash: &str, master: &MasterKey, public_url: &str) -> Self {
         // Keyed by the password hash too: a session signed under another password is not one.
-        let mut key = Hmac::<Sha256>::new_from_slice(&master.derive("console sessions"))
-            .expect("any key length");
-        key.update(password_hash.as_bytes());
+        let derive = |purpose: &str| -> [u8; 32] {
+            let mut key = Hmac::<Sha256>::new_from_slice(&master.derive("console sessions"))
+                .expect("any key length");
+            key.update(password_hash.as_bytes());
+            key.update(b"|");
+            key.update(purpose.as_bytes());
+            key.finalize().into_bytes().into()
+        };
+        let cookie_key = [derive("cookie signing"), derive("cookie encryption")].concat();
         Self {
             password_hash: password_hash.to_owned(),
-            session_key: key.finalize().into_bytes().into(),
-            master: master.clone(),
+            cookie_key: Key::from(&cookie_key),
+            csrf_key: derive("csrf"),
             secure: public_url.starts_with("https://"),
         }
     }
@@ -93,40 +111,69 @@ impl Console {
     }
 
     fn mac(&self, purpose: &str, value: &str) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.session_key).expect("any key length");
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.csrf_key).expect("any key length");
         mac.update(purpose.as_bytes());
         mac.update(b"|");
         mac.update(value.as_bytes());
         hex::encode(mac.finalize().into_bytes())
     }
 
-    /// A new session until `now + SESSION_SECS`: `{expires}.{random}.{mac}`.
+    /// A new session until `now + SESSION_SECS`: `{expires}.{random id}`, sent signed.
     fn new_session(&self, now_secs: i64) -> String {
-        let body = format!(
+        format!(
             "{}.{}",
             now_secs + SESSION_SECS,
             hex::encode(rand::random::<[u8; 16]>())
-        );
-        let mac = self.mac("session", &body);
-        format!("{body}.{mac}")
+        )
     }
 
-    /// The session's expiry and random id when it is signed by this console and not expired
-    /// (whether it was logged out is the store's to say).
-    fn session(&self, session: &str, now_secs: i64) -> Option<(i64, String)> {
-        let (body, mac) = session.rsplit_once('.')?;
-        let (expires, id) = body.split_once('.')?;
+    /// The session the request's cookie carries, when this console signed it and it has not
+    /// expired (whether it was logged out is the store's to say).
+    fn session(&self, headers: &axum::http::HeaderMap, now_secs: i64) -> Option<Session> {
+        let value = self.signed(headers, SESSION_COOKIE)?;
+        let (expires, id) = value.split_once('.')?;
         let expires = expires.parse::<i64>().ok()?;
-        (expires > now_secs && same(&self.mac("session", body), mac))
-            .then(|| (expires, id.to_owned()))
+        (expires > now_secs).then(|| Session {
+            expires,
+            id: id.to_owned(),
+            value: value.clone(),
+        })
     }
 
-    fn cookie(&self, name: &str, value: &str, max_age: i64) -> HeaderValue {
-        let secure = if self.secure { "; Secure" } else { "" };
-        HeaderValue::from_str(&format!(
-            "{name}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
-        ))
-        .expect("cookie values are ASCII")
+    /// The value of the cookie `name` when this console signed it.
+    fn signed(&self, headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+        let jar = SignedCookieJar::from_headers(headers, self.cookie_key.clone());
+        jar.get(name).map(|cookie| cookie.value().to_owned())
+    }
+
+    /// Appends to `response` the cookie `name` (scoped to the console, HttpOnly, SameSite=Strict)
+    /// holding `value` for `max_age` seconds (0 clears it): signed, or encrypted when
+    /// `private`.
+    fn set_cookie(
+        &self,
+        response: &mut Response,
+        (name, value): (&'static str, String),
+        max_age: i64,
+        private: bool,
+    ) {
+        let cookie = Cookie::build((name, value))
+            .path("/console")
+            .http_only(true)
+            .same_site(SameSite::Strict)
+            .secure(self.secure)
+            .max_age(time::Duration::seconds(max_age))
+            .build();
+        let key = self.cookie_key.clone();
+        let set = if private {
+            PrivateCookieJar::new(key).add(cookie).into_response()
+        } else {
+            SignedCookieJar::new(key).add(cookie).into_response()
+        };
+        for value in set.headers().get_all(header::SET_COOKIE) {
+            response
+                .headers_mut()
+                .append(header::SET_COOKIE, value.clone());
+        }
     }
 }
 
@@ -149,18 +196,6 @@ fn off() -> Response {
     page_headers((StatusCode::NOT_FOUND, Html("Not found")).into_response())
 }
 
-fn read_cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
-    parts
-        .headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
 /// A logged-in operator: the session cookie checked (signed, not expired, not logged out).
 /// Without one, the login page. A form post must also come from the console's own origin.
 pub(crate) struct Operator {
@@ -181,18 +216,19 @@ impl FromRequestParts<AppState> for Operator {
         }
         let now = state.clock.now_ms() / 1000;
         let login = || page_headers(Redirect::to("/console/login").into_response());
-        let Some(cookie) = read_cookie(parts, SESSION_COOKIE) else {
+        let Some(session) = console.session(&parts.headers, now) else {
             return Err(login());
         };
-        let Some((expires, session)) = console.session(cookie, now) else {
-            return Err(login());
-        };
-        let issued_ms = (expires - SESSION_SECS) * 1000;
-        match state.store.console_session_ended(&session, issued_ms).await {
+        let issued_ms = (session.expires - SESSION_SECS) * 1000;
+        match state
+            .store
+            .console_session_ended(&session.id, issued_ms)
+            .await
+        {
             Ok(false) => Ok(Operator {
-                csrf: console.mac("csrf", cookie),
-                session,
-                expires,
+                csrf: console.mac("csrf", &session.value),
+                session: session.id,
+                expires: session.expires,
             }),
             Ok(true) => Err(login()),
             Err(error) => {
@@ -210,11 +246,6 @@ impl Operator {
     /// Whether a form's CSRF token is this session's; [`forged`] answers one that is not.
     pub fn sent(&self, token: &str) -> bool {
         same(&self.csrf, token)
-    }
-
-    /// The context that seals what this session carries across a redirect.
-    fn flash_context(&self) -> String {
-        format!("console flash|{}", self.session)
     }
 }
 
@@ -293,9 +324,7 @@ fn login_form(console: &Console, problem: Option<&str>, status: StatusCode) -> R
         },
     );
     let mut response = (status, Html(body.into_string())).into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, console.cookie(LOGIN_COOKIE, &pre, 600));
+    console.set_cookie(&mut response, (LOGIN_COOKIE, pre), 600, false);
     page_headers(response)
 }
 
@@ -374,8 +403,10 @@ async fn login(
     if let Some(refusal) = too_many_failures(&state, console, &windows).await {
         return refusal;
     }
-    let pre = read_cookie(&parts, LOGIN_COOKIE).unwrap_or_default();
-    if pre.is_empty() || !same(&console.mac("login", pre), &form.csrf) {
+    let pre = console
+        .signed(&parts.headers, LOGIN_COOKIE)
+        .unwrap_or_default();
+    if pre.is_empty() || !same(&console.mac("login", &pre), &form.csrf) {
         return refused(
             StatusCode::FORBIDDEN,
             "This login form is stale or was not sent from the console; reload it.",
@@ -398,12 +429,13 @@ async fn login(
     tracing::info!(?address, "console login");
     let session = console.new_session(state.clock.now_ms() / 1000);
     let mut response = Redirect::to("/console/keys").into_response();
-    let headers = response.headers_mut();
-    headers.append(
-        header::SET_COOKIE,
-        console.cookie(SESSION_COOKIE, &session, SESSION_SECS),
+    console.set_cookie(
+        &mut response,
+        (SESSION_COOKIE, session),
+        SESSION_SECS,
+        false,
     );
-    headers.append(header::SET_COOKIE, console.cookie(LOGIN_COOKIE, "", 0));
+    console.set_cookie(&mut response, (LOGIN_COOKIE, String::new()), 0, false);
     page_headers(response)
 }
 
@@ -440,9 +472,7 @@ async fn end_sessions(state: &AppState, operator: &Operator, everywhere: bool) -
     }
     tracing::info!(everywhere, "console logout");
     let mut response = Redirect::to("/console/login").into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, console.cookie(SESSION_COOKIE, "", 0));
+    console.set_cookie(&mut response, (SESSION_COOKIE, String::new()), 0, false);
     page_headers(response)
 }
 
@@ -468,8 +498,9 @@ async fn logout_everywhere(
     end_sessions(&state, &operator, true).await
 }
 
-/// A redirect to `to` that carries `value` to the next page in a short-lived cookie sealed for
-/// this session (a created key's secret, shown once: a reload of that page shows nothing).
+/// A redirect to `to` that carries `value` to the next page in a short-lived encrypted cookie
+/// bound to this session (a created key's secret, shown once: a reload of that page shows
+/// nothing).
 pub(crate) fn redirect_with_flash(
     state: &AppState,
     operator: &Operator,
@@ -479,33 +510,26 @@ pub(crate) fn redirect_with_flash(
     let Some(console) = state.console.as_deref() else {
         return off();
     };
-    let sealed = console
-        .master
-        .seal(value.as_bytes(), &operator.flash_context());
     let mut response = Redirect::to(to).into_response();
-    response.headers_mut().append(
-        header::SET_COOKIE,
-        console.cookie(CREATED_COOKIE, &sealed, 60),
-    );
+    let carried = format!("{}|{value}", operator.session);
+    console.set_cookie(&mut response, (CREATED_COOKIE, carried), 60, true);
     page_headers(response)
 }
 
-/// The value [`redirect_with_flash`] carried here, opened; the cookie that carried it is
-/// cleared by the cookie [`clear_flash`] returns.
+/// The value [`redirect_with_flash`] carried to this page of the same session.
 pub(crate) fn take_flash(state: &AppState, operator: &Operator, parts: &Parts) -> Option<String> {
     let console = state.console.as_deref()?;
-    let sealed = read_cookie(parts, CREATED_COOKIE).filter(|v| !v.is_empty())?;
-    let opened = console
-        .master
-        .open(sealed, &operator.flash_context())
-        .ok()?;
-    String::from_utf8(opened).ok()
+    let jar = PrivateCookieJar::from_headers(&parts.headers, console.cookie_key.clone());
+    let carried = jar.get(CREATED_COOKIE)?;
+    let (session, value) = carried.value().split_once('|')?;
+    (session == operator.session).then(|| value.to_owned())
 }
 
-/// The `Set-Cookie` that clears the flash cookie.
-pub(crate) fn clear_flash(state: &AppState) -> Option<HeaderValue> {
-    let console = state.console.as_deref()?;
-    Some(console.cookie(CREATED_COOKIE, "", 0))
+/// Clears the cookie a flash came in, so that a reload shows nothing.
+pub(crate) fn clear_flash(state: &AppState, response: &mut Response) {
+    if let Some(console) = state.console.as_deref() {
+        console.set_cookie(response, (CREATED_COOKIE, String::new()), 0, true);
+    }
 }
 
 /// A console page: its navigation (with the logout form) when `operator` is logged in.
@@ -575,6 +599,19 @@ button{font:inherit;padding:.35rem .8rem;border-radius:.35rem;border:1px solid #
 mod tests {
     use super::*;
 
+    /// The request headers of a browser holding the cookies `response` sets.
+    fn sent_back(response: &Response) -> axum::http::HeaderMap {
+        let cookies: Vec<&str> = response
+            .headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok()?.split(';').next())
+            .collect();
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(header::COOKIE, cookies.join("; ").parse().unwrap());
+        headers
+    }
+
     #[test]
     fn a_session_is_valid_under_the_password_it_was_issued_for_only() {
         let master = MasterKey::generate();
@@ -583,21 +620,74 @@ mod tests {
             &master,
             "",
         );
-        let session = first.new_session(1_000);
-        let (expires, id) = first.session(&session, 1_001).unwrap();
-        assert_eq!(expires, 1_000 + SESSION_SECS);
-        assert_eq!(id.len(), 32);
-        assert!(first.session(&session, expires).is_none(), "expired");
+        let mut response = Response::default();
+        let issued = first.new_session(1_000);
+        first.set_cookie(
+            &mut response,
+            (SESSION_COOKIE, issued.clone()),
+            SESSION_SECS,
+            false,
+        );
+        let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+        for attribute in [
+            "Path=/console",
+            "HttpOnly",
+            "SameSite=Strict",
+            "Max-Age=28800",
+        ] {
+            assert!(cookie.contains(attribute), "{cookie}");
+        }
+        let headers = sent_back(&response);
+        let session = first.session(&headers, 1_001).unwrap();
+        assert_eq!(session.expires, 1_000 + SESSION_SECS);
+        assert_eq!(session.id.len(), 32);
+        assert_eq!(session.value, issued);
+        assert!(
+            first.session(&headers, session.expires).is_none(),
+            "expired"
+        );
         // The operator changed the password and restarted: every session is over.
         let changed = Console::new(
             &Console::hash_password("second password").unwrap(),
             &master,
             "",
         );
-        assert!(changed.session(&session, 1_001).is_none());
+        assert!(changed.session(&headers, 1_001).is_none());
         // A forged expiry breaks the signature.
-        let forged = session.replacen(&expires.to_string(), &(expires + 3_600).to_string(), 1);
+        let expires = session.expires.to_string();
+        let later = (session.expires + 3_600).to_string();
+        let mut forged = axum::http::HeaderMap::new();
+        let text = headers[header::COOKIE]
+            .to_str()
+            .unwrap()
+            .replacen(&expires, &later, 1);
+        forged.insert(header::COOKIE, text.parse().unwrap());
         assert!(first.session(&forged, 1_001).is_none());
+        // An unsigned cookie is no session.
+        let mut unsigned = axum::http::HeaderMap::new();
+        let text = format!("{SESSION_COOKIE}={issued}");
+        unsigned.insert(header::COOKIE, text.parse().unwrap());
+        assert!(first.session(&unsigned, 1_001).is_none());
+    }
+
+    #[test]
+    fn a_flash_is_encrypted_and_opens_for_the_session_that_sent_it_only() {
+        let console = Console::new(
+            &Console::hash_password("a password!").unwrap(),
+            &MasterKey::generate(),
+            "https://ops.example",
+        );
+        let mut response = Response::default();
+        let carried = "s1|the secret".to_owned();
+        console.set_cookie(&mut response, (CREATED_COOKIE, carried), 60, true);
+        let cookie = response.headers()[header::SET_COOKIE].to_str().unwrap();
+        assert!(
+            !cookie.contains("secret") && cookie.contains("Secure"),
+            "{cookie}"
+        );
+        let headers = sent_back(&response);
+        let jar = PrivateCookieJar::from_headers(&headers, console.cookie_key.clone());
+        assert_eq!(jar.get(CREATED_COOKIE).unwrap().value(), "s1|the secret");
     }
 
     fn parts(headers: &[(&str, &str)]) -> Parts {

@@ -63,11 +63,7 @@ async fn keys(
         .as_ref()
         .map(|(id, secret)| (id.as_str(), secret.as_str()));
     let mut response = keys_page(&state, &operator, created, None).await;
-    if let Some(clear) = super::clear_flash(&state) {
-        response
-            .headers_mut()
-            .append(axum::http::header::SET_COOKIE, clear);
-    }
+    super::clear_flash(&state, &mut response);
     response
 }
 
@@ -142,68 +138,99 @@ async fn keys_page(
     )
 }
 
-/// The create form's fields: repeated `permission` values, so read as pairs.
+/// The create form, as posted: `permission` repeats, one per box checked; empty numbers take
+/// their defaults.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NewKeyForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default, rename = "permission")]
+    permissions: Vec<String>,
+    #[serde(default)]
+    ip_allow: String,
+    #[serde(default)]
+    origins: String,
+    #[serde(default)]
+    per_minute: String,
+    #[serde(default)]
+    per_hour: String,
+    #[serde(default)]
+    weight_per_hour: String,
+    #[serde(default)]
+    markup_bps: String,
+    #[serde(default)]
+    markup_recipient: String,
+}
+
+impl NewKeyForm {
+    /// The policy the form asks for, or what is wrong with it.
+    fn policy(&self) -> Result<ApiKeyPolicy, String> {
+        let permissions = self
+            .permissions
+            .iter()
+            .map(|p| p.trim().parse::<Permission>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| "unknown permission".to_owned())?;
+        let defaults = RateLimits::default();
+        let limits = RateLimits {
+            per_minute: whole("perMinute", &self.per_minute, defaults.per_minute)?,
+            per_hour: whole("perHour", &self.per_hour, defaults.per_hour)?,
+            weight_per_hour: whole(
+                "weightPerHour",
+                &self.weight_per_hour,
+                defaults.weight_per_hour,
+            )?,
+        };
+        let markup_bps = whole("markupBps", &self.markup_bps, 0)?;
+        let policy = ApiKeyPolicy::new(
+            self.name.trim(),
+            permissions,
+            &comma_list(&self.ip_allow),
+            &comma_list(&self.origins),
+            limits,
+        )
+        .map_err(|e| e.to_string())?
+        .with_markup_bps(markup_bps);
+        match self.markup_recipient.trim() {
+            "" => Ok(policy),
+            address => policy
+                .with_markup_recipient(address)
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The whole number in the field `name`, `default` when it is empty.
+fn whole(name: &str, text: &str, default: u32) -> Result<u32, String> {
+    match text.trim() {
+        "" => Ok(default),
+        text => text
+            .parse()
+            .map_err(|_| format!("{name} must be a whole number")),
+    }
+}
+
+/// The items of a comma-separated field.
+fn comma_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 async fn create_key(
     State(state): State<AppState>,
     operator: Operator,
-    Form(fields): Form<Vec<(String, String)>>,
+    axum_extra::extract::Form(form): axum_extra::extract::Form<NewKeyForm>,
 ) -> Response {
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.trim())
-            .unwrap_or_default()
-    };
-    if !operator.sent(field("csrf")) {
+    if !operator.sent(form.csrf.trim()) {
         return forged();
     }
-    let list = |name: &str| -> Vec<String> {
-        field(name)
-            .split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let permissions: Result<Vec<Permission>, _> = fields
-        .iter()
-        .filter(|(key, _)| key == "permission")
-        .map(|(_, value)| value.parse::<Permission>())
-        .collect();
-    let number = |name: &str, default: u32| -> Result<u32, String> {
-        match field(name) {
-            "" => Ok(default),
-            text => text
-                .parse()
-                .map_err(|_| format!("{name} must be a whole number")),
-        }
-    };
-    let defaults = RateLimits::default();
-    let limits = (|| {
-        Ok::<_, String>(RateLimits {
-            per_minute: number("perMinute", defaults.per_minute)?,
-            per_hour: number("perHour", defaults.per_hour)?,
-            weight_per_hour: number("weightPerHour", defaults.weight_per_hour)?,
-        })
-    })();
-    let policy = match (permissions, limits, number("markupBps", 0)) {
-        (Ok(permissions), Ok(limits), Ok(markup_bps)) => ApiKeyPolicy::new(
-            field("name"),
-            permissions,
-            &list("ipAllow"),
-            &list("origins"),
-            limits,
-        )
-        .map(|policy| policy.with_markup_bps(markup_bps))
-        .and_then(|policy| match field("markupRecipient") {
-            "" => Ok(policy),
-            address => policy.with_markup_recipient(address),
-        })
-        .map_err(|e| e.to_string()),
-        (Err(_), _, _) => Err("unknown permission".to_owned()),
-        (_, Err(problem), _) | (_, _, Err(problem)) => Err(problem),
-    };
+    let policy = form.policy();
     let policy = match policy {
         Ok(policy) => policy,
         Err(problem) => {

@@ -55,6 +55,41 @@ pub struct Tracked {
     pub fees_paid: Vec<(crate::fees::Payee, alloy_primitives::U256)>,
 }
 
+impl Tracked {
+    /// Not the end yet, or a failure, with the transactions it shows.
+    pub fn state(status: ExecutionStatus, substatus: &str, tx_hashes: Vec<ExecutionTx>) -> Self {
+        Self {
+            status,
+            substatus: Some(substatus.into()),
+            outcome: None,
+            tx_hashes,
+            received_amount: None,
+            received_token: None,
+            fees_paid: Vec::new(),
+        }
+    }
+
+    /// Done: `amount` of `token` arrived, which is the `outcome` (also its substatus).
+    pub fn done(
+        outcome: Outcome,
+        token: &CurrencyDef,
+        amount: Amount,
+        tx_hashes: Vec<ExecutionTx>,
+    ) -> Self {
+        let substatus = match outcome {
+            Outcome::Completed => "completed",
+            Outcome::Partial => "partial",
+            Outcome::Refunded => "refunded",
+        };
+        Self {
+            outcome: Some(outcome),
+            received_amount: Some(amount.to_string()),
+            received_token: Some(token.code.into()),
+            ..Self::state(ExecutionStatus::Done, substatus, tx_hashes)
+        }
+    }
+}
+
 /// An execution plan and where its execution stands; `version` guards every update
 /// (compare-and-set). Amounts are in their currency: the input's (`from_amount`) or the
 /// output's (`expected_output`, `min_output`).

@@ -125,7 +125,7 @@ impl OnchainRouter for Jupiter {
             OnChain::Decided(tracked) => Ok(tracked),
             OnChain::Final(tx) => Ok(match tracking::solana_received(&tx, plan, to) {
                 Some(units) => tracking::completed(to, units, vec![source]),
-                None => tracking::state(ExecutionStatus::Failed, "nothing_received", vec![source]),
+                None => Tracked::state(ExecutionStatus::Failed, "nothing_received", vec![source]),
             }),
             OnChain::Unread => Err(ProviderError::Unavailable(
                 "swapd reads no Solana node to follow this Jupiter swap".into(),

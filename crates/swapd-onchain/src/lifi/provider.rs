@@ -56,10 +56,7 @@ impl LiFi {
         from: &CurrencyDef,
     ) -> Result<Vec<u8>, ProviderError> {
         let answer = self.transport.get(query.path, &query.query).await?;
-        answer.read(
-            |body| Ok(body.to_vec()),
-            |refused| super::error(refused.status, &refused.body, from),
-        )
+        crate::read(answer, from, super::error, |body| Ok(body.to_vec()))
     }
 
     /// What LI.FI says about `source`.
@@ -76,10 +73,9 @@ impl LiFi {
             ("toChain", chain(to).to_string()),
         ];
         let answer = self.transport.get("status", &query).await?;
-        answer.read(
-            |body| super::tracked(body, from, to, source),
-            |refused| super::error(refused.status, &refused.body, from),
-        )
+        crate::read(answer, from, super::error, |body| {
+            super::tracked(body, from, to, source)
+        })
     }
 
     async fn track(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
@@ -121,17 +117,17 @@ impl LiFi {
             };
         match self.status(from, to, &source).await? {
             Some(tracked) => self.checked_at_destination(tracked, plan, to).await,
-            None if source_final => Ok(tracking::state(
+            None if source_final => Ok(Tracked::state(
                 ExecutionStatus::Pending,
                 "awaiting_destination",
                 vec![source],
             )),
-            None if request.now_ms >= lost_after_ms => Ok(tracking::state(
+            None if request.now_ms >= lost_after_ms => Ok(Tracked::state(
                 ExecutionStatus::Failed,
                 "tx_not_found",
                 Vec::new(),
             )),
-            None => Ok(tracking::state(
+            None => Ok(Tracked::state(
                 ExecutionStatus::Submitted,
                 "not_indexed",
                 Vec::new(),
@@ -155,7 +151,7 @@ impl LiFi {
             match tracking::at_destination(&self.chains, plan, to, &destination.tx_hash).await? {
                 AtDestination::Unread | AtDestination::Paid(None) => tracked,
                 // LI.FI saw it first; the node will too.
-                AtDestination::NotYet => tracking::state(
+                AtDestination::NotYet => Tracked::state(
                     ExecutionStatus::Pending,
                     "awaiting_destination",
                     tracked.tx_hashes,

@@ -15,7 +15,7 @@ use swapd_core::onchain::plan::{
     ExecutionPlan, ExecutionReport, ExecutionStatus, Outcome, SignedStep, Tracked,
 };
 use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
-use swapd_http::{Answer, Call, Transport};
+use swapd_http::{Call, Transport};
 use swapd_types::onchain::ExecutionTx;
 
 use super::{Intent, RelayState};
@@ -54,7 +54,7 @@ impl Relay {
             .transport
             .post(Call::Read, "quote/v2", body, &[])
             .await?;
-        read(answer, from, |body| Ok(body.to_vec()))
+        crate::read(answer, from, super::error, |body| Ok(body.to_vec()))
     }
 
     async fn intent(&self, request_id: &str, from: &CurrencyDef) -> Result<Intent, ProviderError> {
@@ -62,7 +62,7 @@ impl Relay {
             .transport
             .get("intents/status/v3", &[("requestId", request_id.to_owned())])
             .await?;
-        read(answer, from, super::intent)
+        crate::read(answer, from, super::error, super::intent)
     }
 
     async fn track(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
@@ -91,26 +91,22 @@ impl Relay {
         match self.intent(&state.request_id, from).await? {
             Intent::Waiting => Ok(match request.report {
                 ExecutionReport::Signatures { .. } => {
-                    tracking::state(ExecutionStatus::Submitted, "relayed", tx_hashes)
+                    Tracked::state(ExecutionStatus::Submitted, "relayed", tx_hashes)
                 }
                 _ if source_final => {
-                    tracking::state(ExecutionStatus::Pending, "source_confirming", tx_hashes)
+                    Tracked::state(ExecutionStatus::Pending, "source_confirming", tx_hashes)
                 }
                 _ if request.now_ms >= lost_after_ms => {
-                    tracking::state(ExecutionStatus::Failed, "tx_not_found", Vec::new())
+                    Tracked::state(ExecutionStatus::Failed, "tx_not_found", Vec::new())
                 }
-                _ => tracking::state(ExecutionStatus::Submitted, "not_indexed", Vec::new()),
+                _ => Tracked::state(ExecutionStatus::Submitted, "not_indexed", Vec::new()),
             }),
-            Intent::Pending(substatus) => Ok(tracking::state(
+            Intent::Pending(substatus) => Ok(Tracked::state(
                 ExecutionStatus::Pending,
                 substatus,
                 tx_hashes,
             )),
-            Intent::Failed => Ok(tracking::state(
-                ExecutionStatus::Failed,
-                "failed",
-                tx_hashes,
-            )),
+            Intent::Failed => Ok(Tracked::state(ExecutionStatus::Failed, "failed", tx_hashes)),
             Intent::Refunded(hashes) => {
                 tx_hashes.extend(hashes.iter().map(|hash| tracking::source_tx(from, hash)));
                 Ok(Tracked {
@@ -156,24 +152,14 @@ impl Relay {
                 fees_paid: Vec::new(),
             },
             AtDestination::NotYet => {
-                tracking::state(ExecutionStatus::Pending, "awaiting_destination", tx_hashes)
+                Tracked::state(ExecutionStatus::Pending, "awaiting_destination", tx_hashes)
             }
             AtDestination::Paid(Some(units)) => tracking::completed(to, units, tx_hashes),
             AtDestination::Paid(None) => {
-                tracking::state(ExecutionStatus::Failed, "nothing_received", tx_hashes)
+                Tracked::state(ExecutionStatus::Failed, "nothing_received", tx_hashes)
             }
         })
     }
-}
-
-fn read<T>(
-    answer: Answer,
-    from: &CurrencyDef,
-    map: impl FnOnce(&[u8]) -> Result<T, ProviderError>,
-) -> Result<T, ProviderError> {
-    answer.read(map, |refused| {
-        super::error(refused.status, &refused.body, from)
-    })
 }
 
 fn state(plan: &ExecutionPlan) -> Result<RelayState, ProviderError> {
@@ -240,7 +226,7 @@ impl OnchainRouter for Relay {
                 .transport
                 .post(Call::Write, &path, &pending.post.body.to_string(), &[])
                 .await?;
-            read(answer, from, |_| Ok(()))?;
+            crate::read(answer, from, super::error, |_| Ok(()))?;
         }
         Ok(None)
     }

@@ -15,7 +15,7 @@ use swapd_core::onchain::plan::{
 };
 use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 use swapd_http::reqwest::header::HeaderValue;
-use swapd_http::{Answer, Call, Transport};
+use swapd_http::{Call, Transport};
 
 use super::{Gasless, GaslessState, Planned, Query};
 use crate::tracking::{self, OnChain};
@@ -47,7 +47,7 @@ impl ZeroX {
 
     async fn get(&self, query: Query, from: &CurrencyDef) -> Result<Vec<u8>, ProviderError> {
         let answer = self.transport.get(query.path, &query.query).await?;
-        read(answer, from, |body| Ok(body.to_vec()))
+        crate::read(answer, from, super::error, |body| Ok(body.to_vec()))
     }
 
     /// A trade reported with its signatures: 0x's status of it, then its transaction on chain.
@@ -67,10 +67,10 @@ impl ZeroX {
             .transport
             .get(&format!("gasless/status/{trade_hash}"), &query)
             .await?;
-        let status = read(answer, from, super::gasless_status)?;
+        let status = crate::read(answer, from, super::error, super::gasless_status)?;
         let hash = match status {
             Gasless::Waiting => {
-                return Ok(tracking::state(
+                return Ok(Tracked::state(
                     ExecutionStatus::Submitted,
                     "relayed",
                     Vec::new(),
@@ -81,7 +81,7 @@ impl ZeroX {
                     .iter()
                     .map(|hash| tracking::source_tx(from, hash))
                     .collect();
-                return Ok(tracking::state(
+                return Ok(Tracked::state(
                     ExecutionStatus::Failed,
                     &substatus,
                     tx_hashes,
@@ -114,7 +114,7 @@ impl ZeroX {
                         ..tracking::completed(to, units, vec![source])
                     }),
                     // Executed but nothing reached the wallet: not a swap swapd can vouch for.
-                    None => Ok(tracking::state(
+                    None => Ok(Tracked::state(
                         ExecutionStatus::Failed,
                         "nothing_received",
                         vec![source],
@@ -127,17 +127,6 @@ impl ZeroX {
             ))),
         }
     }
-}
-
-/// A 2xx answer read by `map`; anything else as 0x's error.
-fn read<T>(
-    answer: Answer,
-    from: &CurrencyDef,
-    map: impl FnOnce(&[u8]) -> Result<T, ProviderError>,
-) -> Result<T, ProviderError> {
-    answer.read(map, |refused| {
-        super::error(refused.status, &refused.body, from)
-    })
 }
 
 fn state(plan: &ExecutionPlan) -> Result<GaslessState, ProviderError> {
@@ -205,7 +194,8 @@ impl OnchainRouter for ZeroX {
             .transport
             .post(Call::Write, "gasless/submit", &body, &[])
             .await?;
-        let submitted: super::wire::Submitted = read(answer, from, parse_json)?;
+        let submitted: super::wire::Submitted =
+            crate::read(answer, from, super::error, parse_json)?;
         state.trade_hash = Some(submitted.trade_hash);
         Ok(Some(serde_json::to_value(state).expect("state serializes")))
     }

@@ -98,8 +98,12 @@ async fn serve_with_zero_configuration_creates_its_data_and_stops_on_sigterm() {
     );
 
     // The image's health check: ready here, refused where nothing answers.
-    let ready = run(swapd(dir.path()).args(["healthcheck", "--url", &format!("{base}/readyz")]));
-    assert!(ready.status.success(), "{}", stderr(&ready));
+    for url in [format!("{base}/readyz"), base.clone(), format!("{base}/")] {
+        let ready = run(swapd(dir.path()).args(["healthcheck", "--url", &url]));
+        assert!(ready.status.success(), "{url}: {}", stderr(&ready));
+    }
+    let elsewhere = run(swapd(dir.path()).args(["healthcheck", "--url", &format!("{base}/nope")]));
+    assert!(!elsewhere.status.success());
     let closed = run(swapd(dir.path()).args(["healthcheck", "--url", "http://127.0.0.1:9/readyz"]));
     assert!(!closed.status.success());
     assert!(
