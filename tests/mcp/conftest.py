@@ -41,7 +41,7 @@ def swapd_url() -> str:
         [str(binary), "--data-dir", data, "serve", "--listen", f"127.0.0.1:{port}"],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "RUST_LOG": "warn"},
+        env={**os.environ, "RUST_LOG": "warn", "SWAPD_SANDBOX__PROFILE": "punctual"},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

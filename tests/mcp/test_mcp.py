@@ -27,6 +27,7 @@ TRON_PAYOUT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
 X402_TOOLS = {
     "readiness",
     "currencies",
+    "provider_scorecards",
     "tokens_popular",
     "tokens_search",
     "tokens_by_address",

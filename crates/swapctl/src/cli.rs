@@ -21,6 +21,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 Examples:
   swapctl demo --data-dir ./data                 # the whole journey against a sandbox swapd
   swapctl routes --from BTC --to USDTTRC --amount 0.05
+  swapctl routes --from BTC --to USDTTRC --amount 0.05 --sort reliable
   swapctl order create --from BTC --to USDTTRC --amount 0.05 --to-address TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t
   swapctl order watch ord_…
   swapctl --x402 currencies                      # paid per call with SWAPD_EVM_KEY
@@ -177,6 +178,12 @@ pub enum SwapCommand {
     /// Token lists and lookups.
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// Each provider's availability and what its finished swaps showed: success rate, time,
+    /// delivered against quoted.
+    #[command(
+        after_help = "Examples:\n  swapctl providers\n  swapctl providers --json | jq '.providers[] | {provider, observed}'"
+    )]
+    Providers,
     /// The best offchain quote for a pair (legacy; `routes` compares every route).
     #[command(
         after_help = "Examples:\n  swapctl quote --from BTC --to ETH --amount 0.1\n  swapctl quote --from BTC --to ETH --amount 2 --direction to --type float"
@@ -254,6 +261,19 @@ pub enum RateArg {
     Float,
 }
 
+/// How `routes` orders usable cards (docs/market.md, "Ranking").
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SortArg {
+    /// The output you can expect from what each provider delivered (the default).
+    Best,
+    /// The quoted output.
+    Output,
+    /// The expected time (observed when known).
+    Fastest,
+    /// The observed success rate.
+    Reliable,
+}
+
 #[derive(Debug, Args)]
 pub struct PairArgs {
     /// Currency sent (`BTC`, `USDTTRC`, …: see `currencies`).
@@ -288,6 +308,9 @@ pub struct RoutesArgs {
     /// Only this provider's cards.
     #[arg(long)]
     pub provider: Option<String>,
+    /// How usable cards are ordered [default: best].
+    #[arg(long, value_enum)]
+    pub sort: Option<SortArg>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -642,6 +665,10 @@ pub struct DemoArgs {
     /// The most seconds one step may take.
     #[arg(long, default_value_t = 120)]
     pub step_timeout: u64,
+    /// After the tour, run this many swaps across the providers and show their scorecards
+    /// (a few dozen make every provider's figures show: docs/market.md).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub swaps: u32,
 }
 
 #[cfg(test)]

@@ -187,6 +187,7 @@ async fn swap<S: swapd_client::SwapApi>(
 ) -> anyhow::Result<()> {
     match command {
         SwapCommand::Currencies => market::currencies(api, out).await,
+        SwapCommand::Providers => market::providers(api, out).await,
         SwapCommand::Tokens(command) => market::tokens(api, out, command).await,
         SwapCommand::Quote(pair) => market::quote(api, out, pair).await,
         SwapCommand::Routes(args) => market::routes(api, out, args).await,

@@ -2,9 +2,9 @@
 
 use swapd_client::RoutesQuery;
 use swapd_client::SwapApi;
-use swapd_client::market::{Direction, QuoteInput, RateType, Token};
+use swapd_client::market::{Direction, Observed, QuoteInput, RateType, RouteSort, Token};
 
-use crate::cli::{DirectionArg, PairArgs, RateArg, RoutesArgs, TokensCommand};
+use crate::cli::{DirectionArg, PairArgs, RateArg, RoutesArgs, SortArg, TokensCommand};
 use crate::output::{Out, or_dash, relative};
 
 impl From<DirectionArg> for Direction {
@@ -12,6 +12,17 @@ impl From<DirectionArg> for Direction {
         match arg {
             DirectionArg::From => Direction::From,
             DirectionArg::To => Direction::To,
+        }
+    }
+}
+
+impl From<SortArg> for RouteSort {
+    fn from(arg: SortArg) -> Self {
+        match arg {
+            SortArg::Best => RouteSort::Best,
+            SortArg::Output => RouteSort::Output,
+            SortArg::Fastest => RouteSort::Fastest,
+            SortArg::Reliable => RouteSort::Reliable,
         }
     }
 }
@@ -156,6 +167,7 @@ pub async fn routes(api: &impl SwapApi, out: &Out, args: RoutesArgs) -> anyhow::
         wallet_chain_namespace: args.wallet_namespace,
         recipient_address: args.recipient,
         provider: args.provider,
+        sort: args.sort.map(Into::into),
     };
     let routes = api.routes(&query).await?;
     if out.json(&routes)? {
@@ -165,7 +177,7 @@ pub async fn routes(api: &impl SwapApi, out: &Out, args: RoutesArgs) -> anyhow::
         let kind = format!("{:?}", card.execution_type).to_lowercase();
         if card.is_available {
             println!(
-                "{:<38} {:<8} {:<10} {} {} → {} {}  (min {}, ~{}s)",
+                "{:<38} {:<8} {:<10} {} {} → {} {}  (min {}, ~{}s){}",
                 or_dash(card.route_quote_id.as_deref()),
                 kind,
                 card.execution_provider,
@@ -174,7 +186,10 @@ pub async fn routes(api: &impl SwapApi, out: &Out, args: RoutesArgs) -> anyhow::
                 or_dash(card.expected_output_amount.as_deref()),
                 card.to_ccy,
                 or_dash(card.min_output_amount.as_deref()),
-                card.estimated_duration_seconds.unwrap_or_default()
+                card.estimated_duration_seconds.unwrap_or_default(),
+                card.observed
+                    .as_ref()
+                    .map_or_else(String::new, |o| format!("  observed: {}", observed(o)))
             );
         } else {
             println!(
@@ -191,8 +206,56 @@ pub async fn routes(api: &impl SwapApi, out: &Out, args: RoutesArgs) -> anyhow::
         }
     }
     println!(
-        "{}; lock an offchain one with `swapctl resolve rqq_…`, plan an onchain one with `swapctl onchain resolve rqq_… --wallet …`",
-        crate::output::count(routes.count, "route", "routes")
+        "{} by {}; lock an offchain one with `swapctl resolve rqq_…`, plan an onchain one with `swapctl onchain resolve rqq_… --wallet …`",
+        crate::output::count(routes.count, "route", "routes"),
+        routes.sort.as_str()
+    );
+    Ok(())
+}
+
+/// Observed figures in a few words: `success 0.95 of 40, p50 120s, p90 600s, delivered -150
+/// bps vs quoted`.
+pub fn observed(figures: &Observed) -> String {
+    let seconds = |s: Option<u32>| s.map_or_else(|| "-".into(), |s| format!("{s}s"));
+    format!(
+        "success {} of {}, p50 {}, p90 {}, delivered {} bps vs quoted",
+        figures.success_rate,
+        figures.sample_size,
+        seconds(figures.p50_seconds),
+        seconds(figures.p90_seconds),
+        figures
+            .delivered_vs_quoted_bps
+            .map_or_else(|| "-".into(), |bps| format!("{bps:+}"))
+    )
+}
+
+pub async fn providers(api: &impl SwapApi, out: &Out) -> anyhow::Result<()> {
+    let cards = api.providers().await?;
+    if out.json(&cards)? {
+        return Ok(());
+    }
+    for card in &cards.providers {
+        println!(
+            "{:<10} {:<8} {:<9} {}",
+            card.provider,
+            format!("{:?}", card.execution_type).to_lowercase(),
+            card.availability,
+            card.observed
+                .as_ref()
+                .map_or_else(|| "too few outcomes yet".into(), observed)
+        );
+        for pair in &card.pairs {
+            println!(
+                "    {} → {}: {}",
+                pair.from_ccy,
+                pair.to_ccy,
+                observed(&pair.observed)
+            );
+        }
+    }
+    println!(
+        "figures over the last {} days, from {} outcomes a provider (or pair) on",
+        cards.window_days, cards.min_samples
     );
     Ok(())
 }

@@ -66,6 +66,7 @@ impl AppState {
             replays_per_minute: self.replays_per_minute,
             fees: &self.fees,
             partner: swapd_core::fees::Markup::default(),
+            observed: &self.observed,
         }
     }
 
@@ -133,4 +134,6 @@ pub struct AppParts {
     pub fees: swapd_core::fees::FeePolicy,
     /// The operator's bounds on markups and on the ledger's reconciliation.
     pub fee_rules: swapd_core::fees::FeeRules,
+    /// What providers delivered, refreshed in the background (docs/market.md).
+    pub observed: Arc<swapd_app::observed::ObservedFigures>,
 }

@@ -18,6 +18,7 @@ use subtle::ConstantTimeEq;
 use swapd_app::orders::{self, RefundTo};
 use swapd_core::Mode;
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::observed::Figures;
 use swapd_core::offchain::order::{Choice, Order, OrderEvent, OrderStatus};
 use swapd_types::orders::OrderView;
 use swapd_types::sandbox::DepositInput;
@@ -186,6 +187,8 @@ async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Respo
     let from = order.from;
     let sandbox = state.mode == Mode::Sandbox;
     let view = order.view();
+    let observed = state.observed.current();
+    let figures = observed.route(&order.provider, order.from.code, order.to.code);
     let body = layout(
         &format!("Order {}", order.id),
         html! {
@@ -196,6 +199,7 @@ async fn render(state: &AppState, order: &Order, problem: Option<&str>) -> Respo
             }
             div #live data-final=(is_final(order.status)) {
                 (status_block(order, &view))
+                (expectation_block(order, figures))
                 (deposit_block(order, from, sandbox))
                 (emergency_block(order, &view, from))
                 (terms_block(order, &view))
@@ -324,6 +328,36 @@ fn status_block(order: &Order, view: &OrderView) -> Markup {
             }
             @if let Some(reason) = &order.failure_reason {
                 p { "Reason: " (reason) }
+            }
+        }
+    }
+}
+
+/// While the deposit is confirming or the desk is at work: when the payout can be expected,
+/// from the provider's observed times (its median and 90th percentile), not its promise.
+fn expectation_block(order: &Order, figures: Option<&Figures>) -> Markup {
+    let under_way = matches!(
+        order.status,
+        OrderStatus::Confirming | OrderStatus::Exchanging | OrderStatus::Withdrawing
+    );
+    let Some((figures, p50)) = figures
+        .filter(|_| under_way)
+        .and_then(|f| f.p50_secs.map(|p50| (f, p50)))
+    else {
+        return html! {};
+    };
+    let minutes = |secs: u32| secs.div_ceil(60).max(1);
+    html! {
+        section.expectation {
+            p #expectation data-p50=(p50) {
+                (order.provider) " usually pays out about " (minutes(p50)) " min after the deposit confirms"
+                @if let Some(p90) = figures.p90_secs {
+                    " (9 in 10 within " (minutes(p90)) " min)"
+                }
+                @if let Some(started) = order.exchange_started_at_ms {
+                    ": expect it around " (utc(started / 1000 + i64::from(p50)))
+                }
+                ", from its last " (figures.sample_size) " swaps."
             }
         }
     }

@@ -22,11 +22,13 @@ pub mod earnings;
 mod error;
 pub mod input;
 pub mod market_intel;
+pub mod observed;
 pub mod onchain;
 pub mod orders;
 pub mod quotes;
 pub mod routes;
 pub mod sandbox;
+pub mod scorecards;
 pub mod webhooks;
 
 pub use error::Error;
@@ -55,6 +57,8 @@ pub struct Context<'a> {
     pub fees: &'a swapd_core::fees::FeePolicy,
     /// The asking partner's markup on the quotes of this request (its API key's).
     pub partner: swapd_core::fees::Markup,
+    /// What providers delivered, by which routes are ranked and shown.
+    pub observed: &'a observed::ObservedFigures,
 }
 
 impl Context<'_> {

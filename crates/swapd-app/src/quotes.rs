@@ -4,9 +4,10 @@
 use swapd_core::amount::Amount;
 use swapd_core::market::ExecutionType;
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::observed::RouteSort;
 use swapd_core::market::pricing;
 use swapd_core::market::provider::{ProviderError, ProviderQuote, QuoteRequest};
-use swapd_core::market::routes::{self, Candidate};
+use swapd_core::market::routes::{self, Candidate, Ranking};
 
 use crate::{Context, Error};
 
@@ -22,7 +23,17 @@ pub async fn best_offchain_quote(
             info.execution_type == ExecutionType::Offchain && allowed(info.id)
         })
         .await;
-    routes::rank(&mut candidates, request.direction);
+    let observed = app.observed.current();
+    routes::rank(
+        &mut candidates,
+        &Ranking {
+            direction: request.direction,
+            sort: RouteSort::Best,
+            observed: &observed,
+            from: request.from.code,
+            to: request.to.code,
+        },
+    );
     let best = candidates
         .iter()
         .find_map(|c| c.outcome.as_ref().ok().map(|q| (c.provider.id, q.clone())));

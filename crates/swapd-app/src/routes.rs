@@ -6,8 +6,9 @@ use swapd_core::amount::Amount;
 use swapd_core::fees::entry;
 use swapd_core::ids::RouteQuoteId;
 use swapd_core::market::currencies::CurrencyDef;
+use swapd_core::market::observed::{Figures, RouteSort};
 use swapd_core::market::provider::{ProviderError, ProviderQuote, QuoteRequest, Wallet};
-use swapd_core::market::routes::{self, ResolveError, RouteQuote};
+use swapd_core::market::routes::{self, Ranking, ResolveError, RouteQuote};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
 use swapd_core::owner::Owner;
 use swapd_types::market::{Resolved, RouteCard};
@@ -30,6 +31,8 @@ pub struct RoutesAsk {
     pub recipient: Option<String>,
     /// An affiliate's code (well formed): its share is in the quotes and their route quotes.
     pub affiliate_code: Option<String>,
+    /// How usable cards are ordered.
+    pub sort: RouteSort,
 }
 
 /// Asks every provider (or the one named) for `ask` and answers with route cards, best first;
@@ -73,7 +76,15 @@ pub async fn discover(
             ask.from.code, ask.to.code
         )));
     }
-    routes::rank(&mut candidates, ask.direction);
+    let observed = app.observed.current();
+    let ranking = Ranking {
+        direction: ask.direction,
+        sort: ask.sort,
+        observed: &observed,
+        from: ask.from.code,
+        to: ask.to.code,
+    };
+    routes::rank(&mut candidates, &ranking);
     record_rates(
         app,
         &request,
@@ -97,7 +108,8 @@ pub async fn discover(
                         &quote,
                     );
                     record.affiliate_code.clone_from(&ask.affiliate_code);
-                    fill_card(&mut card, &record, &quote);
+                    let figures = ranking.figures(candidate.provider.id);
+                    fill_card(&mut card, &record, &quote, figures);
                     stored.push(record);
                 }
                 Err(error) => {
@@ -136,11 +148,17 @@ fn empty_card(ask: &RoutesAsk, provider: &str, execution_type: ExecutionType) ->
         gasless: false,
         estimated_duration_seconds: None,
         expires_at: None,
+        observed: None,
     }
 }
 
-/// A usable card: the terms of its stored route quote.
-fn fill_card(card: &mut RouteCard, record: &RouteQuote, quote: &ProviderQuote) {
+/// A usable card: the terms of its stored route quote, and what its provider delivered.
+fn fill_card(
+    card: &mut RouteCard,
+    record: &RouteQuote,
+    quote: &ProviderQuote,
+    figures: Option<&Figures>,
+) {
     card.route_quote_id = Some(record.id.to_string());
     card.is_available = true;
     card.from_amount = Some(record.from_amount.to_string());
@@ -150,8 +168,9 @@ fn fill_card(card: &mut RouteCard, record: &RouteQuote, quote: &ProviderQuote) {
     card.rate_type = quote.rate_type;
     card.fees = entry::views(&record.fees);
     card.gasless = quote.gasless;
-    card.estimated_duration_seconds = Some(quote.estimated_duration_secs);
+    card.estimated_duration_seconds = Some(routes::expected_duration_secs(quote, figures));
     card.expires_at = Some(record.expires_at_ms / 1000);
+    card.observed = figures.map(Figures::view);
 }
 
 fn route_quote(

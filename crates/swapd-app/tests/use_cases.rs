@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use swapd_app::observed::ObservedFigures;
 use swapd_app::orders::RefundTo;
 use swapd_app::routes::RoutesAsk;
 use swapd_app::{Context, Error, IdempotencyKey};
@@ -11,6 +12,7 @@ use swapd_core::clock::ManualClock;
 use swapd_core::fees::FeePolicy;
 use swapd_core::idempotency::{Begin, StoredResponse};
 use swapd_core::market::currencies::currency;
+use swapd_core::market::observed::RouteSort;
 use swapd_core::market::routes::RedeemError;
 use swapd_core::market::{Direction, ExecutionType, Market, RateType};
 use swapd_core::offchain::order::{Choice, OrderStatus};
@@ -41,6 +43,7 @@ struct Harness {
     fees: FeePolicy,
     courier: swapd_delivery::Sender,
     windows: StoreWindows,
+    observed: ObservedFigures,
     _dir: tempfile::TempDir,
 }
 
@@ -57,6 +60,7 @@ impl Harness {
             block_ms: swapd_sandbox::DEFAULT_BLOCK_MS,
             tolerance_bps: swapd_sandbox::DEFAULT_TOLERANCE_BPS,
             pause_after_payout: false,
+            behaviours: swapd_sandbox::Behaviours::punctual(),
         };
         let venues = swapd_sandbox::providers(
             swapd_sandbox::price_feed::PriceFeed::new(0),
@@ -82,6 +86,7 @@ impl Harness {
                 UrlPolicy::Sandbox,
                 std::time::Duration::from_secs(2),
             ),
+            observed: ObservedFigures::new(30 * 86_400_000, 20),
             _dir: dir,
         }
     }
@@ -101,6 +106,7 @@ impl Harness {
             replays_per_minute: 2,
             fees: &self.fees,
             partner: Default::default(),
+            observed: &self.observed,
         }
     }
 
@@ -319,6 +325,7 @@ async fn a_resolved_route_opens_exactly_one_order_on_its_locked_terms() {
         wallet: None,
         recipient: None,
         affiliate_code: None,
+        sort: RouteSort::Best,
     };
     let cards = swapd_app::routes::discover(h.cx(), &alice(), ask())
         .await
@@ -533,6 +540,7 @@ async fn an_onchain_plan_acts_for_the_proven_wallet_and_opens_only_with_its_toke
             }),
             recipient: None,
             affiliate_code: None,
+            sort: RouteSort::Best,
         },
     )
     .await

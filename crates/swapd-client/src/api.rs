@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use swapd_types::market::{
-    Catalog, Direction, Quote, QuoteInput, RateType, ResolveInput, Resolved, Routes, Token,
-    TokenList, TokenLogo,
+    Catalog, Direction, Quote, QuoteInput, RateType, ResolveInput, Resolved, RouteSort, Routes,
+    Scorecards, Token, TokenList, TokenLogo,
 };
 use swapd_types::onchain::{
     ACCESS_TOKEN_HEADER, ExecutionPlanView, ExecutionReportInput, ExecutionView,
@@ -143,6 +143,8 @@ pub struct RoutesQuery {
     pub recipient_address: Option<String>,
     /// Only this provider's cards.
     pub provider: Option<String>,
+    /// How usable cards are ordered (`best` by default: docs/market.md, "Ranking").
+    pub sort: Option<RouteSort>,
 }
 
 impl RoutesQuery {
@@ -177,6 +179,7 @@ impl RoutesQuery {
             .param_opt("walletChainNamespace", self.wallet_chain_namespace.clone())
             .param_opt("recipientAddress", self.recipient_address.clone())
             .param_opt("provider", self.provider.clone())
+            .param_opt("sort", self.sort.map(wire_name))
     }
 }
 
@@ -223,6 +226,11 @@ pub trait SwapApi: Surface {
     /// `GET /currencies`: every currency with its network, precision and limits.
     fn currencies(&self) -> impl Future<Output = Result<Catalog, Error>> + Send {
         self.call_typed(Call::get("/currencies"))
+    }
+
+    /// `GET /providers`: each provider's availability and what its finished swaps showed.
+    fn providers(&self) -> impl Future<Output = Result<Scorecards, Error>> + Send {
+        self.call_typed(Call::get("/providers"))
     }
 
     /// `GET /tokens/popular`, optionally on one chain.

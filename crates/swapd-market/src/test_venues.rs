@@ -45,6 +45,7 @@ pub fn sandbox_venues(faults: &Faults, seed: u64) -> SandboxVenues {
         block_ms: DEFAULT_BLOCK_MS,
         tolerance_bps: DEFAULT_TOLERANCE_BPS,
         pause_after_payout: false,
+        behaviours: swapd_sandbox::Behaviours::punctual(),
     };
     SandboxVenues {
         venues: swapd_sandbox::providers(PriceFeed::new(seed), faults, &world),

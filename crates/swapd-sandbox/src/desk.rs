@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use swapd_core::Store;
 use swapd_core::amount::{Amount, Rounding};
 use swapd_core::market::currencies::{CurrencyDef, currency};
+use swapd_core::market::pricing::BPS;
 use swapd_core::market::provider::{
     CurrencyOffer, Provider, ProviderError, ProviderInfo, ProviderQuote, QuoteRequest,
 };
@@ -50,6 +51,8 @@ pub struct SandboxWorld {
     /// Fault: after the next payout is sent, stop dead before recording it (until the process
     /// is killed), to stage a crash at the worst moment.
     pub pause_after_payout: bool,
+    /// How each provider behaves (`[sandbox]`, docs/sandbox.md).
+    pub behaviours: crate::behaviour::Behaviours,
 }
 
 /// An offchain sandbox desk: [`OffchainDesk`]'s prices, and exchanges run on the sandbox chain.
@@ -71,6 +74,7 @@ enum StepError {
 
 impl SandboxDesk {
     pub fn new(quoter: OffchainDesk, world: &SandboxWorld) -> Self {
+        let behaviour = world.behaviours.of(quoter.id());
         Self {
             quoter,
             store: world.store.clone(),
@@ -82,6 +86,7 @@ impl SandboxDesk {
                 emergency_window_ms: i64::MAX / 4,
                 poll_interval_ms: 5_000,
                 late_watch_ms: 24 * 60 * 60 * 1000,
+                behaviour,
             },
             pause_after_payout: world.pause_after_payout,
         }
@@ -328,7 +333,13 @@ impl SandboxDesk {
             .map_err(|e| DeskError::Unavailable {
                 detail: format!("cannot price the exchange now: {e}"),
             })?;
-        Ok(quote.to_amount)
+        // Where this desk's float deliveries land against the market price.
+        let drift = i64::from(BPS) + i64::from(self.rules.behaviour.drift_bps(book.id.as_str()));
+        Ok(quote.to_amount.mul_div(
+            alloy_primitives::U256::from(drift.max(0).unsigned_abs()),
+            alloy_primitives::U256::from(BPS),
+            Rounding::Down,
+        ))
     }
 
     /// Applies a change the customer asked for to the book, re-reading it when a look moved it

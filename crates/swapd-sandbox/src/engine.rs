@@ -16,6 +16,7 @@ use swapd_core::offchain::order::{
     required_confirmations,
 };
 
+use crate::behaviour::Behaviour;
 use crate::chain::ChainDeposit;
 
 /// How a sandbox desk runs its books.
@@ -30,6 +31,8 @@ pub struct BookRules {
     /// How far a fixed exchange's deposit may differ from the agreed amount, in basis points,
     /// and still be exchanged on the agreed terms.
     pub tolerance_bps: u32,
+    /// How this desk behaves: what share it refunds or fails, how long it takes.
+    pub behaviour: Behaviour,
 }
 
 /// What an order's terms say about a confirmed deposit.
@@ -157,9 +160,25 @@ pub fn next(order: &Order, chain: &[ChainDeposit], rules: &BookRules, now_ms: i6
             decide_on_deposit(order, received(), late, rules, now_ms)
         }
         OrderStatus::Emergency => emergency_step(order, rules, now_ms),
-        OrderStatus::Exchanging => Next::Exchange {
-            received: received(),
-        },
+        OrderStatus::Exchanging => {
+            let id = order.id.as_str();
+            let started = order.exchange_started_at_ms.unwrap_or(order.updated_at_ms);
+            let done_at = started + rules.behaviour.duration_ms(id);
+            if now_ms < done_at {
+                reschedule(order, done_at)
+            } else if rules.behaviour.fails(id) {
+                let failed = after_failure(
+                    order,
+                    "the desk could not complete the exchange".into(),
+                    now_ms,
+                );
+                Next::Save(Box::new(failed), Some(EventType::Failed))
+            } else {
+                Next::Exchange {
+                    received: received(),
+                }
+            }
+        }
         OrderStatus::Withdrawing => Next::Payout {
             key: format!("payout:{}", order.id),
             amount: order
@@ -304,6 +323,12 @@ fn decide_on_deposit(
         tolerance_bps: rules.tolerance_bps,
     };
     match judge_deposit(&deposit_rules, received, late) {
+        // The desk's own choice to send the deposit back (its behaviour), when it can.
+        DepositVerdict::Proceed
+            if order.refund_address.is_some() && rules.behaviour.refunds(order.id.as_str()) =>
+        {
+            start_refund(order, now_ms)
+        }
         DepositVerdict::Proceed => {
             let mut exchanging = order.advanced(OrderStatus::Exchanging, now_ms);
             exchanging.next_check_at_ms = Some(now_ms);
@@ -631,6 +656,7 @@ mod tests {
                         emergency_window_ms: 24 * 60 * 60 * 1000,
                         late_watch_ms: 24 * 60 * 60 * 1000,
                         tolerance_bps: 50,
+                        behaviour: Behaviour::PUNCTUAL,
                     },
                     self.now,
                 );
@@ -711,6 +737,7 @@ mod tests {
                 emergency_window_ms: 24 * 60 * 60 * 1000,
                 late_watch_ms: 24 * 60 * 60 * 1000,
                 tolerance_bps: 50,
+                behaviour: Behaviour::PUNCTUAL,
             };
             match next(&order, &world.chain_view(), &rules, world.now) {
                 Next::Save(updated, event) => world.save(*updated, event),

@@ -4,6 +4,7 @@
 //! benchmarks. Everything above the provider ports runs unchanged in sandbox and live.
 
 mod addresses;
+pub mod behaviour;
 pub mod chain;
 pub mod desk;
 mod engine;
@@ -15,6 +16,7 @@ pub mod price_feed;
 mod providers;
 mod quoting;
 
+pub use behaviour::{Behaviour, Behaviours};
 pub use chain::{BURN_ADDRESSES, SandboxChain};
 pub use desk::{SandboxDesk, SandboxWorld};
 pub use engine::DEFAULT_TOLERANCE_BPS;

@@ -17,6 +17,7 @@ use swapd_core::market::{ExecutionType, RateType};
 use swapd_core::onchain::plan::{DEFAULT_SLIPPAGE_BPS, ExecutionPlan, SignedStep, Tracked};
 use swapd_core::onchain::router::{BuiltPlan, OnchainRouter, PlanRequest, TrackRequest};
 
+use crate::behaviour::{Behaviour, Behaviours};
 use crate::plans;
 use crate::price_feed::PriceFeed;
 use crate::quoting::{limits, priced_catalog, usd_price, with_fees};
@@ -122,6 +123,7 @@ pub struct Dex {
     max_usd: &'static str,
     duration_secs: u32,
     block_ms: i64,
+    behaviour: Behaviour,
 }
 
 impl Dex {
@@ -141,6 +143,7 @@ impl Dex {
             max_usd: "1000000",
             duration_secs: 30,
             block_ms: DEFAULT_BLOCK_MS,
+            behaviour: Behaviour::PUNCTUAL,
         }
     }
 
@@ -154,12 +157,19 @@ impl Dex {
             max_usd: "500000",
             duration_secs: 5,
             block_ms: DEFAULT_BLOCK_MS,
+            behaviour: Behaviour::PUNCTUAL,
         }
     }
 
     /// Executions advance one stage per `block_ms` (see `plans::track`).
     pub fn with_block_ms(mut self, block_ms: i64) -> Self {
         self.block_ms = block_ms;
+        self
+    }
+
+    /// How its executions end and how long they take (docs/sandbox.md, "Behaviour").
+    pub fn with_behaviour(mut self, behaviours: &Behaviours) -> Self {
+        self.behaviour = behaviours.of(self.id);
         self
     }
 
@@ -226,7 +236,7 @@ impl OnchainRouter for Dex {
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
-        plans::track(request, false, self.block_ms, &self.feed)
+        plans::track(request, false, self.block_ms, &self.feed, &self.behaviour)
     }
 }
 
@@ -236,6 +246,7 @@ pub struct Bridge {
     id: &'static str,
     feed: PriceFeed,
     block_ms: i64,
+    behaviour: Behaviour,
 }
 
 const BRIDGE_CHAINS: [Network; 6] = [
@@ -253,12 +264,19 @@ impl Bridge {
             id: "arcbridge",
             feed,
             block_ms: DEFAULT_BLOCK_MS,
+            behaviour: Behaviour::PUNCTUAL,
         }
     }
 
     /// Executions advance one stage per `block_ms` (see `plans::track`).
     pub fn with_block_ms(mut self, block_ms: i64) -> Self {
         self.block_ms = block_ms;
+        self
+    }
+
+    /// How its executions end and how long they take (docs/sandbox.md, "Behaviour").
+    pub fn with_behaviour(mut self, behaviours: &Behaviours) -> Self {
+        self.behaviour = behaviours.of(self.id);
         self
     }
 
@@ -350,7 +368,7 @@ impl OnchainRouter for Bridge {
     }
 
     async fn track_execution(&self, request: TrackRequest<'_>) -> Result<Tracked, ProviderError> {
-        plans::track(request, true, self.block_ms, &self.feed)
+        plans::track(request, true, self.block_ms, &self.feed, &self.behaviour)
     }
 }
 

@@ -573,8 +573,10 @@ pub fn track(
     bridge: bool,
     block_ms: i64,
     feed: &crate::price_feed::PriceFeed,
+    behaviour: &crate::behaviour::Behaviour,
 ) -> Result<Tracked, ProviderError> {
     let plan = request.plan;
+    let id = plan.id.as_str();
     let (from, to) = (plan.from, plan.to);
     let blocks = (request.now_ms - request.reported_at_ms).max(0) / block_ms.max(1);
     let (source_hash, selector) = match request.report {
@@ -593,7 +595,31 @@ pub fn track(
     if let Some(underway) = underway(blocks, selector, bridge, &source) {
         return Ok(underway);
     }
-    let expected = plan.expected_output;
+    // This router's behaviour: its time, its failures, where its deliveries land.
+    if request.now_ms - request.reported_at_ms < behaviour.duration_ms(id) {
+        return Ok(Tracked::state(
+            ExecutionStatus::Pending,
+            if bridge {
+                "awaiting_destination"
+            } else {
+                "source_confirming"
+            },
+            vec![source],
+        ));
+    }
+    if behaviour.fails(id) {
+        return Ok(Tracked::state(
+            ExecutionStatus::Failed,
+            "reverted",
+            vec![source],
+        ));
+    }
+    let drift = i64::from(swapd_core::market::pricing::BPS) + i64::from(behaviour.drift_bps(id));
+    let expected = plan.expected_output.mul_div(
+        alloy_primitives::U256::from(drift.max(0).unsigned_abs()),
+        alloy_primitives::U256::from(swapd_core::market::pricing::BPS),
+        swapd_core::amount::Rounding::Down,
+    );
     let (outcome, token, amount, destination) = match (bridge, selector) {
         // The bridge could not deliver and sent the input back on the source chain.
         (true, 0xfd) => (Outcome::Refunded, from, plan.from_amount, None),

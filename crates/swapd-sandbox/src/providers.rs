@@ -13,18 +13,25 @@ use crate::price_feed::PriceFeed;
 
 /// The sandbox providers: two offchain desks running their exchanges in `world`, an EVM DEX,
 /// a Solana DEX and a bridge whose executions advance one stage per `world.block_ms`, each
-/// behind `faults`.
+/// behaving as `world.behaviours` says and behind `faults`.
 pub fn providers(feed: PriceFeed, faults: &Faults, world: &SandboxWorld) -> Vec<Venue> {
-    let block_ms = world.block_ms;
+    let (block_ms, behaviours) = (world.block_ms, &world.behaviours);
     let desk = |quoter: OffchainDesk| Venue::Desk(Arc::new(SandboxDesk::new(quoter, world)));
+    let dex = |dex: Dex| {
+        Venue::Router(Arc::new(
+            dex.with_block_ms(block_ms).with_behaviour(behaviours),
+        ))
+    };
     [
         desk(OffchainDesk::atlas(feed.clone())),
         desk(OffchainDesk::borealis(feed.clone())),
+        dex(Dex::meridian(feed.clone())),
+        dex(Dex::sunfish(feed.clone())),
         Venue::Router(Arc::new(
-            Dex::meridian(feed.clone()).with_block_ms(block_ms),
+            Bridge::arcbridge(feed)
+                .with_block_ms(block_ms)
+                .with_behaviour(behaviours),
         )),
-        Venue::Router(Arc::new(Dex::sunfish(feed.clone()).with_block_ms(block_ms))),
-        Venue::Router(Arc::new(Bridge::arcbridge(feed).with_block_ms(block_ms))),
     ]
     .into_iter()
     .map(|venue| faults.wrap(venue))

@@ -19,6 +19,7 @@ mod keys;
 mod ledger;
 mod maintenance;
 mod orders;
+mod outcomes;
 mod plans;
 mod postgres;
 mod quotes;

@@ -2,6 +2,7 @@
 //! out to webhook deliveries in the same transaction.
 
 use swapd_core::StoreError;
+use swapd_core::market::observed::SwapOutcome;
 
 use swapd_core::fees::ledger::{LedgerRow, Stage, ledger_rows};
 use swapd_core::market::routes::RedeemError;
@@ -16,6 +17,7 @@ use swapd_core::owner::Owner;
 use crate::codec::{decode_body, decode_json, encode_body, encode_json};
 use crate::ledger::{self, insert_ledger_in};
 use crate::map_sqlx_error;
+use crate::outcomes::record_outcome_in;
 use crate::quotes::redeem_in;
 use crate::rows::stored::{id_of, owner_of};
 use crate::sql::{Claim, SqlStore, Tx, VersionedBody, built};
@@ -234,6 +236,9 @@ impl OrderStore for SqlStore {
             return Ok(false);
         }
         insert_events_in(&mut tx, events).await?;
+        if let Some(outcome) = SwapOutcome::of_order(order) {
+            record_outcome_in(&mut tx, &outcome).await?;
+        }
         // The sandbox desks carry the fees they quote: a completed order's provider has taken
         // them. (Live desks' reports take over here: docs/fees.md.)
         if events.iter().any(|e| e.event_type == EventType::Completed) {

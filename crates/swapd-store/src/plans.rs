@@ -1,6 +1,7 @@
 //! Onchain execution plans.
 
 use swapd_core::StoreError;
+use swapd_core::market::observed::SwapOutcome;
 use swapd_core::onchain::plan::ExecutionPlan;
 use swapd_core::store::{IdempotentFinish, PlanStore};
 use swapd_core::wakeup::Work;
@@ -13,6 +14,7 @@ use swapd_core::owner::Owner;
 use crate::codec::encode_body;
 use crate::ledger::insert_ledger_in;
 use crate::map_sqlx_error;
+use crate::outcomes::record_outcome_in;
 use crate::sql::{Claim, SqlStore, VersionedBody};
 
 /// Plans the tracker looks at next: due first, each leased until the claim's end.
@@ -118,6 +120,9 @@ impl PlanStore for SqlStore {
         };
         if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
+        }
+        if let Some(outcome) = SwapOutcome::of_plan(plan) {
+            record_outcome_in(&mut tx, &outcome).await?;
         }
         // Written by the change that completes the execution (a row already there stays).
         if plan.fees_realized.is_some() {

@@ -223,5 +223,7 @@ pub fn sample_order(id: &str, owner: &str, now: i64) -> swapd_core::offchain::or
         event_sequence: 0,
         failure_reason: None,
         page_url: None,
+        exchange_started_at_ms: None,
+        refund_requested: false,
     }
 }

@@ -185,6 +185,111 @@ pub struct Quote {
     pub max: Option<String>,
     pub provider: String,
     pub expires_at: i64,
+    /// What the provider's finished swaps of this pair (or, short of enough of them, of every
+    /// pair) showed; `null` while it has too few (docs/market.md, "Observed figures").
+    pub observed: Option<Observed>,
+}
+
+/// How `GET /routes` orders its usable cards (docs/market.md, "Ranking").
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    ToSchema,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum RouteSort {
+    /// The output a user can expect to receive: the quote corrected by what the provider
+    /// delivered against its quotes and weighed by its success rate; then time.
+    #[default]
+    Best,
+    /// The quoted output, then time.
+    Output,
+    /// The expected duration (observed when known), then `best`.
+    Fastest,
+    /// The observed success rate (providers without figures last), then `best`.
+    Reliable,
+}
+
+impl RouteSort {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// Whose outcomes observed figures are made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ObservedScope {
+    /// The provider's swaps of this pair.
+    Pair,
+    /// The provider's swaps of every pair (too few of this pair).
+    Provider,
+}
+
+/// What a provider's finished swaps showed over the window (docs/market.md, "Observed
+/// figures"): aggregates across every partner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Observed {
+    /// Outcomes counted against the provider (not those the user caused).
+    pub sample_size: u32,
+    pub scope: ObservedScope,
+    /// Completed ÷ counted, a decimal from `0` to `1`.
+    #[schema(example = "0.95")]
+    pub success_rate: String,
+    /// Median and 90th percentile of deposit confirmed → payout sent (offchain) or report →
+    /// done (onchain), over completed swaps.
+    pub p50_seconds: Option<u32>,
+    pub p90_seconds: Option<u32>,
+    /// Median of (delivered − quoted) ÷ quoted over completed swaps, in basis points;
+    /// negative when the provider delivers less than it quotes.
+    pub delivered_vs_quoted_bps: Option<i32>,
+}
+
+/// `GET /providers`: each provider's availability and what its finished swaps showed.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Scorecards {
+    pub providers: Vec<Scorecard>,
+    pub count: usize,
+    /// How far back the outcomes behind the figures go.
+    pub window_days: u32,
+    /// Outcomes a provider (or a pair) needs before its figures are shown.
+    pub min_samples: u32,
+}
+
+/// One provider's scorecard: aggregates over every partner's swaps.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Scorecard {
+    pub provider: String,
+    pub execution_type: ExecutionType,
+    /// `up`, `degraded` (some calls in a row failed) or `down` (skipped for now): the circuit
+    /// breaker's view.
+    pub availability: String,
+    /// Over every pair; `null` while it has too few outcomes.
+    pub observed: Option<Observed>,
+    /// Its ten busiest pairs with enough outcomes, busiest first.
+    pub pairs: Vec<PairScore>,
+}
+
+/// What a provider's swaps of one pair showed.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PairScore {
+    pub from_ccy: String,
+    pub to_ccy: String,
+    pub observed: Observed,
 }
 
 /// A fee of a route (docs/fees.md).
@@ -234,16 +339,21 @@ pub struct RouteCard {
     pub fees: Vec<Fee>,
     /// Onchain routes whose signer can use a gasless permit signature.
     pub gasless: bool,
+    /// The observed median when the provider has enough outcomes, its own estimate otherwise.
     pub estimated_duration_seconds: Option<u32>,
     pub expires_at: Option<i64>,
+    /// What the provider's finished swaps showed; `null` while it has too few.
+    pub observed: Option<Observed>,
 }
 
 /// `GET /routes`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Routes {
-    /// Best first: usable routes by output, then unusable ones.
+    /// Usable routes in the order `sort` asked for (`best` by default), then unusable ones.
     pub routes: Vec<RouteCard>,
     pub count: usize,
+    /// The order the routes are in.
+    pub sort: RouteSort,
 }
 
 /// `POST /routes/resolve` body.

@@ -45,6 +45,7 @@ pub struct Worker {
     reconciler: Option<(Reconciler, Duration)>,
     health: WorkerHealth,
     event_retention: Option<Duration>,
+    outcome_retention: Option<Duration>,
 }
 
 impl Worker {
@@ -61,7 +62,14 @@ impl Worker {
             reconciler: None,
             health: WorkerHealth::default(),
             event_retention: None,
+            outcome_retention: None,
         }
+    }
+
+    /// The janitor also purges swap outcomes older than `window` (docs/market.md).
+    pub fn with_outcome_retention(mut self, window: Duration) -> Self {
+        self.outcome_retention = Some(window);
+        self
     }
 
     /// The janitor also purges events older than `retention`, with their deliveries.
@@ -207,18 +215,39 @@ impl Worker {
             Ok(purged) => tracing::debug!(purged, "janitor swept expired rows"),
             Err(error) => tracing::warn!(%error, "janitor sweep failed; retrying next tick"),
         }
-        let Some(retention) = self.event_retention else {
-            return;
-        };
-        let before_ms = now_ms - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-        for _ in 0..PURGE_BATCHES {
-            match self.store.purge_event_history(before_ms, PURGE_BATCH).await {
-                Ok(purged) if purged < u64::from(PURGE_BATCH) => break,
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "purging old events failed; retrying next tick");
-                    break;
-                }
+        let before =
+            |retention: Duration| now_ms - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        if let Some(retention) = self.event_retention {
+            let before_ms = before(retention);
+            purge_in_batches("old events", || {
+                self.store.purge_event_history(before_ms, PURGE_BATCH)
+            })
+            .await;
+        }
+        if let Some(window) = self.outcome_retention {
+            let before_ms = before(window);
+            purge_in_batches("old swap outcomes", || {
+                self.store.purge_outcomes(before_ms, PURGE_BATCH)
+            })
+            .await;
+        }
+    }
+}
+
+/// Runs `purge` (one batch of [`PURGE_BATCH`] rows a call) until a batch comes back short, at
+/// most [`PURGE_BATCHES`] times; a failure waits for the next tick.
+async fn purge_in_batches<F, P>(what: &str, purge: P)
+where
+    P: Fn() -> F,
+    F: std::future::Future<Output = Result<u64, swapd_core::StoreError>>,
+{
+    for _ in 0..PURGE_BATCHES {
+        match purge().await {
+            Ok(purged) if purged < u64::from(PURGE_BATCH) => break,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "purging {what} failed; retrying next tick");
+                break;
             }
         }
     }

@@ -145,7 +145,7 @@ impl JobRunner {
             self.clock.now_ms(),
         );
         let mut candidates = self.market.quote_all(&request, &|_| true).await;
-        routes::rank(&mut candidates, direction);
+        routes::rank(&mut candidates, &routes::Ranking::by_quote(direction));
         candidates
     }
 

@@ -299,6 +299,8 @@ struct Api {
     listener: TcpListener,
     state: AppState,
     marker: RunMarker,
+    /// How often the observed figures are made anew (`market.observed_refresh_secs`).
+    observed_refresh: Duration,
 }
 
 impl Node {
@@ -327,6 +329,9 @@ impl Node {
                     )
                     .with_event_retention(Duration::from_secs(
                         u64::from(runtime.config.webhooks.retention_days) * 86_400,
+                    ))
+                    .with_outcome_retention(Duration::from_millis(
+                        runtime.config.market.window_ms().unsigned_abs(),
                     ))
                     .with_health(runtime.worker_health.clone()),
             )
@@ -377,9 +382,15 @@ impl Node {
             listener,
             state,
             marker,
+            observed_refresh,
         }) = self.api
         {
             let flusher = tokio::spawn(state.guards.clone().run_nonce_flusher(shutdown.clone()));
+            tokio::spawn(refresh_observed(
+                state.clone(),
+                observed_refresh,
+                shutdown.clone(),
+            ));
             // Open MCP streams end with the server, or the graceful shutdown would wait on them.
             let mcp_sessions = state.mcp.shutdown.clone();
             let stopping = shutdown.clone();
@@ -418,6 +429,24 @@ impl Node {
             }
         }
         Ok(())
+    }
+}
+
+/// Makes the observed figures anew every `every` until `stop` (docs/market.md, "Observed
+/// figures"); a failed refresh keeps the last figures.
+async fn refresh_observed(state: AppState, every: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let refreshed = state
+            .observed
+            .refresh(state.store.as_ref(), state.clock.now_ms())
+            .await;
+        if let Err(error) = refreshed {
+            tracing::warn!(%error, "observed figures could not be refreshed; keeping the last ones");
+        }
     }
 }
 
@@ -467,10 +496,19 @@ impl Api {
             .context("cannot load the nonce set")?,
         );
         let state = runtime.api_state(market, guards, x402, runtime.webhook_sender());
+        // The first requests see the figures too.
+        if let Err(error) = state
+            .observed
+            .refresh(state.store.as_ref(), runtime.clock.now_ms())
+            .await
+        {
+            tracing::warn!(%error, "observed figures could not be read; routes rank by quotes until the next refresh");
+        }
         Ok(Api {
             listener,
             state,
             marker,
+            observed_refresh: Duration::from_secs(config.market.observed_refresh_secs),
         })
     }
 }
@@ -509,6 +547,7 @@ impl Runtime {
                     block_ms: config.providers.sandbox_block_ms,
                     tolerance_bps: swapd_sandbox::DEFAULT_TOLERANCE_BPS,
                     pause_after_payout: config.orders.sandbox_pause_after_payout,
+                    behaviours: config.sandbox.behaviours(),
                 };
                 swapd_sandbox::providers(feed, &faults, &world)
             }
@@ -661,6 +700,10 @@ impl Runtime {
             console,
             fees: config.fees.policy(),
             fee_rules: config.fees.rules(),
+            observed: Arc::new(swapd_app::observed::ObservedFigures::new(
+                config.market.window_ms(),
+                config.market.observed_min_samples,
+            )),
             mcp: swapd_api::mcp::Settings {
                 max_sessions: config.mcp.max_sessions,
                 session_idle: Duration::from_secs(config.mcp.session_idle_secs),

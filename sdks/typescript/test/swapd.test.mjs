@@ -36,7 +36,7 @@ before(async () => {
     });
   });
   const log = openSync(join(data, "serve.log"), "w");
-  server = spawn(binary, ["--data-dir", data, "serve", "--listen", `127.0.0.1:${port}`], { stdio: ["ignore", log, log], env: { ...process.env, RUST_LOG: "warn" } });
+  server = spawn(binary, ["--data-dir", data, "serve", "--listen", `127.0.0.1:${port}`], { stdio: ["ignore", log, log], env: { ...process.env, RUST_LOG: "warn", SWAPD_SANDBOX__PROFILE: "punctual" } });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     try {

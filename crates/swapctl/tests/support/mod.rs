@@ -49,6 +49,7 @@ impl Sandbox {
                 let mut config = Config {
                     listen: "127.0.0.1:0".parse().unwrap(),
                     data_dir: path.clone(),
+                    sandbox: swapd::config::SandboxConfig::punctual(),
                     ..Config::default()
                 };
                 config.providers.sandbox_block_ms = 300;

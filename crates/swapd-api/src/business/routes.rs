@@ -19,7 +19,8 @@ use super::auth::{self, Gate};
 use super::spec::{Required, RouteSpec};
 use crate::AppState;
 use crate::handlers::{
-    catalog, earnings, onchain, orders, quotes, routes as route_handlers, sandbox, tokens, webhooks,
+    catalog, earnings, onchain, orders, providers, quotes, routes as route_handlers, sandbox,
+    tokens, webhooks,
 };
 use crate::idempotency::ClaimAt;
 use crate::route_doc::{
@@ -33,6 +34,7 @@ fn declare() -> BusinessRoutes {
     BusinessRoutes::default()
         .route(routes!(super::readiness), Required::AnyKey, 1)
         .route(routes!(catalog::currencies), PricesRead, 1)
+        .route(routes!(providers::providers), PricesRead, 1)
         .route(routes!(tokens::tokens_popular), PricesRead, 1)
         .route(routes!(tokens::tokens_search), PricesRead, 1)
         .route(routes!(tokens::tokens_by_address), PricesRead, 1)

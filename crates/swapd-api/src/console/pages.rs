@@ -605,22 +605,142 @@ async fn replay(
 
 // --- Providers and payments ------------------------------------------------------------------
 
+/// Each provider's availability and scorecard (docs/market.md, "Scorecards"): its figures
+/// over the window, a chart of each day's success rate and median time, and the outcomes behind
+/// them (the newest 50, linked to their orders).
 async fn providers(State(state): State<AppState>, operator: Operator) -> Response {
-    let health = state.market.health(state.clock.now_ms());
+    let now_ms = state.clock.now_ms();
+    let health = state.market.health(now_ms);
+    let cards = swapd_app::scorecards::scorecards(state.app(), now_ms);
+    let observed = state.observed.current();
+    let mut recent = Vec::new();
+    for card in &cards.providers {
+        match state.store.recent_outcomes(&card.provider, 50).await {
+            Ok(outcomes) => recent.push(outcomes),
+            Err(error) => return failed(error),
+        }
+    }
     page(
         "Providers",
         &operator,
         html! {
             h1 { "Providers" }
-            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (<&str>::from(state.limits.sharing().state())) "." }
+            p.muted { "As the readiness document (" code { "/readyz" } ") shows them; mode " (state.mode.as_str()) ", database " (state.store.backend()) ", shared state " (<&str>::from(state.limits.sharing().state())) ". Figures over the last " (cards.window_days) " days, from " (cards.min_samples) " counted outcomes on; every partner's swaps together." }
             table #providers {
-                tr { th { "Provider" } th { "State" } th { "Last failure" } }
-                @for provider in &health {
-                    tr { td { (provider.id) } td { (format!("{:?}", provider.state).to_lowercase()) } td { (provider.last_failure.clone().unwrap_or_default()) } }
+                tr { th { "Provider" } th { "State" } th { "Success" } th { "p50" } th { "p90" } th { "Delivered vs quoted" } th { "Last failure" } }
+                @for (card, provider) in cards.providers.iter().zip(&health) {
+                    tr data-provider=(card.provider) {
+                        td { (card.provider) } td.state { (card.availability) }
+                        @match &card.observed {
+                            Some(o) => {
+                                td.success { (o.success_rate) " of " (o.sample_size) }
+                                td { (seconds(o.p50_seconds)) } td { (seconds(o.p90_seconds)) }
+                                td { (o.delivered_vs_quoted_bps.map_or_else(|| "-".to_owned(), |bps| format!("{bps:+} bps"))) }
+                            }
+                            None => { td.success colspan="4" { "too few outcomes yet" } }
+                        }
+                        td { (provider.last_failure.clone().unwrap_or_default()) }
+                    }
+                }
+            }
+            @for (card, outcomes) in cards.providers.iter().zip(&recent) {
+                section.scorecard #(format!("scorecard-{}", card.provider)) {
+                    h2 { (card.provider) }
+                    (charts(observed.daily(&card.provider), now_ms, cards.window_days))
+                    @if !card.pairs.is_empty() {
+                        p { "Busiest pairs: "
+                            @for pair in &card.pairs {
+                                span.pair { (pair.from_ccy) " → " (pair.to_ccy) " (" (pair.observed.success_rate) " of " (pair.observed.sample_size) ") " }
+                            }
+                        }
+                    }
+                    @if outcomes.is_empty() {
+                        p.muted { "No finished swaps in the window yet." }
+                    } @else {
+                        table.outcomes {
+                            tr { th { "Swap" } th { "Pair" } th { "Ended" } th { "Counted" } th { "Quoted" } th { "Delivered" } th { "Time" } th { "At" } }
+                            @for outcome in outcomes {
+                                tr {
+                                    td { @if outcome.source_id.starts_with("ord_") {
+                                        a href=(format!("/console/orders/{}", outcome.source_id)) { code { (outcome.source_id) } }
+                                    } @else { code { (outcome.source_id) } } }
+                                    td { (outcome.from.code) " → " (outcome.to.code) }
+                                    td { (outcome.ending.as_str()) @if let Some(e) = &outcome.emergency { " (emergency: " (e) ")" } }
+                                    td { (if outcome.counted { "yes" } else { "no: the user's" }) }
+                                    td { (outcome.quoted) } td { (outcome.delivered.map(|a| a.to_string()).unwrap_or_default()) }
+                                    td { (seconds(outcome.duration_secs)) } td { (when(outcome.ended_at_ms)) }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         },
     )
+}
+
+fn seconds(secs: Option<u32>) -> String {
+    secs.map_or_else(|| "-".into(), |s| format!("{s} s"))
+}
+
+/// Two small charts over the window, one point a day with outcomes: the success rate (0 to
+/// 100 %) and the median time (0 to the window's slowest day). Plain SVG: the console runs no
+/// script.
+fn charts(days: &[swapd_core::market::observed::Day], now_ms: i64, window_days: u32) -> Markup {
+    const W: i64 = 360;
+    const H: i64 = 90;
+    let window_ms = i64::from(window_days.max(1)) * 86_400_000;
+    let start_ms = now_ms - window_ms;
+    let x = |at_ms: i64| ((at_ms - start_ms).clamp(0, window_ms) * W / window_ms).to_string();
+    let success: Vec<String> = days
+        .iter()
+        .map(|d| {
+            format!(
+                "{},{}",
+                x(d.start_ms),
+                H - i64::from(d.figures.success_bps) * H / 10_000
+            )
+        })
+        .collect();
+    let slowest = days
+        .iter()
+        .filter_map(|d| d.figures.p50_secs)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let times: Vec<String> = days
+        .iter()
+        .filter_map(|d| d.figures.p50_secs.map(|p50| (d, p50)))
+        .map(|(d, p50)| {
+            format!(
+                "{},{}",
+                x(d.start_ms),
+                H - i64::from(p50) * H / i64::from(slowest)
+            )
+        })
+        .collect();
+    let chart = |title: String, points: &[String], class: &str| {
+        html! {
+            figure.chart {
+                svg class=(class) width=(W) height=(H) viewBox=(format!("0 0 {W} {H}")) role="img" aria-label=(title) {
+                    rect x="0" y="0" width=(W) height=(H) fill="#f6f7f9" {}
+                    polyline fill="none" stroke="#1f5eff" stroke-width="2" points=(points.join(" ")) {}
+                    @for point in points {
+                        @if let Some((cx, cy)) = point.split_once(',') {
+                            circle cx=(cx) cy=(cy) r="2.5" fill="#1f5eff" {}
+                        }
+                    }
+                }
+                figcaption { (title) }
+            }
+        }
+    };
+    html! {
+        div.charts {
+            (chart("Success rate by day (0 to 100 %)".into(), &success, "success-chart"))
+            (chart(format!("Median time by day (0 to {slowest} s)"), &times, "time-chart"))
+        }
+    }
 }
 
 async fn payments(State(state): State<AppState>, operator: Operator) -> Response {

@@ -8,6 +8,7 @@ pub(crate) mod input;
 pub(crate) mod market_intel;
 pub(crate) mod onchain;
 pub(crate) mod orders;
+pub(crate) mod providers;
 pub(crate) mod quotes;
 pub(crate) mod routes;
 pub(crate) mod sandbox;

@@ -82,5 +82,10 @@ pub(crate) async fn quotes(
         max: quote.max.map(|a| a.to_string()),
         provider: provider.into(),
         expires_at: (now_ms + i64::from(quote.valid_for_secs) * 1000) / 1000,
+        observed: app
+            .observed
+            .current()
+            .route(provider, from.code, to.code)
+            .map(|figures| figures.view()),
     })))
 }

@@ -6,11 +6,12 @@ use axum::Extension;
 use axum::extract::State;
 use axum::response::Response;
 
+use strum::VariantArray;
 use swapd_app::routes::{self as routes_app, RoutesAsk};
 use swapd_core::address::Network;
 use swapd_core::market::provider::Wallet;
 use swapd_core::market::{Direction, RateType};
-use swapd_types::market::{ResolveInput, Resolved, Routes};
+use swapd_types::market::{ResolveInput, Resolved, RouteSort, Routes};
 use swapd_types::{ErrorCode, Success};
 
 use super::input::{
@@ -39,6 +40,7 @@ use crate::{ApiError, ApiJson, AppState, SignedQuery};
         ("recipientAddress" = Option<String>, Query, description = "Destination of onchain routes, checked for toCcy's network"),
         ("provider" = Option<String>, Query, description = "Only this provider (lowercase id)"),
         ("affiliateCode" = Option<String>, Query, pattern = "^[A-Za-z0-9_-]{1,64}$", description = "An affiliate's code: its share of the service fee is in the routes, and the orders made from them take the code (docs/fees.md)"),
+        ("sort" = inline(Option<swapd_types::market::RouteSort>), Query, description = "`best` (default: the output you can expect from what each provider delivered), `output` (the quoted output), `fastest` or `reliable` (docs/market.md, \"Ranking\")"),
     ),
     responses(
         (status = 200, description = "Route cards", body = inline(Success<Routes>)),
@@ -51,10 +53,12 @@ pub(crate) async fn discover_routes(
     query: SignedQuery,
 ) -> Result<Json<Success<Routes>>, ApiError> {
     let ask = routes_query(&state, &query)?;
+    let sort = ask.sort;
     let routes = routes_app::discover(state.app_for(&caller), &caller.owner(), ask).await?;
     Ok(Json(Success::new(Routes {
         count: routes.len(),
         routes,
+        sort,
     })))
 }
 
@@ -136,6 +140,7 @@ fn routes_query(state: &AppState, query: &SignedQuery) -> Result<RoutesAsk, ApiE
             "recipientAddress",
             "provider",
             "affiliateCode",
+            "sort",
         ],
     )?;
     let from = pair_currency(required(query, "fromCcy")?)?;
@@ -161,6 +166,16 @@ fn routes_query(state: &AppState, query: &SignedQuery) -> Result<RoutesAsk, ApiE
         .map(|address| check_address(to, address, "recipientAddress").map(|()| address.to_owned()))
         .transpose()?;
     let affiliate_code = query.scalar("affiliateCode")?.map(str::to_owned);
+    let sort = match query.scalar("sort")? {
+        None => RouteSort::default(),
+        Some(text) => text.parse().map_err(|_| {
+            let allowed: Vec<String> = RouteSort::VARIANTS
+                .iter()
+                .map(|sort| format!("`{}`", sort.as_str()))
+                .collect();
+            invalid("sort", &format!("must be one of {}", allowed.join(", ")))
+        })?,
+    };
     Ok(RoutesAsk {
         from,
         to,
@@ -171,6 +186,7 @@ fn routes_query(state: &AppState, query: &SignedQuery) -> Result<RoutesAsk, ApiE
         wallet,
         recipient,
         affiliate_code,
+        sort,
     })
 }
 

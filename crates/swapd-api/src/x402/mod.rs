@@ -23,7 +23,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use crate::handlers::{
-    catalog, market_intel, onchain, orders, quotes, routes as route_handlers, tokens,
+    catalog, market_intel, onchain, orders, providers, quotes, routes as route_handlers, tokens,
 };
 use crate::route_doc::{http_method, single_operation};
 use crate::{ApiError, AppState, parse_json};
@@ -134,6 +134,13 @@ fn declare() -> X402Routes {
             NotUsed,
             "Currency catalog",
             Query(catalog::check_currencies_query),
+        )
+        .route(
+            routes!(providers::providers),
+            Access::Paid,
+            NotUsed,
+            "Provider scorecards",
+            Query(providers::check_providers_query),
         )
         .route(
             routes!(tokens::tokens_popular),

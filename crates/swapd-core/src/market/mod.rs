@@ -5,6 +5,7 @@
 pub mod breaker;
 pub mod catalog;
 pub mod currencies;
+pub mod observed;
 mod port;
 pub mod pricing;
 pub mod provider;

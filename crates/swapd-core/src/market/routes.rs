@@ -8,6 +8,7 @@ use crate::fees::OnchainFee;
 use crate::fees::entry::Fee;
 use crate::ids::RouteQuoteId;
 use crate::market::currencies::CurrencyDef;
+use crate::market::observed::{Expectation, Figures, Observed, RouteSort};
 use crate::market::provider::{ProviderError, ProviderInfo, ProviderQuote};
 use crate::market::{Direction, ExecutionType, RateType};
 use crate::owner::Owner;
@@ -146,24 +147,94 @@ pub struct Candidate {
     pub outcome: Result<ProviderQuote, ProviderError>,
 }
 
-/// Orders candidates best first: usable routes before unusable ones; among usable routes the
-/// most output (or, for reverse quotes, the least input), then the fastest, then by provider id
-/// so equal routes keep a stable order.
-pub fn rank(candidates: &mut [Candidate], direction: Direction) {
+/// How candidates are ranked: the order asked for, and the figures behind it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ranking<'a> {
+    pub direction: Direction,
+    pub sort: RouteSort,
+    pub observed: &'a Observed,
+    /// The pair asked for (currency codes), whose figures a provider is judged by.
+    pub from: &'static str,
+    pub to: &'static str,
+}
+
+impl Ranking<'_> {
+    /// By quotes alone (`output`), for callers that need no figures.
+    pub fn by_quote(direction: Direction) -> Ranking<'static> {
+        static NONE: std::sync::LazyLock<Observed> = std::sync::LazyLock::new(Observed::default);
+        Ranking {
+            direction,
+            sort: RouteSort::Output,
+            observed: &NONE,
+            from: "",
+            to: "",
+        }
+    }
+
+    /// The figures `provider`'s route is judged by.
+    pub fn figures(&self, provider: &str) -> Option<&Figures> {
+        self.observed.route(provider, self.from, self.to)
+    }
+}
+
+/// How long a route is expected to take: the observed median when the provider has enough
+/// outcomes, its own estimate otherwise.
+pub fn expected_duration_secs(quote: &ProviderQuote, figures: Option<&Figures>) -> u32 {
+    figures
+        .and_then(|f| f.p50_secs)
+        .unwrap_or(quote.estimated_duration_secs)
+}
+
+/// Orders candidates best first (docs/market.md, "Ranking"): usable routes before unusable
+/// ones; among usable routes, by `ranking.sort`; then by provider id so equal routes keep a
+/// stable order.
+pub fn rank(candidates: &mut [Candidate], ranking: &Ranking<'_>) {
+    use std::cmp::Ordering;
+    // Of what the quote promises, what is expected: its output (or, for reverse quotes, the
+    // input it costs), with `expected` the share expected to arrive.
+    let value = |quote: &ProviderQuote, expected: Expectation| match ranking.direction {
+        Direction::From => RankValue::Output(std::cmp::Reverse(expected.of(quote.to_amount))),
+        Direction::To => expected
+            .cost_of(quote.from_amount)
+            .map_or(RankValue::Never, RankValue::Cost),
+    };
     candidates.sort_by(|a, b| match (&a.outcome, &b.outcome) {
         (Ok(x), Ok(y)) => {
-            let value = match direction {
-                Direction::From => y.to_amount.cmp(&x.to_amount),
-                Direction::To => x.from_amount.cmp(&y.from_amount),
+            let (fx, fy) = (
+                ranking.figures(a.provider.id),
+                ranking.figures(b.provider.id),
+            );
+            let expected = |f: Option<&Figures>| f.map_or(Expectation::FULL, Figures::expectation);
+            let best = value(x, expected(fx)).cmp(&value(y, expected(fy)));
+            let output = value(x, Expectation::FULL).cmp(&value(y, Expectation::FULL));
+            let time = expected_duration_secs(x, fx).cmp(&expected_duration_secs(y, fy));
+            let order = match ranking.sort {
+                RouteSort::Output => {
+                    output.then(x.estimated_duration_secs.cmp(&y.estimated_duration_secs))
+                }
+                RouteSort::Best => best.then(time),
+                RouteSort::Fastest => time.then(best),
+                // Known rates first, highest first.
+                RouteSort::Reliable => {
+                    let rate = |f: Option<&Figures>| f.map(|f| f.success_bps);
+                    rate(fy).cmp(&rate(fx)).then(best).then(time)
+                }
             };
-            value
-                .then(x.estimated_duration_secs.cmp(&y.estimated_duration_secs))
-                .then(a.provider.id.cmp(b.provider.id))
+            order.then(a.provider.id.cmp(b.provider.id))
         }
-        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
-        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
         (Err(_), Err(_)) => a.provider.id.cmp(b.provider.id),
     });
+}
+
+/// What a route's amounts are compared by, better first: an output (more is better) or a
+/// cost (less is better; one that buys nothing expected is the worst).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum RankValue {
+    Output(std::cmp::Reverse<Amount>),
+    Cost(Amount),
+    Never,
 }
 
 /// Rounded-down `amount · (10 000 − bps) / 10 000`: a minimum output after slippage.
@@ -218,11 +289,11 @@ mod tests {
             candidate("high", Ok(quote("9.5", "10", 600))),
             candidate("high-fast", Ok(quote("9.5", "10", 60))),
         ];
-        rank(&mut list, Direction::From);
+        rank(&mut list, &Ranking::by_quote(Direction::From));
         let ids: Vec<_> = list.iter().map(|c| c.provider.id).collect();
         assert_eq!(ids, ["high-fast", "high", "low", "down"]);
 
-        rank(&mut list, Direction::To);
+        rank(&mut list, &Ranking::by_quote(Direction::To));
         assert_eq!(list[3].provider.id, "down");
     }
 

@@ -88,6 +88,8 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         fees: input.fees,
         fees_realized: None,
         page_url: input.page_url,
+        exchange_started_at_ms: None,
+        refund_requested: false,
         email: input.email,
         create_token_hash: input.create_token_hash,
         created_at_ms: now_ms,
@@ -207,7 +209,13 @@ pub fn request_refund(
             }
             refund_now(&chosen, refund, now_ms)
         }
-        OrderStatus::Confirming if !order.deposits.is_empty() => refund_now(order, refund, now_ms),
+        OrderStatus::Confirming if !order.deposits.is_empty() => {
+            let asked = Order {
+                refund_requested: true,
+                ..order.clone()
+            };
+            refund_now(&asked, refund, now_ms)
+        }
         other => Err(ChoiceError::NotRefundable(other.as_str())),
     }
 }

@@ -252,6 +252,10 @@ pub struct Order {
     pub failure_reason: Option<String>,
     /// The hosted order page, its link carrying the order's page token (docs/order-page.md).
     pub page_url: Option<String>,
+    /// When the desk started exchanging (the deposit confirmed), for the observed durations.
+    pub exchange_started_at_ms: Option<i64>,
+    /// The owner asked for the refund (not the desk's doing: docs/market.md, "Observed figures").
+    pub refund_requested: bool,
 }
 
 /// One outbox entry: an event about an order, written in the transaction that changed it.
@@ -388,6 +392,9 @@ impl Order {
         );
         let mut next = self.touched(now_ms);
         next.status = status;
+        if status == OrderStatus::Exchanging && next.exchange_started_at_ms.is_none() {
+            next.exchange_started_at_ms = Some(now_ms);
+        }
         next
     }
 
@@ -488,6 +495,8 @@ pub(crate) mod tests {
             fees: Vec::new(),
             fees_realized: None,
             page_url: None,
+            exchange_started_at_ms: None,
+            refund_requested: false,
             email: None,
             create_token_hash: None,
             created_at_ms: T0,

@@ -9,6 +9,7 @@ mod idempotency;
 mod jobs;
 mod keys;
 mod orders;
+mod outcomes;
 mod plans;
 mod quotes;
 mod sandbox;
@@ -22,6 +23,7 @@ pub use idempotency::{IdempotencyStore, IdempotentFinish, KeyHold};
 pub use jobs::JobStore;
 pub use keys::{EVERY_CONSOLE_SESSION, KeyStore, NonceOutcome, NonceRecord};
 pub use orders::{EventMail, OrderSearch, OrderStore};
+pub use outcomes::OutcomeStore;
 pub use plans::PlanStore;
 pub use quotes::{EXPIRED_RETENTION_MS, QuoteStore, RateObservation};
 pub use sandbox::{SandboxChainStore, SandboxDeposit, SandboxTransfer};
@@ -93,6 +95,7 @@ pub trait Store:
     + IdempotencyStore
     + QuoteStore
     + OrderStore
+    + OutcomeStore
     + PlanStore
     + WebhookStore
     + X402Store
@@ -108,6 +111,7 @@ impl<T> Store for T where
         + IdempotencyStore
         + QuoteStore
         + OrderStore
+        + OutcomeStore
         + PlanStore
         + WebhookStore
         + X402Store

@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionPlan {
+pub(crate) fn sample_plan(id: &str, owner: &str, resolve_key: &str, now: i64) -> ExecutionPlan {
     ExecutionPlan {
         id: parsed(id),
         owner: parsed(owner),

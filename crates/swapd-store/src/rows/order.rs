@@ -62,6 +62,10 @@ pub(crate) struct OrderRecord {
     failure_reason: Option<String>,
     #[serde(default)]
     page_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exchange_started_at_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    refund_requested: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -136,6 +140,8 @@ impl Body for Order {
             event_sequence: self.event_sequence,
             failure_reason: self.failure_reason.clone(),
             page_url: self.page_url.clone(),
+            exchange_started_at_ms: self.exchange_started_at_ms,
+            refund_requested: self.refund_requested,
         }
     }
 
@@ -198,6 +204,8 @@ impl Body for Order {
             event_sequence: r.event_sequence,
             failure_reason: r.failure_reason,
             page_url: r.page_url,
+            exchange_started_at_ms: r.exchange_started_at_ms,
+            refund_requested: r.refund_requested,
             provider: r.provider,
             deposit_address: r.deposit_address,
             deposit_tag: r.deposit_tag,

@@ -9,9 +9,11 @@ mod database;
 mod fees;
 mod log;
 mod mail;
+mod market;
 mod mcp;
 mod orders;
 mod providers;
+mod sandbox;
 mod security;
 mod shared;
 mod shutdown;
@@ -39,9 +41,11 @@ pub use database::{DatabaseConfig, DatabaseUrl};
 pub use fees::{FeeRecipientsConfig, FeesConfig};
 pub use log::{LogConfig, LogFormat};
 pub use mail::{MailConfig, Sender, SmtpUrl};
+pub use market::MarketConfig;
 pub use mcp::McpConfig;
 pub use orders::OrdersConfig;
 pub use providers::{DeskConfig, LIVE_PROVIDER_ADAPTERS, ProvidersConfig, RouterConfig};
+pub use sandbox::{SandboxConfig, SandboxProfile};
 pub use security::SecurityConfig;
 pub use shared::{RedisUrl, SharedConfig};
 pub use shutdown::ShutdownConfig;
@@ -99,6 +103,8 @@ pub struct Config {
     pub mcp: McpConfig,
     pub fees: FeesConfig,
     pub shutdown: ShutdownConfig,
+    pub market: MarketConfig,
+    pub sandbox: SandboxConfig,
     pub telemetry: TelemetryConfig,
 }
 
@@ -187,6 +193,8 @@ impl Default for Config {
             mcp: McpConfig::default(),
             fees: FeesConfig::default(),
             shutdown: ShutdownConfig::default(),
+            market: MarketConfig::default(),
+            sandbox: SandboxConfig::default(),
             telemetry: TelemetryConfig::default(),
         }
     }
@@ -319,6 +327,8 @@ impl Config {
         self.webhooks.validate()?;
         self.security.validate()?;
         self.orders.validate()?;
+        self.market.validate()?;
+        self.sandbox.validate()?;
         if self.mode == Mode::Live {
             self.check_live_requirements()?;
         }

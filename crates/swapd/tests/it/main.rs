@@ -46,6 +46,7 @@ fn local_config(dir: &std::path::Path) -> swapd::config::Config {
             drain_secs: 0,
             ..Default::default()
         },
+        sandbox: swapd::config::SandboxConfig::punctual(),
         ..swapd::config::Config::default()
     }
 }

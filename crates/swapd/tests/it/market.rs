@@ -497,7 +497,7 @@ async fn quote_errors_name_the_problem() {
         .expect(403, "permission_denied");
 }
 
-const CARD_FIELDS: [&str; 18] = [
+const CARD_FIELDS: [&str; 19] = [
     "routeQuoteId",
     "executionType",
     "executionProvider",
@@ -516,6 +516,7 @@ const CARD_FIELDS: [&str; 18] = [
     "gasless",
     "estimatedDurationSeconds",
     "expiresAt",
+    "observed",
 ];
 
 fn assert_card_shape(card: &Value) {

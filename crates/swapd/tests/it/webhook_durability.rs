@@ -83,6 +83,7 @@ fn worker(dir: &Path) -> Child {
         .args(["serve", "--worker", "--data-dir"])
         .arg(dir)
         .env("RUST_LOG", "error")
+        .env("SWAPD_SANDBOX__PROFILE", "punctual")
         .env("SWAPD_WEBHOOKS__POLL_INTERVAL_MS", "20")
         .env("SWAPD_WEBHOOKS__BATCH", "50")
         // The orders here are only a source of events: leave their lifecycle alone.

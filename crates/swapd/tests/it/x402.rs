@@ -43,7 +43,7 @@ async fn the_readiness_document_is_free_and_names_prices_and_rules() {
         server.base.trim_start_matches("http://")
     );
     let routes = doc["routes"].as_array().unwrap();
-    assert_eq!(routes.len(), 20);
+    assert_eq!(routes.len(), 21);
     let access = |path: &str, method: &str| {
         routes
             .iter()
@@ -52,6 +52,7 @@ async fn the_readiness_document_is_free_and_names_prices_and_rules() {
             .clone()
     };
     assert_eq!(access("/api/x402/currencies", "GET"), "paid");
+    assert_eq!(access("/api/x402/providers", "GET"), "paid");
     assert_eq!(access("/api/x402/orders", "POST"), "paid_wallet");
     assert_eq!(access("/api/x402/orders/{orderId}", "GET"), "wallet_read");
     assert_eq!(access("/api/x402/routes", "GET"), "paid");

@@ -18,6 +18,7 @@ export const OPERATIONS = {
   getOrderStatus: {"id":"get_order_status","method":"GET","path":"/api/v3/orders/{orderId}/status","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   listWebhookDeliveries: {"id":"list_webhook_deliveries","method":"GET","path":"/api/v3/webhooks/{webhookId}/deliveries","pathParams":["webhookId"],"hasQuery":true,"hasBody":false,"idempotent":false,"headers":[]},
   listWebhooks: {"id":"list_webhooks","method":"GET","path":"/api/v3/webhooks","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
+  providerScorecards: {"id":"provider_scorecards","method":"GET","path":"/api/v3/providers","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   quotes: {"id":"quotes","method":"POST","path":"/api/v3/quotes","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   readiness: {"id":"readiness","method":"GET","path":"/api/v3","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   refund: {"id":"refund","method":"POST","path":"/api/v3/orders/{orderId}/refund","pathParams":["orderId"],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
@@ -63,6 +64,8 @@ export interface Operations {
   listWebhookDeliveries(webhookId: string, query?: Query<operations["list_webhook_deliveries"]>, options?: CallOptions): Promise<Data<operations["list_webhook_deliveries"]>>;
   /** GET /api/v3/webhooks: Lists the key's subscriptions. */
   listWebhooks(options?: CallOptions): Promise<Data<operations["list_webhooks"]>>;
+  /** GET /api/v3/providers: Provider scorecards. */
+  providerScorecards(options?: CallOptions): Promise<Data<operations["provider_scorecards"]>>;
   /** POST /api/v3/quotes: A legacy quote: the best offchain offer. */
   quotes(body: Body<operations["quotes"]>, options?: CallOptions): Promise<Data<operations["quotes"]>>;
   /** GET /api/v3: The readiness document: what this server offers and what the calling key may use. */

@@ -15,6 +15,7 @@ export const OPERATIONS = {
   getJob: {"id":"get_job","method":"GET","path":"/api/x402/market-intel/jobs/{jobId}","pathParams":["jobId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   getOnchainExecution: {"id":"get_onchain_execution","method":"GET","path":"/api/x402/onchain/executions/{executionPlanId}","pathParams":["executionPlanId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Onchain-Execution-Access-Token","onchainExecutionAccessToken",true],["X-Page-Token","pageToken",false]]},
   getOrder: {"id":"get_order","method":"GET","path":"/api/x402/orders/{orderId}","pathParams":["orderId"],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[["X-Page-Token","pageToken",false]]},
+  providerScorecards: {"id":"provider_scorecards","method":"GET","path":"/api/x402/providers","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   quotes: {"id":"quotes","method":"POST","path":"/api/x402/quotes","pathParams":[],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
   readiness: {"id":"readiness","method":"GET","path":"/api/x402","pathParams":[],"hasQuery":false,"hasBody":false,"idempotent":false,"headers":[]},
   refund: {"id":"refund","method":"POST","path":"/api/x402/orders/{orderId}/refund","pathParams":["orderId"],"hasQuery":false,"hasBody":true,"idempotent":true,"headers":[]},
@@ -49,6 +50,8 @@ export interface Operations {
   getOnchainExecution(executionPlanId: string, options: CallOptions & { onchainExecutionAccessToken: string; pageToken?: string }): Promise<Data<operations["get_onchain_execution"]>>;
   /** GET /api/x402/orders/{orderId}: Reads an order. */
   getOrder(orderId: string, options?: CallOptions & { pageToken?: string }): Promise<Data<operations["get_order"]>>;
+  /** GET /api/x402/providers: Provider scorecards. */
+  providerScorecards(options?: CallOptions): Promise<Data<operations["provider_scorecards"]>>;
   /** POST /api/x402/quotes: A legacy quote: the best offchain offer. */
   quotes(body: Body<operations["quotes"]>, options?: CallOptions): Promise<Data<operations["quotes"]>>;
   /** GET /api/x402: The readiness document. */

@@ -277,6 +277,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/x402/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Provider scorecards.
+         * @description Paid per call. Every provider with its availability (the circuit breaker's view) and what its finished swaps showed over the window: success rate, median and 90th-percentile time, delivered against quoted; overall and for its ten busiest pairs. Aggregates over every partner's swaps; `observed` is `null` until a provider has enough outcomes.
+         */
+        get: operations["provider_scorecards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/x402/quotes": {
         parameters: {
             query?: never;
@@ -702,6 +722,42 @@ export interface components {
         JobResult: components["schemas"]["PairDepth"] | components["schemas"]["RouteScan"] | components["schemas"]["RateHistory"];
         /** @enum {string} */
         JobStatus: "queued" | "running" | "succeeded" | "failed";
+        /**
+         * @description What a provider's finished swaps showed over the window (docs/market.md, "Observed
+         *     figures"): aggregates across every partner.
+         */
+        Observed: {
+            /**
+             * Format: int32
+             * @description Median of (delivered − quoted) ÷ quoted over completed swaps, in basis points;
+             *     negative when the provider delivers less than it quotes.
+             */
+            deliveredVsQuotedBps?: number | null;
+            /**
+             * Format: int32
+             * @description Median and 90th percentile of deposit confirmed → payout sent (offchain) or report →
+             *     done (onchain), over completed swaps.
+             */
+            p50Seconds?: number | null;
+            /** Format: int32 */
+            p90Seconds?: number | null;
+            /**
+             * Format: int32
+             * @description Outcomes counted against the provider (not those the user caused).
+             */
+            sampleSize: number;
+            scope: components["schemas"]["ObservedScope"];
+            /**
+             * @description Completed ÷ counted, a decimal from `0` to `1`.
+             * @example 0.95
+             */
+            successRate: string;
+        };
+        /**
+         * @description Whose outcomes observed figures are made of.
+         * @enum {string}
+         */
+        ObservedScope: "pair" | "provider";
         /** @description `POST /onchain/routes/resolve`. */
         OnchainResolveInput: {
             /** @description An onchain card's `routeQuoteId` from `GET /routes`. */
@@ -808,6 +864,12 @@ export interface components {
              *     some provider has none (the ladder then ends at 100 times `min`).
              */
             min: string;
+            toCcy: string;
+        };
+        /** @description What a provider's swaps of one pair showed. */
+        PairScore: {
+            fromCcy: string;
+            observed: components["schemas"]["Observed"];
             toCcy: string;
         };
         /**
@@ -1035,7 +1097,10 @@ export interface components {
          *     no amounts.
          */
         RouteCard: {
-            /** Format: int32 */
+            /**
+             * Format: int32
+             * @description The observed median when the provider has enough outcomes, its own estimate otherwise.
+             */
             estimatedDurationSeconds?: number | null;
             executionProvider: string;
             executionType: components["schemas"]["ExecutionType"];
@@ -1050,6 +1115,7 @@ export interface components {
             isAvailable: boolean;
             /** @description Least output the route guarantees (slippage or float tolerance applied). */
             minOutputAmount?: string | null;
+            observed?: null | components["schemas"]["Observed"];
             rate?: string | null;
             /** @description `rqq_…`; pass it to `POST /routes/resolve` (offchain) or `/onchain/routes/resolve`. */
             routeQuoteId?: string | null;
@@ -1100,6 +1166,11 @@ export interface components {
             toCcy: string;
             worst?: string | null;
         };
+        /**
+         * @description How `GET /routes` orders its usable cards (docs/market.md, "Ranking").
+         * @enum {string}
+         */
+        RouteSort: "best" | "output" | "fastest" | "reliable";
         ScannedRoute: {
             available: boolean;
             /** Format: int32 */
@@ -1113,6 +1184,19 @@ export interface components {
             provider: string;
             rate?: string | null;
             unavailableReason?: string | null;
+        };
+        /** @description One provider's scorecard: aggregates over every partner's swaps. */
+        Scorecard: {
+            /**
+             * @description `up`, `degraded` (some calls in a row failed) or `down` (skipped for now): the circuit
+             *     breaker's view.
+             */
+            availability: string;
+            executionType: components["schemas"]["ExecutionType"];
+            observed?: null | components["schemas"]["Observed"];
+            /** @description Its ten busiest pairs with enough outcomes, busiest first. */
+            pairs: components["schemas"]["PairScore"][];
+            provider: string;
         };
         /** @description EIP-712 typed data the wallet signs instead of sending a transaction (gasless routes). */
         SignatureRequest: {
@@ -3126,6 +3210,107 @@ export interface operations {
             };
         };
     };
+    provider_scorecards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The scorecards */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `GET /providers`: each provider's availability and what its finished swaps showed. */
+                        data: {
+                            count: number;
+                            /**
+                             * Format: int32
+                             * @description Outcomes a provider (or a pair) needs before its figures are shown.
+                             */
+                            minSamples: number;
+                            providers: components["schemas"]["Scorecard"][];
+                            /**
+                             * Format: int32
+                             * @description How far back the outcomes behind the figures go.
+                             */
+                            windowDays: number;
+                        };
+                        /** @description Always `true`. */
+                        success: boolean;
+                    };
+                };
+            };
+            /** @description `invalid_payment_payload`; `validation_failed`; `path_not_canonical`; `query_invalid_encoding`; `duplicate_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `payment_required`; `payment_invalid`; `payment_failed`: the PAYMENT-REQUIRED header holds what to pay and, for wallet-bound routes, the SIWX challenge */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `payment_already_used`; `payment_in_progress` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `paid_attempts_exceeded`; `ip_rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `facilitator_error` */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     quotes: {
         parameters: {
             query?: never;
@@ -3163,6 +3348,7 @@ export interface operations {
                             min: string;
                             /** @description Payout network fee, in `toCcy`, already deducted from `toAmount`. */
                             networkFee: string;
+                            observed?: null | components["schemas"]["Observed"];
                             provider: string;
                             /** @description `qte_…`. */
                             quoteId: string;
@@ -3292,6 +3478,8 @@ export interface operations {
                 provider?: string;
                 /** @description An affiliate's code: its share of the service fee is in the routes, and the orders made from them take the code (docs/fees.md) */
                 affiliateCode?: string;
+                /** @description `best` (default: the output you can expect from what each provider delivered), `output` (the quoted output), `fastest` or `reliable` (docs/market.md, "Ranking") */
+                sort?: "best" | "output" | "fastest" | "reliable";
             };
             header?: never;
             path?: never;
@@ -3309,8 +3497,10 @@ export interface operations {
                         /** @description `GET /routes`. */
                         data: {
                             count: number;
-                            /** @description Best first: usable routes by output, then unusable ones. */
+                            /** @description Usable routes in the order `sort` asked for (`best` by default), then unusable ones. */
                             routes: components["schemas"]["RouteCard"][];
+                            /** @description The order the routes are in. */
+                            sort: components["schemas"]["RouteSort"];
                         };
                         /** @description Always `true`. */
                         success: boolean;

@@ -179,6 +179,8 @@ pub struct Options {
     /// Live mode with these providers (`providers.live` and their settings) instead of the
     /// sandbox.
     pub live: Option<Live>,
+    /// How the sandbox providers behave (punctual unless a test asks otherwise).
+    pub sandbox: swapd::config::SandboxConfig,
 }
 
 /// What a live-mode test server talks to: its providers, and the chains it reads.
@@ -211,6 +213,7 @@ impl Default for Options {
             fees: swapd::config::FeesConfig::default(),
             request_timeout_ms: 60_000,
             live: None,
+            sandbox: swapd::config::SandboxConfig::punctual(),
             ip_limits: (
                 swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
@@ -372,6 +375,9 @@ impl TestServer {
             public_url: Some(format!("http://{listener_address}").parse().unwrap()),
             ..swapd::config::Config::default()
         };
+        // Every sandbox provider delivers what it estimates, at once, unless a test says
+        // otherwise (docs/sandbox.md, "Behaviour").
+        config.sandbox = options.sandbox;
         config.providers.deadline_ms = options.provider_deadline.as_millis() as u64;
         config.providers.sandbox_seed = 0;
         config.providers.sandbox_block_ms = BLOCK_MS;

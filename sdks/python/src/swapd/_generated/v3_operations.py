@@ -21,6 +21,7 @@ OPERATIONS: dict[str, Operation] = {
     'get_order_status': Operation('get_order_status', 'GET', '/api/v3/orders/{orderId}/status', path_params=('orderId',), has_query=False, has_body=False, idempotent=False),
     'list_webhook_deliveries': Operation('list_webhook_deliveries', 'GET', '/api/v3/webhooks/{webhookId}/deliveries', path_params=('webhookId',), has_query=True, has_body=False, idempotent=False),
     'list_webhooks': Operation('list_webhooks', 'GET', '/api/v3/webhooks', path_params=(), has_query=False, has_body=False, idempotent=False),
+    'provider_scorecards': Operation('provider_scorecards', 'GET', '/api/v3/providers', path_params=(), has_query=False, has_body=False, idempotent=False),
     'quotes': Operation('quotes', 'POST', '/api/v3/quotes', path_params=(), has_query=False, has_body=True, idempotent=True),
     'readiness': Operation('readiness', 'GET', '/api/v3', path_params=(), has_query=False, has_body=False, idempotent=False),
     'refund': Operation('refund', 'POST', '/api/v3/orders/{orderId}/refund', path_params=('orderId',), has_query=False, has_body=True, idempotent=True),
@@ -266,6 +267,22 @@ class Operations:
         """GET /api/v3/webhooks: Lists the key's subscriptions."""
         return self._call(  # type: ignore[no-any-return]
             OPERATIONS['list_webhooks'],
+            (),
+            query=None,
+            body=None,
+            timeout=timeout,
+            headers=headers,
+        )
+
+    def provider_scorecards(
+        self,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> t.ProviderScorecardsData:
+        """GET /api/v3/providers: Provider scorecards."""
+        return self._call(  # type: ignore[no-any-return]
+            OPERATIONS['provider_scorecards'],
             (),
             query=None,
             body=None,
@@ -781,6 +798,22 @@ class AsyncOperations:
         """GET /api/v3/webhooks: Lists the key's subscriptions."""
         return await self._call(  # type: ignore[no-any-return]
             OPERATIONS['list_webhooks'],
+            (),
+            query=None,
+            body=None,
+            timeout=timeout,
+            headers=headers,
+        )
+
+    async def provider_scorecards(
+        self,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> t.ProviderScorecardsData:
+        """GET /api/v3/providers: Provider scorecards."""
+        return await self._call(  # type: ignore[no-any-return]
+            OPERATIONS['provider_scorecards'],
             (),
             query=None,
             body=None,

@@ -241,6 +241,9 @@ class FieldProblem(TypedDict):
     problem: str
 
 
+ObservedScope: TypeAlias = Literal["pair", "provider"]
+
+
 class OnchainResolveInput(TypedDict, closed=True):
     """
     `POST /onchain/routes/resolve`.
@@ -441,32 +444,6 @@ class RotateInput(TypedDict, closed=True):
     previousSecretExpiresIn: NotRequired[int | None]
 
 
-class RouteCard(TypedDict):
-    """
-    One way to make the swap. Unusable providers appear with `isAvailable: false`, a reason and
-    no amounts.
-    """
-
-    estimatedDurationSeconds: NotRequired[int | None]
-    executionProvider: str
-    executionType: ExecutionType
-    expectedOutputAmount: NotRequired[str | None]
-    expiresAt: NotRequired[int | None]
-    fees: list[Fee]
-    fromAmount: NotRequired[str | None]
-    fromCcy: str
-    gasless: bool
-    isAvailable: bool
-    minOutputAmount: NotRequired[str | None]
-    rate: NotRequired[str | None]
-    routeQuoteId: NotRequired[str | None]
-    toCcy: str
-    type: RateType
-    unavailableDetail: NotRequired[str | None]
-    unavailableReason: NotRequired[str | None]
-    walletRequired: bool
-
-
 class RouteConstraints(TypedDict, closed=True):
     """
     Limits on which routes a quote may use.
@@ -485,6 +462,9 @@ class RouteInfo(TypedDict):
     path: str
     permission: NotRequired[Permission | None]
     weight: int
+
+
+RouteSort: TypeAlias = Literal["best", "output", "fastest", "reliable"]
 
 
 class SignatureRequest(TypedDict):
@@ -606,15 +586,6 @@ class DepositQrData(TypedDict):
     qr: list[QrImage]
 
 
-class DiscoverRoutesData(TypedDict):
-    """
-    `GET /routes`.
-    """
-
-    count: int
-    routes: list[RouteCard]
-
-
 class DiscoverRoutesQuery(TypedDict, closed=True):
     fromCcy: str
     toCcy: str
@@ -626,6 +597,7 @@ class DiscoverRoutesQuery(TypedDict, closed=True):
     recipientAddress: NotRequired[str]
     provider: NotRequired[str]
     affiliateCode: NotRequired[str]
+    sort: NotRequired[Literal["best", "output", "fastest", "reliable"]]
 
 
 class EarningsData(TypedDict):
@@ -695,27 +667,6 @@ class ListWebhooksData(TypedDict):
 
     count: int
     webhooks: list[Webhook]
-
-
-class QuotesData(TypedDict):
-    """
-    `POST /quotes` answer: the best offchain offer.
-    """
-
-    direction: Direction
-    expiresAt: int
-    fees: list[Fee]
-    fromAmount: str
-    fromCcy: str
-    max: NotRequired[str | None]
-    min: str
-    networkFee: str
-    provider: str
-    quoteId: str
-    rate: str
-    toAmount: str
-    toCcy: str
-    type: RateType
 
 
 class ReadinessData(TypedDict):
@@ -1004,6 +955,20 @@ class ExecutionReportInput(TypedDict, closed=True):
     walletAddress: str
 
 
+class Observed(TypedDict):
+    """
+    What a provider's finished swaps showed over the window (docs/market.md, "Observed
+    figures"): aggregates across every partner.
+    """
+
+    deliveredVsQuotedBps: NotRequired[int | None]
+    p50Seconds: NotRequired[int | None]
+    p90Seconds: NotRequired[int | None]
+    sampleSize: int
+    scope: ObservedScope
+    successRate: str
+
+
 class OrderFrom(TypedDict):
     amount: str
     code: str
@@ -1038,6 +1003,16 @@ class OrderInput5(OrderInput2, OrderInput3, closed=True):
 OrderInput: TypeAlias = OrderInput4 | OrderInput5
 
 
+class PairScore(TypedDict):
+    """
+    What a provider's swaps of one pair showed.
+    """
+
+    fromCcy: str
+    observed: Observed
+    toCcy: str
+
+
 class PlanStep(TypedDict):
     """
     One thing the wallet does, in order.
@@ -1065,6 +1040,45 @@ class QuoteInput(TypedDict, closed=True):
     routeConstraints: NotRequired[RouteConstraints | None]
     toCcy: str
     type: NotRequired[RateType | None]
+
+
+class RouteCard(TypedDict):
+    """
+    One way to make the swap. Unusable providers appear with `isAvailable: false`, a reason and
+    no amounts.
+    """
+
+    estimatedDurationSeconds: NotRequired[int | None]
+    executionProvider: str
+    executionType: ExecutionType
+    expectedOutputAmount: NotRequired[str | None]
+    expiresAt: NotRequired[int | None]
+    fees: list[Fee]
+    fromAmount: NotRequired[str | None]
+    fromCcy: str
+    gasless: bool
+    isAvailable: bool
+    minOutputAmount: NotRequired[str | None]
+    observed: NotRequired[Observed | None]
+    rate: NotRequired[str | None]
+    routeQuoteId: NotRequired[str | None]
+    toCcy: str
+    type: RateType
+    unavailableDetail: NotRequired[str | None]
+    unavailableReason: NotRequired[str | None]
+    walletRequired: bool
+
+
+class Scorecard(TypedDict):
+    """
+    One provider's scorecard: aggregates over every partner's swaps.
+    """
+
+    availability: str
+    executionType: ExecutionType
+    observed: NotRequired[Observed | None]
+    pairs: list[PairScore]
+    provider: str
 
 
 AttachEmailData = TypedDict(
@@ -1119,6 +1133,16 @@ CreateOrderData = TypedDict(
         "updatedAt": int,
     },
 )
+
+
+class DiscoverRoutesData(TypedDict):
+    """
+    `GET /routes`.
+    """
+
+    count: int
+    routes: list[RouteCard]
+    sort: RouteSort
 
 
 EmergencyData = TypedDict(
@@ -1200,6 +1224,39 @@ GetOrderStatusData = TypedDict(
         "updatedAt": int,
     },
 )
+
+
+class ProviderScorecardsData(TypedDict):
+    """
+    `GET /providers`: each provider's availability and what its finished swaps showed.
+    """
+
+    count: int
+    minSamples: int
+    providers: list[Scorecard]
+    windowDays: int
+
+
+class QuotesData(TypedDict):
+    """
+    `POST /quotes` answer: the best offchain offer.
+    """
+
+    direction: Direction
+    expiresAt: int
+    fees: list[Fee]
+    fromAmount: str
+    fromCcy: str
+    max: NotRequired[str | None]
+    min: str
+    networkFee: str
+    observed: NotRequired[Observed | None]
+    provider: str
+    quoteId: str
+    rate: str
+    toAmount: str
+    toCcy: str
+    type: RateType
 
 
 RefundData = TypedDict(

@@ -18,6 +18,7 @@ OPERATIONS: dict[str, Operation] = {
     'get_job': Operation('get_job', 'GET', '/api/x402/market-intel/jobs/{jobId}', path_params=('jobId',), has_query=False, has_body=False, idempotent=False),
     'get_onchain_execution': Operation('get_onchain_execution', 'GET', '/api/x402/onchain/executions/{executionPlanId}', path_params=('executionPlanId',), has_query=False, has_body=False, idempotent=False),
     'get_order': Operation('get_order', 'GET', '/api/x402/orders/{orderId}', path_params=('orderId',), has_query=False, has_body=False, idempotent=False),
+    'provider_scorecards': Operation('provider_scorecards', 'GET', '/api/x402/providers', path_params=(), has_query=False, has_body=False, idempotent=False),
     'quotes': Operation('quotes', 'POST', '/api/x402/quotes', path_params=(), has_query=False, has_body=True, idempotent=True),
     'readiness': Operation('readiness', 'GET', '/api/x402', path_params=(), has_query=False, has_body=False, idempotent=False),
     'refund': Operation('refund', 'POST', '/api/x402/orders/{orderId}/refund', path_params=('orderId',), has_query=False, has_body=True, idempotent=True),
@@ -215,6 +216,22 @@ class Operations:
             body=None,
             timeout=timeout,
             headers={**(headers or {}), **({'X-Page-Token': page_token} if page_token is not None else {})},
+        )
+
+    def provider_scorecards(
+        self,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> t.ProviderScorecardsData:
+        """GET /api/x402/providers: Provider scorecards."""
+        return self._call(  # type: ignore[no-any-return]
+            OPERATIONS['provider_scorecards'],
+            (),
+            query=None,
+            body=None,
+            timeout=timeout,
+            headers=headers,
         )
 
     def quotes(
@@ -583,6 +600,22 @@ class AsyncOperations:
             body=None,
             timeout=timeout,
             headers={**(headers or {}), **({'X-Page-Token': page_token} if page_token is not None else {})},
+        )
+
+    async def provider_scorecards(
+        self,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> t.ProviderScorecardsData:
+        """GET /api/x402/providers: Provider scorecards."""
+        return await self._call(  # type: ignore[no-any-return]
+            OPERATIONS['provider_scorecards'],
+            (),
+            query=None,
+            body=None,
+            timeout=timeout,
+            headers=headers,
         )
 
     async def quotes(

@@ -308,6 +308,9 @@ JobInput: TypeAlias = JobInput5 | JobInput6 | JobInput7
 JobStatus: TypeAlias = Literal["queued", "running", "succeeded", "failed"]
 
 
+ObservedScope: TypeAlias = Literal["pair", "provider"]
+
+
 class OnchainResolveInput(TypedDict, closed=True):
     """
     `POST /onchain/routes/resolve`.
@@ -543,32 +546,6 @@ class RotateInput(TypedDict, closed=True):
     previousSecretExpiresIn: NotRequired[int | None]
 
 
-class RouteCard(TypedDict):
-    """
-    One way to make the swap. Unusable providers appear with `isAvailable: false`, a reason and
-    no amounts.
-    """
-
-    estimatedDurationSeconds: NotRequired[int | None]
-    executionProvider: str
-    executionType: ExecutionType
-    expectedOutputAmount: NotRequired[str | None]
-    expiresAt: NotRequired[int | None]
-    fees: list[Fee]
-    fromAmount: NotRequired[str | None]
-    fromCcy: str
-    gasless: bool
-    isAvailable: bool
-    minOutputAmount: NotRequired[str | None]
-    rate: NotRequired[str | None]
-    routeQuoteId: NotRequired[str | None]
-    toCcy: str
-    type: RateType
-    unavailableDetail: NotRequired[str | None]
-    unavailableReason: NotRequired[str | None]
-    walletRequired: bool
-
-
 class RouteConstraints(TypedDict, closed=True):
     """
     Limits on which routes a quote may use.
@@ -587,6 +564,9 @@ class RouteInfo(TypedDict):
     path: str
     permission: NotRequired[Permission | None]
     weight: int
+
+
+RouteSort: TypeAlias = Literal["best", "output", "fastest", "reliable"]
 
 
 class ScannedRoute(TypedDict):
@@ -727,15 +707,6 @@ class DepositQrData(TypedDict):
     qr: list[QrImage]
 
 
-class DiscoverRoutesData(TypedDict):
-    """
-    `GET /routes`.
-    """
-
-    count: int
-    routes: list[RouteCard]
-
-
 class DiscoverRoutesQuery(TypedDict, closed=True):
     fromCcy: str
     toCcy: str
@@ -747,6 +718,7 @@ class DiscoverRoutesQuery(TypedDict, closed=True):
     recipientAddress: NotRequired[str]
     provider: NotRequired[str]
     affiliateCode: NotRequired[str]
+    sort: NotRequired[Literal["best", "output", "fastest", "reliable"]]
 
 
 class GetOnchainExecutionData(TypedDict):
@@ -774,27 +746,6 @@ class GetOnchainExecutionData(TypedDict):
     txHashes: list[ExecutionTx]
     updatedAt: int
     walletAddress: str
-
-
-class QuotesData(TypedDict):
-    """
-    `POST /quotes` answer: the best offchain offer.
-    """
-
-    direction: Direction
-    expiresAt: int
-    fees: list[Fee]
-    fromAmount: str
-    fromCcy: str
-    max: NotRequired[str | None]
-    min: str
-    networkFee: str
-    provider: str
-    quoteId: str
-    rate: str
-    toAmount: str
-    toCcy: str
-    type: RateType
 
 
 class ReadinessData(TypedDict):
@@ -1033,6 +984,20 @@ class ExecutionReportInput(TypedDict, closed=True):
     walletAddress: str
 
 
+class Observed(TypedDict):
+    """
+    What a provider's finished swaps showed over the window (docs/market.md, "Observed
+    figures"): aggregates across every partner.
+    """
+
+    deliveredVsQuotedBps: NotRequired[int | None]
+    p50Seconds: NotRequired[int | None]
+    p90Seconds: NotRequired[int | None]
+    sampleSize: int
+    scope: ObservedScope
+    successRate: str
+
+
 class OrderFrom(TypedDict):
     amount: str
     code: str
@@ -1081,6 +1046,16 @@ class PairDepth(TypedDict):
     toCcy: str
 
 
+class PairScore(TypedDict):
+    """
+    What a provider's swaps of one pair showed.
+    """
+
+    fromCcy: str
+    observed: Observed
+    toCcy: str
+
+
 class PlanStep(TypedDict):
     """
     One thing the wallet does, in order.
@@ -1110,6 +1085,33 @@ class QuoteInput(TypedDict, closed=True):
     type: NotRequired[RateType | None]
 
 
+class RouteCard(TypedDict):
+    """
+    One way to make the swap. Unusable providers appear with `isAvailable: false`, a reason and
+    no amounts.
+    """
+
+    estimatedDurationSeconds: NotRequired[int | None]
+    executionProvider: str
+    executionType: ExecutionType
+    expectedOutputAmount: NotRequired[str | None]
+    expiresAt: NotRequired[int | None]
+    fees: list[Fee]
+    fromAmount: NotRequired[str | None]
+    fromCcy: str
+    gasless: bool
+    isAvailable: bool
+    minOutputAmount: NotRequired[str | None]
+    observed: NotRequired[Observed | None]
+    rate: NotRequired[str | None]
+    routeQuoteId: NotRequired[str | None]
+    toCcy: str
+    type: RateType
+    unavailableDetail: NotRequired[str | None]
+    unavailableReason: NotRequired[str | None]
+    walletRequired: bool
+
+
 class RouteScan(TypedDict):
     """
     `route_scan`: every route for one amount, best first.
@@ -1124,6 +1126,18 @@ class RouteScan(TypedDict):
     spreadBps: NotRequired[str | None]
     toCcy: str
     worst: NotRequired[str | None]
+
+
+class Scorecard(TypedDict):
+    """
+    One provider's scorecard: aggregates over every partner's swaps.
+    """
+
+    availability: str
+    executionType: ExecutionType
+    observed: NotRequired[Observed | None]
+    pairs: list[PairScore]
+    provider: str
 
 
 AttachEmailData = TypedDict(
@@ -1180,6 +1194,16 @@ CreateOrderData = TypedDict(
 )
 
 
+class DiscoverRoutesData(TypedDict):
+    """
+    `GET /routes`.
+    """
+
+    count: int
+    routes: list[RouteCard]
+    sort: RouteSort
+
+
 EmergencyData = TypedDict(
     "EmergencyData",
     {
@@ -1232,6 +1256,39 @@ GetOrderData = TypedDict(
         "updatedAt": int,
     },
 )
+
+
+class ProviderScorecardsData(TypedDict):
+    """
+    `GET /providers`: each provider's availability and what its finished swaps showed.
+    """
+
+    count: int
+    minSamples: int
+    providers: list[Scorecard]
+    windowDays: int
+
+
+class QuotesData(TypedDict):
+    """
+    `POST /quotes` answer: the best offchain offer.
+    """
+
+    direction: Direction
+    expiresAt: int
+    fees: list[Fee]
+    fromAmount: str
+    fromCcy: str
+    max: NotRequired[str | None]
+    min: str
+    networkFee: str
+    observed: NotRequired[Observed | None]
+    provider: str
+    quoteId: str
+    rate: str
+    toAmount: str
+    toCcy: str
+    type: RateType
 
 
 RefundData = TypedDict(
