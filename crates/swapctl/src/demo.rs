@@ -125,17 +125,22 @@ pub async fn run(settings: Settings, args: DemoArgs) -> anyhow::Result<()> {
 }
 
 /// The providers the market step spreads its swaps over: the sandbox's two desks (a float
-/// BTC → USDT swap each) and its EVM DEX (ETH → USDC on Ethereum).
+/// BTC → USDT on Ethereum each, a pair both trade) and its EVM DEX (ETH → USDC on Ethereum).
 const MARKET: [&str; 3] = ["atlas", "borealis", "meridian"];
 
 /// Runs `n` swaps at once, spread over [`MARKET`], tallies how they ended, then shows the
 /// providers' scorecards once the figures include them.
 async fn market_swaps(client: &BusinessClient, wallet: &str, n: u32) -> anyhow::Result<String> {
     let mut swaps = tokio::task::JoinSet::new();
+    // A few at a time, as a busy partner would.
+    let at_once = std::sync::Arc::new(tokio::sync::Semaphore::new(8));
     for i in 0..n {
         let provider = MARKET[i as usize % MARKET.len()];
-        let (client, wallet) = (client.clone(), wallet.to_owned());
-        swaps.spawn(async move { (provider, market_swap(&client, &wallet, provider).await) });
+        let (client, wallet, at_once) = (client.clone(), wallet.to_owned(), at_once.clone());
+        swaps.spawn(async move {
+            let _turn = at_once.acquire_owned().await;
+            (provider, market_swap(&client, &wallet, provider).await)
+        });
     }
     let mut tally: std::collections::BTreeMap<(&str, String), u32> = Default::default();
     while let Some(joined) = swaps.join_next().await {
@@ -171,7 +176,7 @@ async fn market_swap(
 ) -> anyhow::Result<String> {
     let offchain = provider != "meridian";
     let mut query = if offchain {
-        let mut query = RoutesQuery::new("BTC", "USDTTRC", "0.05");
+        let mut query = RoutesQuery::new("BTC", "USDTETH", "0.05");
         query.rate_type = Some(swapd_client::market::RateType::Float);
         query
     } else {
@@ -187,7 +192,7 @@ async fn market_swap(
         .find(|c| c.is_available && c.route_quote_id.is_some())
         .with_context(|| format!("{provider} offers no route now"))?;
     Ok(if offchain {
-        offchain_swap(client, card, false).await?.status
+        offchain_swap(client, card, ETH_PAYOUT, false).await?.status
     } else {
         let done = onchain_swap(client, card, wallet, false).await?;
         match done.outcome {
@@ -275,6 +280,13 @@ fn create_key(data_dir: &Path, swapd_bin: Option<&Path>) -> anyhow::Result<(Stri
             &name,
             "--permissions",
             DEMO_PERMISSIONS,
+            // Room for `--swaps`: each swap makes a handful of calls.
+            "--per-minute",
+            "1200",
+            "--per-hour",
+            "20000",
+            "--weight-per-hour",
+            "100000",
             "--json",
         ])
         .output()
@@ -346,7 +358,7 @@ async fn fixed_order(client: &BusinessClient) -> anyhow::Result<String> {
         card.execution_provider,
         card.expected_output_amount.as_deref().unwrap_or("?")
     );
-    let done = offchain_swap(client, card, true).await?;
+    let done = offchain_swap(client, card, TRON_PAYOUT, true).await?;
     match done.status.as_str() {
         "completed" => Ok(format!(
             "{} completed: {} USDTTRC paid in {}",
@@ -369,6 +381,7 @@ async fn fixed_order(client: &BusinessClient) -> anyhow::Result<String> {
 async fn offchain_swap(
     client: &BusinessClient,
     card: &swapd_client::market::RouteCard,
+    to_address: &str,
     narrate: bool,
 ) -> anyhow::Result<OrderView> {
     let resolved = client
@@ -383,7 +396,7 @@ async fn offchain_swap(
     let order = client
         .create_order(&OrderInput {
             create_token: Some(resolved.create_token),
-            to_address: TRON_PAYOUT.into(),
+            to_address: to_address.into(),
             refund_address: Some(BTC_REFUND.into()),
             ..OrderInput::default()
         })

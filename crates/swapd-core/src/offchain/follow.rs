@@ -98,9 +98,8 @@ pub fn follow(
     }
     for status in hops {
         let previous = next.status;
-        next.status = status;
-        next.updated_at_ms = now_ms;
-        enter(&mut next, status, seen, rules, now_ms);
+        next.enter(status, now_ms);
+        set_on_entering(&mut next, status, seen, rules, now_ms);
         events.push(next.record_event(status.entry_event(), Some(previous)));
     }
     if let Some(event) = refund_after_window(&mut next, now_ms) {
@@ -231,7 +230,7 @@ fn path(from: OrderStatus, to: OrderStatus) -> Vec<OrderStatus> {
 }
 
 /// What entering `status` sets on the order beyond the desk's figures.
-fn enter(
+fn set_on_entering(
     order: &mut Order,
     status: OrderStatus,
     seen: &DeskExchange,

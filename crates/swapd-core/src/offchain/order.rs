@@ -391,11 +391,18 @@ impl Order {
             status.as_str()
         );
         let mut next = self.touched(now_ms);
-        next.status = status;
-        if status == OrderStatus::Exchanging && next.exchange_started_at_ms.is_none() {
-            next.exchange_started_at_ms = Some(now_ms);
-        }
+        next.enter(status, now_ms);
         next
+    }
+
+    /// Puts the order in `status` at `now_ms`, noting when its desk started exchanging (for
+    /// the observed durations: docs/market.md).
+    pub fn enter(&mut self, status: OrderStatus, now_ms: i64) {
+        self.status = status;
+        self.updated_at_ms = now_ms;
+        if status == OrderStatus::Exchanging && self.exchange_started_at_ms.is_none() {
+            self.exchange_started_at_ms = Some(now_ms);
+        }
     }
 
     /// The next version of the order, in the same status.
