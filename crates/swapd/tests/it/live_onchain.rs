@@ -23,7 +23,7 @@ use swapd_types::Permission::{OrdersCreate, OrdersRead, PricesRead};
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::support::{Live, Options, Resp, TestKey, TestServer};
+use crate::support::{Live, Options, Resp, TestKey, TestServer, text};
 
 sol! {
     function mint(address to, uint256 value) external;
@@ -234,11 +234,13 @@ impl Respond for FakeLiFi {
             ((usdc, 6), (native, 18))
         };
         let (to_amount, to_amount_min, data, value) = match from_amount.as_str() {
-            "10000000000000000" | "20000000000000000" => {
-                let (to_amount, to_amount_min, paid) = if from_amount == "10000000000000000" {
-                    (30_000_000u128, 29_850_000u128, 30_000_123u128)
-                } else {
-                    (60_000_000, 59_700_000, 59_000_000)
+            "10000000000000000" | "20000000000000000" | "30000000000000000" => {
+                let (to_amount, to_amount_min, paid) = match from_amount.as_str() {
+                    "10000000000000000" => (30_000_000u128, 29_850_000u128, 30_000_123u128),
+                    // Pays under its quote, above the minimum.
+                    "30000000000000000" => (90_000_000, 89_550_000, 89_600_000),
+                    // Under the minimum: the router reverts.
+                    _ => (60_000_000, 59_700_000, 59_000_000),
                 };
                 let data = swapNativeForTokenCall {
                     token: USDC_BASE,
@@ -531,6 +533,40 @@ async fn a_lifi_plan_is_signed_broadcast_and_followed_on_a_real_chain() {
         chain.token_balance(wallet.address()).await,
         U256::from(5_000_123u64)
     );
+
+    // A swap that delivers less than its quote (above the minimum) is observed as such:
+    // the receipt's amount, not the quote's, is what LI.FI's outcome says it delivered.
+    let plan = plan_for(&server, &key, wallet.address(), eth_to_usdc, "0.03").await;
+    assert_eq!(plan["expectedOutputAmount"], "90");
+    let hash = chain
+        .sign_and_send(&wallet, &plan["steps"][0]["transaction"])
+        .await;
+    report(&server, &key, &plan, &hash).await;
+    chain.mine().await;
+    track(&server).await;
+    track(&server).await;
+    let done = execution(&server, &key, &plan).await;
+    assert_eq!(done["receivedAmount"], "89.6", "{done}");
+    let outcomes = server
+        .state
+        .store
+        .recent_outcomes("lifi", 10)
+        .await
+        .unwrap();
+    let observed = outcomes
+        .iter()
+        .find(|o| o.source_id == text(&plan["executionPlanId"]))
+        .unwrap();
+    assert!(observed.counted);
+    assert_eq!(observed.delivered.unwrap().to_string(), "89.6");
+    // (89.6 − 90) ÷ 90 = −44.4 bps.
+    assert_eq!(observed.delivered_vs_quoted_bps(), Some(-44));
+    let samples = server.state.store.outcome_samples(0).await.unwrap();
+    let figures = swapd_core::market::observed::Observed::of(&samples, 1);
+    let router = figures.provider("lifi").unwrap();
+    // Three completed swaps (+0, +0, −44 bps) and the reverted one.
+    assert_eq!(router.sample_size, 4);
+    assert_eq!(router.success_bps, 7_500);
 
     // No execution needed LI.FI's status API: a swap on one chain is judged on the chain.
     let asked: Vec<String> = lifi

@@ -22,6 +22,7 @@ mod market;
 mod market_intel;
 mod mcp;
 mod npm_x402;
+mod observed;
 mod onchain;
 mod ops;
 mod order_page;

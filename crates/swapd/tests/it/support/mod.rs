@@ -23,7 +23,7 @@ use swapd_api::limits::Sharing;
 use swapd_api::{ApiJson, AppState, SignedQuery};
 use swapd_core::api_keys::{ApiKey, ApiKeyPolicy, RateLimits};
 use swapd_core::secrets::MasterKey;
-use swapd_core::{ManualClock, Store};
+use swapd_core::{Clock, ManualClock, Store};
 use swapd_types::{Permission, Success, signing};
 use tokio_util::sync::CancellationToken;
 
@@ -181,6 +181,8 @@ pub struct Options {
     pub live: Option<Live>,
     /// How the sandbox providers behave (punctual unless a test asks otherwise).
     pub sandbox: swapd::config::SandboxConfig,
+    /// How providers are judged by their outcomes (docs/market.md).
+    pub market: swapd::config::MarketConfig,
 }
 
 /// What a live-mode test server talks to: its providers, and the chains it reads.
@@ -214,6 +216,7 @@ impl Default for Options {
             request_timeout_ms: 60_000,
             live: None,
             sandbox: swapd::config::SandboxConfig::punctual(),
+            market: swapd::config::MarketConfig::default(),
             ip_limits: (
                 swapd_api::ip_limits::DEFAULT_REQUESTS_PER_SECOND,
                 swapd_api::ip_limits::DEFAULT_AUTH_FAILURES_PER_MINUTE,
@@ -378,6 +381,7 @@ impl TestServer {
         // Every sandbox provider delivers what it estimates, at once, unless a test says
         // otherwise (docs/sandbox.md, "Behaviour").
         config.sandbox = options.sandbox;
+        config.market = options.market;
         config.providers.deadline_ms = options.provider_deadline.as_millis() as u64;
         config.providers.sandbox_seed = 0;
         config.providers.sandbox_block_ms = BLOCK_MS;
@@ -460,6 +464,12 @@ impl TestServer {
         }
         x402.wallet_routes_enabled = options.x402_wallet_routes;
         let state = runtime.api_state(market, guards.clone(), x402, webhooks);
+        // As a node does at start: the figures of the outcomes already stored.
+        state
+            .observed
+            .refresh(state.store.as_ref(), clock.now_ms())
+            .await
+            .unwrap();
         let counters = Arc::new(Counters::default());
         let extra = BusinessRoutes::default()
             .undocumented(
