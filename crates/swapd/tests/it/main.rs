@@ -17,6 +17,7 @@ mod idempotency;
 mod json_extractor;
 mod lifecycle;
 mod live_desks;
+mod live_observed;
 mod live_onchain;
 mod market;
 mod market_intel;

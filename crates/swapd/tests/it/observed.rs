@@ -209,8 +209,11 @@ async fn best_ranks_by_what_arrives_and_output_by_what_is_quoted() {
         "the expired order is not counted"
     );
     assert_eq!(observed["scope"], "pair");
-    let rate: f64 = text(&observed["successRate"]).parse().unwrap();
-    assert!(rate < 0.9, "{observed}");
+    let rate = |text: &str| swapd_core::amount::Amount::parse(text, 4).unwrap();
+    assert!(
+        rate(crate::support::text(&observed["successRate"])) < rate("0.9"),
+        "{observed}"
+    );
 
     // borealis delivers 2 % under its float estimates and takes about ten minutes.
     let borealis = &best["routes"][0];
