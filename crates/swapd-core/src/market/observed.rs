@@ -18,9 +18,7 @@ pub use swapd_types::market::{ObservedScope, RouteSort};
 const BPS: u32 = 10_000;
 
 /// How a swap ended.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
 pub enum Ending {
     /// What was asked for arrived.
@@ -187,19 +185,6 @@ impl SwapOutcome {
         } else {
             -bps(quoted, delivered)
         })
-    }
-
-    /// What the figures keep of it.
-    pub fn sample(&self) -> Sample {
-        Sample {
-            provider: self.provider.clone(),
-            from: self.from.code,
-            to: self.to.code,
-            completed: self.ending == Ending::Completed,
-            duration_secs: self.duration_secs,
-            delivered_vs_quoted_bps: self.delivered_vs_quoted_bps(),
-            ended_at_ms: self.ended_at_ms,
-        }
     }
 }
 
