@@ -6,6 +6,13 @@
 //! [-[`MAX_STEP_BPS`], +[`MAX_STEP_BPS`]] basis points. Each minute moves like a random walk,
 //! the deviation stays bounded, and any moment is computed in O(window) without replaying
 //! history. Stablecoins stay pegged. All arithmetic is on integers.
+//!
+//! Each feed remembers every asset's deviation at the last minute it was asked for, and slides
+//! it by one step at each end when asked for the next minute: a window of SHA-256 draws per
+//! asset per request made the feed most of a sandbox order's cost (docs/benchmarks.md).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use alloy_primitives::U256;
 use sha2::{Digest, Sha256};
@@ -37,14 +44,25 @@ const BASE_PRICES: &[(&str, &str, bool)] = &[
     ("DAI", "1", true),
 ];
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PriceFeed {
     seed: u64,
+    /// Per asset: the last minute asked for and the deviation then, in basis points.
+    recent: Mutex<HashMap<&'static str, (i64, i64)>>,
+}
+
+impl Clone for PriceFeed {
+    fn clone(&self) -> Self {
+        Self::new(self.seed)
+    }
 }
 
 impl PriceFeed {
     pub fn new(seed: u64) -> Self {
-        Self { seed }
+        Self {
+            seed,
+            recent: Mutex::default(),
+        }
     }
 
     /// The symbols the feed prices.
@@ -55,7 +73,7 @@ impl PriceFeed {
     /// The USD price of `symbol` at `now_ms`, with [`PRICE_DECIMALS`] fraction digits; `None`
     /// for symbols the feed does not know.
     pub fn usd_price(&self, symbol: &str, now_ms: i64) -> Option<Amount> {
-        let &(_, base, pegged) = BASE_PRICES.iter().find(|(s, _, _)| *s == symbol)?;
+        let &(symbol, base, pegged) = BASE_PRICES.iter().find(|(s, _, _)| *s == symbol)?;
         let base = Amount::parse(base, PRICE_DECIMALS).expect("shipped prices are valid");
         if pegged {
             return Some(base);
@@ -66,7 +84,25 @@ impl PriceFeed {
     }
 
     /// Sum of the last [`WINDOW_MINUTES`] steps ending at `minute`, in basis points.
-    fn deviation_bps(&self, symbol: &str, minute: i64) -> i64 {
+    fn deviation_bps(&self, symbol: &'static str, minute: i64) -> i64 {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let deviation = match recent.get(symbol) {
+            Some(&(at, deviation)) if at == minute => return deviation,
+            Some(&(at, deviation)) if at == minute - 1 => {
+                deviation + self.step_bps(symbol, minute)
+                    - self.step_bps(symbol, minute - WINDOW_MINUTES)
+            }
+            _ => self.window_bps(symbol, minute),
+        };
+        recent.insert(symbol, (minute, deviation));
+        deviation
+    }
+
+    /// [`PriceFeed::deviation_bps`] from every step of the window.
+    fn window_bps(&self, symbol: &str, minute: i64) -> i64 {
         (minute - WINDOW_MINUTES + 1..=minute)
             .map(|m| self.step_bps(symbol, m))
             .sum()
@@ -151,6 +187,25 @@ mod tests {
             let minute = T / 60_000 + i;
             let change = feed.deviation_bps("ETH", minute + 1) - feed.deviation_bps("ETH", minute);
             assert!(change.abs() <= 2 * MAX_STEP_BPS, "{change}");
+        }
+    }
+
+    #[test]
+    fn remembered_and_slid_deviations_equal_the_whole_window() {
+        let feed = PriceFeed::new(5);
+        let start = T / 60_000;
+        // Minute by minute (slid), again (remembered), backwards and by jumps (recomputed).
+        let minutes = (0..300)
+            .chain(0..3)
+            .chain((0..50).rev())
+            .chain([1_000, 1_001, 7, 100_000]);
+        for offset in minutes {
+            let minute = start + offset;
+            assert_eq!(
+                feed.deviation_bps("BTC", minute),
+                feed.window_bps("BTC", minute),
+                "minute {offset}"
+            );
         }
     }
 }

@@ -48,7 +48,7 @@ impl AffiliateStore for SqlStore {
         .bind(&affiliate.payout)
         .bind(i64::from(affiliate.active))
         .bind(affiliate.created_at_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)
@@ -88,7 +88,7 @@ impl AffiliateStore for SqlStore {
         )))
         .bind(code)
         .bind(i64::from(active))
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.writer)
         .await
         .map_err(map_sqlx_error)?
         .map(AffiliateRow::into_domain)

@@ -111,7 +111,7 @@ impl IdempotencyStore for SqlStore {
         .bind(principal)
         .bind(key)
         .bind(lease_token)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)

@@ -103,7 +103,7 @@ impl JobStore for SqlStore {
         .bind(result)
         .bind(error)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;
         Ok(done.rows_affected() == 1)

@@ -34,7 +34,7 @@ impl KeyStore for SqlStore {
         .bind(row.revoked_at)
         .bind(row.markup_bps)
         .bind(row.markup_recipient)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)
@@ -71,7 +71,7 @@ impl KeyStore for SqlStore {
         )))
         .bind(id)
         .bind(now_ms)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.writer)
         .await
         .map_err(map_sqlx_error)?
         .map(ApiKeyRow::into_domain)
@@ -91,7 +91,7 @@ impl KeyStore for SqlStore {
         .bind(key_id)
         .bind(nonce)
         .bind(expires_at_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;
         Ok(inserted.rows_affected() == 1)
@@ -199,7 +199,7 @@ impl KeyStore for SqlStore {
         .bind(session)
         .bind(now_ms)
         .bind(expires_at_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)

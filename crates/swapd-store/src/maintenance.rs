@@ -15,7 +15,7 @@ impl Maintenance for SqlStore {
     async fn migrate(&self) -> Result<(), StoreError> {
         self.backend
             .migrator()
-            .run(&self.pool)
+            .run(&self.writer)
             .await
             .map_err(|e| StoreError::Database(format!("migration failed: {e}")))
     }
@@ -37,6 +37,7 @@ impl Maintenance for SqlStore {
 
     async fn close(&self) {
         self.pool.close().await;
+        self.writer.close().await;
     }
 
     fn bells(&self) -> std::sync::Arc<swapd_core::wakeup::Bells> {
@@ -67,7 +68,7 @@ impl Maintenance for SqlStore {
         ] {
             purged += sqlx::query(statement)
                 .bind(cutoff)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await
                 .map_err(map_sqlx_error)?
                 .rows_affected();

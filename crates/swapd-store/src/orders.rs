@@ -68,44 +68,57 @@ fn order_work(events: &[OrderEvent]) -> Vec<Work> {
     works
 }
 
-/// Inside a write transaction: appends outbox events, each with its webhook deliveries.
-async fn insert_events_in(tx: &mut Tx, events: &[OrderEvent]) -> Result<(), StoreError> {
-    for event in events {
-        sqlx::query(
-            "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, \
-             created_at, notify_email, payload) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(event.id.as_str())
-        .bind(event.order_id.as_str())
-        .bind(event.owner.scope())
-        .bind(event.sequence)
-        .bind(event.event_type.as_str())
-        .bind(encode_json(&event.data)?)
-        .bind(event.created_at_ms)
-        .bind(event.notify_email.as_ref().map(Email::as_str))
-        .bind(swapd_core::webhooks::signing::event_payload(event))
-        .execute(&mut **tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        // The outbox fan-out: one delivery per active subscription of the owner to this type,
-        // in the transaction that wrote the event, so none can be lost.
-        sqlx::query(
-            "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, \
-             status, attempts, next_attempt_at, created_at, updated_at) \
-             SELECT $1 || id, id, $2, owner, 'event', 'pending', 0, $3, $3, $3 \
-             FROM webhook_subscriptions WHERE owner = $4 AND status = 'active' AND events LIKE $5",
-        )
-        .bind(format!("{}:", event.id))
-        .bind(event.id.as_str())
-        .bind(event.created_at_ms)
-        .bind(event.owner.scope())
-        .bind(swapd_core::webhooks::subscription::events_pattern(
-            event.event_type,
-        ))
-        .execute(&mut **tx)
-        .await
-        .map_err(map_sqlx_error)?;
+/// Inside a write transaction: appends outbox events, each with its webhook deliveries, in two
+/// statements whatever their number. The webhook payload is not stored: delivery renders it
+/// from the event with [`swapd_core::webhooks::signing::event_payload`], the same bytes on every
+/// attempt (docs/webhooks.md, "Payloads").
+async fn insert_events_in(
+    store: &SqlStore,
+    tx: &mut Tx,
+    events: &[OrderEvent],
+) -> Result<(), StoreError> {
+    if events.is_empty() {
+        return Ok(());
     }
+    let mut insert = sqlx::query(built(format!(
+        "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, created_at, \
+         notify_email) VALUES {}",
+        store.values(events.len(), 8)
+    )));
+    for event in events {
+        insert = insert
+            .bind(event.id.as_str())
+            .bind(event.order_id.as_str())
+            .bind(event.owner.scope())
+            .bind(event.sequence)
+            .bind(event.event_type.as_str())
+            .bind(encode_json(&event.data)?)
+            .bind(event.created_at_ms)
+            .bind(event.notify_email.as_ref().map(Email::as_str));
+    }
+    insert.execute(&mut **tx).await.map_err(map_sqlx_error)?;
+    // The outbox fan-out: one delivery per active subscription of the owner to each event's
+    // type, in the transaction that wrote the events, so none can be lost. `VALUES` names its
+    // columns column1… in both dialects.
+    let mut fan_out = sqlx::query(built(format!(
+        "INSERT INTO webhook_deliveries (id, subscription_id, event_id, owner, kind, status, \
+         attempts, next_attempt_at, created_at, updated_at) \
+         SELECT e.column1 || ':' || s.id, s.id, e.column1, s.owner, 'event', 'pending', 0, \
+         e.column2, e.column2, e.column2 \
+         FROM (VALUES {}) AS e JOIN webhook_subscriptions s \
+         ON s.owner = e.column3 AND s.status = 'active' AND s.events LIKE e.column4",
+        store.values(events.len(), 4)
+    )));
+    for event in events {
+        fan_out = fan_out
+            .bind(event.id.as_str())
+            .bind(event.created_at_ms)
+            .bind(event.owner.scope())
+            .bind(swapd_core::webhooks::subscription::events_pattern(
+                event.event_type,
+            ));
+    }
+    fan_out.execute(&mut **tx).await.map_err(map_sqlx_error)?;
     Ok(())
 }
 
@@ -160,7 +173,7 @@ impl OrderStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(map_sqlx_error)?;
-        insert_events_in(&mut tx, events).await?;
+        insert_events_in(self, &mut tx, events).await?;
         let expected = ledger_rows(
             order.charged(Stage::Expected),
             Stage::Expected,
@@ -235,7 +248,7 @@ impl OrderStore for SqlStore {
         if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
         }
-        insert_events_in(&mut tx, events).await?;
+        insert_events_in(self, &mut tx, events).await?;
         if let Some(outcome) = SwapOutcome::of_order(order) {
             record_outcome_in(&mut tx, &outcome).await?;
         }
@@ -309,7 +322,7 @@ impl OrderStore for SqlStore {
         sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
             .bind(event_id.as_str())
             .bind(now_ms)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map(drop)
             .map_err(map_sqlx_error)
@@ -325,7 +338,7 @@ impl OrderStore for SqlStore {
         )
         .bind(event_id.as_str())
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)

@@ -184,7 +184,7 @@ impl OutcomeStore for SqlStore {
         )
         .bind(before_ms)
         .bind(i64::from(limit))
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(|done| done.rows_affected())
         .map_err(map_sqlx_error)

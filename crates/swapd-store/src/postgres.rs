@@ -25,6 +25,7 @@ impl SqlStore {
             .await
             .map_err(|e| OpenError::Connect(e.to_string()))?;
         Ok(Self {
+            writer: pool.clone(),
             pool,
             backend: Backend::Postgres,
             bells: Default::default(),

@@ -80,7 +80,7 @@ impl QuoteStore for SqlStore {
                 .bind(quote.expires_at_ms);
         }
         insert
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map(drop)
             .map_err(map_sqlx_error)
@@ -180,7 +180,7 @@ impl QuoteStore for SqlStore {
                 .bind(&o.provider);
         }
         insert
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await
             .map(drop)
             .map_err(map_sqlx_error)

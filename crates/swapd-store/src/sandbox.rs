@@ -92,7 +92,7 @@ impl SandboxChainStore for SqlStore {
                 .bind(&transfer.tag)
                 .bind(&transfer.amount)
                 .bind(transfer.created_at_ms)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await
                 .map_err(map_sqlx_error)?;
         let row: (String, String, String, String, Option<String>, String, i64) = sqlx::query_as(
@@ -126,7 +126,7 @@ impl SandboxChainStore for SqlStore {
         .bind(id)
         .bind(book.version)
         .bind(encode_body(book)?)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;
         self.sandbox_exchange(id)
@@ -147,7 +147,7 @@ impl SandboxChainStore for SqlStore {
         .bind(book.version)
         .bind(encode_body(book)?)
         .bind(book.version - 1)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;
         Ok(updated.rows_affected() == 1)

@@ -22,7 +22,11 @@ pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
 /// implementation of every port for both.
 #[derive(Clone)]
 pub struct SqlStore {
+    /// Reads (and, on PostgreSQL, writes).
     pub(crate) pool: AnyPool,
+    /// Writes: on SQLite one connection, so this process's writers queue for it in turn rather
+    /// than in SQLite's busy handler; on PostgreSQL the same pool as reads.
+    pub(crate) writer: AnyPool,
     pub(crate) backend: Backend,
     pub(crate) bells: Arc<Bells>,
     /// PostgreSQL: the URL other nodes' announcements are heard on (it may hold a password, so
@@ -76,8 +80,8 @@ impl SqlStore {
     #[tracing::instrument(name = "store.begin", skip_all)]
     pub(crate) async fn write_tx(&self) -> Result<Tx, StoreError> {
         match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.pool.begin().await,
+            Backend::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.writer.begin().await,
         }
         .map_err(map_sqlx_error)
     }
@@ -361,10 +365,12 @@ mod tests {
 
     async fn store(backend: Backend) -> SqlStore {
         sqlx::any::install_default_drivers();
+        let pool = sqlx::any::AnyPoolOptions::new()
+            .connect_lazy("sqlite::memory:")
+            .unwrap();
         SqlStore {
-            pool: sqlx::any::AnyPoolOptions::new()
-                .connect_lazy("sqlite::memory:")
-                .unwrap(),
+            writer: pool.clone(),
+            pool,
             backend,
             bells: Default::default(),
             listen_url: None,

@@ -28,21 +28,31 @@ impl SqlStore {
         }
         // The driver's defaults (foreign keys on, a 5 s busy timeout) come with the URL; the
         // journal and sync modes are set on every new connection.
-        let pool = AnyPoolOptions::new()
-            .max_connections(options.max_connections)
-            .acquire_timeout(options.acquire_timeout)
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    conn.execute("PRAGMA journal_mode = WAL").await?;
-                    conn.execute("PRAGMA synchronous = NORMAL").await?;
-                    Ok(())
+        let url = connect.to_url_lossy();
+        let pool = |connections: u32| {
+            AnyPoolOptions::new()
+                .max_connections(connections)
+                .acquire_timeout(options.acquire_timeout)
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA synchronous = NORMAL").await?;
+                        Ok(())
+                    })
                 })
-            })
-            .connect(connect.to_url_lossy().as_str())
-            .await
-            .map_err(|e| OpenError::Connect(e.to_string()))?;
+                .connect(url.as_str())
+        };
+        let opened = |e: sqlx::Error| OpenError::Connect(e.to_string());
+        let readers = pool(options.max_connections).await.map_err(opened)?;
+        // SQLite lets one connection write at a time, and a writer that finds the lock taken
+        // sleeps in SQLite's busy handler (1 to 100 ms a try) even when the lock is free again
+        // a moment later: under load that was most of the slowest requests' time. Every write
+        // of this process goes through one connection instead, whose waiters the pool serves
+        // in turn (docs/benchmarks.md, issue 46).
+        let writer = pool(1).await.map_err(opened)?;
         Ok(Self {
-            pool,
+            pool: readers,
+            writer,
             backend: Backend::Sqlite,
             bells: Default::default(),
             listen_url: None,

@@ -16,7 +16,7 @@ use crate::orders::{EVENT_COLUMNS, EventRow};
 use crate::rows::{SUBSCRIPTION_COLUMNS, SubscriptionRow};
 use crate::sql::{Claim, SqlStore, built, compare_and_set};
 
-/// A stored payload with its event's columns.
+/// An event's columns, with the payload bytes that releases before 2026-11-28 stored.
 #[derive(sqlx::FromRow)]
 struct PayloadRow {
     payload: Option<Vec<u8>>,
@@ -197,7 +197,8 @@ impl WebhookStore for SqlStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(map_sqlx_error)?;
-            // Events written before payloads were stored get theirs from the same function.
+            // Rendered from the event, as the event was when written; events written by releases
+            // that stored the payload bytes keep theirs (docs/webhooks.md, "Payloads").
             let payload = match payload {
                 Some(bytes) => bytes,
                 None => swapd_core::webhooks::signing::event_payload(&event.into_event()?),
@@ -466,5 +467,59 @@ impl WebhookStore for SqlStore {
         .rows_affected();
         tx.commit().await.map_err(map_sqlx_error)?;
         Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::VariantArray;
+    use swapd_core::store::{Maintenance, WebhookStore};
+    use swapd_core::webhooks::signing::event_payload;
+
+    use crate::conformance::{order_with_three_events, sample_subscription, subscribe};
+    use crate::{SqlStore, StoreOptions};
+
+    /// An event written by a release that stored its payload bytes is delivered with those
+    /// bytes; one written since, with the bytes rendered from it.
+    #[tokio::test]
+    async fn stored_payloads_are_sent_as_stored_and_others_rendered() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("swapd.db").display());
+        let store = SqlStore::open(&url, &StoreOptions::default())
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let now = 1_700_000_300_000;
+        let owner = "key:payloads";
+        let events = swapd_types::webhooks::EventType::VARIANTS;
+        subscribe(
+            &store,
+            &sample_subscription("whk_payloads", owner, events, now),
+            now,
+        )
+        .await;
+        let next = order_with_three_events(&store, owner, now).await;
+        let stored = b"{\"stored\":\"by an earlier release\"}".to_vec();
+        sqlx::query("UPDATE order_events SET payload = $1 WHERE id = 'evt_ord_fanout_1'")
+            .bind(&stored)
+            .execute(&store.writer)
+            .await
+            .unwrap();
+
+        let claimed = store
+            .claim_deliveries(now + 10, "lease", now + 60_000, 10)
+            .await
+            .unwrap();
+        let payload = |id: &str| {
+            claimed
+                .iter()
+                .find(|d| d.event_id == id)
+                .map(|d| d.payload.clone())
+                .unwrap()
+        };
+        assert_eq!(payload("evt_ord_fanout_1"), stored);
+        let completed =
+            crate::conformance::event(&next, 3, swapd_types::webhooks::EventType::Completed);
+        assert_eq!(payload("evt_ord_fanout_3"), event_payload(&completed));
     }
 }

@@ -68,7 +68,7 @@ impl X402Store for SqlStore {
         .bind(&settlement.network)
         .bind(&settlement.transaction)
         .bind(settlement.settled_at_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;
         Ok(inserted.rows_affected() == 1)
@@ -170,7 +170,7 @@ impl X402Store for SqlStore {
         .bind(payer)
         .bind(nonce)
         .bind(transaction)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)
@@ -183,7 +183,7 @@ impl X402Store for SqlStore {
         )
         .bind(payer)
         .bind(nonce)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)
@@ -225,7 +225,7 @@ impl X402Store for SqlStore {
         )
         .bind(payer)
         .bind(nonce)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)
@@ -237,7 +237,7 @@ impl X402Store for SqlStore {
         )
         .bind(payer)
         .bind(nonce)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map(drop)
         .map_err(map_sqlx_error)
@@ -267,7 +267,7 @@ impl X402Store for SqlStore {
         .bind(nonce)
         .bind(expires_at_ms)
         .bind(now_ms)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;
         Ok(recorded.rows_affected() == 1)

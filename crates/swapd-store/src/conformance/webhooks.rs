@@ -183,15 +183,30 @@ pub async fn events_fan_out_to_matching_active_subscriptions_in_their_transactio
             ("whk_fan_done".to_owned(), "evt_ord_fanout_3".to_owned()),
         ]
     );
-    // The payload is the event's, serialized once when it was written.
+    // Each payload is byte for byte the one rendered from its event when it was written
+    // (which the store kept until 2026-11-28; it now renders it again at delivery).
+    let created = sample_order("ord_fanout", owner, now);
+    let written = [
+        event(&created, 1, EventType::Created),
+        event(&created, 2, EventType::AwaitingDeposit),
+        event(&next, 3, EventType::Completed),
+    ];
+    for delivery in &claimed {
+        let event = written
+            .iter()
+            .find(|e| e.id.as_str() == delivery.event_id)
+            .unwrap();
+        assert_eq!(
+            delivery.payload,
+            swapd_core::webhooks::signing::event_payload(event),
+            "{}",
+            delivery.event_id
+        );
+    }
     let completed = claimed
         .iter()
         .find(|d| d.event_id == "evt_ord_fanout_3")
         .unwrap();
-    assert_eq!(
-        completed.payload,
-        swapd_core::webhooks::signing::event_payload(&event(&next, 3, EventType::Completed))
-    );
     assert_eq!(completed.attempts, 0);
     // Settle them, so later checks see only their own deliveries.
     for delivery in claimed {
