@@ -33,6 +33,9 @@ impl SqlStore {
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .acquire_timeout(options.acquire_timeout)
+                // A connection to a local file does not go stale: no ping (a round trip to the
+                // connection's thread) before each use.
+                .test_before_acquire(false)
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         conn.execute("PRAGMA journal_mode = WAL").await?;
