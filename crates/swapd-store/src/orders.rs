@@ -122,6 +122,16 @@ async fn insert_events_in(
     Ok(())
 }
 
+/// What an order is read from: its body, and its next check, which a reschedule moves alone
+/// (the body keeps the one of its last write).
+const ORDER_COLUMNS: &str = "body, next_check_at";
+
+fn stored_order((body, next_check_at): (String, Option<i64>)) -> Result<Order, StoreError> {
+    let mut order: Order = decode_body(&body)?;
+    order.next_check_at_ms = next_check_at;
+    Ok(order)
+}
+
 /// Orders the worker looks at next: due first, each leased until the claim's end.
 const DUE_ORDERS: Claim = Claim {
     table: "orders",
@@ -197,26 +207,37 @@ impl OrderStore for SqlStore {
     }
 
     async fn order(&self, id: &OrderId, owner: &Owner) -> Result<Option<Order>, StoreError> {
-        self.body(
-            sqlx::query_scalar("SELECT body FROM orders WHERE id = $1 AND owner = $2")
-                .bind(id.as_str())
-                .bind(owner.scope()),
-        )
+        sqlx::query_as(built(format!(
+            "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1 AND owner = $2"
+        )))
+        .bind(id.as_str())
+        .bind(owner.scope())
+        .fetch_optional(&self.pool)
         .await
+        .map_err(map_sqlx_error)?
+        .map(stored_order)
+        .transpose()
     }
 
     async fn order_for_page(&self, id: &OrderId) -> Result<Option<Order>, StoreError> {
-        self.body(sqlx::query_scalar("SELECT body FROM orders WHERE id = $1").bind(id.as_str()))
-            .await
+        sqlx::query_as(built(format!(
+            "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1"
+        )))
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .map(stored_order)
+        .transpose()
     }
 
     async fn search_orders(&self, search: &OrderSearch) -> Result<Vec<Order>, StoreError> {
-        let bodies: Vec<String> = sqlx::query_scalar(
-            "SELECT body FROM orders WHERE ($1 IS NULL OR id = $1) \
+        let rows: Vec<(String, Option<i64>)> = sqlx::query_as(built(format!(
+            "SELECT {ORDER_COLUMNS} FROM orders WHERE ($1 IS NULL OR id = $1) \
              AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR owner = $3) \
              AND ($4 IS NULL OR created_at >= $4) AND ($5 IS NULL OR created_at < $5) \
-             ORDER BY created_at DESC, id LIMIT $6",
-        )
+             ORDER BY created_at DESC, id LIMIT $6"
+        )))
         .bind(search.id.as_deref())
         .bind(search.status.map(|s| s.as_str()))
         .bind(search.owner.as_ref().map(Owner::scope))
@@ -226,7 +247,26 @@ impl OrderStore for SqlStore {
         .fetch_all(&self.pool)
         .await
         .map_err(map_sqlx_error)?;
-        bodies.iter().map(|body| decode_body(body)).collect()
+        rows.into_iter().map(stored_order).collect()
+    }
+
+    async fn reschedule_order(
+        &self,
+        id: &OrderId,
+        version: i64,
+        next_check_at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        // One statement, no new version: the order itself did not change. The body keeps the
+        // next check of its last write; the column is the one claims read.
+        let done =
+            sqlx::query("UPDATE orders SET next_check_at = $3 WHERE id = $1 AND version = $2")
+                .bind(id.as_str())
+                .bind(version)
+                .bind(next_check_at_ms)
+                .execute(&self.writer)
+                .await
+                .map_err(map_sqlx_error)?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn update_order(

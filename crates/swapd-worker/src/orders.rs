@@ -158,15 +158,28 @@ impl OrderEngine {
             let mut moved = false;
             if let Some(followed) = follow::follow(&order, &seen, &self.rules, now) {
                 moved = !followed.events.is_empty();
-                if !self
-                    .store
-                    .update_order(&followed.order, &followed.events, None)
-                    .await?
-                {
+                let saved = match followed.order.next_check_at_ms {
+                    Some(at) if followed.only_reschedules(&order) => {
+                        let saved = self
+                            .store
+                            .reschedule_order(&order.id, order.version, at)
+                            .await?;
+                        order.next_check_at_ms = Some(at);
+                        saved
+                    }
+                    _ => {
+                        let saved = self
+                            .store
+                            .update_order(&followed.order, &followed.events, None)
+                            .await?;
+                        order = followed.order;
+                        saved
+                    }
+                };
+                if !saved {
                     // Another engine moved the order first; it carries on from there.
                     return Ok(());
                 }
-                order = followed.order;
             }
             let desk_moved = previous.as_ref().is_some_and(|p| *p != seen);
             if !moved && !desk_moved {

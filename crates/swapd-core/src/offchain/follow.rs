@@ -77,6 +77,21 @@ pub struct Followed {
     pub events: Vec<OrderEvent>,
 }
 
+impl Followed {
+    /// Whether nothing but the time of the next look changed since `before`: no event and the
+    /// order as it was. The store then moves the next look alone instead of writing the order
+    /// again at a new version (`OrderStore::reschedule_order`): most looks at an order awaiting
+    /// its deposit are such.
+    pub fn only_reschedules(&self, before: &Order) -> bool {
+        self.events.is_empty()
+            && Order {
+                version: before.version,
+                next_check_at_ms: before.next_check_at_ms,
+                ..self.order.clone()
+            } == *before
+    }
+}
+
 /// `order` brought in step with `seen`, the desk's report at `now_ms`. `None`: nothing
 /// changed, not even when the engine looks next.
 pub fn follow(
@@ -706,6 +721,36 @@ mod tests {
         // Just changed: soon again.
         let moved = follow(&exchanging, &report(DeskStatus::Sending), &rules(), later).unwrap();
         assert_eq!(moved.order.next_check_at_ms, Some(later + 5_000));
+    }
+
+    #[test]
+    fn a_quiet_look_only_reschedules_and_news_or_a_desk_back_from_failing_do_not() {
+        let awaiting = order(false);
+        let quiet = follow(
+            &awaiting,
+            &seen(DeskStatus::AwaitingDeposit),
+            &rules(),
+            T0 + 1,
+        )
+        .expect("the next look moves");
+        assert!(quiet.events.is_empty());
+        assert!(quiet.only_reschedules(&awaiting));
+        let mut deposited = seen(DeskStatus::AwaitingDeposit);
+        deposited.deposits = vec![deposit(0)];
+        let news = follow(&awaiting, &deposited, &rules(), T0 + 1).unwrap();
+        assert!(!news.only_reschedules(&awaiting));
+        // The desk answers again after failures: the count goes back to 0, a change to store.
+        let mut failing = awaiting.clone();
+        failing.desk_failures = 3;
+        let back = follow(
+            &failing,
+            &seen(DeskStatus::AwaitingDeposit),
+            &rules(),
+            T0 + 1,
+        )
+        .unwrap();
+        assert!(back.events.is_empty());
+        assert!(!back.only_reschedules(&failing));
     }
 
     #[test]

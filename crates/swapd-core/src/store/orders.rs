@@ -70,6 +70,16 @@ pub trait OrderStore: Send + Sync + 'static {
         finish: Option<IdempotentFinish<'_>>,
     ) -> Result<bool, StoreError>;
 
+    /// Moves the next look at order `id` to `next_check_at_ms`, only if it is still at
+    /// `version`, writing nothing else (a look that found nothing new: see
+    /// `Followed::only_reschedules`). `false`: another writer changed the order first.
+    async fn reschedule_order(
+        &self,
+        id: &OrderId,
+        version: i64,
+        next_check_at_ms: i64,
+    ) -> Result<bool, StoreError>;
+
     /// Leases up to `limit` orders whose next check is due at `now_ms`, earliest first, until
     /// `lease_until_ms`: their next check moves to then, so no other engine takes them
     /// meanwhile (concurrent claimers get disjoint orders); the engine's save of the order sets

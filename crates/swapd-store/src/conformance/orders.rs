@@ -571,3 +571,85 @@ pub async fn notifications_are_leased_until_marked(store: &Arc<dyn Store>) {
     // The lease ended without the second being marked (its notifier died): claimed again.
     assert_eq!(claimed(now + 60_000).await, [events[1].id.clone()]);
 }
+
+pub async fn a_reschedule_moves_the_next_look_alone_at_the_version_read(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let now = 1_800_000_100_000;
+    let order = sample_order("ord_resched", "key:resched", now);
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let mut lease = String::new();
+    let finish = finish_with(
+        store,
+        "key:resched",
+        "idem-resched",
+        &mut lease,
+        &response,
+        now,
+    )
+    .await;
+    store
+        .create_order(
+            &order,
+            &[event(&order, 1, EventType::Created)],
+            None,
+            finish,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let due = |at: i64| async move {
+        store
+            .claim_due_orders(at, at + 1, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|o| o.id.as_str() == "ord_resched")
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        store
+            .reschedule_order(&order.id, order.version, now + 5_000)
+            .await
+            .unwrap()
+    );
+    let read = store.order(&order.id, &order.owner).await.unwrap().unwrap();
+    assert_eq!(
+        read.next_check_at_ms,
+        Some(now + 5_000),
+        "read with its next look"
+    );
+    assert!(
+        due(now + 4_999).await.is_empty(),
+        "not due before its new time"
+    );
+    let claimed = due(now + 5_000).await;
+    assert_eq!(claimed.len(), 1, "due at its new time");
+    // Nothing else changed: the same version, the same order, read with its next look (the
+    // claim's lease now).
+    assert_eq!(claimed[0].version, order.version);
+    let read = store.order(&order.id, &order.owner).await.unwrap().unwrap();
+    assert_eq!(read.next_check_at_ms, Some(now + 5_001));
+    assert_eq!(
+        Order {
+            next_check_at_ms: order.next_check_at_ms,
+            ..read
+        },
+        order
+    );
+    // At a version it is no longer at: nothing is written.
+    let mut moved = order.clone();
+    moved.version += 1;
+    moved.next_check_at_ms = Some(now + 20_000);
+    assert!(store.update_order(&moved, &[], None).await.unwrap());
+    assert!(
+        !store
+            .reschedule_order(&order.id, order.version, now + 6_000)
+            .await
+            .unwrap()
+    );
+    assert!(due(now + 19_999).await.is_empty());
+    assert_eq!(due(now + 20_000).await.len(), 1);
+}

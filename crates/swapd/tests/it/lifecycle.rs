@@ -141,6 +141,63 @@ async fn a_fixed_order_runs_from_deposit_to_payout() {
 /// the order waits where it is (never failed for it, no event); once the desk answers again it
 /// carries on from what the desk did meanwhile, with every event once.
 #[tokio::test]
+async fn quiet_looks_move_the_next_look_without_writing_the_order_again() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let created = create(
+        &server,
+        &key,
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .await;
+    let id = text(&created["orderId"]).to_owned();
+    let stored = || async {
+        server
+            .state
+            .store
+            .order_for_page(&crate::support::parsed(&id))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let opened = stored().await;
+    let events = event_types(&server, &id).await;
+    // The first look and two more, each a poll interval (1 s here) after the one before; in
+    // between the order is not due: each look set its next one, not the claim's lease.
+    assert_eq!(server.engine.run_due().await, 1);
+    for _ in 0..2 {
+        assert_eq!(
+            server.engine.run_due().await,
+            0,
+            "not due before its next look"
+        );
+        server.clock.advance_ms(1_000);
+        assert_eq!(server.engine.run_due().await, 1, "due at its next look");
+    }
+    // Nothing was written but the time of the next look.
+    let now = stored().await;
+    assert_eq!(
+        now.next_check_at_ms,
+        Some(swapd_core::Clock::now_ms(server.clock.as_ref()) + 1_000)
+    );
+    assert_eq!(
+        swapd_core::offchain::order::Order {
+            next_check_at_ms: opened.next_check_at_ms,
+            ..now
+        },
+        opened
+    );
+    assert_eq!(event_types(&server, &id).await, events);
+
+    // A sandbox deposit makes the order due at once (it reads the next look rescheduled, not
+    // the one its body was last written with), and the look writes the news as before.
+    deposit(&server, &key, &id, "0.05").await;
+    assert_eq!(server.engine.run_due().await, 1);
+    assert!(stored().await.version > opened.version);
+    assert_eq!(order(&server, &key, &id).await["status"], "confirming");
+}
+
+#[tokio::test]
 async fn an_order_whose_desk_is_down_for_a_while_loses_nothing() {
     use swapd_sandbox::Fault;
     let server = TestServer::start().await;
