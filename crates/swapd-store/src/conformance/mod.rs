@@ -183,6 +183,28 @@ pub(crate) async fn subscribe(store: &dyn Store, subscription: &Subscription, no
     );
 }
 
+/// Creates `order` with its `order.created` event, the write completing the fresh
+/// Idempotency-Key `key` of its owner.
+pub(crate) async fn create_with_created_event(
+    store: &dyn Store,
+    order: &Order,
+    key: &str,
+    now: i64,
+) {
+    let owner = order.owner.scope();
+    let response = StoredResponse {
+        status: 201,
+        body: b"{}".to_vec(),
+    };
+    let mut lease = String::new();
+    let finish = finish_with(store, &owner, key, &mut lease, &response, now).await;
+    store
+        .create_order(order, &[event(order, 1, EventType::Created)], None, finish)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
 /// The order `ord_fanout` of `owner`, created at `now` with its events 1 (created) and 2
 /// (awaiting deposit), then completed at `now + 5` with event 3. Returns the completed order.
 pub(crate) async fn order_with_three_events(store: &dyn Store, owner: &str, now: i64) -> Order {

@@ -200,10 +200,6 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
     use swapd_core::fees::entry::Fee;
     use swapd_core::fees::ledger::Stage;
     let now = 1_700_000_000_000;
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
     let fee = |kind: &str, bps: Option<&str>, text: &str| Fee {
         kind: kind.parse().unwrap(),
         rate: bps.map(|bps| swapd_core::fees::Rate::parse(bps).unwrap()),
@@ -216,23 +212,7 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
         fee("service", Some("30"), "0.003"),
         fee("partner", Some("12.5"), "0.00125"),
     ];
-    let lease = claim(store.as_ref(), "key:shop", "idem-fees", now).await;
-    let finish = IdempotentFinish {
-        principal: "key:shop",
-        key: "idem-fees",
-        hold: KeyHold::Lease(&lease),
-        response: &response,
-    };
-    store
-        .create_order(
-            &order,
-            &[event(&order, 1, EventType::Created)],
-            None,
-            finish,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    create_with_created_event(store.as_ref(), &order, "idem-fees", now).await;
     let rows = store
         .fee_ledger(Some(&parsed("key:shop")), now, now + 1, 100)
         .await
@@ -335,28 +315,8 @@ pub async fn fee_ledger_rows_are_written_with_the_order_and_its_completion(store
 
 pub async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
     let now = 1_700_000_000_000;
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
     let order = sample_order("ord_cas", "key:cas", now);
-    let lease = claim(store.as_ref(), "key:cas", "idem-cas", now).await;
-    let finish = IdempotentFinish {
-        principal: "key:cas",
-        key: "idem-cas",
-        hold: KeyHold::Lease(&lease),
-        response: &response,
-    };
-    store
-        .create_order(
-            &order,
-            &[event(&order, 1, EventType::Created)],
-            None,
-            finish,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    create_with_created_event(store.as_ref(), &order, "idem-cas", now).await;
 
     // Ten writers read version 1 and race to move the order on: exactly one wins.
     let tasks: Vec<_> = (0..10)
@@ -396,10 +356,6 @@ pub async fn order_updates_are_compare_and_set(store: &Arc<dyn Store>) {
 pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store: &Arc<dyn Store>) {
     let store = store.as_ref();
     let now = 1_800_000_000_000;
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
     for (id, at) in [
         ("ord_due_late", now + 5),
         ("ord_due_early", now + 1),
@@ -407,23 +363,7 @@ pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store:
     ] {
         let mut order = sample_order(id, "key:due", now);
         order.next_check_at_ms = Some(at);
-        let lease = claim(store, "key:due", id, now).await;
-        let finish = IdempotentFinish {
-            principal: "key:due",
-            key: id,
-            hold: KeyHold::Lease(&lease),
-            response: &response,
-        };
-        store
-            .create_order(
-                &order,
-                &[event(&order, 1, EventType::Created)],
-                None,
-                finish,
-            )
-            .await
-            .unwrap()
-            .unwrap();
+        create_with_created_event(store, &order, id, now).await;
     }
     let claimed = |at: i64, until: i64| async move {
         store
@@ -471,31 +411,11 @@ pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store:
 pub async fn concurrent_order_claims_are_disjoint(store: &Arc<dyn Store>) {
     let store = store.as_ref();
     let now = 1_800_000_000_000;
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
     for n in 0..12 {
         let id = format!("ord_race_{n:02}");
         let mut order = sample_order(&id, "key:race", now);
         order.next_check_at_ms = Some(now + n);
-        let lease = claim(store, "key:race", &id, now).await;
-        let finish = IdempotentFinish {
-            principal: "key:race",
-            key: &id,
-            hold: KeyHold::Lease(&lease),
-            response: &response,
-        };
-        store
-            .create_order(
-                &order,
-                &[event(&order, 1, EventType::Created)],
-                None,
-                finish,
-            )
-            .await
-            .unwrap()
-            .unwrap();
+        create_with_created_event(store, &order, &id, now).await;
     }
     let claim_some = || async {
         store
@@ -576,30 +496,7 @@ pub async fn a_reschedule_moves_the_next_look_alone_at_the_version_read(store: &
     let store = store.as_ref();
     let now = 1_800_000_100_000;
     let order = sample_order("ord_resched", "key:resched", now);
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
-    let mut lease = String::new();
-    let finish = finish_with(
-        store,
-        "key:resched",
-        "idem-resched",
-        &mut lease,
-        &response,
-        now,
-    )
-    .await;
-    store
-        .create_order(
-            &order,
-            &[event(&order, 1, EventType::Created)],
-            None,
-            finish,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    create_with_created_event(store, &order, "idem-resched", now).await;
     let due = |at: i64| async move {
         store
             .claim_due_orders(at, at + 1, 10)

@@ -467,30 +467,7 @@ pub async fn attempts_are_recorded_with_their_lease_and_can_disable_a_subscripti
     );
     // New events no longer fan out to the disabled subscription.
     let order = sample_order("ord_after_410", "key:attempts", now);
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
-    let mut lease = String::new();
-    let finish = finish_with(
-        store,
-        "key:attempts",
-        "idem-after-410",
-        &mut lease,
-        &response,
-        now,
-    )
-    .await;
-    store
-        .create_order(
-            &order,
-            &[event(&order, 1, EventType::Created)],
-            None,
-            finish,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+    create_with_created_event(store, &order, "idem-after-410", now).await;
     assert_eq!(
         store
             .deliveries(&sub.id, &sub.owner, 10)

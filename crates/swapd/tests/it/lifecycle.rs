@@ -137,9 +137,6 @@ async fn a_fixed_order_runs_from_deposit_to_payout() {
     assert_eq!(event_types(&server, &id).await.len(), 8);
 }
 
-/// The engine follows the order's desk through the desk port: while the desk cannot be asked,
-/// the order waits where it is (never failed for it, no event); once the desk answers again it
-/// carries on from what the desk did meanwhile, with every event once.
 #[tokio::test]
 async fn quiet_looks_move_the_next_look_without_writing_the_order_again() {
     let server = TestServer::start().await;
@@ -197,6 +194,9 @@ async fn quiet_looks_move_the_next_look_without_writing_the_order_again() {
     assert_eq!(order(&server, &key, &id).await["status"], "confirming");
 }
 
+/// The engine follows the order's desk through the desk port: while the desk cannot be asked,
+/// the order waits where it is (never failed for it, no event); once the desk answers again it
+/// carries on from what the desk did meanwhile, with every event once.
 #[tokio::test]
 async fn an_order_whose_desk_is_down_for_a_while_loses_nothing() {
     use swapd_sandbox::Fault;
