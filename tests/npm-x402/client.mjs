@@ -6,6 +6,8 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client, x402HTTP
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { createSIWxClientHook, createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
+import { appendPaymentIdentifierToExtensions, generatePaymentId, validatePaymentIdentifier } from "@x402/extensions/payment-identifier";
+import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
 
@@ -79,6 +81,53 @@ body = await response.json();
 check("Solana SIWX read of the wallet's order", response.status === 200 && body.data.orderId === solanaOrderUrl.split("/").pop(), `${response.status} ${JSON.stringify(body).slice(0, 300)}`);
 response = await signedIn(payer)(solanaOrderUrl);
 check("the payer's EVM proof does not read the Solana wallet's order", response.status === 404, `${response.status}`);
+
+// 6. The payment-identifier extension: declared as the reference helpers validate it, and a
+//    call sent again with a newly signed payment under the same id answers the first answer
+//    without settling the second payment.
+const catalogUrl = `${base}/api/x402/currencies`;
+required = decodePaymentRequiredHeader((await fetch(catalogUrl)).headers.get("PAYMENT-REQUIRED"));
+const declared = required.extensions["payment-identifier"];
+check("paid routes declare payment-identifier", declared?.info?.required === false && validatePaymentIdentifier(declared).valid, JSON.stringify(declared));
+const paymentId = generatePaymentId();
+const payUnder = async (id) => {
+  const identified = await client.createPaymentPayload(required);
+  identified.extensions = appendPaymentIdentifierToExtensions(structuredClone(identified.extensions ?? {}), id);
+  const header = new x402HTTPClient(client).encodePaymentSignatureHeader(identified)["PAYMENT-SIGNATURE"];
+  return fetch(catalogUrl, { headers: { "PAYMENT-SIGNATURE": header } });
+};
+const firstCall = await payUnder(paymentId);
+const sentAgain = await payUnder(paymentId);
+check(
+  "a call sent again under its payment identifier is answered once",
+  firstCall.status === 200 && sentAgain.status === 200 && sentAgain.headers.get("idempotent-replayed") === "true"
+    && sentAgain.headers.get("PAYMENT-RESPONSE") === firstCall.headers.get("PAYMENT-RESPONSE")
+    && JSON.stringify(await sentAgain.json()) === JSON.stringify(await firstCall.json()),
+  `${firstCall.status} ${sentAgain.status} ${sentAgain.headers.get("idempotent-replayed")}`,
+);
+
+// 7. The bazaar discovery extension of paid routes (a query, a body, a path parameter), valid by
+//    the reference helpers and read by them as a facilitator indexing discovery reads it.
+const discovered = [
+  ["GET", `${base}/api/x402/tokens/search?q=usdc&limit=5`, undefined, "/api/x402/tokens/search"],
+  ["POST", ordersUrl, orderBody, "/api/x402/orders"],
+  ["POST", `${base}/api/x402/orders/ord_${"0".repeat(32)}/refund`, "{}", "/api/x402/orders/:orderId/refund"],
+];
+for (const [method, url, requestBody, route] of discovered) {
+  const init = requestBody === undefined ? {} : { method, headers: { "content-type": "application/json", "Idempotency-Key": "npm-interop-discovery" }, body: requestBody };
+  const asked = decodePaymentRequiredHeader((await fetch(url, init)).headers.get("PAYMENT-REQUIRED"));
+  const extension = asked.extensions?.bazaar;
+  const valid = extension ? validateDiscoveryExtension(extension) : { valid: false, errors: ["no bazaar extension"] };
+  const spec = extension ? validateDiscoveryExtensionSpec(extension) : valid;
+  const indexed = extension && extractDiscoveryInfo({ x402Version: 2, resource: asked.resource, accepted: asked.accepts[0], payload: {}, extensions: asked.extensions }, asked.accepts[0]);
+  const expectedUrl = new URL(url);
+  check(
+    `bazaar discovery of ${method} ${route}`,
+    valid.valid && spec.valid && indexed?.method === method && indexed.resourceUrl === `${expectedUrl.origin}${route}`
+      && indexed.description === asked.resource.description,
+    JSON.stringify({ valid, spec, indexed }).slice(0, 800),
+  );
+}
 
 console.log(failures === 0 ? "all checks passed" : `${failures} checks failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -70,6 +70,16 @@ const SANDBOX_FAULT: &str = "x-sandbox-fault";
 const SEALED_BODY: &[u8] = b"sealed:";
 
 impl IdempotencyClaim {
+    /// A claim of `key` in `scope`, held as `hold`.
+    pub fn new(scope: String, key: String, hold: Hold) -> Self {
+        Self {
+            scope,
+            key,
+            hold,
+            pause_after_effect: false,
+        }
+    }
+
     /// `status` and `body` as stored for replay, sealed with the master key and bound to this
     /// key: a response that carries a secret (a webhook's signing secret) never rests in clear.
     pub fn sealed(&self, master: &MasterKey, status: u16, body: &[u8]) -> StoredResponse {
@@ -487,7 +497,7 @@ fn sealing_context(scope: &str, key: &str) -> String {
 }
 
 /// A stored response as it was answered: sealed bodies opened.
-fn opened(
+pub(crate) fn opened(
     master: &MasterKey,
     scope: &str,
     key: &str,
@@ -509,7 +519,7 @@ fn opened(
 
 /// The stored response again. Creation statuses (201, 202) are answered as 200 on reuse, so a
 /// client can tell a replay from a new resource; `Idempotent-Replayed: true` says the same.
-fn replay(stored: StoredResponse) -> Response {
+pub(crate) fn replay(stored: StoredResponse) -> Response {
     let status = match stored.status {
         201 | 202 => StatusCode::OK,
         other => StatusCode::from_u16(other).unwrap_or(StatusCode::OK),

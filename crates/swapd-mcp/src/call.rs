@@ -10,7 +10,7 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use rmcp::model::{CallToolResult, JsonObject, MetaObject};
+use rmcp::model::{CallToolResult, JsonObject, MetaObject, Tool};
 use serde_json::{Map, Value, json};
 use swapd_types::ErrorCode;
 use swapd_x402::wire::{
@@ -205,8 +205,8 @@ pub fn outcome(result: &CallToolResult) -> String {
         .to_owned()
 }
 
-/// The tool's result for what the route answered.
-pub fn result(answer: &HttpAnswer) -> CallToolResult {
+/// The tool's result for what `route` answered.
+pub fn result(route: &ToolRoute, answer: &HttpAnswer) -> CallToolResult {
     let body: Option<Value> = serde_json::from_slice(&answer.body).ok();
     let settlement = header_json(&answer.headers, PAYMENT_RESPONSE);
     let mut result = match body {
@@ -216,7 +216,7 @@ pub fn result(answer: &HttpAnswer) -> CallToolResult {
                 _ => unexpected(answer.status),
             }
         }
-        Some(Value::Object(envelope)) => failure(&envelope, answer),
+        Some(Value::Object(envelope)) => failure(route, &envelope, answer),
         _ => unexpected(answer.status),
     };
     if let Some(settlement) = settlement {
@@ -227,12 +227,22 @@ pub fn result(answer: &HttpAnswer) -> CallToolResult {
     result
 }
 
-fn failure(envelope: &Map<String, Value>, answer: &HttpAnswer) -> CallToolResult {
+fn failure(
+    route: &ToolRoute,
+    envelope: &Map<String, Value>,
+    answer: &HttpAnswer,
+) -> CallToolResult {
     let error = envelope.get("error").cloned().unwrap_or_default();
     let mut content = match header_json(&answer.headers, PAYMENT_REQUIRED) {
         Some(Value::Object(required)) => required,
         _ => Map::new(),
     };
+    // Paid through this tool, the route is discovered as the tool (docs/mcp.md).
+    if let Some(Value::Object(extensions)) = content.get_mut("extensions")
+        && let Some(bazaar) = extensions.get_mut(wire::BAZAAR_EXTENSION)
+    {
+        *bazaar = discovery(&route.tool);
+    }
     let code = error
         .get("code")
         .and_then(Value::as_str)
@@ -254,6 +264,49 @@ fn failure(envelope: &Map<String, Value>, answer: &HttpAnswer) -> CallToolResult
         content.insert("retryAfterSeconds".into(), json!(retry_after));
     }
     CallToolResult::structured_error(Value::Object(content))
+}
+
+/// The `bazaar` extension describing `tool`, as `declareDiscoveryExtension` of
+/// `@x402/extensions` 2.27 writes it for an MCP tool (streamable HTTP).
+pub fn discovery(tool: &Tool) -> Value {
+    let mut input = Map::from_iter([
+        ("type".into(), json!("mcp")),
+        ("toolName".into(), json!(tool.name)),
+        ("transport".into(), json!("streamable-http")),
+        (
+            "inputSchema".into(),
+            Value::Object((*tool.input_schema).clone()),
+        ),
+    ]);
+    let mut properties = Map::from_iter([
+        ("type".into(), json!({"type": "string", "const": "mcp"})),
+        ("toolName".into(), json!({"type": "string"})),
+        (
+            "transport".into(),
+            json!({"type": "string", "enum": ["streamable-http"]}),
+        ),
+        ("inputSchema".into(), json!({"type": "object"})),
+    ]);
+    if let Some(description) = &tool.description {
+        input.insert("description".into(), json!(description));
+        properties.insert("description".into(), json!({"type": "string"}));
+    }
+    json!({
+        "info": {"input": input},
+        "schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "input": {
+                    "type": "object",
+                    "properties": properties,
+                    "required": ["type", "toolName", "inputSchema"],
+                    "additionalProperties": false,
+                }
+            },
+            "required": ["input"],
+        }
+    })
 }
 
 fn unexpected(status: StatusCode) -> CallToolResult {
@@ -387,11 +440,14 @@ mod tests {
     fn a_success_is_its_data_with_the_settlement_in_meta() {
         let settlement =
             json!({"success": true, "transaction": "0xabc", "network": "eip155:84532"});
-        let result = result(&answer(
-            200,
-            &[(PAYMENT_RESPONSE, wire::encode_header(&settlement))],
-            json!({"success": true, "data": {"count": 1}}),
-        ));
+        let result = result(
+            &route(Method::GET, &[]),
+            &answer(
+                200,
+                &[(PAYMENT_RESPONSE, wire::encode_header(&settlement))],
+                json!({"success": true, "data": {"count": 1}}),
+            ),
+        );
         assert_eq!(result.is_error, Some(false));
         assert_eq!(result.structured_content, Some(json!({"count": 1})));
         assert_eq!(result.meta.unwrap().0[PAYMENT_RESPONSE_META], settlement);
@@ -401,11 +457,14 @@ mod tests {
     #[test]
     fn a_payment_required_answer_is_a_tool_error_with_the_requirements_and_the_code() {
         let required = json!({"x402Version": 2, "accepts": [{"scheme": "exact"}], "error": "Payment required"});
-        let result = result(&answer(
-            402,
-            &[(PAYMENT_REQUIRED, wire::encode_header(&required))],
-            json!({"success": false, "error": {"code": "payment_required", "message": "pay"}}),
-        ));
+        let result = result(
+            &route(Method::GET, &[]),
+            &answer(
+                402,
+                &[(PAYMENT_REQUIRED, wire::encode_header(&required))],
+                json!({"success": false, "error": {"code": "payment_required", "message": "pay"}}),
+            ),
+        );
         assert_eq!(result.is_error, Some(true));
         let content = result.structured_content.clone().unwrap();
         assert_eq!(content["accepts"], required["accepts"]);
@@ -416,21 +475,53 @@ mod tests {
     }
 
     #[test]
+    fn a_payment_required_through_a_tool_is_discovered_as_the_tool() {
+        let required = json!({"x402Version": 2, "accepts": [{"scheme": "exact"}],
+            "extensions": {"bazaar": {"info": {"input": {"type": "http"}}}, "payment-identifier": {"info": {"required": false}}}});
+        let route = route(Method::POST, &[]);
+        let result = result(
+            &route,
+            &answer(
+                402,
+                &[(PAYMENT_REQUIRED, wire::encode_header(&required))],
+                json!({"success": false, "error": {"code": "payment_required", "message": "pay"}}),
+            ),
+        );
+        let extensions = &result.structured_content.unwrap()["extensions"];
+        assert_eq!(extensions["bazaar"], discovery(&route.tool));
+        assert_eq!(extensions["bazaar"]["info"]["input"]["toolName"], "thing");
+        assert_eq!(
+            extensions["bazaar"]["info"]["input"]["description"],
+            "a thing"
+        );
+        assert_eq!(
+            extensions["payment-identifier"],
+            required["extensions"]["payment-identifier"]
+        );
+    }
+
+    #[test]
     fn an_error_keeps_its_code_details_and_retry_after() {
-        let result = result(&answer(
-            429,
-            &[("retry-after", "30".into())],
-            json!({"success": false, "error": {"code": "paid_attempts_exceeded", "message": "later", "details": [{"field": "x"}]}}),
-        ));
+        let result = result(
+            &route(Method::GET, &[]),
+            &answer(
+                429,
+                &[("retry-after", "30".into())],
+                json!({"success": false, "error": {"code": "paid_attempts_exceeded", "message": "later", "details": [{"field": "x"}]}}),
+            ),
+        );
         let content = result.structured_content.unwrap();
         assert_eq!(content["code"], "paid_attempts_exceeded");
         assert_eq!(content["details"][0]["field"], "x");
         assert_eq!(content["retryAfterSeconds"], 30);
-        let garbled = super::result(&HttpAnswer {
-            status: StatusCode::BAD_GATEWAY,
-            headers: HeaderMap::new(),
-            body: b"<html>".to_vec(),
-        });
+        let garbled = super::result(
+            &route(Method::GET, &[]),
+            &HttpAnswer {
+                status: StatusCode::BAD_GATEWAY,
+                headers: HeaderMap::new(),
+                body: b"<html>".to_vec(),
+            },
+        );
         assert_eq!(
             garbled.structured_content.unwrap()["code"],
             "internal_error"

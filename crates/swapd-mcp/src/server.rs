@@ -75,7 +75,7 @@ impl<D: Dispatch> SwapdMcp<D> {
         let result = match call::request(route, arguments, meta) {
             Err(refused) => refused.into_result(),
             Ok(request) => match self.dispatch.send(request, context).await {
-                Ok(answer) => call::result(&answer),
+                Ok(answer) => call::result(route, &answer),
                 Err(refused) => refused.into_result(),
             },
         };

@@ -101,6 +101,7 @@ error_codes! {
     ExecutionAlreadyReported => "execution_already_reported", 409;
     PaymentAlreadyUsed => "payment_already_used", 409;
     PaymentInProgress => "payment_in_progress", 409;
+    PaymentIdentifierConflict => "payment_identifier_conflict", 409;
     WebhookLimitReached => "webhook_limit_reached", 409;
     WebhookDisabled => "webhook_disabled", 409;
     DeskActionUnsupported => "desk_action_unsupported", 409;

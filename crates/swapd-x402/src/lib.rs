@@ -155,8 +155,9 @@ impl Pricing {
         }
     }
 
-    /// A `PAYMENT-REQUIRED` value for `resource_url`: the requirements when `paid`, none for a
-    /// free wallet-bound read, and the SIWX challenge when given.
+    /// A `PAYMENT-REQUIRED` value for `resource_url`: the requirements and the
+    /// `payment-identifier` extension when `paid`, none for a free wallet-bound read, and the
+    /// SIWX challenge when given.
     pub fn payment_required(
         &self,
         error: &str,
@@ -168,6 +169,12 @@ impl Pricing {
         let mut extensions = Map::new();
         if let Some(challenge) = siwx_challenge {
             extensions.insert(wire::SIWX_EXTENSION.into(), challenge);
+        }
+        if paid {
+            extensions.insert(
+                wire::PAYMENT_IDENTIFIER_EXTENSION.into(),
+                wire::payment_identifier_declaration(),
+            );
         }
         PaymentRequired {
             x402_version: X402_VERSION,
@@ -230,5 +237,11 @@ mod tests {
         let free_read =
             pricing.payment_required("siwx_required", "http://x/y", "read", false, None);
         assert!(free_read.accepts.is_empty());
+        assert!(free_read.extensions.is_empty());
+        let paid = pricing.payment_required("payment_required", "http://x/y", "call", true, None);
+        assert_eq!(
+            paid.extensions[wire::PAYMENT_IDENTIFIER_EXTENSION],
+            wire::payment_identifier_declaration()
+        );
     }
 }

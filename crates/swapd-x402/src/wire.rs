@@ -14,6 +14,12 @@ pub const PAYMENT_RESPONSE: &str = "PAYMENT-RESPONSE";
 pub const SIGN_IN_WITH_X: &str = "SIGN-IN-WITH-X";
 /// The extension key of Sign-In-With-X.
 pub const SIWX_EXTENSION: &str = "sign-in-with-x";
+/// The `payment-identifier` extension: a client's idempotency key for one paid call.
+pub const PAYMENT_IDENTIFIER_EXTENSION: &str = "payment-identifier";
+/// The `bazaar` extension: what a paid resource takes and answers, for discovery.
+pub const BAZAAR_EXTENSION: &str = "bazaar";
+/// How long a payment identifier may be (it is made of letters, digits, `-` and `_`).
+pub const PAYMENT_ID_LENGTH: std::ops::RangeInclusive<usize> = 16..=128;
 
 /// An optional object field sent as JSON `null` (x402's Python MCP session sends
 /// `"extensions": null`) reads as empty, as when it is absent.
@@ -97,6 +103,54 @@ pub struct PaymentPayload {
         deserialize_with = "null_as_empty"
     )]
     pub extensions: Map<String, Value>,
+}
+
+impl PaymentPayload {
+    /// The `payment-identifier` this payment echoes with an id, if any; `Err` with why the id
+    /// is not one (16 to 128 letters, digits, `-` or `_`).
+    pub fn payment_identifier(&self) -> Result<Option<&str>, &'static str> {
+        let Some(id) = self
+            .extensions
+            .get(PAYMENT_IDENTIFIER_EXTENSION)
+            .and_then(|extension| extension.get("info"))
+            .and_then(|info| info.get("id"))
+        else {
+            return Ok(None);
+        };
+        let id = id
+            .as_str()
+            .ok_or("the payment identifier is not a string")?;
+        let well_formed = PAYMENT_ID_LENGTH.contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !well_formed {
+            return Err("a payment identifier is 16 to 128 letters, digits, '-' or '_'");
+        }
+        Ok(Some(id))
+    }
+}
+
+/// The `payment-identifier` extension as a server declares it: accepted, not required (as
+/// `declarePaymentIdentifierExtension(false)` of `@x402/extensions` writes it).
+pub fn payment_identifier_declaration() -> Value {
+    serde_json::json!({
+        "info": {"required": false},
+        "schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {
+                "required": {"type": "boolean"},
+                "id": {
+                    "type": "string",
+                    "minLength": PAYMENT_ID_LENGTH.start(),
+                    "maxLength": PAYMENT_ID_LENGTH.end(),
+                    "pattern": "^[a-zA-Z0-9_-]+$"
+                }
+            },
+            "required": ["required"]
+        }
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +254,41 @@ pub fn decode_header<T: DeserializeOwned>(text: &str) -> Result<T, HeaderError> 
 
 #[cfg(test)]
 pub(crate) mod tests {
+    fn payment_with(extensions: Value) -> PaymentPayload {
+        serde_json::from_value(serde_json::json!({
+            "x402Version": 2,
+            "accepted": {"scheme": "exact", "network": "eip155:8453", "amount": "50000",
+                "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+                "payTo": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "maxTimeoutSeconds": 300,
+                "extra": {}},
+            "payload": {},
+            "extensions": extensions,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_payment_identifier_is_read_from_the_echoed_extension_and_checked() {
+        use serde_json::json;
+        let with = |id: Value| {
+            payment_with(json!({"payment-identifier": {"info": {"required": false, "id": id}}}))
+        };
+        assert_eq!(payment_with(json!({})).payment_identifier(), Ok(None));
+        let declared_only = json!({"payment-identifier": payment_identifier_declaration()});
+        assert_eq!(payment_with(declared_only).payment_identifier(), Ok(None));
+        let good = "pay_0123456789abcdef0123456789abcdef";
+        assert_eq!(with(json!(good)).payment_identifier(), Ok(Some(good)));
+        assert!(with(json!("x".repeat(128))).payment_identifier().is_ok());
+        for bad in [
+            json!("short_id_15char"),
+            json!("x".repeat(129)),
+            json!("pay_0123456789abcdef!"),
+            json!(7),
+        ] {
+            assert!(with(bad.clone()).payment_identifier().is_err(), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

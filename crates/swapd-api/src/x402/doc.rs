@@ -47,6 +47,7 @@ pub(crate) fn charge_operation(
             InvalidPaymentPayload,
             PaymentAlreadyUsed,
             PaymentInProgress,
+            PaymentIdentifierConflict,
             PaidAttemptsExceeded,
             FacilitatorError,
         ]);

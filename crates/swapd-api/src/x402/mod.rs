@@ -3,6 +3,7 @@
 //! gate decides, per route of [`routes`], what a request needs; the handlers are the
 //! Business API's, run for the wallet's caller scope.
 
+pub mod discovery;
 mod doc;
 mod gate;
 mod ledger;

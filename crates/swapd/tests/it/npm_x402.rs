@@ -2,7 +2,9 @@
 //! `@x402/core`, `@x402/evm`, `@x402/extensions`, versions pinned in
 //! `tests/npm-x402/package-lock.json`, installed by `.ci/run` with `npm ci`) run against a real
 //! server with the ledger facilitator: a paid catalog read, an order created and read back by
-//! its wallet, EVM and Solana SIWX reads, and a read refused to another wallet.
+//! its wallet, EVM and Solana SIWX reads, a read refused to another wallet, a call sent again
+//! under its `payment-identifier` answered once, and paid routes' `bazaar` discovery validated
+//! and indexed by the reference helpers.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -50,5 +52,5 @@ async fn the_reference_npm_clients_pay_and_sign_in() {
         "the reference clients' checks failed:\n{stdout}"
     );
     assert!(stdout.contains("all checks passed"));
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 9);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 14);
 }

@@ -89,8 +89,13 @@ async fn a_paid_call_is_402_then_paid_settled_once_and_answered_with_payment_res
     assert_eq!(accepts.extra["name"], "USD Coin");
     assert_eq!(accepts.extra["version"], "2");
     assert!(
-        challenge.extensions.is_empty(),
+        !challenge.extensions.contains_key("sign-in-with-x"),
         "a paid-only route asks for no wallet proof"
+    );
+    assert_eq!(
+        challenge.extensions["payment-identifier"],
+        wire::payment_identifier_declaration(),
+        "paid routes take a payment identifier, not required"
     );
 
     let payment = pay(&challenge, &payer, server.now_secs());
@@ -160,6 +165,214 @@ async fn a_paid_call_is_402_then_paid_settled_once_and_answered_with_payment_res
     )
     .await
     .expect(409, "payment_already_used");
+    server.stop().await;
+}
+
+/// `payment` naming `id` in its `payment-identifier` extension, as `@x402/extensions`'
+/// `appendPaymentIdentifierToExtensions` writes it.
+fn identified(mut payment: wire::PaymentPayload, id: &str) -> wire::PaymentPayload {
+    payment.extensions[wire::PAYMENT_IDENTIFIER_EXTENSION]["info"]["id"] = json!(id);
+    payment
+}
+
+/// What paying for an order asks.
+async fn order_challenge(server: &TestServer, body: &Value) -> wire::PaymentRequired {
+    required(
+        &send(
+            server,
+            "POST",
+            "/api/x402/orders",
+            Some(body),
+            &[idempotency("x402-pid-0")],
+        )
+        .await,
+    )
+}
+
+fn settled_nonce(payment: &wire::PaymentPayload) -> &str {
+    payment.payload["authorization"]["nonce"].as_str().unwrap()
+}
+
+#[tokio::test]
+async fn a_payment_identifier_answers_a_call_sent_again_once_without_a_second_settlement() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("swapd.db").display());
+    let store_options = swapd_store::StoreOptions::default();
+    let open = || swapd_store::open(&url, &store_options);
+    let master = swapd_core::secrets::MasterKey::generate();
+    let node = |store| Options {
+        store: Some(store),
+        master: Some(master.clone()),
+        ..Options::default()
+    };
+    let server = TestServer::start_with(node(open().await.unwrap())).await;
+    let payer = PrivateKeySigner::random();
+    let payer_address = payer.address().to_checksum(None);
+    let body = order_body();
+    let id = "pay_4f1c0e7a9b2d4e6f8a0b1c2d3e4f5a6b";
+    let first = identified(
+        pay(
+            &order_challenge(&server, &body).await,
+            &payer,
+            server.now_secs(),
+        ),
+        id,
+    );
+    let created = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("x402-pid-1"), payment_header(&first)],
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let receipt = created.header("payment-response").unwrap().to_owned();
+    let order_id = created.body["data"]["orderId"].clone();
+
+    // The reply was lost and the node restarted; the agent signs a new payment for the same
+    // call under the same id (and a new Idempotency-Key): the first answer, nothing settled.
+    server.stop().await;
+    let server = TestServer::start_with(node(open().await.unwrap())).await;
+    let again = identified(
+        pay(
+            &order_challenge(&server, &body).await,
+            &payer,
+            server.now_secs(),
+        ),
+        id,
+    );
+    let replayed = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("x402-pid-2"), payment_header(&again)],
+    )
+    .await;
+    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replayed.body["data"]["orderId"], order_id);
+    assert_eq!(replayed.header("payment-response"), Some(receipt.as_str()));
+    let store = server.state.store.clone();
+    let settlement = |payment: &wire::PaymentPayload| {
+        let store = store.clone();
+        let (payer, nonce) = (payer_address.clone(), settled_nonce(payment).to_owned());
+        async move { store.x402_settlement(&payer, &nonce).await.unwrap() }
+    };
+    assert!(settlement(&first).await.is_some());
+    assert!(
+        settlement(&again).await.is_none(),
+        "the second payment was not settled"
+    );
+    // The unsettled payment still buys one call of its own, without the id.
+    let mut unused = again.clone();
+    unused.extensions.remove(wire::PAYMENT_IDENTIFIER_EXTENSION);
+    assert_eq!(
+        send(
+            &server,
+            "POST",
+            "/api/x402/orders",
+            Some(&body),
+            &[idempotency("x402-pid-3"), payment_header(&unused)]
+        )
+        .await
+        .status,
+        201
+    );
+
+    // The same id for another request, or another way of paying: 409, nothing settled.
+    let other_body =
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.06", "toAddress": TRON_PAYOUT});
+    let other = identified(
+        pay(
+            &order_challenge(&server, &other_body).await,
+            &payer,
+            server.now_secs(),
+        ),
+        id,
+    );
+    send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&other_body),
+        &[idempotency("x402-pid-4"), payment_header(&other)],
+    )
+    .await
+    .expect(409, "payment_identifier_conflict");
+    assert!(settlement(&other).await.is_none());
+
+    // Ids are the payer's own: another wallet's call under the same id is its own.
+    let stranger = PrivateKeySigner::random();
+    let theirs = identified(
+        pay(
+            &order_challenge(&server, &body).await,
+            &stranger,
+            server.now_secs(),
+        ),
+        id,
+    );
+    let their_order = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("x402-pid-1"), payment_header(&theirs)],
+    )
+    .await;
+    assert_eq!(their_order.status, 201, "{}", their_order.body);
+    assert_ne!(their_order.body["data"]["orderId"], order_id);
+
+    // A malformed id is refused before anything is verified.
+    let short = identified(
+        pay(
+            &order_challenge(&server, &body).await,
+            &payer,
+            server.now_secs(),
+        ),
+        "too_short",
+    );
+    send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("x402-pid-5"), payment_header(&short)],
+    )
+    .await
+    .expect(400, "invalid_payment_payload");
+    assert!(settlement(&short).await.is_none());
+
+    // A paid read answers again the same way.
+    let read = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    let read_id = "pay_read_0123456789abcdef";
+    let paid_read = identified(pay(&read, &payer, server.now_secs()), read_id);
+    let first_read = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&paid_read)],
+    )
+    .await;
+    assert_eq!(first_read.status, 200);
+    let read_again = identified(pay(&read, &payer, server.now_secs()), read_id);
+    let second_read = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&read_again)],
+    )
+    .await;
+    assert_eq!(second_read.status, 200);
+    assert_eq!(second_read.body, first_read.body);
+    assert_eq!(
+        second_read.header("payment-response"),
+        first_read.header("payment-response")
+    );
+    assert!(settlement(&read_again).await.is_none());
     server.stop().await;
 }
 

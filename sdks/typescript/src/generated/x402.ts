@@ -605,7 +605,7 @@ export interface components {
          * @description Stable error code. Each code always comes with the same HTTP status.
          * @enum {string}
          */
-        ErrorCode: "validation_failed" | "invalid_json" | "amount_invalid" | "address_invalid" | "tag_required" | "idempotency_key_missing" | "idempotency_key_invalid" | "path_not_canonical" | "query_invalid_encoding" | "invalid_payment_payload" | "invalid_siwx_payload" | "body_not_allowed" | "duplicate_parameter" | "webhook_url_invalid" | "webhook_url_scheme_not_allowed" | "webhook_url_port_not_allowed" | "webhook_url_credentials_not_allowed" | "webhook_url_host_not_allowed" | "webhook_url_unresolvable" | "auth_header_missing" | "auth_header_duplicated" | "api_key_invalid" | "api_key_revoked" | "signature_malformed" | "signature_invalid" | "timestamp_invalid" | "timestamp_out_of_window" | "nonce_invalid" | "nonce_reused" | "siwx_required" | "siwx_invalid" | "execution_token_missing" | "execution_token_invalid" | "payment_required" | "payment_invalid" | "payment_failed" | "permission_denied" | "ip_not_allowed" | "origin_not_allowed" | "wallet_mismatch" | "not_found" | "order_not_found" | "route_not_found" | "execution_not_found" | "webhook_not_found" | "event_not_found" | "job_not_found" | "method_not_allowed" | "idempotency_key_in_use" | "order_state_conflict" | "order_not_refundable" | "choice_not_allowed" | "create_token_used" | "rotation_in_progress" | "execution_already_reported" | "payment_already_used" | "payment_in_progress" | "webhook_limit_reached" | "webhook_disabled" | "desk_action_unsupported" | "quote_expired" | "create_token_expired" | "plan_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "content_encoding_unsupported" | "idempotency_key_reused" | "pair_unsupported" | "affiliate_unknown" | "amount_out_of_range" | "route_unavailable" | "recipient_required" | "wallet_unsupported" | "execution_signature_invalid" | "rate_limit_exceeded" | "ip_rate_limited" | "quota_exceeded" | "paid_attempts_exceeded" | "wallet_reads_exceeded" | "headers_too_large" | "internal_error" | "provider_error" | "facilitator_error" | "service_unavailable" | "auth_unavailable";
+        ErrorCode: "validation_failed" | "invalid_json" | "amount_invalid" | "address_invalid" | "tag_required" | "idempotency_key_missing" | "idempotency_key_invalid" | "path_not_canonical" | "query_invalid_encoding" | "invalid_payment_payload" | "invalid_siwx_payload" | "body_not_allowed" | "duplicate_parameter" | "webhook_url_invalid" | "webhook_url_scheme_not_allowed" | "webhook_url_port_not_allowed" | "webhook_url_credentials_not_allowed" | "webhook_url_host_not_allowed" | "webhook_url_unresolvable" | "auth_header_missing" | "auth_header_duplicated" | "api_key_invalid" | "api_key_revoked" | "signature_malformed" | "signature_invalid" | "timestamp_invalid" | "timestamp_out_of_window" | "nonce_invalid" | "nonce_reused" | "siwx_required" | "siwx_invalid" | "execution_token_missing" | "execution_token_invalid" | "payment_required" | "payment_invalid" | "payment_failed" | "permission_denied" | "ip_not_allowed" | "origin_not_allowed" | "wallet_mismatch" | "not_found" | "order_not_found" | "route_not_found" | "execution_not_found" | "webhook_not_found" | "event_not_found" | "job_not_found" | "method_not_allowed" | "idempotency_key_in_use" | "order_state_conflict" | "order_not_refundable" | "choice_not_allowed" | "create_token_used" | "rotation_in_progress" | "execution_already_reported" | "payment_already_used" | "payment_in_progress" | "payment_identifier_conflict" | "webhook_limit_reached" | "webhook_disabled" | "desk_action_unsupported" | "quote_expired" | "create_token_expired" | "plan_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "content_encoding_unsupported" | "idempotency_key_reused" | "pair_unsupported" | "affiliate_unknown" | "amount_out_of_range" | "route_unavailable" | "recipient_required" | "wallet_unsupported" | "execution_signature_invalid" | "rate_limit_exceeded" | "ip_rate_limited" | "quota_exceeded" | "paid_attempts_exceeded" | "wallet_reads_exceeded" | "headers_too_large" | "internal_error" | "provider_error" | "facilitator_error" | "service_unavailable" | "auth_unavailable";
         /** @description `{"success": false, "error": {...}}`: the body of every error response. */
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
@@ -1464,7 +1464,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1583,7 +1583,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1864,7 +1864,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `execution_already_reported`; `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `execution_already_reported`; `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2180,7 +2180,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2388,7 +2388,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `create_token_used`; `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `create_token_used`; `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2703,7 +2703,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `choice_not_allowed`, `order_state_conflict`, `desk_action_unsupported` (the order's desk takes no answer through its API); `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `choice_not_allowed`, `order_state_conflict`, `desk_action_unsupported` (the order's desk takes no answer through its API); `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2876,7 +2876,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3145,7 +3145,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `order_not_refundable`, `desk_action_unsupported` (the order's desk takes no refund through its API); `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `order_not_refundable`, `desk_action_unsupported` (the order's desk takes no refund through its API); `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3264,7 +3264,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3381,7 +3381,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3525,7 +3525,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3660,7 +3660,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress` */
+            /** @description `idempotency_key_in_use`; `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3810,7 +3810,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3917,7 +3917,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4011,7 +4011,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4112,7 +4112,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description `payment_already_used`; `payment_in_progress` */
+            /** @description `payment_already_used`; `payment_in_progress`; `payment_identifier_conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;

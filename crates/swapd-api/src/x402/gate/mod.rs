@@ -13,7 +13,8 @@
 //!    (`swapd_core::purchases`) says what to do: a new payment is verified and settled; one
 //!    whose settlement's outcome never came back is settled again (at most once on chain); one
 //!    settled whose call failed runs the call without settling; a spent one is refused (409).
-//!    The handler runs only after settlement; the answer carries `PAYMENT-RESPONSE`.
+//!    The handler runs only after settlement; the answer carries `PAYMENT-RESPONSE`. A payment
+//!    that names a `payment-identifier` already answered gets that answer again, unsettled.
 //!
 //! Without what a route needs, the answer is 402 with `PAYMENT-REQUIRED`: the requirements
 //! for paid routes, and a fresh SIWX challenge for wallet-bound ones.
@@ -33,9 +34,10 @@ use swapd_x402::wire::{
 };
 
 mod decide;
+mod payment_id;
 mod purchase;
 
-use super::{Access, AccessTokens, InputCheck, Page, X402Route};
+use super::{Access, AccessTokens, InputCheck, Page, X402Route, discovery};
 use crate::idempotency::{self, Started};
 use crate::principal::Caller;
 use crate::{ApiError, AppState};
@@ -45,8 +47,12 @@ use swapd_core::ids::{OrderId, PlanId};
 
 /// How long a SIWX challenge's nonce may be used.
 const CHALLENGE_TTL_MS: i64 = 5 * 60 * 1000;
-/// Headers larger than this are not decoded.
-const MAX_HEADER_BYTES: usize = 8 * 1024;
+/// A `SIGN-IN-WITH-X` larger than this is not decoded.
+const MAX_PROOF_BYTES: usize = 8 * 1024;
+/// A `PAYMENT-SIGNATURE` larger than this is not decoded. Clients echo our extensions in it,
+/// discovery's schemas among them (up to about 8 KiB of base64), under the 32 KiB that all of a
+/// request's headers may take.
+const MAX_PAYMENT_BYTES: usize = 20 * 1024;
 
 /// What the gate needs for one route: the route's own rule comes with it.
 #[derive(Clone)]
@@ -95,6 +101,11 @@ struct Context<'a> {
     client: String,
     /// The full URL of this request on our public origin (path and query).
     resource_url: String,
+    /// This request's path and query, as discovery describes it.
+    path: String,
+    query: Option<String>,
+    /// A POST's body, once checked, for discovery to describe.
+    body: std::sync::OnceLock<axum::body::Bytes>,
     /// The window this request was counted in, and its name.
     counted: std::sync::OnceLock<(WindowDecision, &'static str)>,
 }
@@ -112,6 +123,9 @@ impl<'a> Context<'a> {
             route,
             client,
             resource_url: format!("{}{path_and_query}", state.x402.origin),
+            path: parts.uri.path().to_owned(),
+            query: parts.uri.query().map(str::to_owned),
+            body: std::sync::OnceLock::new(),
             counted: std::sync::OnceLock::new(),
         }
     }
@@ -260,7 +274,7 @@ impl<'a> Context<'a> {
         if let Some(disabled) = self.disabled() {
             return disabled;
         }
-        let (mut request, proven, payment) = match self.presented_payment(request).await {
+        let (request, proven, payment) = match self.presented_payment(request).await {
             Ok(presented) => presented,
             Err(refused) => return refused,
         };
@@ -270,6 +284,13 @@ impl<'a> Context<'a> {
             Err(refused) => return refused,
         };
         let payer_wallet = Wallet::Evm(payer);
+        // A call sent again under its payment identifier answers now, charging nothing.
+        let (mut request, identified) =
+            match payment_id::claim(self.state, &payer_wallet, &payment, request).await {
+                payment_id::Decision::Absent(request) => (request, None),
+                payment_id::Decision::Claimed(request, identified) => (request, Some(identified)),
+                payment_id::Decision::Answer(answer) => return answer,
+            };
         let wallet = proven.unwrap_or(payer_wallet.clone());
         let scope = wallet.scope();
         request
@@ -301,7 +322,10 @@ impl<'a> Context<'a> {
         };
         let mut response = self.serve(&purchase, request, next).await;
         paid_headers(response.headers_mut(), &settled);
-        response
+        match identified {
+            Some(identified) => identified.finish(self.state, response).await,
+            None => response,
+        }
     }
 
     /// The request with its input checked, the wallet it proves (on wallet-bound routes) and
@@ -332,7 +356,7 @@ impl<'a> Context<'a> {
         match header
             .to_str()
             .ok()
-            .filter(|h| h.len() <= MAX_HEADER_BYTES)
+            .filter(|h| h.len() <= MAX_PAYMENT_BYTES)
             .map(wire::decode_header::<PaymentPayload>)
         {
             Some(Ok(payment)) => Ok((request, proven, payment)),
@@ -554,6 +578,7 @@ impl<'a> Context<'a> {
             .await
             .map_err(|_| crate::json::too_large())?;
         check(&bytes)?;
+        let _ = self.body.set(bytes.clone());
         Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
     }
 
@@ -571,7 +596,7 @@ impl<'a> Context<'a> {
         let payload: SiwxPayload = match header
             .to_str()
             .ok()
-            .filter(|h| h.len() <= MAX_HEADER_BYTES)
+            .filter(|h| h.len() <= MAX_PROOF_BYTES)
             .map(wire::decode_header)
         {
             Some(Ok(payload)) => payload,
@@ -671,13 +696,30 @@ impl<'a> Context<'a> {
         } else {
             None
         };
-        let required = x402.pricing.payment_required(
+        let mut required = x402.pricing.payment_required(
             error,
             &self.resource_url,
             self.route.description,
             self.route.access.paid(),
             challenge,
         );
+        if self.route.access.paid()
+            && let Some(schemas) = discovery::route_schemas(&self.route.method, &self.route.path)
+        {
+            let body = self
+                .body
+                .get()
+                .and_then(|bytes| serde_json::from_slice(bytes).ok());
+            let presented = discovery::Presented {
+                template: &self.route.path,
+                path: &self.path,
+                query: self.query.as_deref(),
+                body: body.as_ref(),
+            };
+            required
+                .extensions
+                .insert(wire::BAZAAR_EXTENSION.into(), schemas.extension(&presented));
+        }
         Ok(wire::encode_header(&required))
     }
 }

@@ -171,6 +171,7 @@ ErrorCode: TypeAlias = Literal[
     "execution_already_reported",
     "payment_already_used",
     "payment_in_progress",
+    "payment_identifier_conflict",
     "webhook_limit_reached",
     "webhook_disabled",
     "desk_action_unsupported",
