@@ -305,6 +305,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         let gate = gate::RouteGate {
             state: state.clone(),
             route: route.into(),
+            asked: Default::default(),
         };
         router = router.route(
             &path,

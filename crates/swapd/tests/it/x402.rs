@@ -97,6 +97,30 @@ async fn a_paid_call_is_402_then_paid_settled_once_and_answered_with_payment_res
         wire::payment_identifier_declaration(),
         "paid routes take a payment identifier, not required"
     );
+    assert_eq!(
+        challenge.extensions["bazaar"]["info"]["input"],
+        json!({"type": "http", "method": "GET", "queryParams": {}})
+    );
+    // The same request is asked the same; another query is described as sent.
+    let again = send(&server, "GET", "/api/x402/currencies", None, &[]).await;
+    assert_eq!(
+        again.header("payment-required"),
+        unpaid.header("payment-required")
+    );
+    for q in ["usdc", "weth"] {
+        let search = send(
+            &server,
+            "GET",
+            &format!("/api/x402/tokens/search?q={q}"),
+            None,
+            &[],
+        )
+        .await;
+        assert_eq!(
+            required(&search).extensions["bazaar"]["info"]["input"]["queryParams"],
+            json!({"q": q})
+        );
+    }
 
     let payment = pay(&challenge, &payer, server.now_secs());
     let paid = send(

@@ -60,6 +60,36 @@ pub struct RouteGate {
     pub state: AppState,
     /// Shared: the gate is cloned for every request.
     pub route: std::sync::Arc<X402Route>,
+    pub asked: std::sync::Arc<AskedOnce>,
+}
+
+/// The `PAYMENT-REQUIRED` values of a route that asks no wallet proof, by the words and the
+/// request (URL, no body) they answer: the same request is asked the same price with the same
+/// discovery, so it is encoded once. Emptied when full.
+#[derive(Default)]
+pub struct AskedOnce(std::sync::Mutex<std::collections::HashMap<(String, String), String>>);
+
+impl AskedOnce {
+    const ENTRIES: usize = 1024;
+
+    fn get(&self, error: &str, url: &str) -> Option<String> {
+        let asked = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        asked.get(&(error.to_owned(), url.to_owned())).cloned()
+    }
+
+    fn keep(&self, error: &str, url: &str, encoded: &str) {
+        let mut asked = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if asked.len() >= Self::ENTRIES {
+            asked.clear();
+        }
+        asked.insert((error.to_owned(), url.to_owned()), encoded.to_owned());
+    }
 }
 
 pub async fn gate(State(gate): State<RouteGate>, request: Request, next: Next) -> Response {
@@ -77,12 +107,16 @@ pub async fn gate(State(gate): State<RouteGate>, request: Request, next: Next) -
 }
 
 async fn gated(gate: RouteGate, request: Request, next: Next) -> Response {
-    let RouteGate { state, route } = &gate;
+    let RouteGate {
+        state,
+        route,
+        asked,
+    } = &gate;
     if route.access == Access::Free {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let context = Context::new(state, route, &parts);
+    let context = Context::new(state, route, asked, &parts);
     let request = Request::from_parts(parts, body);
     let mut response = match route.access {
         Access::WalletRead => context.wallet_read(request, next).await,
@@ -97,6 +131,7 @@ async fn gated(gate: RouteGate, request: Request, next: Next) -> Response {
 struct Context<'a> {
     state: &'a AppState,
     route: &'a X402Route,
+    asked: &'a AskedOnce,
     /// Who is asking, for the limits: the client address.
     client: String,
     /// The full URL of this request on our public origin (path and query).
@@ -111,7 +146,7 @@ struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    fn new(state: &'a AppState, route: &'a X402Route, parts: &Parts) -> Self {
+    fn new(state: &'a AppState, route: &'a X402Route, asked: &'a AskedOnce, parts: &Parts) -> Self {
         let client = crate::client_address::client_ip(parts, &state.trusted_proxies)
             .map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
         let path_and_query = parts
@@ -121,6 +156,7 @@ impl<'a> Context<'a> {
         Self {
             state,
             route,
+            asked,
             client,
             resource_url: format!("{}{path_and_query}", state.x402.origin),
             path: parts.uri.path().to_owned(),
@@ -679,6 +715,10 @@ impl<'a> Context<'a> {
     /// fresh SIWX challenge when it is wallet-bound (its nonce carries its own expiry under our
     /// MAC: nothing is written).
     async fn payment_required(&self, error: &str) -> Result<String, Response> {
+        let once = !self.route.access.wallet_bound() && self.body.get().is_none();
+        if once && let Some(encoded) = self.asked.get(error, &self.resource_url) {
+            return Ok(encoded);
+        }
         let x402 = &self.state.x402;
         let challenge = if self.route.access.wallet_bound() {
             let now_ms = self.state.clock.now_ms();
@@ -720,7 +760,11 @@ impl<'a> Context<'a> {
                 .extensions
                 .insert(wire::BAZAAR_EXTENSION.into(), schemas.extension(&presented));
         }
-        Ok(wire::encode_header(&required))
+        let encoded = wire::encode_header(&required);
+        if once {
+            self.asked.keep(error, &self.resource_url, &encoded);
+        }
+        Ok(encoded)
     }
 }
 
