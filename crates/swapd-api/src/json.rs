@@ -17,7 +17,7 @@ const MAX_DEPTH: usize = 32;
 
 /// A JSON response. Unlike `axum::Json`, which serializes token by token into a 128-byte
 /// buffer that grows by copying, it writes into one buffer sized for a typical document
-/// (docs/benchmarks.md, "Business API authentication").
+/// (docs/benchmarks-history.md, "Business API authentication").
 #[derive(Debug, Clone)]
 pub struct Json<T>(pub T);
 

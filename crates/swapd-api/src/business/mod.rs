@@ -52,7 +52,7 @@ pub(crate) async fn readiness(
 }
 
 /// The readiness document's route list, serialized once: the same for every request, and most
-/// of the document's bytes (docs/benchmarks.md, "Business API authentication").
+/// of the document's bytes (docs/benchmarks-history.md, "Business API authentication").
 static ROUTE_LIST: LazyLock<Box<RawValue>> = LazyLock::new(|| {
     let list: Vec<_> = routes().iter().map(RouteSpec::info).collect();
     serde_json::value::to_raw_value(&list).expect("route infos serialize")

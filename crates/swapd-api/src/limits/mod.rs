@@ -42,8 +42,8 @@ pub const NONCE_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// How many nonces the single-node set and its unflushed buffer may hold. Past either, signed
 /// requests are refused (503 `auth_unavailable`, fail closed) instead of memory growing. The set
 /// holds every nonce of the last `NONCE_TTL_SECS` (15 minutes) in 16 bytes each (about 600 MB
-/// for 20 million, a sustained 22,000 requests/s; docs/benchmarks.md); the buffer only grows
-/// while flushes fail.
+/// for 20 million, a sustained 22,000 requests/s; docs/benchmarks-history.md); the buffer only
+/// grows while flushes fail.
 #[derive(Debug, Clone, Copy)]
 pub struct NonceLimits {
     pub live: usize,
