@@ -132,6 +132,21 @@ fn stored_order((body, next_check_at): (String, Option<i64>)) -> Result<Order, S
     Ok(order)
 }
 
+impl SqlStore {
+    /// The order `query` (of [`ORDER_COLUMNS`]) finds, if any.
+    async fn one_order(
+        &self,
+        query: sqlx::query::QueryAs<'_, sqlx::Any, (String, Option<i64>), sqlx::any::AnyArguments>,
+    ) -> Result<Option<Order>, StoreError> {
+        query
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .map(stored_order)
+            .transpose()
+    }
+}
+
 /// Orders the worker looks at next: due first, each leased until the claim's end.
 const DUE_ORDERS: Claim = Claim {
     table: "orders",
@@ -207,28 +222,24 @@ impl OrderStore for SqlStore {
     }
 
     async fn order(&self, id: &OrderId, owner: &Owner) -> Result<Option<Order>, StoreError> {
-        sqlx::query_as(built(format!(
-            "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1 AND owner = $2"
-        )))
-        .bind(id.as_str())
-        .bind(owner.scope())
-        .fetch_optional(&self.pool)
+        self.one_order(
+            sqlx::query_as(built(format!(
+                "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1 AND owner = $2"
+            )))
+            .bind(id.as_str())
+            .bind(owner.scope()),
+        )
         .await
-        .map_err(map_sqlx_error)?
-        .map(stored_order)
-        .transpose()
     }
 
     async fn order_for_page(&self, id: &OrderId) -> Result<Option<Order>, StoreError> {
-        sqlx::query_as(built(format!(
-            "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1"
-        )))
-        .bind(id.as_str())
-        .fetch_optional(&self.pool)
+        self.one_order(
+            sqlx::query_as(built(format!(
+                "SELECT {ORDER_COLUMNS} FROM orders WHERE id = $1"
+            )))
+            .bind(id.as_str()),
+        )
         .await
-        .map_err(map_sqlx_error)?
-        .map(stored_order)
-        .transpose()
     }
 
     async fn search_orders(&self, search: &OrderSearch) -> Result<Vec<Order>, StoreError> {

@@ -199,18 +199,39 @@ fn identified(mut payment: wire::PaymentPayload, id: &str) -> wire::PaymentPaylo
     payment
 }
 
-/// What paying for an order asks.
-async fn order_challenge(server: &TestServer, body: &Value) -> wire::PaymentRequired {
-    required(
-        &send(
-            server,
-            "POST",
-            "/api/x402/orders",
-            Some(body),
-            &[idempotency("x402-pid-0")],
-        )
-        .await,
+/// A payment by `payer` for creating the order `body`, under the payment identifier `id`.
+async fn pay_order_under(
+    server: &TestServer,
+    body: &Value,
+    payer: &PrivateKeySigner,
+    id: &str,
+) -> wire::PaymentPayload {
+    let challenge = send(
+        server,
+        "POST",
+        "/api/x402/orders",
+        Some(body),
+        &[idempotency("x402-pid-0")],
     )
+    .await;
+    identified(pay(&required(&challenge), payer, server.now_secs()), id)
+}
+
+/// `POST /api/x402/orders` of `body` with `key` as its Idempotency-Key, paid by `payment`.
+async fn post_order(
+    server: &TestServer,
+    body: &Value,
+    key: &str,
+    payment: &wire::PaymentPayload,
+) -> Resp {
+    send(
+        server,
+        "POST",
+        "/api/x402/orders",
+        Some(body),
+        &[idempotency(key), payment_header(payment)],
+    )
+    .await
 }
 
 fn settled_nonce(payment: &wire::PaymentPayload) -> &str {
@@ -234,22 +255,8 @@ async fn a_payment_identifier_answers_a_call_sent_again_once_without_a_second_se
     let payer_address = payer.address().to_checksum(None);
     let body = order_body();
     let id = "pay_4f1c0e7a9b2d4e6f8a0b1c2d3e4f5a6b";
-    let first = identified(
-        pay(
-            &order_challenge(&server, &body).await,
-            &payer,
-            server.now_secs(),
-        ),
-        id,
-    );
-    let created = send(
-        &server,
-        "POST",
-        "/api/x402/orders",
-        Some(&body),
-        &[idempotency("x402-pid-1"), payment_header(&first)],
-    )
-    .await;
+    let first = pay_order_under(&server, &body, &payer, id).await;
+    let created = post_order(&server, &body, "x402-pid-1", &first).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let receipt = created.header("payment-response").unwrap().to_owned();
     let order_id = created.body["data"]["orderId"].clone();
@@ -258,22 +265,8 @@ async fn a_payment_identifier_answers_a_call_sent_again_once_without_a_second_se
     // call under the same id (and a new Idempotency-Key): the first answer, nothing settled.
     server.stop().await;
     let server = TestServer::start_with(node(open().await.unwrap())).await;
-    let again = identified(
-        pay(
-            &order_challenge(&server, &body).await,
-            &payer,
-            server.now_secs(),
-        ),
-        id,
-    );
-    let replayed = send(
-        &server,
-        "POST",
-        "/api/x402/orders",
-        Some(&body),
-        &[idempotency("x402-pid-2"), payment_header(&again)],
-    )
-    .await;
+    let again = pay_order_under(&server, &body, &payer, id).await;
+    let replayed = post_order(&server, &body, "x402-pid-2", &again).await;
     assert_eq!(replayed.status, 200, "{}", replayed.body);
     assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
     assert_eq!(replayed.body["data"]["orderId"], order_id);
@@ -293,79 +286,33 @@ async fn a_payment_identifier_answers_a_call_sent_again_once_without_a_second_se
     let mut unused = again.clone();
     unused.extensions.remove(wire::PAYMENT_IDENTIFIER_EXTENSION);
     assert_eq!(
-        send(
-            &server,
-            "POST",
-            "/api/x402/orders",
-            Some(&body),
-            &[idempotency("x402-pid-3"), payment_header(&unused)]
-        )
-        .await
-        .status,
+        post_order(&server, &body, "x402-pid-3", &unused)
+            .await
+            .status,
         201
     );
 
     // The same id for another request, or another way of paying: 409, nothing settled.
     let other_body =
         json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.06", "toAddress": TRON_PAYOUT});
-    let other = identified(
-        pay(
-            &order_challenge(&server, &other_body).await,
-            &payer,
-            server.now_secs(),
-        ),
-        id,
-    );
-    send(
-        &server,
-        "POST",
-        "/api/x402/orders",
-        Some(&other_body),
-        &[idempotency("x402-pid-4"), payment_header(&other)],
-    )
-    .await
-    .expect(409, "payment_identifier_conflict");
+    let other = pay_order_under(&server, &other_body, &payer, id).await;
+    post_order(&server, &other_body, "x402-pid-4", &other)
+        .await
+        .expect(409, "payment_identifier_conflict");
     assert!(settlement(&other).await.is_none());
 
     // Ids are the payer's own: another wallet's call under the same id is its own.
     let stranger = PrivateKeySigner::random();
-    let theirs = identified(
-        pay(
-            &order_challenge(&server, &body).await,
-            &stranger,
-            server.now_secs(),
-        ),
-        id,
-    );
-    let their_order = send(
-        &server,
-        "POST",
-        "/api/x402/orders",
-        Some(&body),
-        &[idempotency("x402-pid-1"), payment_header(&theirs)],
-    )
-    .await;
+    let theirs = pay_order_under(&server, &body, &stranger, id).await;
+    let their_order = post_order(&server, &body, "x402-pid-1", &theirs).await;
     assert_eq!(their_order.status, 201, "{}", their_order.body);
     assert_ne!(their_order.body["data"]["orderId"], order_id);
 
     // A malformed id is refused before anything is verified.
-    let short = identified(
-        pay(
-            &order_challenge(&server, &body).await,
-            &payer,
-            server.now_secs(),
-        ),
-        "too_short",
-    );
-    send(
-        &server,
-        "POST",
-        "/api/x402/orders",
-        Some(&body),
-        &[idempotency("x402-pid-5"), payment_header(&short)],
-    )
-    .await
-    .expect(400, "invalid_payment_payload");
+    let short = pay_order_under(&server, &body, &payer, "too_short").await;
+    post_order(&server, &body, "x402-pid-5", &short)
+        .await
+        .expect(400, "invalid_payment_payload");
     assert!(settlement(&short).await.is_none());
 
     // A paid read answers again the same way.
@@ -560,14 +507,7 @@ async fn orders_belong_to_the_paying_wallet_and_replays_are_not_charged_again() 
     )
     .await
     .expect(400, "idempotency_key_missing");
-    let reuse = send(
-        &server,
-        "POST",
-        "/api/x402/orders",
-        Some(&body),
-        &[idempotency("x402-order-2"), payment_header(&fresh)],
-    )
-    .await;
+    let reuse = post_order(&server, &body, "x402-order-2", &fresh).await;
     assert_eq!(
         reuse.status, 201,
         "the payment was not used by the refused request: {}",
@@ -879,16 +819,7 @@ async fn ten_concurrent_requests_with_one_payment_settle_and_execute_once() {
     let tasks: Vec<_> = (0..10)
         .map(|_| {
             let (server, body, payment) = (server.clone(), body.clone(), payment.clone());
-            tokio::spawn(async move {
-                send(
-                    &server,
-                    "POST",
-                    "/api/x402/orders",
-                    Some(&body),
-                    &[idempotency("burst-order"), payment_header(&payment)],
-                )
-                .await
-            })
+            tokio::spawn(async move { post_order(&server, &body, "burst-order", &payment).await })
         })
         .collect();
     let mut created = 0;

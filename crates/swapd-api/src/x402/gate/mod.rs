@@ -139,7 +139,8 @@ struct Context<'a> {
     /// This request's path and query, as discovery describes it.
     path: String,
     query: Option<String>,
-    /// A POST's body, once checked, for discovery to describe.
+    /// A POST's body, once checked: what discovery describes and a payment identifier is
+    /// bound to.
     body: std::sync::OnceLock<axum::body::Bytes>,
     /// The window this request was counted in, and its name.
     counted: std::sync::OnceLock<(WindowDecision, &'static str)>,
@@ -310,7 +311,7 @@ impl<'a> Context<'a> {
         if let Some(disabled) = self.disabled() {
             return disabled;
         }
-        let (request, proven, payment) = match self.presented_payment(request).await {
+        let (mut request, proven, payment) = match self.presented_payment(request).await {
             Ok(presented) => presented,
             Err(refused) => return refused,
         };
@@ -321,12 +322,11 @@ impl<'a> Context<'a> {
         };
         let payer_wallet = Wallet::Evm(payer);
         // A call sent again under its payment identifier answers now, charging nothing.
-        let (mut request, identified) =
-            match payment_id::claim(self.state, &payer_wallet, &payment, request).await {
-                payment_id::Decision::Absent(request) => (request, None),
-                payment_id::Decision::Claimed(request, identified) => (request, Some(identified)),
-                payment_id::Decision::Answer(answer) => return answer,
-            };
+        let identified = match payment_id::claim(self, &payer_wallet, &payment).await {
+            payment_id::Decision::Absent => None,
+            payment_id::Decision::Claimed(identified) => Some(identified),
+            payment_id::Decision::Answer(answer) => return answer,
+        };
         let wallet = proven.unwrap_or(payer_wallet.clone());
         let scope = wallet.scope();
         request

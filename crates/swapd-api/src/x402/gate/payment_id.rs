@@ -7,10 +7,8 @@
 //! in the payer's own scope: another wallet's ids are other records.
 
 use axum::body::{Body, to_bytes};
-use axum::extract::Request;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use swapd_core::idempotency::{Begin, StoredResponse, is_storable};
 use swapd_core::signing;
@@ -18,8 +16,9 @@ use swapd_types::ErrorCode;
 use swapd_x402::siwx::Wallet;
 use swapd_x402::wire::{PAYMENT_RESPONSE, PaymentPayload};
 
+use super::Context;
 use crate::idempotency::{self, Hold, IdempotencyClaim, ReleaseIfDropped};
-use crate::{ApiError, AppState, MAX_BODY_BYTES};
+use crate::{ApiError, AppState};
 
 /// A paid call claimed under its payment identifier: until [`Identified::finish`] stores its
 /// answer, dropping it frees the id for another attempt.
@@ -31,49 +30,49 @@ pub(super) struct Identified {
 /// What the payment's identifier decides before anything is settled.
 pub(super) enum Decision {
     /// No identifier: the call goes on as any other.
-    Absent(Request),
+    Absent,
     /// The id is claimed for this call.
-    Claimed(Request, Identified),
+    Claimed(Identified),
     /// The answer instead: the first one again, or why the id cannot be used.
     Answer(Response),
 }
 
-/// Claims the payment's identifier for `payer`, for this request as it is (method, path, query,
-/// body) paid as `payment` accepts (scheme, network, asset, amount, payTo): the same id with
-/// anything else is a conflict.
+/// Claims the payment's identifier for `payer`, for the request of `context` as it is (method,
+/// path, query, the body its input check read) paid as `payment` accepts (scheme, network,
+/// asset, amount, payTo): the same id with anything else is a conflict.
 pub(super) async fn claim(
-    state: &AppState,
+    context: &Context<'_>,
     payer: &Wallet,
     payment: &PaymentPayload,
-    request: Request,
 ) -> Decision {
+    let state = context.state;
     let id = match payment.payment_identifier() {
         Ok(Some(id)) => id.to_owned(),
-        Ok(None) => return Decision::Absent(request),
+        Ok(None) => return Decision::Absent,
         Err(problem) => {
             return Decision::Answer(
                 ApiError::new(ErrorCode::InvalidPaymentPayload, problem).into_response(),
             );
         }
     };
-    let (parts, body) = request.into_parts();
-    let Ok(body) = to_bytes(body, MAX_BODY_BYTES).await else {
-        return Decision::Answer(crate::json::too_large().into_response());
-    };
     let accepted = &payment.accepted;
     let paid_as = format!(
         "{}|{}|{}|{}|{}|{}",
-        parts.uri.path(),
+        context.path,
         accepted.scheme,
         accepted.network,
         accepted.asset,
         accepted.amount,
         accepted.pay_to
     );
-    let query = signing::canonical_query(parts.uri.query().unwrap_or_default()).unwrap_or_default();
-    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+    let query =
+        signing::canonical_query(context.query.as_deref().unwrap_or_default()).unwrap_or_default();
+    let parsed: Option<Value> = context
+        .body
+        .get()
+        .and_then(|body| serde_json::from_slice(body).ok());
     let fingerprint = swapd_core::idempotency::fingerprint(
-        parts.method.as_str(),
+        context.route.method.as_str(),
         &paid_as,
         &query,
         parsed.as_ref(),
@@ -85,12 +84,11 @@ pub(super) async fn claim(
         .store
         .begin_idempotent(&scope, &id, &fingerprint, &token, &state.node_id, now)
         .await;
-    let request = Request::from_parts(parts, Body::from(body));
     match begun {
         Ok(Begin::Execute { .. }) => {
             let claim = IdempotencyClaim::new(scope, id, Hold::Lease(token));
             let unfinished = ReleaseIfDropped::new(state, &claim);
-            Decision::Claimed(request, Identified { claim, unfinished })
+            Decision::Claimed(Identified { claim, unfinished })
         }
         Ok(Begin::Replay(stored)) => Decision::Answer(first_answer(state, &scope, &id, stored)),
         Ok(Begin::InFlight { retry_after_secs }) => Decision::Answer(
@@ -120,12 +118,10 @@ fn scope_of(payer: &Wallet) -> String {
     format!("payment-identifier|{}", payer.scope())
 }
 
-/// The first answer as it is stored: its body and its `PAYMENT-RESPONSE`.
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Kept {
-    payment_response: Option<String>,
-    body: String,
+/// The first answer as it is stored: its `PAYMENT-RESPONSE` (base64, so without a line break),
+/// a line break, then its body's bytes as they were sent.
+fn kept(payment_response: &[u8], body: &[u8]) -> Vec<u8> {
+    [payment_response, b"\n", body].concat()
 }
 
 impl Identified {
@@ -144,15 +140,11 @@ impl Identified {
             Ok(body) => body,
             Err(error) => return ApiError::internal(&error).into_response(),
         };
-        let kept = Kept {
-            payment_response: parts
-                .headers
-                .get(PAYMENT_RESPONSE)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned),
-            body: String::from_utf8_lossy(&body).into_owned(),
-        };
-        let kept = serde_json::to_vec(&kept).expect("an answer serializes");
+        let payment_response = parts
+            .headers
+            .get(PAYMENT_RESPONSE)
+            .map(HeaderValue::as_bytes);
+        let kept = kept(payment_response.unwrap_or_default(), &body);
         // Sealed: a paid answer may carry an access token.
         let stored = claim.sealed(&state.master_key, status, &kept);
         match state.store.finish_idempotent(claim.finish(&stored)).await {
@@ -172,19 +164,17 @@ fn first_answer(state: &AppState, scope: &str, id: &str, stored: StoredResponse)
         Ok(opened) => opened,
         Err(error) => return error.into_response(),
     };
-    let kept: Kept = match serde_json::from_slice(&opened.body) {
-        Ok(kept) => kept,
-        Err(error) => {
-            return ApiError::internal(format_args!("a kept paid answer: {error}")).into_response();
-        }
+    let Some(line_end) = opened.body.iter().position(|&b| b == b'\n') else {
+        return ApiError::internal("a kept paid answer without its PAYMENT-RESPONSE line")
+            .into_response();
     };
+    let (payment_response, body) = opened.body.split_at(line_end);
     let mut response = idempotency::replay(StoredResponse {
         status: opened.status,
-        body: kept.body.into_bytes(),
+        body: body[1..].to_vec(),
     });
-    if let Some(value) = kept
-        .payment_response
-        .and_then(|value| HeaderValue::from_str(&value).ok())
+    if !payment_response.is_empty()
+        && let Ok(value) = HeaderValue::from_bytes(payment_response)
     {
         response.headers_mut().insert(PAYMENT_RESPONSE, value);
     }
