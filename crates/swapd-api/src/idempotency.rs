@@ -6,7 +6,7 @@
 //! afresh.
 
 use axum::body::{Body, to_bytes};
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{OriginalUri, Request, State};
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -300,8 +300,9 @@ fn request_key(headers: &axum::http::HeaderMap) -> Result<String, ApiError> {
     })
 }
 
-/// What makes two requests under one key the same request: method, route, canonical query and
-/// the JSON body's value. A body that is not JSON is refused now as the handler's extractor
+/// What makes two requests under one key the same request: method, path as sent (so
+/// `/orders/A/refund` and `/orders/B/refund` differ; on a route without parameters the path is
+/// its template, what earlier versions recorded), canonical query and the JSON body's value. A body that is not JSON is refused now as the handler's extractor
 /// refuses it (415 or 400 `invalid_json`), with nothing claimed.
 fn request_fingerprint(parts: &Parts, body: &[u8]) -> Result<String, ApiError> {
     let parsed = if body.is_empty() {
@@ -319,16 +320,15 @@ fn request_fingerprint(parts: &Parts, body: &[u8]) -> Result<String, ApiError> {
             }
         }
     };
-    let route = parts
+    let path = parts
         .extensions
-        .get::<MatchedPath>()
-        .map(MatchedPath::as_str)
-        .unwrap_or_default();
+        .get::<OriginalUri>()
+        .map_or_else(|| parts.uri.path(), |original| original.path());
     let canonical_query =
         signing::canonical_query(parts.uri.query().unwrap_or_default()).unwrap_or_default();
     Ok(idempotency::fingerprint(
         parts.method.as_str(),
-        route,
+        path,
         &canonical_query,
         parsed.as_ref(),
     ))

@@ -42,16 +42,16 @@ pub fn parse_key<'a>(mut values: impl Iterator<Item = &'a [u8]>) -> Result<Strin
     Ok(String::from_utf8(unquoted.to_vec()).expect("checked ASCII"))
 }
 
-/// SHA-256 over method, route template, canonical query and the canonical JSON of the parsed
+/// SHA-256 over method, path as sent, canonical query and the canonical JSON of the parsed
 /// body (sorted keys, no whitespace), so a retry that re-serializes the same body still matches.
 pub fn fingerprint(
     method: &str,
-    route: &str,
+    path: &str,
     canonical_query: &str,
     body: Option<&serde_json::Value>,
 ) -> String {
     let mut hasher = Sha256::new();
-    for part in [method, route, canonical_query] {
+    for part in [method, path, canonical_query] {
         hasher.update(part.as_bytes());
         hasher.update(b"\n");
     }

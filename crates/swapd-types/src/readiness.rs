@@ -79,15 +79,33 @@ pub struct X402Readiness {
     pub server_time: i64,
     /// Price of one paid call in USD.
     pub price_usd: String,
-    /// How to pay: scheme, network, asset, payTo, amount (atomic units), maxTimeoutSeconds.
+    /// The first way to pay (the one offered first): scheme, network, asset, payTo, amount
+    /// (atomic units), maxTimeoutSeconds.
     #[schema(value_type = Object)]
     pub payment: serde_json::Value,
-    /// `ledger` (sandbox, in-process) or `http`.
+    /// Who settles the first way to pay: `ledger` (sandbox, in-process) or `http`.
     pub facilitator: String,
+    /// Every way to pay, in the order each paid route's `PAYMENT-REQUIRED` lists them: as
+    /// `payment`, with `facilitator`.
+    #[schema(value_type = Vec<Object>)]
+    pub accepts: Vec<serde_json::Value>,
+    /// Ways to pay configured but not offered, and why (no facilitator settles them).
+    pub left_out: Vec<X402LeftOut>,
     /// Sign-In-With-X: the domain proofs are bound to and the chains they may come from.
     #[schema(value_type = Object)]
     pub siwx: serde_json::Value,
     pub routes: Vec<X402RouteInfo>,
+}
+
+/// A configured way to pay that is not offered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct X402LeftOut {
+    pub scheme: String,
+    /// CAIP-2.
+    pub network: String,
+    /// What its facilitator answered, in words.
+    pub reason: String,
 }
 
 /// One x402 route with its charge and access rule.

@@ -44,15 +44,19 @@ pub trait Facilitator: Send + Sync + 'static {
     async fn supported(&self) -> Result<SupportedResponse, FacilitatorError>;
 }
 
-/// Refuses a facilitator that cannot settle `network` with `exact`, and a testnet-only one for
+/// Refuses a facilitator that cannot settle `scheme` on `network`, and a testnet-only one for
 /// a mainnet (the message says which).
-pub async fn check_supported(facilitator: &dyn Facilitator, network: &str) -> Result<(), String> {
+pub async fn check_supported(
+    facilitator: &dyn Facilitator,
+    scheme: &str,
+    network: &str,
+) -> Result<(), String> {
     let supported = facilitator
         .supported()
         .await
         .map_err(|e| format!("cannot read the facilitator's /supported: {e}"))?;
     let serves = |kind: &SupportedKind| {
-        kind.x402_version == X402_VERSION && kind.scheme == "exact" && kind.network == network
+        kind.x402_version == X402_VERSION && kind.scheme == scheme && kind.network == network
     };
     if supported.kinds.iter().any(serves) {
         return Ok(());
@@ -65,7 +69,7 @@ pub async fn check_supported(facilitator: &dyn Facilitator, network: &str) -> Re
         ));
     }
     Err(format!(
-        "the facilitator does not settle x402 v2 `exact` payments on {network} (it supports: {})",
+        "the facilitator does not settle x402 v2 `{scheme}` payments on {network} (it supports: {})",
         if networks.is_empty() {
             "nothing".to_owned()
         } else {

@@ -139,7 +139,7 @@ impl Pricing {
         })
     }
 
-    /// Our one accepted way to pay.
+    /// This way to pay as a route's `accepts` lists it.
     pub fn requirements(&self) -> PaymentRequirements {
         let mut extra = Map::new();
         extra.insert("name".into(), Value::from(self.asset_name.clone()));
@@ -155,7 +155,73 @@ impl Pricing {
         }
     }
 
-    /// A `PAYMENT-REQUIRED` value for `resource_url`: the requirements and the
+    /// What the readiness document says about payment.
+    pub fn describe(&self) -> Value {
+        json!({
+            "scheme": "exact",
+            "network": self.network,
+            "asset": self.asset,
+            "payTo": self.pay_to,
+            "amount": self.amount,
+            "maxTimeoutSeconds": self.max_timeout_seconds,
+        })
+    }
+}
+
+/// One way to pay a call: what it costs in one token on one network, and the facilitator that
+/// verifies and settles it.
+#[cfg(feature = "server")]
+#[derive(Clone)]
+pub struct PaymentOption {
+    pub pricing: Pricing,
+    pub facilitator: std::sync::Arc<dyn Facilitator>,
+    /// `pricing.requirements()`, made once.
+    requirements: PaymentRequirements,
+}
+
+#[cfg(feature = "server")]
+impl PaymentOption {
+    pub fn new(pricing: Pricing, facilitator: std::sync::Arc<dyn Facilitator>) -> Self {
+        let requirements = pricing.requirements();
+        Self {
+            pricing,
+            facilitator,
+            requirements,
+        }
+    }
+
+    pub fn requirements(&self) -> &PaymentRequirements {
+        &self.requirements
+    }
+}
+
+/// Every way to pay a call, in the order offered (docs/x402.md, "Ways to pay"): never empty.
+#[cfg(feature = "server")]
+#[derive(Clone)]
+pub struct Accepts(Vec<PaymentOption>);
+
+#[cfg(feature = "server")]
+impl Accepts {
+    /// `None` when there is no way to pay.
+    pub fn new(options: Vec<PaymentOption>) -> Option<Self> {
+        (!options.is_empty()).then_some(Self(options))
+    }
+
+    pub fn options(&self) -> &[PaymentOption] {
+        &self.0
+    }
+
+    /// The first way to pay, the one clients that take the first option use.
+    pub fn first(&self) -> &PaymentOption {
+        &self.0[0]
+    }
+
+    /// What each way to pay asks, in order.
+    pub fn requirements(&self) -> impl Iterator<Item = &PaymentRequirements> {
+        self.0.iter().map(PaymentOption::requirements)
+    }
+
+    /// A `PAYMENT-REQUIRED` value for `resource_url`: every way to pay and the
     /// `payment-identifier` extension when `paid`, none for a free wallet-bound read, and the
     /// SIWX challenge when given.
     pub fn payment_required(
@@ -186,7 +252,7 @@ impl Pricing {
                 other: Map::new(),
             },
             accepts: if paid {
-                vec![self.requirements()]
+                self.requirements().cloned().collect()
             } else {
                 Vec::new()
             },
@@ -194,20 +260,9 @@ impl Pricing {
         }
     }
 
-    pub fn price_usd(&self) -> String {
-        self.price.clone()
-    }
-
-    /// What the readiness document says about payment.
-    pub fn describe(&self) -> Value {
-        json!({
-            "scheme": "exact",
-            "network": self.network,
-            "asset": self.asset,
-            "payTo": self.pay_to,
-            "amount": self.amount,
-            "maxTimeoutSeconds": self.max_timeout_seconds,
-        })
+    /// The price of one call in USD, the same in every option.
+    pub fn price_usd(&self) -> &str {
+        &self.first().pricing.price
     }
 }
 
@@ -234,14 +289,59 @@ mod tests {
         assert_eq!(requirements.max_timeout_seconds, 300);
         assert!(Pricing::usdc("eip155:999", "0.05", "0x0").is_none());
         assert!(Pricing::usdc("eip155:8453", "0.0000001", "0x0").is_none());
-        let free_read =
-            pricing.payment_required("siwx_required", "http://x/y", "read", false, None);
-        assert!(free_read.accepts.is_empty());
-        assert!(free_read.extensions.is_empty());
-        let paid = pricing.payment_required("payment_required", "http://x/y", "call", true, None);
+    }
+
+    /// A facilitator that is never asked.
+    struct Unused;
+
+    #[async_trait::async_trait]
+    impl Facilitator for Unused {
+        fn kind(&self) -> &'static str {
+            "unused"
+        }
+        async fn verify(
+            &self,
+            _: &wire::PaymentPayload,
+            _: &PaymentRequirements,
+        ) -> Result<wire::VerifyResponse, FacilitatorError> {
+            unreachable!()
+        }
+        async fn settle(
+            &self,
+            _: &wire::PaymentPayload,
+            _: &PaymentRequirements,
+        ) -> Result<wire::SettleResponse, FacilitatorError> {
+            unreachable!()
+        }
+        async fn supported(&self) -> Result<wire::SupportedResponse, FacilitatorError> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn every_way_to_pay_is_offered_in_order_at_one_price() {
+        const PAY_TO: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+        let option = |network| {
+            PaymentOption::new(
+                Pricing::usdc(network, "0.05", PAY_TO).unwrap(),
+                std::sync::Arc::new(Unused),
+            )
+        };
+        assert!(Accepts::new(Vec::new()).is_none());
+        let accepts = Accepts::new(vec![option("eip155:8453"), option("eip155:137")]).unwrap();
+        let paid = accepts.payment_required("payment_required", "http://x/y", "call", true, None);
+        let networks: Vec<&str> = paid.accepts.iter().map(|r| r.network.as_str()).collect();
+        assert_eq!(networks, ["eip155:8453", "eip155:137"]);
+        assert!(paid.accepts.iter().all(|r| r.amount == "50000"));
         assert_eq!(
             paid.extensions[wire::PAYMENT_IDENTIFIER_EXTENSION],
             wire::payment_identifier_declaration()
         );
+        assert_eq!(accepts.price_usd(), "0.05");
+
+        let free_read =
+            accepts.payment_required("siwx_required", "http://x/y", "read", false, None);
+        assert!(free_read.accepts.is_empty());
+        assert!(free_read.extensions.is_empty());
     }
 }

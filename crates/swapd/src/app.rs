@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::value::Secret;
-use crate::config::{Config, FacilitatorKind, NodeId};
+use crate::config::{Config, NodeId, X402Accept};
 use crate::master_key;
 
 /// Asks every provider for its catalog once (one cheap authenticated call each) and says in the
@@ -714,74 +714,106 @@ impl Runtime {
         })
     }
 
-    /// The x402 surface: USDC pricing on the configured network, the configured facilitator
-    /// (checked against its `/supported` before serving), SIWX on that network and Solana.
+    /// The x402 surface: every configured way to pay whose facilitator (asked at start for
+    /// its `/supported`) settles it, in order, the others left out and said so; SIWX on those
+    /// networks and Solana.
     pub async fn x402_surface(&self, origin: &str) -> anyhow::Result<swapd_api::x402::X402> {
-        let (config, store, clock, master_key) =
-            (&self.config, &self.store, &self.clock, &self.master_key);
-        let x402 = &config.x402;
-        let network = x402.network.as_str();
-        let pay_to = match x402.pay_to {
-            Some(address) => address.to_string(),
-            None => swapd_x402::sandbox_pay_to(master_key.derive("x402 sandbox payTo")),
+        let x402 = &self.config.x402;
+        let timeouts = swapd_x402::Timeouts {
+            verify: Duration::from_millis(x402.verify_timeout_ms),
+            settle: Duration::from_millis(x402.settle_timeout_ms),
         };
-        let asset = match (&x402.asset.address, &x402.asset.name, &x402.asset.version) {
-            (Some(address), Some(name), Some(version)) => swapd_x402::Asset {
-                address: address.to_string(),
-                name: name.clone(),
-                version: version.clone(),
-                decimals: x402.asset.decimals,
-            },
-            _ => swapd_x402::Asset::usdc(network).with_context(|| {
-                format!(
-                    "x402.network = {network}: swapd knows USDC on eip155:8453, eip155:84532, \
-                     eip155:1, eip155:42161 and eip155:137; for another network or token set \
-                     x402.asset"
-                )
-            })?,
-        };
-        let pricing = swapd_x402::Pricing::new(network, x402.price_usd.as_str(), &pay_to, asset)
-            .map_err(|problem| anyhow::anyhow!("x402.price_usd: {problem}"))?;
-        let facilitator: Arc<dyn swapd_x402::Facilitator> =
-            match (x402.facilitator, &x402.facilitator_url) {
-                (FacilitatorKind::Http, Some(url)) => Arc::new(
-                    swapd_x402::HttpFacilitator::new(
-                        url.as_str(),
-                        swapd_x402::Timeouts {
-                            verify: Duration::from_millis(x402.verify_timeout_ms),
-                            settle: Duration::from_millis(x402.settle_timeout_ms),
-                        },
-                    )
-                    .map_err(|e| anyhow::anyhow!("x402.facilitator_url: {e}"))?,
+        let mut options = Vec::new();
+        let mut left_out = Vec::new();
+        for way in x402.ways_to_pay()? {
+            let (network, scheme) = (way.network.as_str(), way.scheme.as_str());
+            let pricing = self.x402_pricing(&way)?;
+            let facilitator: Arc<dyn swapd_x402::Facilitator> = match &way.facilitator_url {
+                Some(url) => Arc::new(
+                    swapd_x402::HttpFacilitator::new(url.as_str(), timeouts)
+                        .map_err(|e| anyhow::anyhow!("x402 facilitator_url: {e}"))?,
                 ),
-                (FacilitatorKind::Http, None) => {
-                    anyhow::bail!("x402.facilitator = \"http\" needs x402.facilitator_url")
-                }
-                (FacilitatorKind::Ledger, _) => Arc::new(swapd_api::x402::LedgerFacilitator::new(
-                    store.clone(),
-                    clock.clone(),
+                None => Arc::new(swapd_api::x402::LedgerFacilitator::new(
+                    self.store.clone(),
+                    self.clock.clone(),
                     network,
                 )),
             };
-        swapd_x402::facilitator::check_supported(facilitator.as_ref(), network)
-            .await
-            .map_err(|problem| {
-                anyhow::anyhow!("x402.facilitator ({}): {problem}", facilitator.kind())
-            })?;
+            let kind = facilitator.kind();
+            match swapd_x402::facilitator::check_supported(facilitator.as_ref(), scheme, network)
+                .await
+            {
+                Ok(()) => options.push(swapd_x402::PaymentOption::new(pricing, facilitator)),
+                Err(reason) => {
+                    tracing::warn!(network, scheme, facilitator = kind, %reason, "x402: a way to pay is left out: its facilitator does not settle it");
+                    left_out.push(swapd_types::readiness::X402LeftOut {
+                        scheme: scheme.into(),
+                        network: network.into(),
+                        reason: format!("{kind} facilitator: {reason}"),
+                    });
+                }
+            }
+        }
+        let Some(accepts) = swapd_x402::Accepts::new(options) else {
+            let reasons: Vec<String> = left_out
+                .iter()
+                .map(|out| format!("{} `{}`: {}", out.network, out.scheme, out.reason))
+                .collect();
+            anyhow::bail!(
+                "x402.facilitator: no way to pay can be settled ({})",
+                reasons.join("; ")
+            );
+        };
+        let mut siwx_chains: Vec<String> = Vec::new();
+        let networks = accepts.options().iter().map(|o| o.pricing.network.as_str());
+        for network in networks.chain([swapd_x402::siwx::SOLANA_MAINNET]) {
+            if !siwx_chains.iter().any(|chain| chain == network) {
+                siwx_chains.push(network.to_owned());
+            }
+        }
         Ok(swapd_api::x402::X402 {
-            pricing,
-            facilitator,
+            accepts,
+            left_out,
             origin: origin.trim_end_matches('/').to_owned(),
-            siwx_chains: vec![
-                network.to_owned(),
-                swapd_x402::siwx::SOLANA_MAINNET.to_owned(),
-            ],
+            siwx_chains,
             challenges: swapd_core::challenges::Challenges::new(
                 self.master_key.derive("siwx challenge nonces"),
             ),
-            wallet_routes_enabled: config.mode == swapd_core::Mode::Sandbox
+            wallet_routes_enabled: self.config.mode == swapd_core::Mode::Sandbox
                 || x402.access_token_secret.is_some(),
         })
+    }
+
+    /// What one way to pay asks: the price in its token (USDC of its network unless another
+    /// is set), paid to its seller address (in the sandbox without one, an address derived
+    /// from the master key).
+    fn x402_pricing(&self, way: &X402Accept) -> anyhow::Result<swapd_x402::Pricing> {
+        let network = way.network.as_str();
+        let pay_to = match way.pay_to {
+            Some(address) => address.to_string(),
+            None => swapd_x402::sandbox_pay_to(self.master_key.derive("x402 sandbox payTo")),
+        };
+        let asset = match way
+            .asset
+            .as_ref()
+            .map(|a| (&a.address, &a.name, &a.version, a.decimals))
+        {
+            Some((Some(address), Some(name), Some(version), decimals)) => swapd_x402::Asset {
+                address: address.to_string(),
+                name: name.clone(),
+                version: version.clone(),
+                decimals,
+            },
+            _ => swapd_x402::Asset::usdc(network).with_context(|| {
+                format!(
+                    "x402 network {network}: swapd knows USDC on eip155:8453, eip155:84532, \
+                     eip155:1, eip155:42161 and eip155:137; for another network or token set \
+                     x402.asset (or the asset of its [[x402.accepts]])"
+                )
+            })?,
+        };
+        swapd_x402::Pricing::new(network, self.config.x402.price_usd.as_str(), &pay_to, asset)
+            .map_err(|problem| anyhow::anyhow!("x402.price_usd: {problem}"))
     }
 }
 

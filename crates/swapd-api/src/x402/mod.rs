@@ -11,13 +11,13 @@ pub(crate) mod readiness;
 
 pub use ledger::LedgerFacilitator;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use axum::Router;
 use axum::http::Method;
 use axum::middleware;
 use axum::routing::MethodRouter;
-use swapd_x402::{Facilitator, Pricing};
+use swapd_x402::Accepts;
 use utoipa::openapi::path::Paths;
 use utoipa::openapi::{RefOr, Schema};
 use utoipa_axum::router::UtoipaMethodRouter;
@@ -31,8 +31,10 @@ use crate::{ApiError, AppState, parse_json};
 
 /// What the x402 surface needs besides the shared state.
 pub struct X402 {
-    pub pricing: Pricing,
-    pub facilitator: Arc<dyn Facilitator>,
+    /// Every way to pay a call, each with its facilitator (docs/x402.md, "Ways to pay").
+    pub accepts: Accepts,
+    /// Ways to pay configured but not offered: no facilitator settles them.
+    pub left_out: Vec<swapd_types::readiness::X402LeftOut>,
     /// Our public origin (`https://api.example.com`): resource URLs and SIWX domain and URI.
     pub origin: String,
     /// The chains SIWX proofs may come from (CAIP-2).

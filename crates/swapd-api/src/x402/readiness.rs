@@ -11,7 +11,7 @@ use crate::json::Json;
 
 /// The readiness document.
 #[utoipa::path(get, path = "/api/x402", tag = "x402",
-    description = "Free. The price, how to pay it, the SIWX chains and domain, and every route with \
+    description = "Free. The price, every way to pay it (and what was left out), the SIWX chains and domain, and every route with \
         its charge and access rule.",
     responses((status = 200, description = "Readiness document", body = inline(Success<X402Readiness>))))]
 pub(crate) async fn readiness(State(state): State<AppState>) -> Json<Success<X402Readiness>> {
@@ -26,9 +26,20 @@ pub(crate) async fn readiness(State(state): State<AppState>) -> Json<Success<X40
         x402_version: swapd_x402::wire::X402_VERSION,
         mode: state.mode.as_str().into(),
         server_time: state.clock.now_secs(),
-        price_usd: x402.pricing.price_usd(),
-        payment: x402.pricing.describe(),
-        facilitator: x402.facilitator.kind().into(),
+        price_usd: x402.accepts.price_usd().into(),
+        payment: x402.accepts.first().pricing.describe(),
+        facilitator: x402.accepts.first().facilitator.kind().into(),
+        accepts: x402
+            .accepts
+            .options()
+            .iter()
+            .map(|option| {
+                let mut described = option.pricing.describe();
+                described["facilitator"] = option.facilitator.kind().into();
+                described
+            })
+            .collect(),
+        left_out: x402.left_out.clone(),
         siwx: serde_json::json!({
             "domain": audience.domain(),
             "origin": x402.origin,

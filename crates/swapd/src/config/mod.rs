@@ -51,7 +51,7 @@ pub use shared::{RedisUrl, SharedConfig};
 pub use shutdown::ShutdownConfig;
 pub use telemetry::TelemetryConfig;
 pub use webhooks::WebhooksConfig;
-pub use x402::{FacilitatorKind, X402AssetConfig, X402Config};
+pub use x402::{FacilitatorKind, X402Accept, X402AssetConfig, X402Config, X402Scheme};
 
 use value::{Origin, REDACTED, through_text};
 
@@ -343,15 +343,7 @@ impl Config {
         if self.database().backend() != Backend::Postgres {
             missing.push(("database_url (a postgres:// URL)", "SWAPD_DATABASE_URL"));
         }
-        if self.x402.facilitator != FacilitatorKind::Http {
-            missing.push(("x402.facilitator = \"http\"", "SWAPD_X402__FACILITATOR"));
-        }
-        if self.x402.facilitator_url.is_none() {
-            missing.push(("x402.facilitator_url", "SWAPD_X402__FACILITATOR_URL"));
-        }
-        if self.x402.pay_to.is_none() {
-            missing.push(("x402.pay_to", "SWAPD_X402__PAY_TO"));
-        }
+        missing.extend(self.x402.live_requirements());
         if self.mail.smtp_url.is_none() {
             missing.push(("mail.smtp_url", "SWAPD_MAIL__SMTP_URL"));
         }
@@ -373,6 +365,10 @@ impl Config {
     /// password in a URL as `***`, by its type.
     pub fn redacted_toml(&self) -> String {
         let mut shown = self.clone();
+        shown.x402 = self
+            .x402
+            .shown()
+            .expect("a loaded configuration's ways to pay are valid");
         shown.database_url = Some(self.database());
         shown.public_url = Some(self.origin().parse().expect("a derived origin"));
         format!(

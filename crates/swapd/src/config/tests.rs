@@ -379,3 +379,91 @@ fn show_redacts_secrets_and_passwords() {
     assert!(shown.contains("postgres://app:***@db/swapd"));
     assert!(shown.contains("master_key = \"<redacted>\""));
 }
+
+#[test]
+fn ways_to_pay_are_a_list_and_the_single_network_keys_its_one_entry() {
+    // Today's keys: one way to pay, shown as the list by `config show`.
+    let single = load(
+        &[
+            ("SWAPD_X402__NETWORK", "eip155:137"),
+            (
+                "SWAPD_X402__PAY_TO",
+                "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+            ),
+        ],
+        None,
+    )
+    .unwrap();
+    let ways = single.x402.ways_to_pay().unwrap();
+    assert_eq!(ways.len(), 1);
+    assert_eq!(ways[0].network.as_str(), "eip155:137");
+    assert_eq!(ways[0].facilitator_url, None, "the ledger");
+    let shown = single.redacted_toml();
+    assert!(
+        shown.contains("[[x402.accepts]]") && shown.contains("network = \"eip155:137\""),
+        "{shown}"
+    );
+    // Nothing set: Base USDC.
+    let default = load(&[], None).unwrap().x402.ways_to_pay().unwrap();
+    assert_eq!(default[0].network.as_str(), "eip155:8453");
+
+    let listed = r#"
+[x402]
+price_usd = "0.10"
+
+[[x402.accepts]]
+network = "eip155:8453"
+pay_to = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+facilitator_url = "https://facilitator.example"
+
+[[x402.accepts]]
+network = "eip155:84532"
+scheme = "exact"
+asset = { address = "0x5FbDB2315678afecb367f032d93F642f64180aa3", name = "Test Dollar", version = "1", decimals = 18 }
+"#;
+    let config = load(&[], Some(listed)).unwrap();
+    let ways = config.x402.ways_to_pay().unwrap();
+    let networks: Vec<&str> = ways.iter().map(|way| way.network.as_str()).collect();
+    assert_eq!(networks, ["eip155:8453", "eip155:84532"], "in order");
+    assert_eq!(ways[1].asset.as_ref().unwrap().decimals, 18);
+    assert_eq!(ways[0].asset, None, "USDC");
+    // What `config show` prints loads back to the same ways to pay.
+    let again = load(&[], Some(&config.redacted_toml())).unwrap();
+    assert_eq!(again.x402.ways_to_pay().unwrap(), ways);
+
+    // The list and the single-network keys together are ambiguous.
+    let err = load(&[("SWAPD_X402__NETWORK", "eip155:1")], Some(listed))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("x402.network") && err.contains("x402.accepts"),
+        "{err}"
+    );
+    // Each way once; only EVM networks for now; the single form's HTTP facilitator needs its URL.
+    let twice = format!("{listed}\n[[x402.accepts]]\nnetwork = \"eip155:8453\"\n");
+    let err = load(&[], Some(&twice)).unwrap_err().to_string();
+    assert!(err.contains("listed twice"), "{err}");
+    let solana = "[[x402.accepts]]\nnetwork = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp\"\n";
+    let err = load(&[], Some(solana)).unwrap_err().to_string();
+    assert!(err.contains("x402.accepts.network"), "{err}");
+    let err = load(&[("SWAPD_X402__FACILITATOR", "http")], None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("x402.facilitator_url"), "{err}");
+    let unknown = "[[x402.accepts]]\nnetwork = \"eip155:8453\"\nprice = \"1\"\n";
+    let err = load(&[], Some(unknown)).unwrap_err().to_string();
+    assert!(err.contains("price"), "{err}");
+
+    // Live: every way to pay needs its facilitator and seller address.
+    let live = [
+        ("SWAPD_MODE", "live"),
+        ("SWAPD_MASTER_KEY", LIVE[1].1),
+        ("SWAPD_DATABASE_URL", "postgres://u@h/db"),
+    ];
+    let err = load(&live, Some(listed)).unwrap_err().to_string();
+    assert!(
+        err.contains("x402.accepts: facilitator_url of every way to pay")
+            && err.contains("x402.accepts: pay_to of every way to pay"),
+        "{err}"
+    );
+}

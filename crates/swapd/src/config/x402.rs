@@ -8,28 +8,84 @@ use super::{ConfigError, setting, within};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct X402Config {
-    /// `ledger` (in-process, sandbox default) or `http`.
-    pub facilitator: FacilitatorKind,
-    /// Base URL of the HTTP facilitator (`/verify`, `/settle`, `/supported`). Live: required.
-    #[serde(default, with = "value::optional")]
+    /// Every way to pay a call, in the order offered (`[[x402.accepts]]`). Unset: one, from
+    /// the single-network keys below, as before this list existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepts: Vec<X402Accept>,
+    /// Single-network form: `ledger` (in-process, sandbox default) or `http`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facilitator: Option<FacilitatorKind>,
+    /// Single-network form: base URL of the HTTP facilitator.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "value::optional"
+    )]
     pub facilitator_url: Option<HttpUrl>,
-    /// How long the HTTP facilitator may take to verify a payment (and answer `/supported`).
+    /// How long an HTTP facilitator may take to verify a payment (and answer `/supported`).
     pub verify_timeout_ms: u64,
-    /// How long the HTTP facilitator may take to settle one; past it the outcome is unknown
-    /// and the same payment sent again finishes the purchase (docs/x402.md).
+    /// How long one may take to settle one; past it the outcome is unknown and the same
+    /// payment sent again finishes the purchase (docs/x402.md).
     pub settle_timeout_ms: u64,
-    /// The seller address payments go to. Live: required.
-    #[serde(default, with = "value::optional")]
+    /// Single-network form: the seller address payments go to.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "value::optional"
+    )]
     pub pay_to: Option<EvmAddress>,
-    /// CAIP-2 network of the payment asset.
-    pub network: Caip2,
-    /// Flat price of one paid call in USD, as a decimal string.
+    /// Single-network form: CAIP-2 network of the payment asset (`eip155:8453`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "value::optional"
+    )]
+    pub network: Option<Caip2>,
+    /// Flat price of one paid call in USD, as a decimal string; the same in every way to pay.
     pub price_usd: PositiveDecimal,
     /// Signs execution access tokens. Live: x402 order and onchain routes stay disabled without it.
     #[serde(default, with = "value::optional")]
     pub access_token_secret: Option<Secret>,
-    /// The token payments are made in; unset: USDC of `network`.
-    pub asset: X402AssetConfig,
+    /// Single-network form: the token payments are made in; unset: USDC of `network`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset: Option<X402AssetConfig>,
+}
+
+/// One way to pay (`[[x402.accepts]]`, docs/x402.md, "Ways to pay").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct X402Accept {
+    /// CAIP-2 network (`eip155:8453`).
+    pub network: Caip2,
+    #[serde(default)]
+    pub scheme: X402Scheme,
+    /// The token; unset: USDC of `network`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asset: Option<X402AssetConfig>,
+    /// The seller address payments go to. Live: required; sandbox: derived from the master key.
+    #[serde(default, with = "value::optional")]
+    pub pay_to: Option<EvmAddress>,
+    /// The HTTP facilitator that verifies and settles this way to pay; unset: the in-process
+    /// ledger (sandbox only).
+    #[serde(default, with = "value::optional")]
+    pub facilitator_url: Option<HttpUrl>,
+}
+
+/// An x402 payment scheme swapd takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum X402Scheme {
+    /// The price, exactly (EIP-3009 on EVM networks).
+    #[default]
+    Exact,
+}
+
+impl X402Scheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            X402Scheme::Exact => "exact",
+        }
+    }
 }
 
 /// Who settles payments: the in-process ledger, or an HTTP facilitator.
@@ -41,10 +97,10 @@ pub enum FacilitatorKind {
 }
 
 /// An EIP-3009 USD stablecoin on the payment network.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct X402AssetConfig {
-    /// The token contract; unset: USDC of `x402.network`.
+    /// The token contract; unset: USDC of the network.
     #[serde(default, with = "value::optional")]
     pub address: Option<EvmAddress>,
     /// Its EIP-712 domain name and version, as the contract signs (USDC on Base: `USD Coin`, `2`).
@@ -52,31 +108,88 @@ pub struct X402AssetConfig {
     pub name: Option<String>,
     #[serde(default, with = "value::optional")]
     pub version: Option<String>,
+    #[serde(default = "six")]
     pub decimals: u8,
+}
+
+fn six() -> u8 {
+    6
 }
 
 impl Default for X402Config {
     fn default() -> Self {
         Self {
-            facilitator: FacilitatorKind::Ledger,
+            accepts: Vec::new(),
+            facilitator: None,
             facilitator_url: None,
             verify_timeout_ms: 5_000,
             settle_timeout_ms: 20_000,
             pay_to: None,
-            network: "eip155:8453".parse().expect("a CAIP-2 id"),
+            network: None,
             price_usd: "0.05".parse().expect("a price"),
             access_token_secret: None,
-            asset: X402AssetConfig {
-                address: None,
-                name: None,
-                version: None,
-                decimals: 6,
-            },
+            asset: None,
         }
     }
 }
 
 impl X402Config {
+    /// The ways to pay, in order: `accepts` as set, or the one the single-network keys
+    /// describe (Base USDC, the ledger, by default).
+    pub fn ways_to_pay(&self) -> Result<Vec<X402Accept>, ConfigError> {
+        let single_network_keys = [
+            ("x402.network", self.network.is_some()),
+            ("x402.pay_to", self.pay_to.is_some()),
+            ("x402.asset", self.asset.is_some()),
+            ("x402.facilitator", self.facilitator.is_some()),
+            ("x402.facilitator_url", self.facilitator_url.is_some()),
+        ];
+        if !self.accepts.is_empty() {
+            if let Some(&(name, _)) = single_network_keys.iter().find(|(_, set)| *set) {
+                return Err(setting(
+                    name,
+                    "x402.accepts replaces the single-network keys (x402.network, pay_to, asset, \
+                     facilitator, facilitator_url): set them in each [[x402.accepts]] instead",
+                ));
+            }
+            return Ok(self.accepts.clone());
+        }
+        let facilitator_url = match (self.facilitator, &self.facilitator_url) {
+            (Some(FacilitatorKind::Http), None) => {
+                return Err(setting(
+                    "x402.facilitator_url",
+                    "x402.facilitator = \"http\" needs x402.facilitator_url",
+                ));
+            }
+            (Some(FacilitatorKind::Http), Some(url)) => Some(url.clone()),
+            // The ledger settles: a URL set beside it is not used, as before.
+            _ => None,
+        };
+        Ok(vec![X402Accept {
+            network: self
+                .network
+                .clone()
+                .unwrap_or_else(|| "eip155:8453".parse().expect("a CAIP-2 id")),
+            scheme: X402Scheme::Exact,
+            asset: self.asset.clone(),
+            pay_to: self.pay_to,
+            facilitator_url,
+        }])
+    }
+
+    /// This section as `config show` prints it: the ways to pay as the list they are.
+    pub(super) fn shown(&self) -> Result<X402Config, ConfigError> {
+        Ok(X402Config {
+            accepts: self.ways_to_pay()?,
+            facilitator: None,
+            facilitator_url: None,
+            pay_to: None,
+            network: None,
+            asset: None,
+            ..self.clone()
+        })
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         for (name, ms) in [
             ("x402.verify_timeout_ms", self.verify_timeout_ms),
@@ -90,7 +203,72 @@ impl X402Config {
                 "must be from 100 to 30000 milliseconds",
             )?;
         }
-        self.asset.validate()
+        let ways = self.ways_to_pay()?;
+        for (index, way) in ways.iter().enumerate() {
+            if !way.network.as_str().starts_with("eip155:") {
+                return Err(setting(
+                    "x402.accepts.network",
+                    format!(
+                        "{}: only EVM networks (eip155:…) take x402 payments in this version",
+                        way.network
+                    ),
+                ));
+            }
+            if let Some(asset) = &way.asset {
+                asset.validate()?;
+            }
+            let same = |other: &X402Accept| {
+                other.network == way.network
+                    && other.scheme == way.scheme
+                    && other.asset.as_ref().and_then(|a| a.address)
+                        == way.asset.as_ref().and_then(|a| a.address)
+            };
+            if ways[..index].iter().any(same) {
+                return Err(setting(
+                    "x402.accepts",
+                    format!(
+                        "{} `{}` is listed twice: each way to pay once",
+                        way.network,
+                        way.scheme.as_str()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What live mode misses to take real payments: a facilitator and a seller address for
+    /// every way to pay.
+    pub(super) fn live_requirements(&self) -> Vec<(&'static str, &'static str)> {
+        let Ok(ways) = self.ways_to_pay() else {
+            return Vec::new();
+        };
+        let mut missing = Vec::new();
+        let single = self.accepts.is_empty();
+        if ways.iter().any(|way| way.facilitator_url.is_none()) {
+            missing.push(if single {
+                (
+                    "x402.facilitator = \"http\" and x402.facilitator_url",
+                    "SWAPD_X402__FACILITATOR, SWAPD_X402__FACILITATOR_URL",
+                )
+            } else {
+                (
+                    "x402.accepts: facilitator_url of every way to pay",
+                    "SWAPD_X402__ACCEPTS",
+                )
+            });
+        }
+        if ways.iter().any(|way| way.pay_to.is_none()) {
+            missing.push(if single {
+                ("x402.pay_to", "SWAPD_X402__PAY_TO")
+            } else {
+                (
+                    "x402.accepts: pay_to of every way to pay",
+                    "SWAPD_X402__ACCEPTS",
+                )
+            });
+        }
+        missing
     }
 }
 

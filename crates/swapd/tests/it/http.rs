@@ -580,11 +580,13 @@ async fn the_sdk_typed_business_calls_reach_their_routes() {
 async fn the_x402_asset_is_configurable() {
     const TOKEN: &str = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
     let server = Server::start_with(|config| {
-        config.x402.network = "eip155:84532".parse().unwrap();
-        config.x402.asset.address = Some(TOKEN.parse().unwrap());
-        config.x402.asset.name = Some("Test Dollar".into());
-        config.x402.asset.version = Some("1".into());
-        config.x402.asset.decimals = 18;
+        config.x402.network = Some("eip155:84532".parse().unwrap());
+        config.x402.asset = Some(swapd::config::X402AssetConfig {
+            address: Some(TOKEN.parse().unwrap()),
+            name: Some("Test Dollar".into()),
+            version: Some("1".into()),
+            decimals: 18,
+        });
     })
     .await;
     let response = reqwest::get(server.url("/api/x402/currencies"))
@@ -605,7 +607,7 @@ async fn the_x402_asset_is_configurable() {
     // For a network whose USDC swapd does not know, it says what to set.
     let dir = tempfile::tempdir().unwrap();
     let mut config = crate::local_config(dir.path());
-    config.x402.network = "eip155:10".parse().unwrap();
+    config.x402.network = Some("eip155:10".parse().unwrap());
     let problem = match Runtime::open(config).await {
         Ok(runtime) => runtime
             .x402_surface("http://127.0.0.1:1")

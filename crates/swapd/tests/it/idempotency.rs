@@ -103,6 +103,12 @@ async fn a_key_replays_its_response_and_refuses_other_requests() {
         .send(&with_key(BODY, "/api/v3/test/other"))
         .await
         .expect(422, "idempotency_key_reused");
+    // The same route template with another path parameter is another request (the refund of
+    // order B is not order A's refund replayed).
+    server
+        .send(&with_key(BODY, "/api/v3/test/echo/A"))
+        .await
+        .expect(422, "idempotency_key_reused");
     // 46. The same body reformatted and reordered is the same request.
     let reformatted = server
         .send(&with_key(b"{ \"amount\" : \"1.5\" }", ECHO))
@@ -118,6 +124,29 @@ async fn a_key_replays_its_response_and_refuses_other_requests() {
         .await
         .expect(401, "nonce_reused");
     assert_eq!(executions(&server), 1);
+
+    // A key first used on a route with a path parameter binds that parameter's value.
+    let on = |target: &str| {
+        server
+            .sign(
+                &key,
+                "POST",
+                &format!("/api/v3/test/echo/{target}"),
+                "",
+                BODY,
+            )
+            .set("Idempotency-Key", "order-key-0002")
+    };
+    let first = server.send(&on("A")).await;
+    first.expect(201, "");
+    let again = server.send(&on("A")).await;
+    again.expect(200, "");
+    assert_eq!(again.body, first.body);
+    server
+        .send(&on("B"))
+        .await
+        .expect(422, "idempotency_key_reused");
+    assert_eq!(executions(&server), 2);
 }
 
 #[tokio::test]

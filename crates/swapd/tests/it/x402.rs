@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::support::x402::{
-    idempotency, pay, payment_header, prove_evm, prove_solana, required, send, sign_evm,
+    idempotency, pay, pay_as, payment_header, prove_evm, prove_solana, required, send, sign_evm,
     siwx_payload,
 };
 use crate::support::{Options, PAY_TO, Resp, TestServer};
@@ -1125,7 +1125,7 @@ async fn the_http_facilitator_is_read_whatever_its_status_and_failures_execute_n
             swapd_x402::Timeouts::all(std::time::Duration::from_millis(500)),
         )
         .unwrap();
-        swapd_x402::facilitator::check_supported(&facilitator, "eip155:8453")
+        swapd_x402::facilitator::check_supported(&facilitator, "exact", "eip155:8453")
             .await
             .unwrap();
         let server = TestServer::start_with(Options {
@@ -1318,7 +1318,7 @@ async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
         swapd_x402::Timeouts::all(std::time::Duration::from_secs(1)),
     )
     .unwrap();
-    let problem = swapd_x402::facilitator::check_supported(&facilitator, "eip155:1")
+    let problem = swapd_x402::facilitator::check_supported(&facilitator, "exact", "eip155:1")
         .await
         .unwrap_err();
     assert!(
@@ -1338,7 +1338,7 @@ async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
         Arc::new(swapd_core::ManualClock::new(0)),
         "eip155:84532",
     );
-    let problem = swapd_x402::facilitator::check_supported(&ledger, "eip155:8453")
+    let problem = swapd_x402::facilitator::check_supported(&ledger, "exact", "eip155:8453")
         .await
         .unwrap_err();
     assert!(problem.contains("only testnets"), "{problem}");
@@ -1348,10 +1348,144 @@ async fn facilitators_that_cannot_settle_our_network_are_refused_at_start() {
     )
     .unwrap();
     assert!(
-        swapd_x402::facilitator::check_supported(&unreachable, "eip155:8453")
+        swapd_x402::facilitator::check_supported(&unreachable, "exact", "eip155:8453")
             .await
             .is_err()
     );
+}
+
+/// `[[x402.accepts]]`: every way to pay is offered in order at one price, a payment is matched
+/// against the way it names and settled by that way's facilitator, and a way no facilitator
+/// settles is left out, said so in the readiness document (docs/x402.md, "Ways to pay").
+#[tokio::test]
+async fn several_ways_to_pay_are_offered_in_order_and_each_settles_by_its_own_facilitator() {
+    // Settles only Base: Arbitrum, sent to it, is left out.
+    let base_only = stub_facilitator("ok", Arc::default()).await;
+    let way = |network: &str, facilitator_url: Option<&str>| swapd::config::X402Accept {
+        network: network.parse().unwrap(),
+        scheme: swapd::config::X402Scheme::Exact,
+        asset: None,
+        pay_to: Some(PAY_TO.parse().unwrap()),
+        facilitator_url: facilitator_url.map(|url| url.parse().unwrap()),
+    };
+    let server = TestServer::start_with(Options {
+        x402_accepts: vec![
+            way("eip155:8453", None),
+            way("eip155:42161", Some(&base_only)),
+            way("eip155:137", None),
+        ],
+        ..Options::default()
+    })
+    .await;
+
+    let readiness = send(&server, "GET", "/api/x402", None, &[]).await.body;
+    let doc = &readiness["data"];
+    let offered: Vec<(&str, &str)> = doc["accepts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|way| {
+            (
+                way["network"].as_str().unwrap(),
+                way["facilitator"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        [("eip155:8453", "ledger"), ("eip155:137", "ledger")]
+    );
+    assert_eq!(doc["payment"]["network"], "eip155:8453", "the first way");
+    let left_out = doc["leftOut"].as_array().unwrap();
+    assert_eq!(left_out.len(), 1, "{left_out:?}");
+    assert_eq!(
+        (&left_out[0]["network"], &left_out[0]["scheme"]),
+        (&json!("eip155:42161"), &json!("exact"))
+    );
+    let reason = left_out[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("http facilitator") && reason.contains("eip155:8453"),
+        "{reason}"
+    );
+    assert!(
+        doc["siwx"]["chains"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("eip155:137"))
+    );
+
+    let unpaid = send(&server, "GET", "/api/x402/currencies", None, &[]).await;
+    let challenge = required(&unpaid);
+    let ways: Vec<(&str, &str, &str)> = challenge
+        .accepts
+        .iter()
+        .map(|r| (r.network.as_str(), r.asset.as_str(), r.amount.as_str()))
+        .collect();
+    assert_eq!(
+        ways,
+        [
+            ("eip155:8453", USDC_BASE, "50000"),
+            (
+                "eip155:137",
+                "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
+                "50000"
+            ),
+        ]
+    );
+
+    // Paid on Polygon: settled there, and said so.
+    let payer = PrivateKeySigner::random();
+    let on_polygon = pay_as(&challenge.accepts[1], &challenge, &payer, server.now_secs());
+    let paid = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&on_polygon)],
+    )
+    .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    let settled: SettleResponse =
+        wire::decode_header(paid.header("payment-response").unwrap()).unwrap();
+    assert_eq!(settled.network, "eip155:137");
+    let record = server
+        .state
+        .store
+        .x402_settlement(
+            &payer.address().to_checksum(None),
+            on_polygon.payload["authorization"]["nonce"]
+                .as_str()
+                .unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.network, "eip155:137");
+    assert_eq!(record.asset, "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359");
+
+    // A way that is not offered (left out, here) buys nothing, and nothing settles.
+    let mut arbitrum = challenge.accepts[0].clone();
+    arbitrum.network = "eip155:42161".into();
+    arbitrum.asset = "0xaf88d065e77c8cC2239327C5EDb3A432268e5831".into();
+    let refused = send(
+        &server,
+        "GET",
+        "/api/x402/currencies",
+        None,
+        &[payment_header(&pay_as(
+            &arbitrum,
+            &challenge,
+            &payer,
+            server.now_secs(),
+        ))],
+    )
+    .await;
+    refused.expect(402, "payment_invalid");
+    assert_eq!(
+        required(&refused).error.as_deref(),
+        Some("No matching payment requirements")
+    );
+    server.stop().await;
 }
 
 #[tokio::test]

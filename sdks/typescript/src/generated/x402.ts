@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * The readiness document.
-         * @description Free. The price, how to pay it, the SIWX chains and domain, and every route with its charge and access rule.
+         * @description Free. The price, every way to pay it (and what was left out), the SIWX chains and domain, and every route with its charge and access rule.
          */
         get: operations["readiness"];
         put?: never;
@@ -1301,6 +1301,14 @@ export interface components {
             /** Format: uri */
             url?: string | null;
         };
+        /** @description A configured way to pay that is not offered. */
+        X402LeftOut: {
+            /** @description CAIP-2. */
+            network: string;
+            /** @description What its facilitator answered, in words. */
+            reason: string;
+            scheme: string;
+        };
         /** @description One x402 route with its charge and access rule. */
         X402RouteInfo: {
             /**
@@ -1344,13 +1352,23 @@ export interface operations {
                     "application/json": {
                         /** @description `GET /api/x402`. */
                         data: {
+                            /**
+                             * @description Every way to pay, in the order each paid route's `PAYMENT-REQUIRED` lists them: as
+                             *     `payment`, with `facilitator`.
+                             */
+                            accepts: Record<string, never>[];
                             /** @description `"x402"`. */
                             api: string;
-                            /** @description `ledger` (sandbox, in-process) or `http`. */
+                            /** @description Who settles the first way to pay: `ledger` (sandbox, in-process) or `http`. */
                             facilitator: string;
+                            /** @description Ways to pay configured but not offered, and why (no facilitator settles them). */
+                            leftOut: components["schemas"]["X402LeftOut"][];
                             /** @description `"sandbox"` or `"live"`. */
                             mode: string;
-                            /** @description How to pay: scheme, network, asset, payTo, amount (atomic units), maxTimeoutSeconds. */
+                            /**
+                             * @description The first way to pay (the one offered first): scheme, network, asset, payTo, amount
+                             *     (atomic units), maxTimeoutSeconds.
+                             */
                             payment: Record<string, never>;
                             /** @description Price of one paid call in USD. */
                             priceUsd: string;

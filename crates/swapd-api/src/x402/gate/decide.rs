@@ -82,26 +82,31 @@ impl Refused {
     }
 }
 
-/// Who pays and under which authorization nonce, from the signature alone (the facilitator
-/// verifies everything after), once the payment is for exactly our `requirements` and the
-/// request at `resource_url`.
-pub(super) fn payer(
+/// Which of the `offered` ways to pay the payment names in its `accepted` (its index), as the
+/// reference server matches it; who pays and
+/// under which authorization nonce, from the signature alone (the facilitator verifies
+/// everything after), once the payment is for the request at `resource_url`.
+pub(super) fn payer<'a>(
     payment: &PaymentPayload,
-    requirements: &wire::PaymentRequirements,
+    offered: impl IntoIterator<Item = &'a wire::PaymentRequirements>,
     resource_url: &str,
-) -> Result<(alloy_primitives::Address, String), Refused> {
+) -> Result<(usize, alloy_primitives::Address, String), Refused> {
     if payment.x402_version != X402_VERSION {
         return Err(Refused::new(
             "invalid_x402_version",
             "only x402 version 2 is accepted",
         ));
     }
-    if !requirements.matches(&payment.accepted) {
+    let Some((option, requirements)) = offered
+        .into_iter()
+        .enumerate()
+        .find(|(_, requirements)| requirements.matches(&payment.accepted))
+    else {
         return Err(Refused::new(
             "No matching payment requirements",
-            "the payment's `accepted` is not our requirements: pay exactly what PAYMENT-REQUIRED asks",
+            "the payment's `accepted` is none of our ways to pay: pay exactly as one of PAYMENT-REQUIRED's `accepts` asks",
         ));
-    }
+    };
     if let Some(resource) = &payment.resource
         && resource.url != resource_url
     {
@@ -125,7 +130,7 @@ pub(super) fn payer(
             if payer != authorization.from {
                 return Err(exact::Invalid::Signature);
             }
-            Ok((payer, authorization.nonce.to_string()))
+            Ok((option, payer, authorization.nonce.to_string()))
         })
         .map_err(|reason| Refused::new(&reason.reason(), "the payment's signature does not verify"))
 }

@@ -7,8 +7,9 @@
 //! 3. The wallet: a Sign-In-With-X proof when sent (checked against our public origin; a nonce
 //!    we issued, consumed by mutations), else for paid routes the payer the payment's signature
 //!    proves.
-//! 4. Paid routes: the `PAYMENT-SIGNATURE` is decoded (400 when malformed), matched against our
-//!    own requirements and the request URL, and its payer recovered. A replay of a stored
+//! 4. Paid routes: the `PAYMENT-SIGNATURE` is decoded (400 when malformed), matched against the
+//!    way to pay it names (one of ours, exactly) and the request URL, and its payer recovered;
+//!    that way's facilitator verifies and settles it. A replay of a stored
 //!    Idempotency-Key answers now, without a charge. Then the payment's purchase
 //!    (`swapd_core::purchases`) says what to do: a new payment is verified and settled; one
 //!    whose settlement's outcome never came back is settled again (at most once on chain); one
@@ -27,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use swapd_core::purchases::{Presented, PurchaseStep};
 use swapd_core::store::WindowDecision;
 use swapd_types::ErrorCode;
+use swapd_x402::PaymentOption;
 use swapd_x402::siwx::{self, Audience, SiwxPayload, Wallet};
 use swapd_x402::wire::{
     self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE, PaymentPayload, SIGN_IN_WITH_X,
@@ -315,8 +317,7 @@ impl<'a> Context<'a> {
             Ok(presented) => presented,
             Err(refused) => return refused,
         };
-        let requirements = self.state.x402.pricing.requirements();
-        let (payer, nonce) = match self.identify_payer(&payment, &requirements).await {
+        let (option, payer, nonce) = match self.identify_payer(&payment).await {
             Ok(identified) => identified,
             Err(refused) => return refused,
         };
@@ -352,7 +353,7 @@ impl<'a> Context<'a> {
             nonce,
             claim,
         };
-        let settled = match self.charge(&purchase, &payment, &requirements).await {
+        let settled = match self.charge(&purchase, &payment, option).await {
             Ok(settled) => settled,
             Err(refused) => return refused,
         };
@@ -406,15 +407,15 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Who pays and under which authorization nonce ([`decide::payer`]); `Err` with the 402
-    /// naming the reason.
+    /// The way to pay the payment names, who pays and under which authorization nonce
+    /// ([`decide::payer`]); `Err` with the 402 naming the reason.
     async fn identify_payer(
         &self,
         payment: &PaymentPayload,
-        requirements: &wire::PaymentRequirements,
-    ) -> Result<(alloy_primitives::Address, String), Response> {
-        match decide::payer(payment, requirements, &self.resource_url) {
-            Ok(found) => Ok(found),
+    ) -> Result<(&'a PaymentOption, alloy_primitives::Address, String), Response> {
+        let accepts = &self.state.x402.accepts;
+        match decide::payer(payment, accepts.requirements(), &self.resource_url) {
+            Ok((option, payer, nonce)) => Ok((&accepts.options()[option], payer, nonce)),
             Err(refused) => Err(self.invalid(&refused.reason, refused.message).await),
         }
     }
@@ -425,7 +426,7 @@ impl<'a> Context<'a> {
         &self,
         purchase: &Purchase<'_>,
         payment: &PaymentPayload,
-        requirements: &wire::PaymentRequirements,
+        option: &PaymentOption,
     ) -> Result<SettleResponse, Response> {
         let presented = Presented {
             resource: &self.resource_url,
@@ -478,13 +479,13 @@ impl<'a> Context<'a> {
                 error_message: None,
                 payer: Some(purchase.payer.clone()),
                 transaction,
-                network: requirements.network.clone(),
+                network: option.requirements().network.clone(),
             }),
             PurchaseStep::Settle => {
-                self.verify(purchase, payment, requirements).await?;
-                self.settle(purchase, payment, requirements, false).await
+                self.verify(purchase, payment, option).await?;
+                self.settle(purchase, payment, option, false).await
             }
-            PurchaseStep::Resettle => self.settle(purchase, payment, requirements, true).await,
+            PurchaseStep::Resettle => self.settle(purchase, payment, option, true).await,
         }
     }
 
@@ -523,10 +524,10 @@ impl<'a> Context<'a> {
         &self,
         purchase: &Purchase<'_>,
         payment: &PaymentPayload,
-        requirements: &wire::PaymentRequirements,
+        option: &PaymentOption,
     ) -> Result<(), Response> {
-        let facilitator = &self.state.x402.facilitator;
-        let verified = timed("verify", facilitator.verify(payment, requirements)).await;
+        let verify = option.facilitator.verify(payment, option.requirements());
+        let verified = timed("verify", verify).await;
         match verified {
             Ok(verified) if verified.is_valid => Ok(()),
             Ok(verified) => {
@@ -551,11 +552,11 @@ impl<'a> Context<'a> {
         &self,
         purchase: &Purchase<'_>,
         payment: &PaymentPayload,
-        requirements: &wire::PaymentRequirements,
+        option: &PaymentOption,
         again: bool,
     ) -> Result<SettleResponse, Response> {
-        let facilitator = &self.state.x402.facilitator;
-        let settled = match timed("settle", facilitator.settle(payment, requirements)).await {
+        let settle = option.facilitator.settle(payment, option.requirements());
+        let settled = match timed("settle", settle).await {
             Ok(settled) => settled,
             Err(error) => {
                 purchase.release().await;
@@ -593,7 +594,7 @@ impl<'a> Context<'a> {
             purchase.release().await;
             return Err(ApiError::from(error).into_response());
         }
-        tracing::info!(payer = %purchase.payer, transaction = %settled.transaction, route = self.route.path, "x402 payment settled");
+        tracing::info!(payer = %purchase.payer, network = %settled.network, transaction = %settled.transaction, route = self.route.path, "x402 payment settled");
         Ok(settled)
     }
 
@@ -736,7 +737,7 @@ impl<'a> Context<'a> {
         } else {
             None
         };
-        let mut required = x402.pricing.payment_required(
+        let mut required = x402.accepts.payment_required(
             error,
             &self.resource_url,
             self.route.description,

@@ -162,8 +162,10 @@ pub struct Options {
     pub provider_deadline: std::time::Duration,
     /// Which webhook destinations are allowed (live: public https only).
     pub url_policy: swapd_core::webhooks::url_policy::UrlPolicy,
-    /// The x402 facilitator (default: the ledger on the server's store).
+    /// The x402 facilitator of every way to pay (default: each one's as configured).
     pub facilitator: Option<Arc<dyn swapd_x402::Facilitator>>,
+    /// `[[x402.accepts]]` (default: none, so Base USDC paid to [`PAY_TO`] by the ledger).
+    pub x402_accepts: Vec<swapd::config::X402Accept>,
     /// Whether x402 order and onchain routes are enabled (live mode without an access-token
     /// secret: not).
     pub x402_wallet_routes: bool,
@@ -210,6 +212,7 @@ impl Default for Options {
             provider_deadline: std::time::Duration::from_millis(1_500),
             url_policy: swapd_core::webhooks::url_policy::UrlPolicy::Sandbox,
             facilitator: None,
+            x402_accepts: Vec::new(),
             x402_wallet_routes: true,
             order_lifetime_secs: (30 * 60, 60 * 60),
             fees: swapd::config::FeesConfig::default(),
@@ -413,9 +416,13 @@ impl TestServer {
             config.chains = live.chains;
         }
         config.node_id = Some(swapd_core::ids::new_id("node_").parse().unwrap());
-        config.x402.network = "eip155:8453".parse().unwrap();
         config.x402.price_usd = "0.05".parse().unwrap();
-        config.x402.pay_to = Some(PAY_TO.parse().unwrap());
+        if options.x402_accepts.is_empty() {
+            config.x402.network = Some("eip155:8453".parse().unwrap());
+            config.x402.pay_to = Some(PAY_TO.parse().unwrap());
+        } else {
+            config.x402.accepts = options.x402_accepts.clone();
+        }
         let store = match options.store {
             Some(store) => store,
             None => swapd::app::open_store(&config).await.unwrap(),
@@ -460,7 +467,10 @@ impl TestServer {
             .await
             .unwrap();
         if let Some(facilitator) = options.facilitator.clone() {
-            x402.facilitator = facilitator;
+            let options = x402.accepts.options().iter().map(|option| {
+                swapd_x402::PaymentOption::new(option.pricing.clone(), facilitator.clone())
+            });
+            x402.accepts = swapd_x402::Accepts::new(options.collect()).unwrap();
         }
         x402.wallet_routes_enabled = options.x402_wallet_routes;
         let state = runtime.api_state(market, guards.clone(), x402, webhooks);
@@ -475,6 +485,13 @@ impl TestServer {
             .undocumented(
                 Method::POST,
                 "/api/v3/test/echo",
+                echo,
+                Permission::OrdersCreate,
+                1,
+            )
+            .undocumented(
+                Method::POST,
+                "/api/v3/test/echo/{target}",
                 echo,
                 Permission::OrdersCreate,
                 1,

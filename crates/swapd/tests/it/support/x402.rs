@@ -50,10 +50,20 @@ pub fn required(resp: &Resp) -> PaymentRequired {
     wire::decode_header(resp.header("payment-required").expect("PAYMENT-REQUIRED")).unwrap()
 }
 
-/// Pays `required` with `signer`: an EIP-3009 authorization for exactly what it asks, valid for
-/// its timeout from `now_secs`, with a fresh nonce.
+/// Pays `required` with `signer` the first way it offers: an EIP-3009 authorization for exactly
+/// what it asks, valid for its timeout from `now_secs`, with a fresh nonce.
 pub fn pay(required: &PaymentRequired, signer: &PrivateKeySigner, now_secs: i64) -> PaymentPayload {
-    let accepted = required.accepts[0].clone();
+    pay_as(&required.accepts[0], required, signer, now_secs)
+}
+
+/// Pays `required` with `signer` as `accepted` asks (one of its ways to pay, or another).
+pub fn pay_as(
+    accepted: &wire::PaymentRequirements,
+    required: &PaymentRequired,
+    signer: &PrivateKeySigner,
+    now_secs: i64,
+) -> PaymentPayload {
+    let accepted = accepted.clone();
     let nonce: [u8; 32] = rand::random();
     let authorization = TransferWithAuthorization {
         from: signer.address(),

@@ -673,6 +673,16 @@ class WebhookPatch(TypedDict, closed=True):
     url: NotRequired[str | None]
 
 
+class X402LeftOut(TypedDict):
+    """
+    A configured way to pay that is not offered.
+    """
+
+    network: str
+    reason: str
+    scheme: str
+
+
 class X402RouteInfo(TypedDict):
     """
     One x402 route with its charge and access rule.
@@ -754,8 +764,10 @@ class ReadinessData(TypedDict):
     `GET /api/x402`.
     """
 
+    accepts: list[dict[str, Any]]
     api: str
     facilitator: str
+    leftOut: list[X402LeftOut]
     mode: str
     payment: dict[str, Any]
     priceUsd: str

@@ -8,9 +8,23 @@ const PAY_TO: &str = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
 const RESOURCE: &str = "https://swapd.example/api/x402/quotes?fromCcy=BTC&toCcy=ETH&amount=1";
 
 fn required() -> PaymentRequired {
-    Pricing::usdc("eip155:8453", "0.05", PAY_TO)
-        .unwrap()
-        .payment_required("", RESOURCE, "a quote", true, None)
+    let requirements = |network| {
+        Pricing::usdc(network, "0.05", PAY_TO)
+            .unwrap()
+            .requirements()
+    };
+    PaymentRequired {
+        x402_version: X402_VERSION,
+        error: None,
+        resource: wire::ResourceInfo {
+            url: RESOURCE.into(),
+            description: None,
+            mime_type: None,
+            other: Default::default(),
+        },
+        accepts: vec![requirements("eip155:8453"), requirements("eip155:137")],
+        extensions: Default::default(),
+    }
 }
 
 /// `signer`'s payment of `required`, made by swapd's own client as any payer would.
@@ -24,18 +38,34 @@ fn paid_by(signer: &PrivateKeySigner, required: &PaymentRequired) -> PaymentPayl
 }
 
 fn refused_reason(payment: &PaymentPayload) -> String {
-    let requirements = &required().accepts[0];
-    payer(payment, requirements, RESOURCE).unwrap_err().reason
+    payer(payment, &required().accepts, RESOURCE)
+        .unwrap_err()
+        .reason
 }
 
 #[test]
 fn a_payment_for_our_requirements_and_this_request_names_its_payer_and_nonce() {
     let signer = PrivateKeySigner::random();
     let payment = paid_by(&signer, &required());
-    let (payer, nonce) = payer(&payment, &required().accepts[0], RESOURCE).unwrap();
-    assert_eq!(payer, signer.address());
+    let (option, paid_by_signer, nonce) = payer(&payment, &required().accepts, RESOURCE).unwrap();
+    assert_eq!(option, 0);
+    assert_eq!(paid_by_signer, signer.address());
     let authorization = &payment.payload["authorization"];
     assert_eq!(authorization["nonce"].as_str(), Some(nonce.as_str()));
+
+    // Paid the second way offered: that option, its chain's EIP-712 domain recovering the payer.
+    let offered = required();
+    let polygon_only = PaymentRequired {
+        accepts: vec![offered.accepts[1].clone()],
+        ..offered.clone()
+    };
+    let on_polygon = paid_by(&signer, &polygon_only);
+    let (option, payer_on_polygon, _) = payer(&on_polygon, &offered.accepts, RESOURCE).unwrap();
+    assert_eq!((option, payer_on_polygon), (1, signer.address()));
+    // Signed for Polygon, presented as paid on Base: the signature is for another chain.
+    let mut misnamed = on_polygon;
+    misnamed.accepted = offered.accepts[0].clone();
+    assert_eq!(refused_reason(&misnamed), "invalid_exact_evm_signature");
 }
 
 #[test]
