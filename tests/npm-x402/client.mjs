@@ -1,15 +1,18 @@
-// The reference x402 clients (@x402/fetch, @x402/core, @x402/evm, @x402/extensions, pinned in
+// The reference x402 clients (@x402/fetch, @x402/core, @x402/evm (exact and upto), @x402/svm, @x402/extensions, pinned in
 // package.json) against a running swapd with the ledger facilitator. Run by
 // crates/swapd/tests/npm_x402.rs: `node client.mjs <base-url>`. Prints one line per check and
 // exits non-zero when any fails.
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client, x402HTTPClient } from "@x402/fetch";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { createSIWxClientHook, createSIWxPayload, encodeSIWxHeader } from "@x402/extensions/sign-in-with-x";
 import { appendPaymentIdentifierToExtensions, generatePaymentId, validatePaymentIdentifier } from "@x402/extensions/payment-identifier";
 import { extractDiscoveryInfo, validateDiscoveryExtension, validateDiscoveryExtensionSpec } from "@x402/extensions/bazaar";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { ExactSvmScheme } from "@x402/svm/exact/client";
 import { createKeyPairSignerFromPrivateKeyBytes } from "@solana/kit";
+import http from "node:http";
 
 const base = process.argv[2];
 let failures = 0;
@@ -128,6 +131,77 @@ for (const [method, url, requestBody, route] of discovered) {
     JSON.stringify({ valid, spec, indexed }).slice(0, 800),
   );
 }
+
+// 8. `exact` on Solana, the sandbox's second way to pay: the reference Solana client pays with
+//    a Solana key (on the blockhash hint swapd sends), and the ledger settles it. The client
+//    reads the mint's account from a Solana node: a local stand-in answers that one call with
+//    USDC's mint (6 decimals, the Token program's).
+const mintAccount = Buffer.alloc(82);
+mintAccount[44] = 6; // decimals
+mintAccount[45] = 1; // initialized
+const solanaNode = http.createServer((request, reply) => {
+  let text = "";
+  request.on("data", (chunk) => { text += chunk; });
+  request.on("end", () => {
+    const call = JSON.parse(text);
+    const result = call.method === "getAccountInfo"
+      ? { context: { slot: 1 }, value: { data: [mintAccount.toString("base64"), "base64"], executable: false, lamports: 1461600, owner: "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", rentEpoch: 0, space: 82 } }
+      : null;
+    reply.setHeader("content-type", "application/json");
+    reply.end(JSON.stringify({ jsonrpc: "2.0", id: call.id, result }));
+  });
+});
+await new Promise((listening) => solanaNode.listen(0, "127.0.0.1", listening));
+const solanaPayer = await createKeyPairSignerFromPrivateKeyBytes(new Uint8Array(32).fill(12));
+const solanaClient = new x402Client().register("solana:*", new ExactSvmScheme(solanaPayer, { rpcUrl: `http://127.0.0.1:${solanaNode.address().port}` }));
+required = decodePaymentRequiredHeader((await fetch(catalogUrl)).headers.get("PAYMENT-REQUIRED"));
+const solanaWay = required.accepts.find((way) => way.network.startsWith("solana:"));
+check(
+  "the sandbox offers Base then Solana",
+  required.accepts[0].network === "eip155:8453" && solanaWay?.network === "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp" && typeof solanaWay.extra.feePayer === "string",
+  JSON.stringify(required.accepts),
+);
+response = await wrapFetchWithPayment(fetch, new x402HTTPClient(solanaClient))(catalogUrl);
+body = await response.json();
+const solanaSettled = response.status === 200 ? decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE") ?? "") : {};
+check(
+  "a call paid on Solana by the reference client",
+  response.status === 200 && solanaSettled.success && solanaSettled.network === solanaWay?.network && solanaSettled.payer === solanaPayer.address,
+  `${response.status} ${JSON.stringify(body).slice(0, 300)} ${JSON.stringify(solanaSettled)}`,
+);
+solanaNode.close();
+
+// 9. `upto` on a market-intel job: the reference upto client signs a Permit2 permit for the
+//    job's maximum; the job is queued unsettled, and when the worker has run it, its read (with
+//    the payer's SIWX proof) says what was settled: what the job used.
+const uptoClient = new x402Client().register("eip155:*", new UptoEvmScheme(payer));
+const jobsUrl = `${base}/api/x402/market-intel/jobs`;
+response = await wrapFetchWithPayment(fetch, new x402HTTPClient(uptoClient))(jobsUrl, {
+  method: "POST",
+  headers: { "content-type": "application/json", "Idempotency-Key": "npm-interop-upto-job" },
+  body: JSON.stringify({ kind: "pair_depth", fromCcy: "BTC", toCcy: "USDTTRC", steps: 3 }),
+});
+body = await response.json();
+check(
+  "a job paid upto its maximum is queued, nothing settled yet",
+  response.status === 202 && body.data.payment?.status === "authorized" && body.data.payment.maximum === "600000" && !response.headers.get("PAYMENT-RESPONSE"),
+  `${response.status} ${JSON.stringify(body).slice(0, 400)}`,
+);
+const jobUrl = `${jobsUrl}/${body.data?.jobId}`;
+let job = {};
+let jobRead;
+for (let attempt = 0; attempt < 100 && !["succeeded", "failed"].includes(job.status); attempt += 1) {
+  await new Promise((wait) => setTimeout(wait, 100));
+  jobRead = await signedIn(payer)(jobUrl);
+  job = (await jobRead.json()).data ?? {};
+}
+const charged = jobRead?.headers.get("PAYMENT-RESPONSE") ? decodePaymentResponseHeader(jobRead.headers.get("PAYMENT-RESPONSE")) : {};
+const used = String(50000 * (job.result?.ladder?.length ?? 0));
+check(
+  "the job's read settles what it used",
+  job.status === "succeeded" && job.payment?.status === "settled" && job.payment.amount === used && charged.success && charged.amount === used,
+  `${JSON.stringify(job).slice(0, 400)} ${JSON.stringify(charged)}`,
+);
 
 console.log(failures === 0 ? "all checks passed" : `${failures} checks failed`);
 process.exit(failures === 0 ? 0 : 1);

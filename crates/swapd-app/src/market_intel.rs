@@ -2,7 +2,7 @@
 //! back by the same caller.
 
 use swapd_core::ids::JobId;
-use swapd_core::market_intel::{self, InvalidJob, Job};
+use swapd_core::market_intel::{self, InvalidJob, Job, JobPayment};
 use swapd_core::owner::Owner;
 use swapd_types::market_intel::JobInput;
 
@@ -13,20 +13,25 @@ pub fn check(input: &JobInput) -> Result<market_intel::JobRequest, Error> {
     market_intel::validate(input).map_err(Error::from)
 }
 
-/// Queues `owner`'s job (202 with the queued job), written with the answer.
+/// Queues `owner`'s job (202 with the queued job), written with the answer; a job paid with
+/// `upto` keeps its `payment`, settled for what it used when it ends.
 pub async fn queue(
     app: Context<'_>,
     owner: &Owner,
     input: &JobInput,
+    payment: Option<JobPayment>,
     key: &dyn IdempotencyKey,
 ) -> Result<Answer, Error> {
     let request = check(input)?;
-    let job = Job::queue(
-        JobId::generate(),
-        owner.clone(),
-        request,
-        app.clock.now_ms(),
-    );
+    let job = Job {
+        payment,
+        ..Job::queue(
+            JobId::generate(),
+            owner.clone(),
+            request,
+            app.clock.now_ms(),
+        )
+    };
     let answer = Answer::json(202, &job.view())?;
     app.store
         .insert_job(&job, key.finish(&answer.stored))

@@ -217,6 +217,110 @@ pub struct Job {
     pub created_at_ms: i64,
     pub started_at_ms: Option<i64>,
     pub finished_at_ms: Option<i64>,
+    /// Paid with `upto`: the authorization, settled when the job ends.
+    pub payment: Option<JobPayment>,
+}
+
+/// The most a job of `kind` may cost, in prices of one paid call (docs/market-intel.md,
+/// "What a job costs"): a `pair_depth` one per amount of its ladder (at most 12), the others
+/// one.
+pub fn maximum_units(kind: &str) -> u64 {
+    match kind {
+        "pair_depth" => 12,
+        _ => 1,
+    }
+}
+
+/// What a finished job cost, in prices of one paid call: a `pair_depth` one per amount its
+/// ladder holds, the others one.
+pub fn units_used(result: &JobResult) -> u64 {
+    match result {
+        JobResult::PairDepth(depth) => {
+            (depth.ladder.len() as u64).clamp(1, maximum_units("pair_depth"))
+        }
+        _ => 1,
+    }
+}
+
+/// A job paid with x402 `upto` (docs/market-intel.md, "Paying for what a job used"): the
+/// authorization the worker settles, for what the job used, when it ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobPayment {
+    pub network: String,
+    pub payer: String,
+    /// The most it may take, and the price of one unit, in the asset's atomic units.
+    pub maximum: String,
+    pub unit: String,
+    /// The x402 payment and requirements as the facilitator takes them (wire JSON).
+    pub payment: serde_json::Value,
+    pub requirements: serde_json::Value,
+    pub state: JobPaymentState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum JobPaymentState {
+    /// The job has not ended: nothing taken yet.
+    Authorized,
+    /// Taken: `amount` (atomic units) in `transaction`.
+    Settled { amount: String, transaction: String },
+    /// The job failed: nothing taken.
+    Released,
+    /// The facilitator did not settle (the reason code): nothing taken.
+    Refused { reason: String },
+}
+
+/// Settles what a job paid with `upto` used: the facilitator of its network takes `amount`
+/// under its authorization (docs/market-intel.md, "Paying for what a job used").
+#[async_trait::async_trait]
+pub trait UptoSettler: Send + Sync + 'static {
+    /// `again` when an earlier run of the job may have settled it already (it died before
+    /// recording the outcome). `Ok` with the transaction (empty for an amount of 0).
+    async fn settle(
+        &self,
+        payment: &JobPayment,
+        amount: &str,
+        again: bool,
+    ) -> Result<String, SettleFailure>;
+}
+
+/// Why nothing was settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettleFailure {
+    /// The facilitator refused (its reason code): nothing will be taken.
+    Refused(String),
+    /// The facilitator could not be asked or did not answer: try again.
+    Unavailable(String),
+}
+
+impl JobPayment {
+    /// The cost of `units` prices of one call.
+    pub fn amount_of(&self, units: u64) -> String {
+        let unit = U256::from_str_radix(&self.unit, 10).unwrap_or_default();
+        (unit * U256::from(units)).to_string()
+    }
+
+    pub fn view(&self) -> swapd_types::market_intel::JobPaymentView {
+        let (status, amount, transaction) = match &self.state {
+            JobPaymentState::Authorized => ("authorized", None, None),
+            JobPaymentState::Settled {
+                amount,
+                transaction,
+            } => ("settled", Some(amount.clone()), Some(transaction.clone())),
+            JobPaymentState::Released => ("released", None, None),
+            JobPaymentState::Refused { .. } => ("refused", None, None),
+        };
+        swapd_types::market_intel::JobPaymentView {
+            scheme: "upto".into(),
+            network: self.network.clone(),
+            payer: self.payer.clone(),
+            maximum: self.maximum.clone(),
+            status: status.into(),
+            amount,
+            transaction,
+        }
+    }
 }
 
 impl Job {
@@ -233,6 +337,7 @@ impl Job {
             created_at_ms: now_ms,
             started_at_ms: None,
             finished_at_ms: None,
+            payment: None,
         }
     }
 
@@ -247,6 +352,7 @@ impl Job {
             created_at: self.created_at_ms / 1000,
             started_at: self.started_at_ms.map(|ms| ms / 1000),
             finished_at: self.finished_at_ms.map(|ms| ms / 1000),
+            payment: self.payment.as_ref().map(JobPayment::view),
         }
     }
 }

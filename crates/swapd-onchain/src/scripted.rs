@@ -106,6 +106,8 @@ impl EvmChain for ScriptedChain {
 pub struct ScriptedSolana {
     pub statuses: Mutex<Vec<(String, swapd_core::onchain::chain::SolanaStatus)>>,
     pub transactions: Mutex<Vec<(String, swapd_core::onchain::chain::SolanaTx)>>,
+    /// The accounts that exist.
+    pub accounts: Mutex<Vec<String>>,
 }
 
 #[async_trait]
@@ -135,6 +137,10 @@ impl swapd_core::onchain::chain::SolanaChain for ScriptedSolana {
             .iter()
             .find(|(known, _)| known == signature)
             .map(|(_, tx)| tx.clone()))
+    }
+
+    async fn account_exists(&self, address: &str) -> Result<bool, ChainError> {
+        Ok(self.accounts.lock().unwrap().iter().any(|a| a == address))
     }
 }
 

@@ -220,6 +220,24 @@ impl SolanaChain for SolanaRpc {
             .await?;
         transaction.map(SolanaTx::try_from).transpose()
     }
+
+    async fn account_exists(&self, address: &str) -> Result<bool, ChainError> {
+        let account: AccountInfo = self
+            .node
+            .call(
+                "getAccountInfo",
+                serde_json::json!([address, {"encoding": "base64",
+                                             "commitment": self.commitment.as_str()}]),
+            )
+            .await?;
+        Ok(account.value.is_some())
+    }
+}
+
+/// `getAccountInfo`'s answer: `value` is `null` for an account that does not exist.
+#[derive(Debug, Deserialize)]
+struct AccountInfo {
+    value: Option<serde_json::Value>,
 }
 
 #[cfg(test)]
@@ -249,6 +267,22 @@ mod tests {
         let rpc =
             SolanaRpc::new(&server.uri(), Duration::from_secs(2), Commitment::Finalized).unwrap();
         (server, rpc)
+    }
+
+    #[tokio::test]
+    async fn an_account_exists_when_the_node_has_it() {
+        let (_server, rpc) = node(
+            "getAccountInfo",
+            serde_json::json!({"context": {"slot": 82}, "value": {"data": ["", "base64"], "executable": false, "lamports": 2039280, "owner": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "rentEpoch": 0, "space": 165}}),
+        )
+        .await;
+        assert!(rpc.account_exists(WALLET).await.unwrap());
+        let (_server, rpc) = node(
+            "getAccountInfo",
+            serde_json::json!({"context": {"slot": 82}, "value": null}),
+        )
+        .await;
+        assert!(!rpc.account_exists(WALLET).await.unwrap());
     }
 
     #[tokio::test]

@@ -2,7 +2,7 @@
 
 use swapd_core::StoreError;
 use swapd_core::ids::JobId;
-use swapd_core::market_intel::{Job, JobOutcome};
+use swapd_core::market_intel::{Job, JobOutcome, JobPayment};
 use swapd_core::owner::Owner;
 use swapd_core::store::{IdempotentFinish, JobStore};
 
@@ -28,7 +28,7 @@ impl JobStore for SqlStore {
         let mut tx = self.write_tx().await?;
         sqlx::query(built(format!(
             "INSERT INTO market_jobs ({JOB_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
         )))
         .bind(row.id)
         .bind(row.owner)
@@ -41,6 +41,7 @@ impl JobStore for SqlStore {
         .bind(row.created_at)
         .bind(row.started_at)
         .bind(row.finished_at)
+        .bind(row.payment)
         .execute(&mut *tx)
         .await
         .map_err(map_sqlx_error)?;
@@ -86,15 +87,17 @@ impl JobStore for SqlStore {
         id: &JobId,
         lease_token: &str,
         outcome: &JobOutcome,
+        payment: Option<&JobPayment>,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
+        let payment = payment.map(encode_json).transpose()?;
         let (status, result, error) = match outcome {
             JobOutcome::Succeeded(result) => ("succeeded", Some(encode_json(result)?), None),
             JobOutcome::Failed(error) => ("failed", None, Some(encode_json(error)?)),
         };
         let done = sqlx::query(
             "UPDATE market_jobs SET status = $3, result = $4, error = $5, finished_at = $6, \
-             lease_token = NULL, lease_until = NULL \
+             payment = COALESCE($7, payment), lease_token = NULL, lease_until = NULL \
              WHERE id = $1 AND lease_token = $2 AND status = 'running'",
         )
         .bind(id.as_str())
@@ -103,6 +106,7 @@ impl JobStore for SqlStore {
         .bind(result)
         .bind(error)
         .bind(now_ms)
+        .bind(payment)
         .execute(&self.writer)
         .await
         .map_err(map_sqlx_error)?;

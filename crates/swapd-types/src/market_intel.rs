@@ -69,6 +69,30 @@ pub struct JobView {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// A job paid with `upto`: the most it may cost and what was settled; absent when the job
+    /// was paid its maximum with `exact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment: Option<JobPaymentView>,
+}
+
+/// What an `upto` payment of a job authorized and what was taken under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobPaymentView {
+    /// `upto`.
+    pub scheme: String,
+    /// CAIP-2.
+    pub network: String,
+    pub payer: String,
+    /// The most the job may cost, in the asset's atomic units.
+    pub maximum: String,
+    /// `authorized` (the job has not ended), `settled`, `released` (the job failed: nothing
+    /// taken) or `refused` (the facilitator did not settle; nothing taken).
+    pub status: String,
+    /// Settled: the amount taken, in atomic units (`0` when the job used nothing).
+    pub amount: Option<String>,
+    /// Settled: the transaction (empty for an amount of 0).
+    pub transaction: Option<String>,
 }
 
 /// The result of a job, by kind.

@@ -118,7 +118,7 @@ pub struct X402RouteInfo {
     /// `wallet_read` (free, SIWX proof of the owning wallet).
     pub access: Access,
     pub paid: bool,
-    /// Whether the route acts for a wallet (SIWX proof, or the payer on paid EVM calls).
+    /// Whether the route acts for a wallet (SIWX proof, or the payer on paid calls).
     pub wallet_bound: bool,
     /// Disabled: live mode without an operator-set access-token secret.
     pub enabled: bool,

@@ -13,7 +13,8 @@ use swapd_core::market::provider::{ProviderError, QuoteRequest};
 use swapd_core::market::routes::{self, Candidate};
 use swapd_core::market::{Direction, ExecutionType, RateType, pricing};
 use swapd_core::market_intel::{
-    self, Job, JobOutcome, JobRequest, LEASE_MS, MAX_ATTEMPTS, RUN_TIMEOUT_MS,
+    self, Job, JobOutcome, JobPayment, JobPaymentState, JobRequest, LEASE_MS, MAX_ATTEMPTS,
+    RUN_TIMEOUT_MS, SettleFailure, UptoSettler,
 };
 use swapd_core::{Clock, Store};
 use swapd_types::market_intel::{
@@ -30,6 +31,8 @@ pub struct JobRunner {
     market: Arc<dyn Market>,
     clock: Arc<dyn Clock>,
     run_timeout: Duration,
+    /// Settles jobs paid with `upto`; without it their payments stay authorized.
+    settler: Option<Arc<dyn UptoSettler>>,
 }
 
 impl JobRunner {
@@ -39,7 +42,14 @@ impl JobRunner {
             market,
             clock,
             run_timeout: Duration::from_millis(RUN_TIMEOUT_MS),
+            settler: None,
         }
+    }
+
+    /// Settles the jobs paid with `upto` through `settler` when they end.
+    pub fn with_settler(mut self, settler: Arc<dyn UptoSettler>) -> Self {
+        self.settler = Some(settler);
+        self
     }
 
     /// Bounds each run by `timeout` instead of the default.
@@ -95,9 +105,23 @@ impl JobRunner {
                 )),
             }
         };
+        let payment = match self.charge(&job, &outcome).await {
+            Ok(payment) => payment,
+            Err(failure) => {
+                // Nothing recorded: the lease runs out and the job runs again, settling then.
+                tracing::warn!(job = %job.id, %failure, "cannot settle the job's payment; it runs again after its lease");
+                return;
+            }
+        };
         match self
             .store
-            .finish_job(&job.id, lease, &outcome, self.clock.now_ms())
+            .finish_job(
+                &job.id,
+                lease,
+                &outcome,
+                payment.as_ref(),
+                self.clock.now_ms(),
+            )
             .await
         {
             Ok(true) => {
@@ -110,6 +134,39 @@ impl JobRunner {
                 tracing::warn!(job = %job.id, %failure, "cannot finish a job; its lease runs out and it is run again")
             }
         }
+    }
+
+    /// What becomes of a job's `upto` payment as it ends with `outcome`: settled for the units
+    /// the job used when it succeeded, released when it failed; `Err` when the facilitator
+    /// could not be asked (the job is not finished, so a later run settles it).
+    async fn charge(&self, job: &Job, outcome: &JobOutcome) -> Result<Option<JobPayment>, String> {
+        let Some(payment) = job.payment.as_ref() else {
+            return Ok(None);
+        };
+        if payment.state != JobPaymentState::Authorized {
+            return Ok(Some(payment.clone()));
+        }
+        let state = match outcome {
+            JobOutcome::Failed(_) => JobPaymentState::Released,
+            JobOutcome::Succeeded(result) => {
+                let Some(settler) = &self.settler else {
+                    return Err("no facilitator to settle upto payments".into());
+                };
+                let amount = payment.amount_of(market_intel::units_used(result));
+                match settler.settle(payment, &amount, job.attempts > 1).await {
+                    Ok(transaction) => JobPaymentState::Settled {
+                        amount,
+                        transaction,
+                    },
+                    Err(SettleFailure::Refused(reason)) => JobPaymentState::Refused { reason },
+                    Err(SettleFailure::Unavailable(why)) => return Err(why),
+                }
+            }
+        };
+        Ok(Some(JobPayment {
+            state,
+            ..payment.clone()
+        }))
     }
 
     async fn execute(&self, request: &JobRequest) -> Result<JobResult, JobError> {

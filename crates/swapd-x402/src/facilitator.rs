@@ -44,13 +44,14 @@ pub trait Facilitator: Send + Sync + 'static {
     async fn supported(&self) -> Result<SupportedResponse, FacilitatorError>;
 }
 
-/// Refuses a facilitator that cannot settle `scheme` on `network`, and a testnet-only one for
-/// a mainnet (the message says which).
+/// What a facilitator says of settling `scheme` on `network` (its kind, with the `extra` a
+/// requirement needs of it); refuses one that cannot, and names a testnet-only one for a
+/// mainnet.
 pub async fn check_supported(
     facilitator: &dyn Facilitator,
     scheme: &str,
     network: &str,
-) -> Result<(), String> {
+) -> Result<SupportedKind, String> {
     let supported = facilitator
         .supported()
         .await
@@ -58,8 +59,8 @@ pub async fn check_supported(
     let serves = |kind: &SupportedKind| {
         kind.x402_version == X402_VERSION && kind.scheme == scheme && kind.network == network
     };
-    if supported.kinds.iter().any(serves) {
-        return Ok(());
+    if let Some(kind) = supported.kinds.iter().find(|kind| serves(kind)) {
+        return Ok(kind.clone());
     }
     let networks: Vec<&str> = supported.kinds.iter().map(|k| k.network.as_str()).collect();
     if !is_testnet(network) && !networks.is_empty() && networks.iter().all(|n| is_testnet(n)) {

@@ -21,6 +21,10 @@ pub const BAZAAR_EXTENSION: &str = "bazaar";
 /// How long a payment identifier may be (it is made of letters, digits, `-` and `_`).
 pub const PAYMENT_ID_LENGTH: std::ops::RangeInclusive<usize> = 16..=128;
 
+/// `extra` fields a server may refresh per request, left out when a payment's `accepted` is
+/// matched (as the reference server does).
+pub const DYNAMIC_EXTRA: [&str; 2] = ["recentBlockhash", "lastValidBlockHeight"];
+
 /// An optional object field sent as JSON `null` (x402's Python MCP session sends
 /// `"extensions": null`) reads as empty, as when it is absent.
 fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
@@ -56,7 +60,8 @@ pub struct PaymentRequirements {
 
 impl PaymentRequirements {
     /// Whether a client's `accepted` is these requirements (TS 2.27's rule): every field equal
-    /// as a string, and `extra` containing ours (a client may add keys).
+    /// as a string, and `extra` containing ours (a client may add keys) but for the hints
+    /// that change from one request to the next (Solana's blockhash).
     pub fn matches(&self, accepted: &PaymentRequirements) -> bool {
         self.scheme == accepted.scheme
             && self.network == accepted.network
@@ -67,6 +72,7 @@ impl PaymentRequirements {
             && self
                 .extra
                 .iter()
+                .filter(|(key, _)| !DYNAMIC_EXTRA.contains(&key.as_str()))
                 .all(|(key, value)| accepted.extra.get(key) == Some(value))
     }
 }
@@ -153,6 +159,13 @@ pub fn payment_identifier_declaration() -> Value {
     })
 }
 
+/// The payload of an `exact` payment on Solana: the partially signed transaction, base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExactSvmPayload {
+    pub transaction: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExactEvmPayload {
@@ -207,6 +220,9 @@ pub struct SettleResponse {
     pub transaction: String,
     #[serde(default)]
     pub network: String,
+    /// `upto`: the amount settled, in atomic units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +231,13 @@ pub struct SupportedKind {
     pub x402_version: u8,
     pub scheme: String,
     pub network: String,
+    /// What a requirement needs from this facilitator (Solana: `feePayer`).
+    #[serde(
+        default,
+        skip_serializing_if = "Map::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
+    pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

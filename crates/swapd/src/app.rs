@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::value::Secret;
-use crate::config::{Config, NodeId, X402Accept};
+use crate::config::{Config, NodeId, X402Accept, X402Scheme};
 use crate::master_key;
 
 /// Asks every provider for its catalog once (one cheap authenticated call each) and says in the
@@ -308,7 +308,9 @@ impl Node {
         let (market, _faults) = runtime.market()?;
         check_providers(market.as_ref(), runtime.clock.now_ms()).await;
         let worker = if roles.worker {
-            let parts = runtime.worker_parts(&market, runtime.webhook_sender())?;
+            let parts = runtime
+                .worker_parts(&market, runtime.webhook_sender())
+                .await?;
             Some(
                 swapd_worker::Worker::new(runtime.store.clone(), runtime.clock.clone())
                     .with_orders(parts.engine)
@@ -564,8 +566,9 @@ impl Runtime {
     }
 
     /// The order engine, notifier, execution tracker, webhook dispatcher (sending through
-    /// `webhooks`) and market-intel job runner.
-    pub fn worker_parts(
+    /// `webhooks`) and market-intel job runner (settling `upto` payments through the
+    /// facilitators of the `upto` ways to pay).
+    pub async fn worker_parts(
         &self,
         market: &Arc<dyn Market>,
         webhooks: swapd_delivery::Sender,
@@ -576,6 +579,7 @@ impl Runtime {
             emergency_window_ms: config.orders.emergency_window_secs * 1000,
             ..Default::default()
         };
+        let jobs = swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone());
         Ok(WorkerParts {
             engine: swapd_worker::OrderEngine::new(
                 store.clone(),
@@ -601,7 +605,10 @@ impl Runtime {
                     concurrency: config.webhooks.concurrency,
                 },
             ),
-            jobs: swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone()),
+            jobs: match self.job_settler().await? {
+                Some(settler) => jobs.with_settler(settler),
+                None => jobs,
+            },
         })
     }
 
@@ -719,37 +726,18 @@ impl Runtime {
     /// networks and Solana.
     pub async fn x402_surface(&self, origin: &str) -> anyhow::Result<swapd_api::x402::X402> {
         let x402 = &self.config.x402;
-        let timeouts = swapd_x402::Timeouts {
-            verify: Duration::from_millis(x402.verify_timeout_ms),
-            settle: Duration::from_millis(x402.settle_timeout_ms),
-        };
         let mut options = Vec::new();
         let mut left_out = Vec::new();
-        for way in x402.ways_to_pay()? {
+        for way in x402.ways_to_pay(self.config.mode)? {
             let (network, scheme) = (way.network.as_str(), way.scheme.as_str());
-            let pricing = self.x402_pricing(&way)?;
-            let facilitator: Arc<dyn swapd_x402::Facilitator> = match &way.facilitator_url {
-                Some(url) => Arc::new(
-                    swapd_x402::HttpFacilitator::new(url.as_str(), timeouts)
-                        .map_err(|e| anyhow::anyhow!("x402 facilitator_url: {e}"))?,
-                ),
-                None => Arc::new(swapd_api::x402::LedgerFacilitator::new(
-                    self.store.clone(),
-                    self.clock.clone(),
-                    network,
-                )),
-            };
-            let kind = facilitator.kind();
-            match swapd_x402::facilitator::check_supported(facilitator.as_ref(), scheme, network)
-                .await
-            {
-                Ok(()) => options.push(swapd_x402::PaymentOption::new(pricing, facilitator)),
+            match self.x402_option(&way).await? {
+                Ok(option) => options.push(option),
                 Err(reason) => {
-                    tracing::warn!(network, scheme, facilitator = kind, %reason, "x402: a way to pay is left out: its facilitator does not settle it");
+                    tracing::warn!(network, scheme, %reason, "x402: a way to pay is left out");
                     left_out.push(swapd_types::readiness::X402LeftOut {
                         scheme: scheme.into(),
                         network: network.into(),
-                        reason: format!("{kind} facilitator: {reason}"),
+                        reason,
                     });
                 }
             }
@@ -784,31 +772,188 @@ impl Runtime {
         })
     }
 
+    /// One way to pay with its facilitator, once the facilitator says it settles it and, on
+    /// Solana, `payTo`'s token account exists: `Ok(Err(reason))` when it is left out, `Err`
+    /// for a configuration that cannot work.
+    async fn x402_option(
+        &self,
+        way: &X402Accept,
+    ) -> anyhow::Result<Result<swapd_x402::PaymentOption, String>> {
+        let x402 = &self.config.x402;
+        let (network, scheme) = (way.network.as_str(), way.scheme.as_str());
+        let solana = swapd_x402::is_solana(network);
+        let pricing = self.x402_pricing(way)?;
+        let facilitator: Arc<dyn swapd_x402::Facilitator> = match &way.facilitator_url {
+            Some(url) => Arc::new(
+                swapd_x402::HttpFacilitator::new(
+                    url.as_str(),
+                    swapd_x402::Timeouts {
+                        verify: Duration::from_millis(x402.verify_timeout_ms),
+                        settle: Duration::from_millis(x402.settle_timeout_ms),
+                    },
+                )
+                .map_err(|e| anyhow::anyhow!("x402 facilitator_url: {e}"))?,
+            ),
+            None if solana => Arc::new(swapd_api::x402::LedgerFacilitator::solana(
+                self.store.clone(),
+                self.clock.clone(),
+                network,
+                swapd_x402::exact_svm::SigningKey::from_bytes(
+                    &self.master_key.derive("x402 sandbox Solana fee payer"),
+                ),
+                pricing.decimals,
+            )),
+            None => {
+                let ledger = swapd_api::x402::LedgerFacilitator::new(
+                    self.store.clone(),
+                    self.clock.clone(),
+                    network,
+                );
+                Arc::new(match way.scheme {
+                    X402Scheme::Upto => ledger.with_upto(
+                        self.x402_sandbox_address("x402 sandbox upto facilitator")
+                            .parse()
+                            .expect("a derived address"),
+                    ),
+                    X402Scheme::Exact => ledger,
+                })
+            }
+        };
+        let kind = facilitator.kind();
+        let supported =
+            match swapd_x402::facilitator::check_supported(facilitator.as_ref(), scheme, network)
+                .await
+            {
+                Ok(supported) => supported,
+                Err(reason) => return Ok(Err(format!("{kind} facilitator: {reason}"))),
+            };
+        if way.scheme == X402Scheme::Upto {
+            // The payer's permit names the facilitator that may settle it.
+            let Some(address) = supported
+                .extra
+                .get("facilitatorAddress")
+                .and_then(|a| a.as_str())
+                .and_then(|a| a.parse::<alloy_primitives::Address>().ok())
+            else {
+                return Ok(Err(format!(
+                    "{kind} facilitator: its /supported names no facilitatorAddress for upto on {network}"
+                )));
+            };
+            let pricing = pricing.upto(&address.to_checksum(None));
+            return Ok(Ok(swapd_x402::PaymentOption::new(pricing, facilitator)));
+        }
+        if !solana {
+            return Ok(Ok(swapd_x402::PaymentOption::new(pricing, facilitator)));
+        }
+        // Solana: the facilitator pays the fees, and payTo's token account must exist (a
+        // transfer cannot create it).
+        let Some(fee_payer) = supported
+            .extra
+            .get("feePayer")
+            .and_then(|f| f.as_str())
+            .filter(|f| swapd_x402::exact_svm::pubkey(f).is_some())
+        else {
+            return Ok(Err(format!(
+                "{kind} facilitator: its /supported names no feePayer for {network}"
+            )));
+        };
+        let mut pricing = pricing.with_extra("feePayer", fee_payer.into());
+        if way.facilitator_url.is_none() {
+            // The ledger is the sandbox's chain: every account exists, any blockhash is fresh;
+            // its own is the hint clients without a Solana node build on.
+            let blockhash = self.master_key.derive("x402 sandbox Solana blockhash");
+            let blockhash = swapd_x402::exact_svm::base58(&blockhash);
+            pricing = pricing.with_extra("recentBlockhash", blockhash.into());
+        } else if let Err(reason) = self.x402_token_account_exists(&pricing).await {
+            return Ok(Err(reason));
+        }
+        Ok(Ok(swapd_x402::PaymentOption::new(pricing, facilitator)))
+    }
+
+    /// Whether `pricing`'s `payTo` has a token account for its mint, asked of `[chains.SOL]`
+    /// (under the Token program, or Token-2022).
+    async fn x402_token_account_exists(&self, pricing: &swapd_x402::Pricing) -> Result<(), String> {
+        use swapd_x402::exact_svm::{self, TOKEN_2022_PROGRAM, TOKEN_PROGRAM};
+        let chains = chains(&self.config).map_err(|e| format!("{e:#}"))?;
+        let Some(chain) = chains.solana() else {
+            return Err("no [chains.SOL] node to check that payTo's token account exists".into());
+        };
+        let (owner, mint) = (
+            exact_svm::pubkey(&pricing.pay_to).ok_or("payTo is not a Solana key")?,
+            exact_svm::pubkey(&pricing.asset).ok_or("the asset is not a Solana mint")?,
+        );
+        for program in [TOKEN_PROGRAM, TOKEN_2022_PROGRAM] {
+            let program = exact_svm::pubkey(program).expect("a program id");
+            let account = exact_svm::associated_token_account(&owner, &mint, &program);
+            let account = exact_svm::base58(&account);
+            match chain.account_exists(&account).await {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(error) => return Err(format!("[chains.SOL] could not be asked: {error}")),
+            }
+        }
+        Err(format!(
+            "payTo {} has no token account for {}: create it (a payment cannot)",
+            pricing.pay_to, pricing.asset
+        ))
+    }
+
+    /// An EVM address of the sandbox's, derived from the master key for `purpose`: stable for
+    /// a data directory, and nobody's.
+    fn x402_sandbox_address(&self, purpose: &str) -> String {
+        swapd_x402::sandbox_pay_to(self.master_key.derive(purpose))
+    }
+
+    /// Settles what market-intel jobs paid with `upto` used, through the facilitators of the
+    /// `upto` ways to pay that are offered; `None` without any.
+    pub async fn job_settler(
+        &self,
+    ) -> anyhow::Result<Option<Arc<dyn swapd_core::market_intel::UptoSettler>>> {
+        let mut options = Vec::new();
+        for way in self.config.x402.ways_to_pay(self.config.mode)? {
+            if way.scheme != X402Scheme::Upto {
+                continue;
+            }
+            match self.x402_option(&way).await? {
+                Ok(option) => options.push(option),
+                Err(reason) => {
+                    tracing::warn!(network = %way.network, %reason, "x402: upto payments of jobs on this network cannot be settled");
+                }
+            }
+        }
+        Ok((!options.is_empty()).then(|| {
+            Arc::new(swapd_api::x402::JobSettler::new(&options))
+                as Arc<dyn swapd_core::market_intel::UptoSettler>
+        }))
+    }
+
     /// What one way to pay asks: the price in its token (USDC of its network unless another
     /// is set), paid to its seller address (in the sandbox without one, an address derived
     /// from the master key).
     fn x402_pricing(&self, way: &X402Accept) -> anyhow::Result<swapd_x402::Pricing> {
         let network = way.network.as_str();
-        let pay_to = match way.pay_to {
+        let pay_to = match &way.pay_to {
             Some(address) => address.to_string(),
-            None => swapd_x402::sandbox_pay_to(self.master_key.derive("x402 sandbox payTo")),
+            None if swapd_x402::is_solana(network) => {
+                let owner = swapd_x402::exact_svm::SigningKey::from_bytes(
+                    &self.master_key.derive("x402 sandbox Solana payTo"),
+                );
+                swapd_x402::exact_svm::base58(owner.verifying_key().as_bytes())
+            }
+            None => self.x402_sandbox_address("x402 sandbox payTo"),
         };
-        let asset = match way
-            .asset
-            .as_ref()
-            .map(|a| (&a.address, &a.name, &a.version, a.decimals))
-        {
-            Some((Some(address), Some(name), Some(version), decimals)) => swapd_x402::Asset {
-                address: address.to_string(),
-                name: name.clone(),
-                version: version.clone(),
-                decimals,
+        let asset = match way.asset.as_ref() {
+            Some(asset) if asset.address.is_some() => swapd_x402::Asset {
+                address: asset.address.as_ref().expect("checked").to_string(),
+                domain: asset.name.clone().zip(asset.version.clone()),
+                decimals: asset.decimals,
             },
             _ => swapd_x402::Asset::usdc(network).with_context(|| {
                 format!(
                     "x402 network {network}: swapd knows USDC on eip155:8453, eip155:84532, \
-                     eip155:1, eip155:42161 and eip155:137; for another network or token set \
-                     x402.asset (or the asset of its [[x402.accepts]])"
+                     eip155:1, eip155:42161, eip155:137 and Solana mainnet and devnet; for \
+                     another network or token set x402.asset (or the asset of its \
+                     [[x402.accepts]])"
                 )
             })?,
         };

@@ -6,9 +6,11 @@
 pub mod discovery;
 mod doc;
 mod gate;
+mod job_settler;
 mod ledger;
 pub(crate) mod readiness;
 
+pub use job_settler::JobSettler;
 pub use ledger::LedgerFacilitator;
 
 use std::sync::OnceLock;
@@ -63,6 +65,9 @@ pub struct X402Route {
     /// A wallet-bound read of a resource with a hosted page: its page token (`X-Page-Token`)
     /// proves the owner as a SIWX proof does.
     pub page: Option<Page>,
+    /// A metered call (market-intel jobs): the most it may cost, in prices of one call, from
+    /// its checked body. It is offered `exact` at that maximum and `upto` it.
+    pub metered: Option<fn(&[u8]) -> u64>,
 }
 
 /// The resources with hosted pages, whose page tokens open their wallet-bound reads.
@@ -264,6 +269,7 @@ fn declare() -> X402Routes {
             "Queue a market-intel job",
             Body(valid_job),
         )
+        .metered(job_units)
         .route(
             routes!(market_intel::get_job),
             Access::WalletRead,
@@ -277,6 +283,13 @@ fn parses_as<T: serde::de::DeserializeOwned + serde::Serialize>(
     bytes: &[u8],
 ) -> Result<(), ApiError> {
     parse_json::<T>(bytes).map(drop)
+}
+
+/// The most a job's body may cost (docs/market-intel.md, "What a job costs").
+fn job_units(bytes: &[u8]) -> u64 {
+    parse_json::<swapd_types::market_intel::JobInput>(bytes).map_or(1, |input| {
+        swapd_core::market_intel::maximum_units(&input.kind)
+    })
 }
 
 fn valid_job(bytes: &[u8]) -> Result<(), ApiError> {
@@ -366,9 +379,17 @@ impl X402Routes {
                 description,
                 input,
                 page,
+                metered: None,
             },
             handler,
         ));
+        self
+    }
+
+    /// The route declared last is metered by `units` (see [`X402Route::metered`]).
+    fn metered(mut self, units: fn(&[u8]) -> u64) -> Self {
+        let (route, _) = self.routes.last_mut().expect("a route declared before");
+        route.metered = Some(units);
         self
     }
 }

@@ -165,6 +165,8 @@ pub trait SolanaChain: Send + Sync + 'static {
     async fn status(&self, signature: &str) -> Result<Option<SolanaStatus>, ChainError>;
     /// The finalized transaction's balance changes; `None` until it is finalized.
     async fn transaction(&self, signature: &str) -> Result<Option<SolanaTx>, ChainError>;
+    /// Whether an account (base58) exists, at the configured commitment.
+    async fn account_exists(&self, address: &str) -> Result<bool, ChainError>;
 }
 
 /// Judges a Solana signature's status as [`source_tx`] judges an EVM receipt: not indexed (or

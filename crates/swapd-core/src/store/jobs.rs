@@ -5,7 +5,7 @@ use crate::owner::Owner;
 use async_trait::async_trait;
 
 use super::{IdempotentFinish, StoreError};
-use crate::market_intel::{Job, JobOutcome};
+use crate::market_intel::{Job, JobOutcome, JobPayment};
 
 #[async_trait]
 pub trait JobStore: Send + Sync + 'static {
@@ -27,13 +27,15 @@ pub trait JobStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<Job>, StoreError>;
 
-    /// Finishes a running job with `outcome`, only while `lease_token` holds it. `false`: the
-    /// lease was lost (another worker took the job over); nothing was written.
+    /// Finishes a running job with `outcome` (and what became of its `upto` payment), only
+    /// while `lease_token` holds it. `false`: the lease was lost (another worker took the job
+    /// over); nothing was written.
     async fn finish_job(
         &self,
         id: &JobId,
         lease_token: &str,
         outcome: &JobOutcome,
+        payment: Option<&JobPayment>,
         now_ms: i64,
     ) -> Result<bool, StoreError>;
 }

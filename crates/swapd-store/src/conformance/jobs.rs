@@ -12,6 +12,15 @@ pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_
         status: 202,
         body: b"{}".to_vec(),
     };
+    let authorized = JobPayment {
+        network: "eip155:8453".into(),
+        payer: "0x94fbE87527182391dE06125623c0a9619C962E22".into(),
+        maximum: "600000".into(),
+        unit: "50000".into(),
+        payment: serde_json::json!({"x402Version": 2}),
+        requirements: serde_json::json!({"scheme": "upto"}),
+        state: JobPaymentState::Authorized,
+    };
     for i in 0..6 {
         let job = Job {
             id: parsed(&format!("job_conformance_{i}")),
@@ -28,6 +37,7 @@ pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_
             created_at_ms: now + i,
             started_at_ms: None,
             finished_at_ms: None,
+            payment: (i == 1).then(|| authorized.clone()),
         };
         let key = format!("idem-job-{i}");
         let mut lease = String::new();
@@ -107,7 +117,13 @@ pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_
     });
     assert!(
         !store
-            .finish_job(&parsed("job_conformance_0"), "jl-0", &failed, now + 70_000)
+            .finish_job(
+                &parsed("job_conformance_0"),
+                "jl-0",
+                &failed,
+                None,
+                now + 70_000
+            )
             .await
             .unwrap()
     );
@@ -117,6 +133,7 @@ pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_
                 &parsed("job_conformance_0"),
                 "jl-new",
                 &failed,
+                None,
                 now + 70_000
             )
             .await
@@ -128,6 +145,7 @@ pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_
                 &parsed("job_conformance_0"),
                 "jl-new",
                 &failed,
+                None,
                 now + 70_001
             )
             .await
@@ -141,6 +159,33 @@ pub async fn jobs_are_claimed_once_taken_over_after_their_lease_and_finished_by_
     assert_eq!(finished.status, JobStatus::Failed);
     assert_eq!(finished.error.unwrap().code, "timeout");
     assert_eq!(finished.finished_at_ms, Some(now + 70_000));
+    assert_eq!(finished.payment, None);
+    // An `upto` job keeps its authorization, and what was settled under it with its outcome.
+    let paid = |id| async move { store.job(&parsed(id), owner).await.unwrap().unwrap() };
+    assert_eq!(
+        paid("job_conformance_1").await.payment,
+        Some(authorized.clone())
+    );
+    let settled = JobPayment {
+        state: JobPaymentState::Settled {
+            amount: "200000".into(),
+            transaction: "0xabc".into(),
+        },
+        ..authorized.clone()
+    };
+    assert!(
+        store
+            .finish_job(
+                &parsed("job_conformance_1"),
+                "jl-new",
+                &failed,
+                Some(&settled),
+                now + 70_000
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(paid("job_conformance_1").await.payment, Some(settled));
     // A finished job is never claimed again.
     let later = store
         .claim_jobs(now + 500_000, "jl-end", now + 600_000, 10)

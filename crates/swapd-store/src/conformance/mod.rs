@@ -10,7 +10,7 @@ use swapd_core::idempotency::{Begin, IDEMPOTENCY_TTL_MS, LEASE_MS, StoredRespons
 use swapd_core::ids::{JobId, OrderId};
 use swapd_core::market::routes::{CreateTokenRecord, RedeemError, RouteQuote, hash_create_token};
 use swapd_core::market::{Direction, ExecutionType, RateType};
-use swapd_core::market_intel::{Job, JobOutcome, JobRequest};
+use swapd_core::market_intel::{Job, JobOutcome, JobPayment, JobPaymentState, JobRequest};
 use swapd_core::notify::Email;
 use swapd_core::offchain::order::{EventType, Order, OrderEvent, OrderStatus};
 use swapd_core::onchain::plan::{ExecutionPlan, ExecutionReport, ExecutionStatus};

@@ -239,11 +239,12 @@ pub(crate) struct JobRow {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    pub payment: Option<String>,
 }
 
 /// The `market_jobs` columns in [`JobRow`] order.
 pub(crate) const JOB_COLUMNS: &str = "id, owner, kind, request, status, result, error, attempts, \
-     created_at, started_at, finished_at";
+     created_at, started_at, finished_at, payment";
 
 impl JobRow {
     pub fn from_domain(job: &swapd_core::market_intel::Job) -> Result<Self, StoreError> {
@@ -260,6 +261,7 @@ impl JobRow {
             created_at: job.created_at_ms,
             started_at: job.started_at_ms,
             finished_at: job.finished_at_ms,
+            payment: job.payment.as_ref().map(encode_json).transpose()?,
         })
     }
 
@@ -283,6 +285,7 @@ impl JobRow {
             created_at_ms: self.created_at,
             started_at_ms: self.started_at,
             finished_at_ms: self.finished_at,
+            payment: self.payment.as_deref().map(decode).transpose()?,
             id: stored::id_of(&self.id)?,
             owner: stored::owner_of(&self.owner)?,
         })

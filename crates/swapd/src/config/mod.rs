@@ -299,7 +299,7 @@ impl Config {
         self.log.validate()?;
         self.database.validate()?;
         self.shared.validate()?;
-        self.x402.validate()?;
+        self.x402.validate(self.mode)?;
         self.providers.validate()?;
         for (name, chain) in &self.chains {
             chain.validate(name)?;
@@ -367,7 +367,7 @@ impl Config {
         let mut shown = self.clone();
         shown.x402 = self
             .x402
-            .shown()
+            .shown(self.mode)
             .expect("a loaded configuration's ways to pay are valid");
         shown.database_url = Some(self.database());
         shown.public_url = Some(self.origin().parse().expect("a derived origin"));

@@ -394,7 +394,7 @@ fn ways_to_pay_are_a_list_and_the_single_network_keys_its_one_entry() {
         None,
     )
     .unwrap();
-    let ways = single.x402.ways_to_pay().unwrap();
+    let ways = single.x402.ways_to_pay(Mode::Sandbox).unwrap();
     assert_eq!(ways.len(), 1);
     assert_eq!(ways[0].network.as_str(), "eip155:137");
     assert_eq!(ways[0].facilitator_url, None, "the ledger");
@@ -403,9 +403,48 @@ fn ways_to_pay_are_a_list_and_the_single_network_keys_its_one_entry() {
         shown.contains("[[x402.accepts]]") && shown.contains("network = \"eip155:137\""),
         "{shown}"
     );
-    // Nothing set: Base USDC.
-    let default = load(&[], None).unwrap().x402.ways_to_pay().unwrap();
-    assert_eq!(default[0].network.as_str(), "eip155:8453");
+    // Nothing set: in the sandbox USDC on Base, then on Solana, and `upto` on Base for jobs,
+    // all settled by the ledger; in live mode Base.
+    let default = load(&[], None).unwrap();
+    let ways = |ways: Vec<X402Accept>| {
+        ways.iter()
+            .map(|way| {
+                (
+                    way.network.to_string(),
+                    way.scheme.as_str(),
+                    way.facilitator_url.is_none(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ways(default.x402.ways_to_pay(Mode::Sandbox).unwrap()),
+        [
+            ("eip155:8453".to_owned(), "exact", true),
+            (
+                "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp".to_owned(),
+                "exact",
+                true
+            ),
+            ("eip155:8453".to_owned(), "upto", true),
+        ]
+    );
+    assert!(
+        default
+            .redacted_toml()
+            .contains("network = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp\"")
+    );
+    assert_eq!(
+        ways(default.x402.ways_to_pay(Mode::Live).unwrap()),
+        [("eip155:8453".to_owned(), "exact", true)]
+    );
+    // `upto` is EVM's, and pays jobs only: an `exact` way must be listed too.
+    let upto_on_solana = "[[x402.accepts]]\nnetwork = \"eip155:8453\"\n[[x402.accepts]]\nnetwork = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp\"\nscheme = \"upto\"\n";
+    let err = load(&[], Some(upto_on_solana)).unwrap_err().to_string();
+    assert!(err.contains("EVM networks only"), "{err}");
+    let upto_only = "[[x402.accepts]]\nnetwork = \"eip155:8453\"\nscheme = \"upto\"\n";
+    let err = load(&[], Some(upto_only)).unwrap_err().to_string();
+    assert!(err.contains("list an `exact` way"), "{err}");
 
     let listed = r#"
 [x402]
@@ -422,14 +461,14 @@ scheme = "exact"
 asset = { address = "0x5FbDB2315678afecb367f032d93F642f64180aa3", name = "Test Dollar", version = "1", decimals = 18 }
 "#;
     let config = load(&[], Some(listed)).unwrap();
-    let ways = config.x402.ways_to_pay().unwrap();
+    let ways = config.x402.ways_to_pay(Mode::Sandbox).unwrap();
     let networks: Vec<&str> = ways.iter().map(|way| way.network.as_str()).collect();
     assert_eq!(networks, ["eip155:8453", "eip155:84532"], "in order");
     assert_eq!(ways[1].asset.as_ref().unwrap().decimals, 18);
     assert_eq!(ways[0].asset, None, "USDC");
     // What `config show` prints loads back to the same ways to pay.
     let again = load(&[], Some(&config.redacted_toml())).unwrap();
-    assert_eq!(again.x402.ways_to_pay().unwrap(), ways);
+    assert_eq!(again.x402.ways_to_pay(Mode::Sandbox).unwrap(), ways);
 
     // The list and the single-network keys together are ambiguous.
     let err = load(&[("SWAPD_X402__NETWORK", "eip155:1")], Some(listed))
@@ -443,9 +482,32 @@ asset = { address = "0x5FbDB2315678afecb367f032d93F642f64180aa3", name = "Test D
     let twice = format!("{listed}\n[[x402.accepts]]\nnetwork = \"eip155:8453\"\n");
     let err = load(&[], Some(&twice)).unwrap_err().to_string();
     assert!(err.contains("listed twice"), "{err}");
-    let solana = "[[x402.accepts]]\nnetwork = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp\"\n";
-    let err = load(&[], Some(solana)).unwrap_err().to_string();
+    let cosmos = "[[x402.accepts]]\nnetwork = \"cosmos:cosmoshub-4\"\n";
+    let err = load(&[], Some(cosmos)).unwrap_err().to_string();
     assert!(err.contains("x402.accepts.network"), "{err}");
+    // Solana: a base58 owner and mint, no EIP-712 domain; an address of another network is
+    // refused.
+    let solana = "[[x402.accepts]]\nnetwork = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp\"\npay_to = \"2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4\"\n";
+    let ways = load(&[], Some(solana))
+        .unwrap()
+        .x402
+        .ways_to_pay(Mode::Sandbox)
+        .unwrap();
+    assert_eq!(
+        ways[0].pay_to.as_ref().unwrap().to_string(),
+        "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4"
+    );
+    let evm_to_solana = "[[x402.accepts]]\nnetwork = \"solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp\"\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\n";
+    let err = load(&[], Some(evm_to_solana)).unwrap_err().to_string();
+    assert!(
+        err.contains("x402.pay_to") && err.contains("not an address of"),
+        "{err}"
+    );
+    let domain_on_solana = format!(
+        "{solana}asset = {{ address = \"EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v\", name = \"USD Coin\" }}\n"
+    );
+    let err = load(&[], Some(&domain_on_solana)).unwrap_err().to_string();
+    assert!(err.contains("no EIP-712 domain"), "{err}");
     let err = load(&[("SWAPD_X402__FACILITATOR", "http")], None)
         .unwrap_err()
         .to_string();

@@ -214,6 +214,51 @@ impl fmt::Display for EvmAddress {
     }
 }
 
+/// An account on a payment network: an EVM address (`0x` + 40 hex digits, checksummed when
+/// mixed-case) or a Solana public key (base58 of 32 bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainAddress {
+    Evm(EvmAddress),
+    Solana(String),
+}
+
+impl ChainAddress {
+    /// Whether the address is of `network`'s kind (CAIP-2 namespace `eip155` or `solana`).
+    pub fn fits(&self, network: &Caip2) -> bool {
+        match self {
+            ChainAddress::Evm(_) => network.as_str().starts_with("eip155:"),
+            ChainAddress::Solana(_) => network.as_str().starts_with("solana:"),
+        }
+    }
+}
+
+impl FromStr for ChainAddress {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.starts_with("0x") {
+            return text.parse().map(ChainAddress::Evm);
+        }
+        match swapd_x402::exact_svm::pubkey(text) {
+            Some(_) => Ok(ChainAddress::Solana(text.to_owned())),
+            None => Err(
+                "must be an EVM address (0x followed by 40 hex digits) or a Solana public key \
+                 (base58 of 32 bytes)"
+                    .into(),
+            ),
+        }
+    }
+}
+
+impl fmt::Display for ChainAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainAddress::Evm(address) => address.fmt(f),
+            ChainAddress::Solana(key) => f.write_str(key),
+        }
+    }
+}
+
 /// A CAIP-2 chain id (`eip155:8453`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caip2(String);

@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::value::{self, Caip2, EvmAddress, HttpUrl, PositiveDecimal, Secret};
+use super::value::{self, Caip2, ChainAddress, HttpUrl, PositiveDecimal, Secret};
 use super::{ConfigError, setting, within};
+use swapd_core::Mode;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,7 +34,7 @@ pub struct X402Config {
         skip_serializing_if = "Option::is_none",
         with = "value::optional"
     )]
-    pub pay_to: Option<EvmAddress>,
+    pub pay_to: Option<ChainAddress>,
     /// Single-network form: CAIP-2 network of the payment asset (`eip155:8453`).
     #[serde(
         default,
@@ -62,9 +63,10 @@ pub struct X402Accept {
     /// The token; unset: USDC of `network`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asset: Option<X402AssetConfig>,
-    /// The seller address payments go to. Live: required; sandbox: derived from the master key.
+    /// The seller address payments go to (Solana: the owner, not its token account). Live:
+    /// required; sandbox: derived from the master key.
     #[serde(default, with = "value::optional")]
-    pub pay_to: Option<EvmAddress>,
+    pub pay_to: Option<ChainAddress>,
     /// The HTTP facilitator that verifies and settles this way to pay; unset: the in-process
     /// ledger (sandbox only).
     #[serde(default, with = "value::optional")]
@@ -75,15 +77,19 @@ pub struct X402Accept {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum X402Scheme {
-    /// The price, exactly (EIP-3009 on EVM networks).
+    /// The price, exactly (EIP-3009 on EVM networks, a TransferChecked on Solana).
     #[default]
     Exact,
+    /// Up to a metered job's maximum, what it used settled when it ends (EVM, Permit2):
+    /// offered on market-intel jobs only.
+    Upto,
 }
 
 impl X402Scheme {
     pub fn as_str(self) -> &'static str {
         match self {
             X402Scheme::Exact => "exact",
+            X402Scheme::Upto => "upto",
         }
     }
 }
@@ -96,14 +102,15 @@ pub enum FacilitatorKind {
     Http,
 }
 
-/// An EIP-3009 USD stablecoin on the payment network.
+/// A USD stablecoin on the payment network: an EIP-3009 token, or an SPL token on Solana.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct X402AssetConfig {
-    /// The token contract; unset: USDC of the network.
+    /// The token contract, or mint; unset: USDC of the network.
     #[serde(default, with = "value::optional")]
-    pub address: Option<EvmAddress>,
-    /// Its EIP-712 domain name and version, as the contract signs (USDC on Base: `USD Coin`, `2`).
+    pub address: Option<ChainAddress>,
+    /// EVM: its EIP-712 domain name and version, as the contract signs (USDC on Base:
+    /// `USD Coin`, `2`).
     #[serde(default, with = "value::optional")]
     pub name: Option<String>,
     #[serde(default, with = "value::optional")]
@@ -134,9 +141,10 @@ impl Default for X402Config {
 }
 
 impl X402Config {
-    /// The ways to pay, in order: `accepts` as set, or the one the single-network keys
-    /// describe (Base USDC, the ledger, by default).
-    pub fn ways_to_pay(&self) -> Result<Vec<X402Accept>, ConfigError> {
+    /// The ways to pay in `mode`, in order: `accepts` as set, or the one the single-network
+    /// keys describe; with none of them, in sandbox mode USDC on Base then on Solana (and `upto`
+    /// on Base for market-intel jobs), in live mode USDC on Base.
+    pub fn ways_to_pay(&self, mode: Mode) -> Result<Vec<X402Accept>, ConfigError> {
         let single_network_keys = [
             ("x402.network", self.network.is_some()),
             ("x402.pay_to", self.pay_to.is_some()),
@@ -153,6 +161,21 @@ impl X402Config {
                 ));
             }
             return Ok(self.accepts.clone());
+        }
+        if mode == Mode::Sandbox && single_network_keys.iter().all(|(_, set)| !set) {
+            return Ok([
+                ("eip155:8453", X402Scheme::Exact),
+                (swapd_x402::exact_svm::SOLANA_MAINNET, X402Scheme::Exact),
+                ("eip155:8453", X402Scheme::Upto),
+            ]
+            .map(|(network, scheme)| X402Accept {
+                network: network.parse().expect("a CAIP-2 id"),
+                scheme,
+                asset: None,
+                pay_to: None,
+                facilitator_url: None,
+            })
+            .to_vec());
         }
         let facilitator_url = match (self.facilitator, &self.facilitator_url) {
             (Some(FacilitatorKind::Http), None) => {
@@ -172,15 +195,15 @@ impl X402Config {
                 .unwrap_or_else(|| "eip155:8453".parse().expect("a CAIP-2 id")),
             scheme: X402Scheme::Exact,
             asset: self.asset.clone(),
-            pay_to: self.pay_to,
+            pay_to: self.pay_to.clone(),
             facilitator_url,
         }])
     }
 
     /// This section as `config show` prints it: the ways to pay as the list they are.
-    pub(super) fn shown(&self) -> Result<X402Config, ConfigError> {
+    pub(super) fn shown(&self, mode: Mode) -> Result<X402Config, ConfigError> {
         Ok(X402Config {
-            accepts: self.ways_to_pay()?,
+            accepts: self.ways_to_pay(mode)?,
             facilitator: None,
             facilitator_url: None,
             pay_to: None,
@@ -190,7 +213,7 @@ impl X402Config {
         })
     }
 
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+    pub(super) fn validate(&self, mode: Mode) -> Result<(), ConfigError> {
         for (name, ms) in [
             ("x402.verify_timeout_ms", self.verify_timeout_ms),
             ("x402.settle_timeout_ms", self.settle_timeout_ms),
@@ -203,25 +226,38 @@ impl X402Config {
                 "must be from 100 to 30000 milliseconds",
             )?;
         }
-        let ways = self.ways_to_pay()?;
+        let ways = self.ways_to_pay(mode)?;
         for (index, way) in ways.iter().enumerate() {
-            if !way.network.as_str().starts_with("eip155:") {
+            let network = &way.network;
+            let solana = network.as_str().starts_with("solana:");
+            if !solana && !network.as_str().starts_with("eip155:") {
                 return Err(setting(
                     "x402.accepts.network",
                     format!(
-                        "{}: only EVM networks (eip155:…) take x402 payments in this version",
-                        way.network
+                        "{network}: x402 payments are taken on EVM (eip155:…) and Solana (solana:…) networks"
                     ),
                 ));
             }
+            if let Some(pay_to) = way.pay_to.as_ref().filter(|a| !a.fits(network)) {
+                return Err(setting(
+                    "x402.pay_to",
+                    format!("{pay_to} is not an address of {network}"),
+                ));
+            }
             if let Some(asset) = &way.asset {
-                asset.validate()?;
+                asset.validate(network)?;
+            }
+            if way.scheme == X402Scheme::Upto && solana {
+                return Err(setting(
+                    "x402.accepts.scheme",
+                    format!("{network}: `upto` is taken on EVM networks only (Permit2)"),
+                ));
             }
             let same = |other: &X402Accept| {
                 other.network == way.network
                     && other.scheme == way.scheme
-                    && other.asset.as_ref().and_then(|a| a.address)
-                        == way.asset.as_ref().and_then(|a| a.address)
+                    && other.asset.as_ref().and_then(|a| a.address.as_ref())
+                        == way.asset.as_ref().and_then(|a| a.address.as_ref())
             };
             if ways[..index].iter().any(same) {
                 return Err(setting(
@@ -234,13 +270,19 @@ impl X402Config {
                 ));
             }
         }
+        if !ways.iter().any(|way| way.scheme == X402Scheme::Exact) {
+            return Err(setting(
+                "x402.accepts",
+                "list an `exact` way to pay: `upto` pays market-intel jobs only",
+            ));
+        }
         Ok(())
     }
 
     /// What live mode misses to take real payments: a facilitator and a seller address for
     /// every way to pay.
     pub(super) fn live_requirements(&self) -> Vec<(&'static str, &'static str)> {
-        let Ok(ways) = self.ways_to_pay() else {
+        let Ok(ways) = self.ways_to_pay(Mode::Live) else {
             return Vec::new();
         };
         let mut missing = Vec::new();
@@ -273,16 +315,29 @@ impl X402Config {
 }
 
 impl X402AssetConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
+    fn validate(&self, network: &Caip2) -> Result<(), ConfigError> {
         let domain_given = self.name.is_some() || self.version.is_some();
-        match self.address {
+        let solana = network.as_str().starts_with("solana:");
+        match &self.address {
+            Some(address) if !address.fits(network) => {
+                return Err(setting(
+                    "x402.asset.address",
+                    format!("{address} is not a token of {network}"),
+                ));
+            }
+            _ if solana && domain_given => {
+                return Err(setting(
+                    "x402.asset.name",
+                    "a Solana token has no EIP-712 domain: set its mint and decimals only",
+                ));
+            }
             None if domain_given => {
                 return Err(setting(
                     "x402.asset.address",
                     "set the token's address with its name and version (or none of them, for USDC)",
                 ));
             }
-            Some(_) if self.name.is_none() || self.version.is_none() => {
+            Some(_) if !solana && (self.name.is_none() || self.version.is_none()) => {
                 return Err(setting(
                     "x402.asset.name",
                     "a custom token needs its EIP-712 domain `name` and `version` (x402.asset.name, x402.asset.version)",

@@ -5,7 +5,7 @@
 use crate::support::text;
 use std::time::Duration;
 
-use crate::support::x402::{idempotency, pay, payment_header, prove_evm, required, send};
+use crate::support::x402::{idempotency, pay, pay_upto, payment_header, prove_evm, required, send};
 use crate::support::{Resp, TestServer};
 use alloy_signer_local::PrivateKeySigner;
 use serde_json::{Value, json};
@@ -328,6 +328,7 @@ async fn a_job_whose_worker_died_is_taken_over_and_finished_once() {
                 &crate::support::parsed(&id),
                 "lease-dead",
                 &late,
+                None,
                 now + LEASE_MS + 1
             )
             .await
@@ -402,5 +403,216 @@ async fn jobs_belong_to_the_wallet_that_paid() {
     read(&server, &payer, "job_0123456789abcdef0123456789abcdef")
         .await
         .expect(404, "job_not_found");
+    server.stop().await;
+}
+
+/// `upto` on market-intel jobs (docs/market-intel.md, "Paying for what a job used"): the 402
+/// offers `exact` at the job's maximum and `upto` it; a job paid `upto` is queued with its
+/// verified authorization, nothing settled; when it succeeds the worker settles what it used
+/// (one price per amount of its ladder), said in the job and on its read's PAYMENT-RESPONSE;
+/// a job that fails is charged nothing.
+#[tokio::test]
+async fn a_job_paid_upto_its_maximum_is_charged_what_it_used_and_nothing_when_it_fails() {
+    let way = |scheme| swapd::config::X402Accept {
+        network: "eip155:8453".parse().unwrap(),
+        scheme,
+        asset: None,
+        pay_to: Some(crate::support::PAY_TO.parse().unwrap()),
+        facilitator_url: None,
+    };
+    let server = TestServer::start_with(crate::support::Options {
+        x402_accepts: vec![
+            way(swapd::config::X402Scheme::Exact),
+            way(swapd::config::X402Scheme::Upto),
+        ],
+        ..crate::support::Options::default()
+    })
+    .await;
+    let payer = PrivateKeySigner::random();
+    let path = "/api/x402/market-intel/jobs";
+    let depth = json!({"kind": "pair_depth", "fromCcy": "BTC", "toCcy": "USDTTRC", "steps": 4});
+    let asked = send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("upto-job-1")],
+    )
+    .await;
+    let challenge = required(&asked);
+    let offered: Vec<(&str, &str)> = challenge
+        .accepts
+        .iter()
+        .map(|r| (r.scheme.as_str(), r.amount.as_str()))
+        .collect();
+    assert_eq!(
+        offered,
+        [("exact", "600000"), ("upto", "600000")],
+        "12 prices of a call, the most a pair_depth costs"
+    );
+    let upto_way = &challenge.accepts[1];
+    assert_eq!(upto_way.extra["assetTransferMethod"], "permit2");
+    assert_eq!(upto_way.max_timeout_seconds, 600);
+    // A flat-priced route offers `exact` only, at one price.
+    let flat = required(&send(&server, "GET", "/api/x402/currencies", None, &[]).await);
+    assert_eq!(flat.accepts.len(), 1);
+    assert_eq!(
+        (
+            flat.accepts[0].scheme.as_str(),
+            flat.accepts[0].amount.as_str()
+        ),
+        ("exact", "50000")
+    );
+
+    let permit = pay_upto(upto_way, &challenge, &payer, server.now_secs());
+    let queued = send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("upto-job-1"), payment_header(&permit)],
+    )
+    .await;
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    assert!(
+        queued.header("payment-response").is_none(),
+        "nothing settled yet"
+    );
+    let payment = &queued.body["data"]["payment"];
+    assert_eq!(payment["status"], "authorized");
+    assert_eq!(payment["maximum"], "600000");
+    let id = text(&queued.body["data"]["jobId"]).to_owned();
+    let nonce = format!(
+        "permit2:{}",
+        permit.payload["permit2Authorization"]["nonce"]
+            .as_str()
+            .unwrap()
+    );
+    let payer_address = payer.address().to_checksum(None);
+    let ledger = |nonce: String| {
+        let store = server.state.store.clone();
+        let payer = payer_address.clone();
+        async move { store.x402_settlement(&payer, &nonce).await.unwrap() }
+    };
+    assert!(ledger(nonce.clone()).await.is_none());
+    // The same permit buys nothing more.
+    send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("upto-job-2"), payment_header(&permit)],
+    )
+    .await
+    .expect(409, "payment_already_used");
+
+    assert_eq!(server.jobs.run_due().await, 1);
+    let done = read(&server, &payer, &id).await;
+    let job = &done.body["data"];
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let used = job["result"]["ladder"].as_array().unwrap().len() as u64;
+    let charged = (50_000 * used).to_string();
+    assert_eq!(job["payment"]["status"], "settled");
+    assert_eq!(job["payment"]["amount"], charged.as_str());
+    let settled: swapd_x402::wire::SettleResponse =
+        swapd_x402::wire::decode_header(done.header("payment-response").unwrap()).unwrap();
+    assert!(settled.success);
+    assert_eq!(settled.amount.as_deref(), Some(charged.as_str()));
+    assert_eq!(settled.payer.as_deref(), Some(payer_address.as_str()));
+    assert_eq!(job["payment"]["transaction"], settled.transaction.as_str());
+    let record = ledger(nonce).await.unwrap();
+    assert_eq!(record.amount, charged);
+
+    // A job that fails is charged nothing: its permit is never settled.
+    for provider in swapd_sandbox::PROVIDER_IDS {
+        server
+            .faults
+            .set(provider, swapd_sandbox::Fault::Fail("down".into()));
+    }
+    let scan = json!({"kind": "route_scan", "fromCcy": "BTC", "toCcy": "ETH", "amount": "0.2"});
+    let asked = send(
+        &server,
+        "POST",
+        path,
+        Some(&scan),
+        &[idempotency("upto-job-0")],
+    )
+    .await;
+    assert_eq!(
+        required(&asked).accepts[1].amount,
+        "50000",
+        "a route_scan costs one price"
+    );
+    let asked = send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("upto-job-3")],
+    )
+    .await;
+    let challenge = required(&asked);
+    let permit = pay_upto(&challenge.accepts[1], &challenge, &payer, server.now_secs());
+    let queued = send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("upto-job-3"), payment_header(&permit)],
+    )
+    .await;
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let id = text(&queued.body["data"]["jobId"]).to_owned();
+    assert_eq!(server.jobs.run_due().await, 1);
+    let failed = read(&server, &payer, &id).await;
+    assert_eq!(failed.body["data"]["status"], "failed", "{}", failed.body);
+    assert_eq!(failed.body["data"]["payment"]["status"], "released");
+    assert!(failed.header("payment-response").is_none());
+    let nonce = format!(
+        "permit2:{}",
+        permit.payload["permit2Authorization"]["nonce"]
+            .as_str()
+            .unwrap()
+    );
+    assert!(ledger(nonce).await.is_none(), "nothing settled");
+
+    // `exact` stays offered, at the maximum.
+    for provider in swapd_sandbox::PROVIDER_IDS {
+        server.faults.clear(provider);
+    }
+    let asked = send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("exact-job-1")],
+    )
+    .await;
+    let challenge = required(&asked);
+    let exact = pay(&challenge, &payer, server.now_secs());
+    let queued = send(
+        &server,
+        "POST",
+        path,
+        Some(&depth),
+        &[idempotency("exact-job-1"), payment_header(&exact)],
+    )
+    .await;
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let settled: swapd_x402::wire::SettleResponse =
+        swapd_x402::wire::decode_header(queued.header("payment-response").unwrap()).unwrap();
+    assert!(settled.success);
+    assert!(queued.body["data"]["payment"].is_null());
+    let record = server
+        .state
+        .store
+        .x402_settlement(
+            &payer_address,
+            exact.payload["authorization"]["nonce"].as_str().unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.amount, "600000");
     server.stop().await;
 }

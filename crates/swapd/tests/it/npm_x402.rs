@@ -1,10 +1,12 @@
 //! Cross-implementation check of the x402 API: the reference npm clients (`@x402/fetch`,
-//! `@x402/core`, `@x402/evm`, `@x402/extensions`, versions pinned in
+//! `@x402/core`, `@x402/evm`, `@x402/svm`, `@x402/extensions`, versions pinned in
 //! `tests/npm-x402/package-lock.json`, installed by `.ci/run` with `npm ci`) run against a real
 //! server with the ledger facilitator: a paid catalog read, an order created and read back by
 //! its wallet, EVM and Solana SIWX reads, a read refused to another wallet, a call sent again
-//! under its `payment-identifier` answered once, and paid routes' `bazaar` discovery validated
-//! and indexed by the reference helpers.
+//! under its `payment-identifier` answered once, paid routes' `bazaar` discovery validated
+//! and indexed by the reference helpers, a call paid on Solana by the reference Solana client
+//! (the sandbox's default ways to pay: Base, then Solana), and a market-intel job paid `upto`
+//! its maximum by the reference upto client, settled for what it used once the worker ran it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -52,5 +54,5 @@ async fn the_reference_npm_clients_pay_and_sign_in() {
         "the reference clients' checks failed:\n{stdout}"
     );
     assert!(stdout.contains("all checks passed"));
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 14);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok ")).count(), 18);
 }

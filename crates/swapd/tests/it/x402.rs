@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::support::x402::{
-    idempotency, pay, pay_as, payment_header, prove_evm, prove_solana, required, send, sign_evm,
-    siwx_payload,
+    idempotency, pay, pay_as, pay_solana, payment_header, prove_evm, prove_solana, required, send,
+    sign_evm, siwx_payload,
 };
 use crate::support::{Options, PAY_TO, Resp, TestServer};
 use alloy_signer_local::PrivateKeySigner;
@@ -1486,6 +1486,298 @@ async fn several_ways_to_pay_are_offered_in_order_and_each_settles_by_its_own_fa
         Some("No matching payment requirements")
     );
     server.stop().await;
+}
+
+/// `exact` on Solana beside Base (the sandbox's default ways to pay): the ledger verifies the
+/// transaction as the scheme's MUST list says and settles it once, keyed by its message's hash;
+/// the transfer's authority owns what it bought (docs/x402.md, "Paying on Solana").
+#[tokio::test]
+async fn a_call_paid_on_solana_is_settled_once_and_belongs_to_the_paying_wallet() {
+    let way = |network: &str| swapd::config::X402Accept {
+        network: network.parse().unwrap(),
+        scheme: swapd::config::X402Scheme::Exact,
+        asset: None,
+        pay_to: None,
+        facilitator_url: None,
+    };
+    let server = TestServer::start_with(Options {
+        x402_accepts: vec![
+            way("eip155:8453"),
+            way(swapd_x402::exact_svm::SOLANA_MAINNET),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let body = order_body();
+    let asked = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("sol-order-1")],
+    )
+    .await;
+    let challenge = required(&asked);
+    assert_eq!(challenge.accepts.len(), 2);
+    assert_eq!(challenge.accepts[0].network, "eip155:8453", "Base first");
+    let on_solana = &challenge.accepts[1];
+    assert_eq!(on_solana.network, swapd_x402::exact_svm::SOLANA_MAINNET);
+    assert_eq!(
+        on_solana.asset,
+        "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
+    );
+    assert_eq!(
+        (on_solana.amount.as_str(), on_solana.max_timeout_seconds),
+        ("50000", 60)
+    );
+    let ledger = &server.state.x402.accepts.options()[1];
+    let supported = ledger.facilitator.supported().await.unwrap();
+    assert_eq!(
+        on_solana.extra["feePayer"],
+        supported.kinds[0].extra["feePayer"]
+    );
+    assert!(swapd_x402::exact_svm::pubkey(on_solana.pay_to.as_str()).is_some());
+    assert!(on_solana.extra["recentBlockhash"].is_string());
+
+    let wallet = ed25519_dalek::SigningKey::from_bytes(&rand::random());
+    let wallet_address = bs58::encode(wallet.verifying_key().to_bytes()).into_string();
+    let payment = pay_solana(on_solana, &challenge, &wallet);
+    let created = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("sol-order-1"), payment_header(&payment)],
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let settled: SettleResponse =
+        wire::decode_header(created.header("payment-response").unwrap()).unwrap();
+    assert!(settled.success);
+    assert_eq!(settled.network, swapd_x402::exact_svm::SOLANA_MAINNET);
+    assert_eq!(settled.payer.as_deref(), Some(wallet_address.as_str()));
+    assert_eq!(
+        bs58::decode(&settled.transaction).into_vec().unwrap().len(),
+        64,
+        "a base58 signature"
+    );
+    let (payer, message_hash) = swapd_x402::exact_svm::payer(&payment).unwrap();
+    let record = server
+        .state
+        .store
+        .x402_settlement(&payer, &message_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            record.amount.as_str(),
+            record.network.as_str(),
+            record.transaction.as_str()
+        ),
+        (
+            "50000",
+            swapd_x402::exact_svm::SOLANA_MAINNET,
+            settled.transaction.as_str()
+        )
+    );
+
+    // The paying wallet owns the order: it reads it with its own SIWX proof.
+    let order_id = created.body["data"]["orderId"].as_str().unwrap().to_owned();
+    let path = format!("/api/x402/orders/{order_id}");
+    let read_challenge = required(&send(&server, "GET", &path, None, &[]).await);
+    let read = send(
+        &server,
+        "GET",
+        &path,
+        None,
+        &[prove_solana(&read_challenge, &wallet)],
+    )
+    .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+
+    // The same transaction buys nothing more, and the ledger would not settle it twice.
+    send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("sol-order-2"), payment_header(&payment)],
+    )
+    .await
+    .expect(409, "payment_already_used");
+    let again = ledger
+        .facilitator
+        .settle(&payment, ledger.requirements())
+        .await
+        .unwrap();
+    assert!(!again.success);
+    assert_eq!(
+        again.error_reason.as_deref(),
+        Some("invalid_exact_svm_duplicate_settlement")
+    );
+
+    // A transfer of another amount, presented as our way to pay: the facilitator refuses it,
+    // and nothing settles.
+    let mut dearer = on_solana.clone();
+    dearer.amount = "50001".into();
+    let mut overpaid = pay_solana(&dearer, &challenge, &wallet);
+    overpaid.accepted = on_solana.clone();
+    let refused = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("sol-order-3"), payment_header(&overpaid)],
+    )
+    .await;
+    refused.expect(402, "payment_invalid");
+    assert_eq!(
+        required(&refused).error.as_deref(),
+        Some("invalid_exact_svm_payload_amount_mismatch")
+    );
+    // Signed by someone else than the transfer's authority: refused before the facilitator.
+    let mut forged =
+        swapd_x402::exact_svm::transaction(&pay_solana(on_solana, &challenge, &wallet)).unwrap();
+    forged.signatures[1] = [1; 64];
+    let mut forged_payment = payment.clone();
+    forged_payment.payload = json!({"transaction": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, forged.encode())});
+    let refused = send(
+        &server,
+        "POST",
+        "/api/x402/orders",
+        Some(&body),
+        &[idempotency("sol-order-4"), payment_header(&forged_payment)],
+    )
+    .await;
+    refused.expect(402, "payment_invalid");
+    assert_eq!(
+        required(&refused).error.as_deref(),
+        Some("invalid_exact_svm_payload_signature")
+    );
+    server.stop().await;
+}
+
+/// Solana through an HTTP facilitator: offered only when the facilitator names its fee payer
+/// and `[chains.SOL]` finds `payTo`'s USDC token account (a payment cannot create it); left
+/// out, and said why, otherwise.
+#[tokio::test]
+async fn solana_is_offered_only_when_pay_tos_token_account_exists() {
+    use axum::routing::{get, post};
+    const OWNER: &str = "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4";
+    const FEE_PAYER: &str = "EwWqGE4ZFKLofuestmU4LDdK7XM1N4ALgdZccwYugwGd";
+    // The token account the Associated Token program derives for OWNER and USDC.
+    const ATA: &str = "3XZXfFJHF5ox3yPop16oqYfSWxLpkjsEuvTe2S67G2rj";
+    let serve = |app: axum::Router| async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        url
+    };
+    let facilitator = |fee_payer: Option<&'static str>| {
+        axum::Router::new().route(
+            "/supported",
+            get(move || async move {
+                let extra = fee_payer.map_or(json!({}), |key| json!({"feePayer": key}));
+                axum::Json(json!({"kinds": [{"x402Version": 2, "scheme": "exact", "network": swapd_x402::exact_svm::SOLANA_MAINNET, "extra": extra}]}))
+            }),
+        )
+    };
+    let asked = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let existing = |accounts: &'static [&'static str],
+                    asked: Arc<std::sync::Mutex<Vec<String>>>| {
+        axum::Router::new().route(
+            "/",
+            post(move |axum::Json(call): axum::Json<Value>| async move {
+                let address = call["params"][0].as_str().unwrap_or_default().to_owned();
+                asked.lock().unwrap().push(address.clone());
+                let value = accounts.contains(&address.as_str()).then(|| json!({"data": ["", "base64"], "executable": false, "lamports": 2039280, "owner": "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA", "rentEpoch": 0, "space": 165}));
+                axum::Json(json!({"jsonrpc": "2.0", "id": call["id"], "result": {"context": {"slot": 1}, "value": value}}))
+            }),
+        )
+    };
+    let with_fee_payer = serve(facilitator(Some(FEE_PAYER))).await;
+    let without_fee_payer = serve(facilitator(None)).await;
+    let node_with_ata = serve(existing(&[ATA], asked.clone())).await;
+    let node_without = serve(existing(&[], Arc::default())).await;
+
+    let surface = |facilitator_url: String, node: Option<String>| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = crate::local_config(dir.path());
+        config.x402.accepts = vec![
+            swapd::config::X402Accept {
+                network: "eip155:8453".parse().unwrap(),
+                scheme: swapd::config::X402Scheme::Exact,
+                asset: None,
+                pay_to: None,
+                facilitator_url: None,
+            },
+            swapd::config::X402Accept {
+                network: swapd_x402::exact_svm::SOLANA_MAINNET.parse().unwrap(),
+                scheme: swapd::config::X402Scheme::Exact,
+                asset: None,
+                pay_to: Some(OWNER.parse().unwrap()),
+                facilitator_url: Some(facilitator_url.parse().unwrap()),
+            },
+        ];
+        if let Some(node) = node {
+            config.chains.insert(
+                "SOL".into(),
+                swapd::config::ChainConfig {
+                    rpc_url: node.parse().unwrap(),
+                    confirmations: None,
+                    timeout_ms: 2_000,
+                },
+            );
+        }
+        let runtime = swapd::app::Runtime::open(config).await.unwrap();
+        runtime.x402_surface("http://127.0.0.1:1").await.unwrap()
+    };
+    let networks = |x402: &swapd_api::x402::X402| -> Vec<String> {
+        x402.accepts
+            .options()
+            .iter()
+            .map(|option| option.pricing.network.clone())
+            .collect()
+    };
+
+    let offered = surface(with_fee_payer.clone(), Some(node_with_ata)).await;
+    assert_eq!(
+        networks(&offered),
+        ["eip155:8453", swapd_x402::exact_svm::SOLANA_MAINNET]
+    );
+    assert!(offered.left_out.is_empty());
+    let solana = offered.accepts.options()[1].requirements();
+    assert_eq!(solana.extra["feePayer"], FEE_PAYER, "from the facilitator");
+    assert!(
+        !solana.extra.contains_key("recentBlockhash"),
+        "clients of a real chain ask their node"
+    );
+    assert_eq!(solana.pay_to, OWNER);
+    assert_eq!(asked.lock().unwrap().as_slice(), [ATA.to_owned()]);
+
+    for (facilitator_url, node, reason) in [
+        (
+            with_fee_payer.clone(),
+            Some(node_without),
+            "has no token account",
+        ),
+        (with_fee_payer, None, "no [chains.SOL] node"),
+        (without_fee_payer, None, "names no feePayer"),
+    ] {
+        let x402 = surface(facilitator_url, node).await;
+        assert_eq!(networks(&x402), ["eip155:8453"], "{reason}");
+        assert_eq!(x402.left_out.len(), 1);
+        assert_eq!(
+            x402.left_out[0].network,
+            swapd_x402::exact_svm::SOLANA_MAINNET
+        );
+        assert!(
+            x402.left_out[0].reason.contains(reason),
+            "{}",
+            x402.left_out[0].reason
+        );
+    }
 }
 
 #[tokio::test]

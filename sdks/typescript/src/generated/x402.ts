@@ -51,7 +51,7 @@ export interface paths {
         put?: never;
         /**
          * Queues a market-intel job.
-         * @description Paid per call; acts for the wallet of the SIGN-IN-WITH-X proof, or else the payer. The job belongs to the wallet. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no second charge) when the key is reused. Kinds: `pair_depth` (fromCcy, toCcy, steps), `route_scan` (fromCcy, toCcy, amount, direction), `rate_history` (fromCcy, toCcy, windowSecs, buckets); docs/market-intel.md describes each result.
+         * @description Paid per call; acts for the wallet of the SIGN-IN-WITH-X proof, or else the payer. The job belongs to the wallet. Needs `Idempotency-Key`: 202 with the queued job, 200 with the same job (and no second charge) when the key is reused. Costs the kind's maximum (`pair_depth` 12 prices of a call, the others one), paid `exact`, or `upto` it: then only what the job used is settled when it ends, nothing when it fails (docs/market-intel.md). Kinds: `pair_depth` (fromCcy, toCcy, steps), `route_scan` (fromCcy, toCcy, amount, direction), `rate_history` (fromCcy, toCcy, windowSecs, buckets); docs/market-intel.md describes each result.
          */
         post: operations["create_job"];
         delete?: never;
@@ -69,7 +69,7 @@ export interface paths {
         };
         /**
          * A market-intel job of the wallet.
-         * @description Free; needs a SIGN-IN-WITH-X proof of the wallet that owns the resource. Of the wallet that created the job. `status` moves `queued → running → succeeded | failed`; `result` has the shape of the job's kind.
+         * @description Free; needs a SIGN-IN-WITH-X proof of the wallet that owns the resource. Of the wallet that created the job. `status` moves `queued → running → succeeded | failed`; `result` has the shape of the job's kind. A job paid with `upto` says in `payment` what was settled, and its read carries the settlement's `PAYMENT-RESPONSE` (with `amount`).
          */
         get: operations["get_job"];
         put?: never;
@@ -718,6 +718,25 @@ export interface components {
             steps?: null;
             windowSecs?: number | null;
         });
+        /** @description What an `upto` payment of a job authorized and what was taken under it. */
+        JobPaymentView: {
+            /** @description Settled: the amount taken, in atomic units (`0` when the job used nothing). */
+            amount?: string | null;
+            /** @description The most the job may cost, in the asset's atomic units. */
+            maximum: string;
+            /** @description CAIP-2. */
+            network: string;
+            payer: string;
+            /** @description `upto`. */
+            scheme: string;
+            /**
+             * @description `authorized` (the job has not ended), `settled`, `released` (the job failed: nothing
+             *     taken) or `refused` (the facilitator did not settle; nothing taken).
+             */
+            status: string;
+            /** @description Settled: the transaction (empty for an amount of 0). */
+            transaction?: string | null;
+        };
         /** @description The result of a job, by kind. */
         JobResult: components["schemas"]["PairDepth"] | components["schemas"]["RouteScan"] | components["schemas"]["RateHistory"];
         /** @enum {string} */
@@ -1322,7 +1341,7 @@ export interface components {
             method: string;
             paid: boolean;
             path: string;
-            /** @description Whether the route acts for a wallet (SIWX proof, or the payer on paid EVM calls). */
+            /** @description Whether the route acts for a wallet (SIWX proof, or the payer on paid calls). */
             walletBound: boolean;
         };
     };
@@ -1562,6 +1581,7 @@ export interface operations {
                             /** @description `job_…`. */
                             jobId: string;
                             kind: string;
+                            payment?: null | components["schemas"]["JobPaymentView"];
                             /** @description The request as accepted (defaults filled in). */
                             request: Record<string, never>;
                             result?: null | components["schemas"]["JobResult"];
@@ -1695,6 +1715,7 @@ export interface operations {
                             /** @description `job_…`. */
                             jobId: string;
                             kind: string;
+                            payment?: null | components["schemas"]["JobPaymentView"];
                             /** @description The request as accepted (defaults filled in). */
                             request: Record<string, never>;
                             result?: null | components["schemas"]["JobResult"];

@@ -4,15 +4,18 @@
 
 use swapd_core::store::WindowDecision;
 use swapd_types::ErrorCode;
-use swapd_x402::exact;
 use swapd_x402::siwx::Wallet;
 use swapd_x402::wire::{self, PaymentPayload, SettleResponse, X402_VERSION};
+use swapd_x402::{Scheme, exact, exact_svm, upto};
 
 const PAID_ATTEMPTS_PER_HOUR: u32 = 60;
 const WALLET_READS_PER_MINUTE: u32 = 30;
 
-/// The reason code the EIP-3009 facilitators give for an authorization used before.
-const NONCE_ALREADY_USED: &str = "invalid_exact_evm_nonce_already_used";
+/// The reason codes facilitators give for an authorization used before (EIP-3009, Permit2).
+const NONCE_ALREADY_USED: [&str; 2] = [
+    "invalid_exact_evm_nonce_already_used",
+    "invalid_upto_evm_nonce_already_used",
+];
 
 /// The window a request counts against (docs/x402.md, "Limits").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,14 +86,15 @@ impl Refused {
 }
 
 /// Which of the `offered` ways to pay the payment names in its `accepted` (its index), as the
-/// reference server matches it; who pays and
-/// under which authorization nonce, from the signature alone (the facilitator verifies
-/// everything after), once the payment is for the request at `resource_url`.
+/// reference server matches it; the wallet that pays and what the payment is known by (an
+/// EIP-3009 authorization's nonce; a Solana transaction's message hash), from its signature
+/// alone (the facilitator verifies everything after), once the payment is for the request at
+/// `resource_url`.
 pub(super) fn payer<'a>(
     payment: &PaymentPayload,
     offered: impl IntoIterator<Item = &'a wire::PaymentRequirements>,
     resource_url: &str,
-) -> Result<(usize, alloy_primitives::Address, String), Refused> {
+) -> Result<(usize, Wallet, String), Refused> {
     if payment.x402_version != X402_VERSION {
         return Err(Refused::new(
             "invalid_x402_version",
@@ -115,29 +119,50 @@ pub(super) fn payer<'a>(
             "the payment was made for another request: replay the identical request it was made for",
         ));
     }
-    serde_json::from_value(payment.payload.clone())
-        .map_err(|_| exact::Invalid::Payload)
-        .and_then(|payload| {
-            let authorization = exact::authorization(&payload)?;
-            let digest = exact::digest(&authorization, requirements)?;
-            let signature: alloy_primitives::Signature = payload
-                .signature
-                .parse()
-                .map_err(|_| exact::Invalid::SignatureFormat)?;
-            let payer = signature
-                .recover_address_from_prehash(&digest)
-                .map_err(|_| exact::Invalid::Signature)?;
-            if payer != authorization.from {
-                return Err(exact::Invalid::Signature);
-            }
-            Ok((option, payer, authorization.nonce.to_string()))
-        })
-        .map_err(|reason| Refused::new(&reason.reason(), "the payment's signature does not verify"))
+    let unsigned = |reason: String| Refused {
+        reason,
+        message: "the payment's signature does not verify",
+    };
+    if requirements.scheme == Scheme::Upto.as_str() {
+        return upto::payer(payment, &requirements.network)
+            .map(|(payer, nonce)| (option, Wallet::Evm(payer), format!("permit2:{nonce}")))
+            .map_err(|invalid| unsigned(invalid.reason()));
+    }
+    if swapd_x402::is_solana(&requirements.network) {
+        let (payer, message_hash) =
+            exact_svm::payer(payment).map_err(|invalid| unsigned(invalid.reason()))?;
+        return Ok((option, Wallet::Solana(payer), message_hash));
+    }
+    evm_payer(payment, requirements)
+        .map(|(payer, nonce)| (option, Wallet::Evm(payer), nonce))
+        .map_err(|invalid| unsigned(invalid.reason()))
+}
+
+/// The signer of an EIP-3009 authorization, when it is its `from`, and its nonce.
+fn evm_payer(
+    payment: &PaymentPayload,
+    requirements: &wire::PaymentRequirements,
+) -> Result<(alloy_primitives::Address, String), exact::Invalid> {
+    let payload =
+        serde_json::from_value(payment.payload.clone()).map_err(|_| exact::Invalid::Payload)?;
+    let authorization = exact::authorization(&payload)?;
+    let digest = exact::digest(&authorization, requirements)?;
+    let signature: alloy_primitives::Signature = payload
+        .signature
+        .parse()
+        .map_err(|_| exact::Invalid::SignatureFormat)?;
+    let payer = signature
+        .recover_address_from_prehash(&digest)
+        .map_err(|_| exact::Invalid::Signature)?;
+    if payer != authorization.from {
+        return Err(exact::Invalid::Signature);
+    }
+    Ok((payer, authorization.nonce.to_string()))
 }
 
 /// What a facilitator's settlement answer means for the call.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Settlement {
+pub(crate) enum Settlement {
     /// Paid: serve the call.
     Settled(SettleResponse),
     /// Not paid (no money moved): refuse the call, saying why.
@@ -147,7 +172,7 @@ pub(super) enum Settlement {
 /// Reads `settled`, the answer to settling a payment (`again` when an earlier settlement's
 /// outcome never came back). What the client sees of it is a reason code, never the
 /// facilitator's free text.
-pub(super) fn settlement(mut settled: SettleResponse, again: bool) -> Settlement {
+pub(crate) fn settlement(mut settled: SettleResponse, again: bool) -> Settlement {
     settled.error_message = None;
     let reason = settled
         .error_reason
@@ -156,7 +181,10 @@ pub(super) fn settlement(mut settled: SettleResponse, again: bool) -> Settlement
         .filter(|r| !r.is_empty());
     // Settling again what the earlier attempt settled: the authorization is used, by that
     // attempt (only a transfer to our payTo of exactly the price can use it).
-    let settled_before = again && reason.as_deref() == Some(NONCE_ALREADY_USED);
+    let settled_before = again
+        && reason
+            .as_deref()
+            .is_some_and(|r| NONCE_ALREADY_USED.contains(&r));
     if settled.success || settled_before {
         settled.success = true;
         Settlement::Settled(settled)

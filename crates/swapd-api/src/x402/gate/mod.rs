@@ -16,6 +16,8 @@
 //!    settled whose call failed runs the call without settling; a spent one is refused (409).
 //!    The handler runs only after settlement; the answer carries `PAYMENT-RESPONSE`. A payment
 //!    that names a `payment-identifier` already answered gets that answer again, unsettled.
+//!    An `upto` payment of a metered job is only verified: the job carries it, and the worker
+//!    settles what the job used when it ends.
 //!
 //! Without what a route needs, the answer is 402 with `PAYMENT-REQUIRED`: the requirements
 //! for paid routes, and a fresh SIWX challenge for wallet-bound ones.
@@ -25,17 +27,19 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use swapd_core::market_intel::{JobPayment, JobPaymentState};
 use swapd_core::purchases::{Presented, PurchaseStep};
 use swapd_core::store::WindowDecision;
 use swapd_types::ErrorCode;
-use swapd_x402::PaymentOption;
 use swapd_x402::siwx::{self, Audience, SiwxPayload, Wallet};
+use swapd_x402::wire::PaymentRequirements;
 use swapd_x402::wire::{
     self, PAYMENT_REQUIRED, PAYMENT_RESPONSE, PAYMENT_SIGNATURE, PaymentPayload, SIGN_IN_WITH_X,
     SettleResponse,
 };
+use swapd_x402::{Charge, PaymentOption, Scheme};
 
-mod decide;
+pub(crate) mod decide;
 mod payment_id;
 mod purchase;
 
@@ -317,11 +321,11 @@ impl<'a> Context<'a> {
             Ok(presented) => presented,
             Err(refused) => return refused,
         };
-        let (option, payer, nonce) = match self.identify_payer(&payment).await {
+        let (option, requirements, payer_wallet, nonce) = match self.identify_payer(&payment).await
+        {
             Ok(identified) => identified,
             Err(refused) => return refused,
         };
-        let payer_wallet = Wallet::Evm(payer);
         // A call sent again under its payment identifier answers now, charging nothing.
         let identified = match payment_id::claim(self, &payer_wallet, &payment).await {
             payment_id::Decision::Absent => None,
@@ -335,7 +339,7 @@ impl<'a> Context<'a> {
             .insert(Caller::Wallet(wallet.clone()));
 
         // A replay of a stored Idempotency-Key answers now, charging nothing.
-        let (request, claim) = match idempotency::begin(
+        let (mut request, claim) = match idempotency::begin(
             self.state,
             &scope,
             request,
@@ -353,12 +357,28 @@ impl<'a> Context<'a> {
             nonce,
             claim,
         };
-        let settled = match self.charge(&purchase, &payment, option).await {
+        let settled = match self
+            .charge(&purchase, &payment, option, &requirements)
+            .await
+        {
             Ok(settled) => settled,
             Err(refused) => return refused,
         };
+        // Paid `upto` its maximum: the job carries the authorization, settled when it ends.
+        let authorized = requirements.scheme == Scheme::Upto.as_str();
+        if authorized {
+            request.extensions_mut().insert(JobPayment {
+                network: requirements.network.clone(),
+                payer: purchase.payer.clone(),
+                maximum: requirements.amount.clone(),
+                unit: option.pricing.amount.clone(),
+                payment: serde_json::to_value(&payment).expect("a payment serializes"),
+                requirements: serde_json::to_value(&requirements).expect("requirements serialize"),
+                state: JobPaymentState::Authorized,
+            });
+        }
         let mut response = self.serve(&purchase, request, next).await;
-        paid_headers(response.headers_mut(), &settled);
+        paid_headers(response.headers_mut(), (!authorized).then_some(&settled));
         match identified {
             Some(identified) => identified.finish(self.state, response).await,
             None => response,
@@ -407,16 +427,28 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// The way to pay the payment names, who pays and under which authorization nonce
-    /// ([`decide::payer`]); `Err` with the 402 naming the reason.
+    /// The way to pay the payment names with what it asks of this call, the wallet that pays
+    /// and what the payment is known by ([`decide::payer`]); `Err` with the 402 naming the
+    /// reason.
     async fn identify_payer(
         &self,
         payment: &PaymentPayload,
-    ) -> Result<(&'a PaymentOption, alloy_primitives::Address, String), Response> {
-        let accepts = &self.state.x402.accepts;
-        match decide::payer(payment, accepts.requirements(), &self.resource_url) {
-            Ok((option, payer, nonce)) => Ok((&accepts.options()[option], payer, nonce)),
+    ) -> Result<(&'a PaymentOption, PaymentRequirements, Wallet, String), Response> {
+        let offer = self.state.x402.accepts.offer(self.charged());
+        match decide::payer(payment, offer.iter().map(|(_, r)| r), &self.resource_url) {
+            Ok((index, payer, nonce)) => {
+                let (option, requirements) = offer.into_iter().nth(index).expect("offered");
+                Ok((option, requirements, payer, nonce))
+            }
             Err(refused) => Err(self.invalid(&refused.reason, refused.message).await),
+        }
+    }
+
+    /// What this call is charged: a metered job's maximum, from its checked body.
+    fn charged(&self) -> Charge {
+        match (self.route.metered, self.body.get()) {
+            (Some(units), Some(body)) => Charge::Metered { units: units(body) },
+            _ => Charge::Flat,
         }
     }
 
@@ -427,6 +459,7 @@ impl<'a> Context<'a> {
         purchase: &Purchase<'_>,
         payment: &PaymentPayload,
         option: &PaymentOption,
+        requirements: &PaymentRequirements,
     ) -> Result<SettleResponse, Response> {
         let presented = Presented {
             resource: &self.resource_url,
@@ -479,13 +512,26 @@ impl<'a> Context<'a> {
                 error_message: None,
                 payer: Some(purchase.payer.clone()),
                 transaction,
-                network: option.requirements().network.clone(),
+                network: requirements.network.clone(),
+                amount: None,
             }),
-            PurchaseStep::Settle => {
-                self.verify(purchase, payment, option).await?;
-                self.settle(purchase, payment, option, false).await
+            // `upto` settles when the job ends: now it is only verified (never settled at the
+            // maximum, also when an earlier attempt did not finish).
+            PurchaseStep::Settle | PurchaseStep::Resettle
+                if requirements.scheme == Scheme::Upto.as_str() =>
+            {
+                self.verify(purchase, payment, option, requirements).await?;
+                self.authorized(purchase, requirements).await
             }
-            PurchaseStep::Resettle => self.settle(purchase, payment, option, true).await,
+            PurchaseStep::Settle => {
+                self.verify(purchase, payment, option, requirements).await?;
+                self.settle(purchase, payment, option, requirements, false)
+                    .await
+            }
+            PurchaseStep::Resettle => {
+                self.settle(purchase, payment, option, requirements, true)
+                    .await
+            }
         }
     }
 
@@ -525,8 +571,9 @@ impl<'a> Context<'a> {
         purchase: &Purchase<'_>,
         payment: &PaymentPayload,
         option: &PaymentOption,
+        requirements: &PaymentRequirements,
     ) -> Result<(), Response> {
-        let verify = option.facilitator.verify(payment, option.requirements());
+        let verify = option.facilitator.verify(payment, requirements);
         let verified = timed("verify", verify).await;
         match verified {
             Ok(verified) if verified.is_valid => Ok(()),
@@ -553,9 +600,10 @@ impl<'a> Context<'a> {
         purchase: &Purchase<'_>,
         payment: &PaymentPayload,
         option: &PaymentOption,
+        requirements: &PaymentRequirements,
         again: bool,
     ) -> Result<SettleResponse, Response> {
-        let settle = option.facilitator.settle(payment, option.requirements());
+        let settle = option.facilitator.settle(payment, requirements);
         let settled = match timed("settle", settle).await {
             Ok(settled) => settled,
             Err(error) => {
@@ -596,6 +644,33 @@ impl<'a> Context<'a> {
         }
         tracing::info!(payer = %purchase.payer, network = %settled.network, transaction = %settled.transaction, route = self.route.path, "x402 payment settled");
         Ok(settled)
+    }
+
+    /// Records an `upto` payment's verified authorization as what buys the call; what the
+    /// job uses is settled when it ends.
+    async fn authorized(
+        &self,
+        purchase: &Purchase<'_>,
+        requirements: &PaymentRequirements,
+    ) -> Result<SettleResponse, Response> {
+        if let Err(error) = self
+            .state
+            .store
+            .purchase_settled(&purchase.payer, &purchase.nonce, "")
+            .await
+        {
+            purchase.release().await;
+            return Err(ApiError::from(error).into_response());
+        }
+        Ok(SettleResponse {
+            success: true,
+            error_reason: None,
+            error_message: None,
+            payer: Some(purchase.payer.clone()),
+            transaction: String::new(),
+            network: requirements.network.clone(),
+            amount: None,
+        })
     }
 
     /// A paid request its handler would refuse for its body (POST) or query (GET) is refused
@@ -737,11 +812,18 @@ impl<'a> Context<'a> {
         } else {
             None
         };
-        let mut required = x402.accepts.payment_required(
+        let offered = self.route.access.paid().then(|| {
+            let offer = x402.accepts.offer(self.charged());
+            offer
+                .into_iter()
+                .map(|(_, requirements)| requirements)
+                .collect()
+        });
+        let mut required = swapd_x402::payment_required(
             error,
             &self.resource_url,
             self.route.description,
-            self.route.access.paid(),
+            offered,
             challenge,
         );
         if self.route.access.paid()
@@ -784,8 +866,12 @@ fn facilitator_failure(error: &swapd_x402::FacilitatorError, settling: bool) -> 
     ApiError::new(code, message).into_response()
 }
 
-fn paid_headers(headers: &mut HeaderMap, settled: &SettleResponse) {
-    insert_header(headers, PAYMENT_RESPONSE, &wire::encode_header(settled));
+/// A paid answer's headers: `PAYMENT-RESPONSE` when the payment was `settled` (an `upto`
+/// authorization is settled later, and said on the job's read).
+fn paid_headers(headers: &mut HeaderMap, settled: Option<&SettleResponse>) {
+    if let Some(settled) = settled {
+        insert_header(headers, PAYMENT_RESPONSE, &wire::encode_header(settled));
+    }
     headers.insert(
         axum::http::header::CACHE_CONTROL,
         HeaderValue::from_static("private, no-store"),

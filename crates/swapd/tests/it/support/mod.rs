@@ -460,7 +460,10 @@ impl TestServer {
             tracker,
             dispatcher,
             jobs,
-        } = runtime.worker_parts(&market, webhooks.clone()).unwrap();
+        } = runtime
+            .worker_parts(&market, webhooks.clone())
+            .await
+            .unwrap();
         let mail_dir = runtime.config.data_path("mail");
         let mut x402 = runtime
             .x402_surface(&runtime.config.origin())

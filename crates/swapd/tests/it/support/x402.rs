@@ -97,6 +97,81 @@ pub fn pay_as(
     }
 }
 
+/// Pays `required` as `accepted` (an `upto` way to pay) asks, by `signer` as the reference
+/// client does: a Permit2 permit of its maximum to the upto proxy, witnessing `payTo` and the
+/// facilitator, valid for its timeout from `now_secs`, with a fresh nonce.
+pub fn pay_upto(
+    accepted: &wire::PaymentRequirements,
+    required: &PaymentRequired,
+    signer: &PrivateKeySigner,
+    now_secs: i64,
+) -> PaymentPayload {
+    use swapd_x402::upto;
+    let address = |text: &str| text.parse::<alloy_primitives::Address>().unwrap();
+    let permit = upto::PermitWitnessTransferFrom {
+        permitted: upto::TokenPermissions {
+            token: address(&accepted.asset),
+            amount: accepted.amount.parse().unwrap(),
+        },
+        spender: upto::UPTO_PROXY,
+        nonce: alloy_primitives::U256::from_be_bytes(rand::random::<[u8; 32]>()),
+        deadline: alloy_primitives::U256::from(now_secs as u64 + accepted.max_timeout_seconds),
+        witness: upto::Witness {
+            to: address(&accepted.pay_to),
+            facilitator: address(accepted.extra["facilitatorAddress"].as_str().unwrap()),
+            validAfter: alloy_primitives::U256::ZERO,
+        },
+    };
+    let signature = signer
+        .sign_typed_data_sync(&permit, &upto::domain(&accepted.network).unwrap())
+        .unwrap();
+    let payload = upto::UptoPayload {
+        signature: format!("0x{}", alloy_primitives::hex::encode(signature.as_bytes())),
+        permit2_authorization: upto::Permit2Authorization {
+            from: signer.address().to_checksum(None),
+            permitted: upto::Permitted {
+                token: permit.permitted.token.to_checksum(None),
+                amount: permit.permitted.amount.to_string(),
+            },
+            spender: upto::UPTO_PROXY.to_checksum(None),
+            nonce: permit.nonce.to_string(),
+            deadline: permit.deadline.to_string(),
+            witness: upto::WitnessFields {
+                to: permit.witness.to.to_checksum(None),
+                facilitator: permit.witness.facilitator.to_checksum(None),
+                valid_after: "0".into(),
+            },
+        },
+    };
+    PaymentPayload {
+        x402_version: 2,
+        resource: Some(required.resource.clone()),
+        accepted: accepted.clone(),
+        payload: serde_json::to_value(payload).unwrap(),
+        extensions: Default::default(),
+    }
+}
+
+/// Pays `required` as `accepted` (a Solana way to pay) asks, by `authority` as the reference
+/// client does: a transfer of exactly its amount on its blockhash hint, with a fresh memo.
+pub fn pay_solana(
+    accepted: &wire::PaymentRequirements,
+    required: &PaymentRequired,
+    authority: &ed25519_dalek::SigningKey,
+) -> PaymentPayload {
+    let blockhash =
+        swapd_x402::exact_svm::pubkey(accepted.extra["recentBlockhash"].as_str().unwrap()).unwrap();
+    let memo = alloy_primitives::hex::encode(rand::random::<[u8; 16]>());
+    let payload = swapd_x402::exact_svm::pay(accepted, authority, blockhash, 6, &memo).unwrap();
+    PaymentPayload {
+        x402_version: 2,
+        resource: Some(required.resource.clone()),
+        accepted: accepted.clone(),
+        payload: serde_json::to_value(payload).unwrap(),
+        extensions: Default::default(),
+    }
+}
+
 pub fn payment_header(payment: &PaymentPayload) -> (&'static str, String) {
     ("PAYMENT-SIGNATURE", wire::encode_header(payment))
 }

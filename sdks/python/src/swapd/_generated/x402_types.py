@@ -306,6 +306,20 @@ class JobInput7(JobInput3, JobInput4, closed=True):
 JobInput: TypeAlias = JobInput5 | JobInput6 | JobInput7
 
 
+class JobPaymentView(TypedDict):
+    """
+    What an `upto` payment of a job authorized and what was taken under it.
+    """
+
+    amount: NotRequired[str | None]
+    maximum: str
+    network: str
+    payer: str
+    scheme: str
+    status: str
+    transaction: NotRequired[str | None]
+
+
 JobStatus: TypeAlias = Literal["queued", "running", "succeeded", "failed"]
 
 
@@ -1369,6 +1383,7 @@ class CreateJobData(TypedDict):
     finishedAt: NotRequired[int | None]
     jobId: str
     kind: str
+    payment: NotRequired[JobPaymentView | None]
     request: dict[str, Any]
     result: NotRequired[JobResult | None]
     startedAt: NotRequired[int | None]
@@ -1385,6 +1400,7 @@ class GetJobData(TypedDict):
     finishedAt: NotRequired[int | None]
     jobId: str
     kind: str
+    payment: NotRequired[JobPaymentView | None]
     request: dict[str, Any]
     result: NotRequired[JobResult | None]
     startedAt: NotRequired[int | None]

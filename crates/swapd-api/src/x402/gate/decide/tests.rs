@@ -49,7 +49,7 @@ fn a_payment_for_our_requirements_and_this_request_names_its_payer_and_nonce() {
     let payment = paid_by(&signer, &required());
     let (option, paid_by_signer, nonce) = payer(&payment, &required().accepts, RESOURCE).unwrap();
     assert_eq!(option, 0);
-    assert_eq!(paid_by_signer, signer.address());
+    assert_eq!(paid_by_signer, Wallet::Evm(signer.address()));
     let authorization = &payment.payload["authorization"];
     assert_eq!(authorization["nonce"].as_str(), Some(nonce.as_str()));
 
@@ -61,7 +61,10 @@ fn a_payment_for_our_requirements_and_this_request_names_its_payer_and_nonce() {
     };
     let on_polygon = paid_by(&signer, &polygon_only);
     let (option, payer_on_polygon, _) = payer(&on_polygon, &offered.accepts, RESOURCE).unwrap();
-    assert_eq!((option, payer_on_polygon), (1, signer.address()));
+    assert_eq!(
+        (option, payer_on_polygon),
+        (1, Wallet::Evm(signer.address()))
+    );
     // Signed for Polygon, presented as paid on Base: the signature is for another chain.
     let mut misnamed = on_polygon;
     misnamed.accepted = offered.accepts[0].clone();
@@ -123,6 +126,7 @@ fn answer(success: bool, reason: Option<&str>) -> SettleResponse {
             String::new()
         },
         network: "eip155:8453".into(),
+        amount: None,
     }
 }
 
@@ -154,13 +158,15 @@ fn a_settlement_pays_for_the_call_only_when_money_moved() {
 
 #[test]
 fn settling_again_a_payment_the_lost_attempt_settled_buys_the_call() {
-    let used = answer(false, Some(NONCE_ALREADY_USED));
-    assert!(matches!(
-        settlement(used.clone(), true),
-        Settlement::Settled(SettleResponse { success: true, .. })
-    ));
-    // The first time, a used authorization is someone else's spending: refused.
-    assert!(matches!(settlement(used, false), Settlement::Refused(_)));
+    for code in NONCE_ALREADY_USED {
+        let used = answer(false, Some(code));
+        assert!(matches!(
+            settlement(used.clone(), true),
+            Settlement::Settled(SettleResponse { success: true, .. })
+        ));
+        // The first time, a used authorization is someone else's spending: refused.
+        assert!(matches!(settlement(used, false), Settlement::Refused(_)));
+    }
 }
 
 #[test]
