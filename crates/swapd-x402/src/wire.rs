@@ -291,6 +291,39 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn accepted_matches_our_requirements_but_for_per_request_hints() {
+        use serde_json::json;
+        let ours: PaymentRequirements = serde_json::from_value(json!({
+            "scheme": "exact", "network": "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+            "amount": "50000", "asset": "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+            "payTo": "2wKupLR9q6wXYppw8Gr2NvWxKBUqm4PPJKkQfoxHDBg4", "maxTimeoutSeconds": 60,
+            "extra": {"feePayer": "EwWqGE4ZFKLofuestmU4LDdK7XM1N4ALgdZccwYugwGd",
+                      "recentBlockhash": "GHtXQBsoZHVnNFa9YevAzFr17DJjgHXk3ycTKD5xD3Zi",
+                      "lastValidBlockHeight": 100}
+        }))
+        .unwrap();
+        let mut accepted = ours.clone();
+        assert!(ours.matches(&accepted));
+        // Another blockhash hint (an earlier 402's), or none: the same way to pay.
+        accepted.extra.insert(
+            "recentBlockhash".into(),
+            json!("11111111111111111111111111111111"),
+        );
+        accepted.extra.remove("lastValidBlockHeight");
+        assert!(ours.matches(&accepted));
+        // A key the client adds is allowed; a fee payer of its own is not.
+        accepted.extra.insert("memo".into(), json!("x"));
+        assert!(ours.matches(&accepted));
+        accepted
+            .extra
+            .insert("feePayer".into(), json!("11111111111111111111111111111111"));
+        assert!(!ours.matches(&accepted));
+        let mut dearer = ours.clone();
+        dearer.amount = "50001".into();
+        assert!(!ours.matches(&dearer));
+    }
+
+    #[test]
     fn a_payment_identifier_is_read_from_the_echoed_extension_and_checked() {
         use serde_json::json;
         let with = |id: Value| {
