@@ -5,7 +5,7 @@
 use alloy_primitives::{Address, B256, FixedBytes, Signature, U256};
 use alloy_sol_types::{Eip712Domain, SolStruct, sol};
 
-use crate::wire::{ExactEvmPayload, PaymentPayload, PaymentRequirements, X402_VERSION};
+use crate::wire::{ExactEvmPayload, KindMismatch, PaymentPayload, PaymentRequirements};
 
 sol! {
     struct TransferWithAuthorization {
@@ -61,6 +61,16 @@ impl Invalid {
     /// The reason code as sent to clients.
     pub fn reason(&self) -> String {
         self.to_string()
+    }
+}
+
+impl From<KindMismatch> for Invalid {
+    fn from(mismatch: KindMismatch) -> Self {
+        match mismatch {
+            KindMismatch::Version => Invalid::Version,
+            KindMismatch::Scheme => Invalid::Scheme,
+            KindMismatch::Network => Invalid::Network,
+        }
     }
 }
 
@@ -122,15 +132,7 @@ pub fn verify(
     requirements: &PaymentRequirements,
     now_secs: u64,
 ) -> Result<VerifiedPayment, Invalid> {
-    if payment.x402_version != X402_VERSION {
-        return Err(Invalid::Version);
-    }
-    if payment.accepted.scheme != "exact" || requirements.scheme != "exact" {
-        return Err(Invalid::Scheme);
-    }
-    if payment.accepted.network != requirements.network {
-        return Err(Invalid::Network);
-    }
+    payment.of_kind(requirements, "exact")?;
     if payment.accepted.asset != requirements.asset {
         return Err(Invalid::Asset);
     }

@@ -13,7 +13,7 @@ pub use ed25519_dalek::SigningKey;
 use ed25519_dalek::{Signature, Signer, VerifyingKey};
 use sha2::{Digest, Sha256};
 
-use crate::wire::{ExactSvmPayload, PaymentPayload, PaymentRequirements, X402_VERSION};
+use crate::wire::{ExactSvmPayload, KindMismatch, PaymentPayload, PaymentRequirements};
 
 pub type Pubkey = [u8; 32];
 
@@ -149,6 +149,16 @@ impl Invalid {
     /// The reason code as sent to clients.
     pub fn reason(&self) -> String {
         self.to_string()
+    }
+}
+
+impl From<KindMismatch> for Invalid {
+    fn from(mismatch: KindMismatch) -> Self {
+        match mismatch {
+            KindMismatch::Version => Invalid::Version,
+            KindMismatch::Scheme => Invalid::Scheme,
+            KindMismatch::Network => Invalid::Network,
+        }
     }
 }
 
@@ -340,15 +350,7 @@ pub fn verify(
     requirements: &PaymentRequirements,
     decimals: u8,
 ) -> Result<VerifiedPayment, Invalid> {
-    if payment.x402_version != X402_VERSION {
-        return Err(Invalid::Version);
-    }
-    if payment.accepted.scheme != "exact" || requirements.scheme != "exact" {
-        return Err(Invalid::Scheme);
-    }
-    if payment.accepted.network != requirements.network {
-        return Err(Invalid::Network);
-    }
+    payment.of_kind(requirements, "exact")?;
     let transaction = transaction(payment)?;
     let message = &transaction.message;
     let ixs = &message.instructions;

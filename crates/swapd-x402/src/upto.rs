@@ -7,7 +7,7 @@ use alloy_primitives::{Address, B256, U256, address};
 use alloy_sol_types::{Eip712Domain, SolStruct, sol};
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{PaymentPayload, PaymentRequirements, X402_VERSION};
+use crate::wire::{KindMismatch, PaymentPayload, PaymentRequirements};
 
 /// Permit2, the same address on every EVM chain.
 pub const PERMIT2: Address = address!("0x000000000022D473030F116dDEE9F6B43aC78BA3");
@@ -110,6 +110,16 @@ impl Invalid {
     }
 }
 
+impl From<KindMismatch> for Invalid {
+    fn from(mismatch: KindMismatch) -> Self {
+        match mismatch {
+            KindMismatch::Version => Invalid::Version,
+            KindMismatch::Scheme => Invalid::Scheme,
+            KindMismatch::Network => Invalid::Network,
+        }
+    }
+}
+
 /// The EIP-712 domain the payer signs under: Permit2 on the chain of `network`.
 pub fn domain(network: &str) -> Result<Eip712Domain, Invalid> {
     let chain_id: u64 = network
@@ -193,15 +203,7 @@ pub fn verify(
     requirements: &PaymentRequirements,
     now_secs: u64,
 ) -> Result<VerifiedPermit, Invalid> {
-    if payment.x402_version != X402_VERSION {
-        return Err(Invalid::Version);
-    }
-    if payment.accepted.scheme != "upto" || requirements.scheme != "upto" {
-        return Err(Invalid::Scheme);
-    }
-    if payment.accepted.network != requirements.network {
-        return Err(Invalid::Network);
-    }
+    payment.of_kind(requirements, "upto")?;
     let (payer, nonce) = self::payer(payment, &requirements.network)?;
     let (_, permit) = permit(&self::payload(payment)?)?;
     if permit.spender != UPTO_PROXY {

@@ -21,6 +21,37 @@ pub const BAZAAR_EXTENSION: &str = "bazaar";
 /// How long a payment identifier may be (it is made of letters, digits, `-` and `_`).
 pub const PAYMENT_ID_LENGTH: std::ops::RangeInclusive<usize> = 16..=128;
 
+/// How a payment is not of the kind a facilitator was asked to verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindMismatch {
+    /// Not x402 version 2.
+    Version,
+    /// The payment, or the requirements, are of another scheme.
+    Scheme,
+    /// The payment was made on another network than the requirements'.
+    Network,
+}
+
+impl PaymentPayload {
+    /// Whether this payment, and `requirements`, are of `scheme`, on one network, in x402 v2:
+    /// what each scheme's verification checks first.
+    pub fn of_kind(
+        &self,
+        requirements: &PaymentRequirements,
+        scheme: &str,
+    ) -> Result<(), KindMismatch> {
+        if self.x402_version != X402_VERSION {
+            Err(KindMismatch::Version)
+        } else if self.accepted.scheme != scheme || requirements.scheme != scheme {
+            Err(KindMismatch::Scheme)
+        } else if self.accepted.network != requirements.network {
+            Err(KindMismatch::Network)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// `extra` fields a server may refresh per request, left out when a payment's `accepted` is
 /// matched (as the reference server does).
 pub const DYNAMIC_EXTRA: [&str; 2] = ["recentBlockhash", "lastValidBlockHeight"];

@@ -97,6 +97,21 @@ pub fn pay_as(
     }
 }
 
+/// A payment of `required` as `accepted` asks, carrying `payload`.
+fn paying(
+    accepted: &wire::PaymentRequirements,
+    required: &PaymentRequired,
+    payload: impl serde::Serialize,
+) -> PaymentPayload {
+    PaymentPayload {
+        x402_version: 2,
+        resource: Some(required.resource.clone()),
+        accepted: accepted.clone(),
+        payload: serde_json::to_value(payload).unwrap(),
+        extensions: Default::default(),
+    }
+}
+
 /// Pays `required` as `accepted` (an `upto` way to pay) asks, by `signer` as the reference
 /// client does: a Permit2 permit of its maximum to the upto proxy, witnessing `payTo` and the
 /// facilitator, valid for its timeout from `now_secs`, with a fresh nonce.
@@ -143,13 +158,7 @@ pub fn pay_upto(
             },
         },
     };
-    PaymentPayload {
-        x402_version: 2,
-        resource: Some(required.resource.clone()),
-        accepted: accepted.clone(),
-        payload: serde_json::to_value(payload).unwrap(),
-        extensions: Default::default(),
-    }
+    paying(accepted, required, payload)
 }
 
 /// Pays `required` as `accepted` (a Solana way to pay) asks, by `authority` as the reference
@@ -163,13 +172,7 @@ pub fn pay_solana(
         swapd_x402::exact_svm::pubkey(accepted.extra["recentBlockhash"].as_str().unwrap()).unwrap();
     let memo = alloy_primitives::hex::encode(rand::random::<[u8; 16]>());
     let payload = swapd_x402::exact_svm::pay(accepted, authority, blockhash, 6, &memo).unwrap();
-    PaymentPayload {
-        x402_version: 2,
-        resource: Some(required.resource.clone()),
-        accepted: accepted.clone(),
-        payload: serde_json::to_value(payload).unwrap(),
-        extensions: Default::default(),
-    }
+    paying(accepted, required, payload)
 }
 
 pub fn payment_header(payment: &PaymentPayload) -> (&'static str, String) {
