@@ -616,3 +616,85 @@ async fn a_job_paid_upto_its_maximum_is_charged_what_it_used_and_nothing_when_it
     assert_eq!(record.amount, "600000");
     server.stop().await;
 }
+
+/// A facilitator that is down when an `upto` job ends: the job is not finished (its payment
+/// stays authorized), its lease runs out, and the next run settles it.
+#[tokio::test]
+async fn an_upto_job_whose_settlement_cannot_be_asked_runs_again_and_settles_then() {
+    struct Down;
+    #[async_trait::async_trait]
+    impl swapd_core::market_intel::UptoSettler for Down {
+        async fn settle(
+            &self,
+            _: &swapd_core::market_intel::JobPayment,
+            _: &str,
+            _: bool,
+        ) -> Result<String, swapd_core::market_intel::SettleFailure> {
+            Err(swapd_core::market_intel::SettleFailure::Unavailable(
+                "connection refused".into(),
+            ))
+        }
+    }
+    let way = |scheme| swapd::config::X402Accept {
+        network: "eip155:8453".parse().unwrap(),
+        scheme,
+        asset: None,
+        pay_to: Some(crate::support::PAY_TO.parse().unwrap()),
+        facilitator_url: None,
+    };
+    let server = TestServer::start_with(crate::support::Options {
+        x402_accepts: vec![
+            way(swapd::config::X402Scheme::Exact),
+            way(swapd::config::X402Scheme::Upto),
+        ],
+        ..crate::support::Options::default()
+    })
+    .await;
+    let payer = PrivateKeySigner::random();
+    let path = "/api/x402/market-intel/jobs";
+    let scan = json!({"kind": "route_scan", "fromCcy": "BTC", "toCcy": "ETH", "amount": "0.2"});
+    let challenge = required(
+        &send(
+            &server,
+            "POST",
+            path,
+            Some(&scan),
+            &[idempotency("down-job-1")],
+        )
+        .await,
+    );
+    let permit = pay_upto(&challenge.accepts[1], &challenge, &payer, server.now_secs());
+    let queued = send(
+        &server,
+        "POST",
+        path,
+        Some(&scan),
+        &[idempotency("down-job-1"), payment_header(&permit)],
+    )
+    .await;
+    assert_eq!(queued.status, 202, "{}", queued.body);
+    let id = text(&queued.body["data"]["jobId"]).to_owned();
+
+    let down = swapd_worker::JobRunner::new(
+        server.state.store.clone(),
+        server.state.market.clone(),
+        server.clock.clone(),
+    )
+    .with_settler(std::sync::Arc::new(Down));
+    assert_eq!(down.run_due().await, 1);
+    let job = read(&server, &payer, &id).await.body["data"].clone();
+    assert_eq!(job["status"], "running", "not finished: {job}");
+    assert_eq!(job["payment"]["status"], "authorized");
+
+    server.clock.advance_ms(LEASE_MS);
+    assert_eq!(server.jobs.run_due().await, 1);
+    let done = read(&server, &payer, &id).await;
+    let job = &done.body["data"];
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(
+        (&job["payment"]["status"], &job["payment"]["amount"]),
+        (&json!("settled"), &json!("50000"))
+    );
+    assert!(done.header("payment-response").is_some());
+    server.stop().await;
+}
