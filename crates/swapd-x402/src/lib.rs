@@ -53,12 +53,15 @@ pub fn usdc(network: &str) -> Option<(&'static str, Option<(&'static str, &'stat
     })
 }
 
-/// An x402 payment scheme swapd takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An x402 payment scheme swapd takes (as configured: `exact`, `upto`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scheme {
-    /// The price, exactly.
+    /// The price, exactly (EIP-3009 on EVM networks, a TransferChecked on Solana).
+    #[default]
     Exact,
-    /// Up to a maximum, the amount used settled later (EVM, Permit2).
+    /// Up to a maximum, the amount used settled later (EVM, Permit2): offered on metered
+    /// calls (market-intel jobs) only.
     Upto,
 }
 

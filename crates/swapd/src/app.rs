@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::value::Secret;
-use crate::config::{Config, NodeId, X402Accept, X402Scheme};
+use crate::config::{Config, NodeId, X402Accept};
 use crate::master_key;
 
 /// Asks every provider for its catalog once (one cheap authenticated call each) and says in the
@@ -810,12 +810,12 @@ impl Runtime {
                     network,
                 );
                 Arc::new(match way.scheme {
-                    X402Scheme::Upto => ledger.with_upto(
+                    swapd_x402::Scheme::Upto => ledger.with_upto(
                         self.x402_sandbox_address("x402 sandbox upto facilitator")
                             .parse()
                             .expect("a derived address"),
                     ),
-                    X402Scheme::Exact => ledger,
+                    swapd_x402::Scheme::Exact => ledger,
                 })
             }
         };
@@ -827,7 +827,7 @@ impl Runtime {
                 Ok(supported) => supported,
                 Err(reason) => return Ok(Err(format!("{kind} facilitator: {reason}"))),
             };
-        if way.scheme == X402Scheme::Upto {
+        if way.scheme == swapd_x402::Scheme::Upto {
             // The payer's permit names the facilitator that may settle it.
             let Some(address) = supported
                 .extra
@@ -911,7 +911,7 @@ impl Runtime {
     ) -> anyhow::Result<Option<Arc<dyn swapd_core::market_intel::UptoSettler>>> {
         let mut options = Vec::new();
         for way in self.config.x402.ways_to_pay(self.config.mode)? {
-            if way.scheme != X402Scheme::Upto {
+            if way.scheme != swapd_x402::Scheme::Upto {
                 continue;
             }
             match self.x402_option(&way).await? {

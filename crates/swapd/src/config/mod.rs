@@ -51,7 +51,7 @@ pub use shared::{RedisUrl, SharedConfig};
 pub use shutdown::ShutdownConfig;
 pub use telemetry::TelemetryConfig;
 pub use webhooks::WebhooksConfig;
-pub use x402::{FacilitatorKind, X402Accept, X402AssetConfig, X402Config, X402Scheme};
+pub use x402::{FacilitatorKind, X402Accept, X402AssetConfig, X402Config};
 
 use value::{Origin, REDACTED, through_text};
 

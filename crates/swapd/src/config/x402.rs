@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::value::{self, Caip2, ChainAddress, HttpUrl, PositiveDecimal, Secret};
 use super::{ConfigError, setting, within};
 use swapd_core::Mode;
+use swapd_x402::Scheme;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,7 +60,7 @@ pub struct X402Accept {
     /// CAIP-2 network (`eip155:8453`).
     pub network: Caip2,
     #[serde(default)]
-    pub scheme: X402Scheme,
+    pub scheme: Scheme,
     /// The token; unset: USDC of `network`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asset: Option<X402AssetConfig>,
@@ -71,27 +72,6 @@ pub struct X402Accept {
     /// ledger (sandbox only).
     #[serde(default, with = "value::optional")]
     pub facilitator_url: Option<HttpUrl>,
-}
-
-/// An x402 payment scheme swapd takes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum X402Scheme {
-    /// The price, exactly (EIP-3009 on EVM networks, a TransferChecked on Solana).
-    #[default]
-    Exact,
-    /// Up to a metered job's maximum, what it used settled when it ends (EVM, Permit2):
-    /// offered on market-intel jobs only.
-    Upto,
-}
-
-impl X402Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            X402Scheme::Exact => "exact",
-            X402Scheme::Upto => "upto",
-        }
-    }
 }
 
 /// Who settles payments: the in-process ledger, or an HTTP facilitator.
@@ -164,9 +144,9 @@ impl X402Config {
         }
         if mode == Mode::Sandbox && single_network_keys.iter().all(|(_, set)| !set) {
             return Ok([
-                ("eip155:8453", X402Scheme::Exact),
-                (swapd_x402::exact_svm::SOLANA_MAINNET, X402Scheme::Exact),
-                ("eip155:8453", X402Scheme::Upto),
+                ("eip155:8453", Scheme::Exact),
+                (swapd_x402::exact_svm::SOLANA_MAINNET, Scheme::Exact),
+                ("eip155:8453", Scheme::Upto),
             ]
             .map(|(network, scheme)| X402Accept {
                 network: network.parse().expect("a CAIP-2 id"),
@@ -193,7 +173,7 @@ impl X402Config {
                 .network
                 .clone()
                 .unwrap_or_else(|| "eip155:8453".parse().expect("a CAIP-2 id")),
-            scheme: X402Scheme::Exact,
+            scheme: Scheme::Exact,
             asset: self.asset.clone(),
             pay_to: self.pay_to.clone(),
             facilitator_url,
@@ -247,7 +227,7 @@ impl X402Config {
             if let Some(asset) = &way.asset {
                 asset.validate(network)?;
             }
-            if way.scheme == X402Scheme::Upto && solana {
+            if way.scheme == Scheme::Upto && solana {
                 return Err(setting(
                     "x402.accepts.scheme",
                     format!("{network}: `upto` is taken on EVM networks only (Permit2)"),
@@ -270,7 +250,7 @@ impl X402Config {
                 ));
             }
         }
-        if !ways.iter().any(|way| way.scheme == X402Scheme::Exact) {
+        if !ways.iter().any(|way| way.scheme == Scheme::Exact) {
             return Err(setting(
                 "x402.accepts",
                 "list an `exact` way to pay: `upto` pays market-intel jobs only",

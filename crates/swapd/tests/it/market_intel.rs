@@ -422,8 +422,8 @@ async fn a_job_paid_upto_its_maximum_is_charged_what_it_used_and_nothing_when_it
     };
     let server = TestServer::start_with(crate::support::Options {
         x402_accepts: vec![
-            way(swapd::config::X402Scheme::Exact),
-            way(swapd::config::X402Scheme::Upto),
+            way(swapd_x402::Scheme::Exact),
+            way(swapd_x402::Scheme::Upto),
         ],
         ..crate::support::Options::default()
     })
@@ -644,8 +644,8 @@ async fn an_upto_job_whose_settlement_cannot_be_asked_runs_again_and_settles_the
     };
     let server = TestServer::start_with(crate::support::Options {
         x402_accepts: vec![
-            way(swapd::config::X402Scheme::Exact),
-            way(swapd::config::X402Scheme::Upto),
+            way(swapd_x402::Scheme::Exact),
+            way(swapd_x402::Scheme::Upto),
         ],
         ..crate::support::Options::default()
     })

@@ -1363,7 +1363,7 @@ async fn several_ways_to_pay_are_offered_in_order_and_each_settles_by_its_own_fa
     let base_only = stub_facilitator("ok", Arc::default()).await;
     let way = |network: &str, facilitator_url: Option<&str>| swapd::config::X402Accept {
         network: network.parse().unwrap(),
-        scheme: swapd::config::X402Scheme::Exact,
+        scheme: swapd_x402::Scheme::Exact,
         asset: None,
         pay_to: Some(PAY_TO.parse().unwrap()),
         facilitator_url: facilitator_url.map(|url| url.parse().unwrap()),
@@ -1495,7 +1495,7 @@ async fn several_ways_to_pay_are_offered_in_order_and_each_settles_by_its_own_fa
 async fn a_call_paid_on_solana_is_settled_once_and_belongs_to_the_paying_wallet() {
     let way = |network: &str| swapd::config::X402Accept {
         network: network.parse().unwrap(),
-        scheme: swapd::config::X402Scheme::Exact,
+        scheme: swapd_x402::Scheme::Exact,
         asset: None,
         pay_to: None,
         facilitator_url: None,
@@ -1707,14 +1707,14 @@ async fn solana_is_offered_only_when_pay_tos_token_account_exists() {
         config.x402.accepts = vec![
             swapd::config::X402Accept {
                 network: "eip155:8453".parse().unwrap(),
-                scheme: swapd::config::X402Scheme::Exact,
+                scheme: swapd_x402::Scheme::Exact,
                 asset: None,
                 pay_to: None,
                 facilitator_url: None,
             },
             swapd::config::X402Accept {
                 network: swapd_x402::exact_svm::SOLANA_MAINNET.parse().unwrap(),
-                scheme: swapd::config::X402Scheme::Exact,
+                scheme: swapd_x402::Scheme::Exact,
                 asset: None,
                 pay_to: Some(OWNER.parse().unwrap()),
                 facilitator_url: Some(facilitator_url.parse().unwrap()),
