@@ -5,7 +5,7 @@
 use alloy_primitives::{Address, B256, FixedBytes, Signature, U256};
 use alloy_sol_types::{Eip712Domain, SolStruct, sol};
 
-use crate::wire::{ExactEvmPayload, KindMismatch, PaymentPayload, PaymentRequirements};
+use crate::wire::{ExactEvmPayload, PaymentPayload, PaymentRequirements};
 
 sol! {
     struct TransferWithAuthorization {
@@ -57,22 +57,7 @@ pub enum Invalid {
     NonceUsed,
 }
 
-impl Invalid {
-    /// The reason code as sent to clients.
-    pub fn reason(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl From<KindMismatch> for Invalid {
-    fn from(mismatch: KindMismatch) -> Self {
-        match mismatch {
-            KindMismatch::Version => Invalid::Version,
-            KindMismatch::Scheme => Invalid::Scheme,
-            KindMismatch::Network => Invalid::Network,
-        }
-    }
-}
+crate::wire::scheme_invalid!(Invalid);
 
 /// The EIP-712 domain of the token named by `requirements`: `extra.name` and `extra.version`,
 /// the chain of `network`, the asset's contract.

@@ -13,7 +13,7 @@ pub use ed25519_dalek::SigningKey;
 use ed25519_dalek::{Signature, Signer, VerifyingKey};
 use sha2::{Digest, Sha256};
 
-use crate::wire::{ExactSvmPayload, KindMismatch, PaymentPayload, PaymentRequirements};
+use crate::wire::{ExactSvmPayload, PaymentPayload, PaymentRequirements};
 
 pub type Pubkey = [u8; 32];
 
@@ -145,22 +145,7 @@ pub enum Invalid {
     Duplicate,
 }
 
-impl Invalid {
-    /// The reason code as sent to clients.
-    pub fn reason(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl From<KindMismatch> for Invalid {
-    fn from(mismatch: KindMismatch) -> Self {
-        match mismatch {
-            KindMismatch::Version => Invalid::Version,
-            KindMismatch::Scheme => Invalid::Scheme,
-            KindMismatch::Network => Invalid::Network,
-        }
-    }
-}
+crate::wire::scheme_invalid!(Invalid);
 
 /// Reads a compact-u16 length, in its one canonical encoding (as Solana reads it).
 fn shortvec(bytes: &[u8], at: &mut usize) -> Result<usize, Invalid> {

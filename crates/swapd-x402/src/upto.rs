@@ -7,7 +7,7 @@ use alloy_primitives::{Address, B256, U256, address};
 use alloy_sol_types::{Eip712Domain, SolStruct, sol};
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{KindMismatch, PaymentPayload, PaymentRequirements};
+use crate::wire::{PaymentPayload, PaymentRequirements};
 
 /// Permit2, the same address on every EVM chain.
 pub const PERMIT2: Address = address!("0x000000000022D473030F116dDEE9F6B43aC78BA3");
@@ -104,21 +104,7 @@ pub enum Invalid {
     NonceUsed,
 }
 
-impl Invalid {
-    pub fn reason(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl From<KindMismatch> for Invalid {
-    fn from(mismatch: KindMismatch) -> Self {
-        match mismatch {
-            KindMismatch::Version => Invalid::Version,
-            KindMismatch::Scheme => Invalid::Scheme,
-            KindMismatch::Network => Invalid::Network,
-        }
-    }
-}
+crate::wire::scheme_invalid!(Invalid);
 
 /// The EIP-712 domain the payer signs under: Permit2 on the chain of `network`.
 pub fn domain(network: &str) -> Result<Eip712Domain, Invalid> {
@@ -182,6 +168,12 @@ pub fn payer(payment: &PaymentPayload, network: &str) -> Result<(Address, U256),
         return Err(Invalid::Signature);
     }
     Ok((signer, permit.nonce))
+}
+
+/// What a payment under a permit is known by, beside the payer: its Permit2 nonce, kept apart
+/// from EIP-3009 nonces (`permit2:<decimal>`).
+pub fn payment_key(nonce: U256) -> String {
+    format!("permit2:{nonce}")
 }
 
 /// A permit that passed every check: who pays, its nonce, and the most it lets be taken.

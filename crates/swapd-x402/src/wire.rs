@@ -52,6 +52,30 @@ impl PaymentPayload {
     }
 }
 
+/// For a scheme's `Invalid` (with `Version`, `Scheme` and `Network` cases): `reason()`, the
+/// reason code as sent to clients, and the kind mismatches as its cases.
+macro_rules! scheme_invalid {
+    ($invalid:ident) => {
+        impl $invalid {
+            /// The reason code as sent to clients.
+            pub fn reason(&self) -> String {
+                self.to_string()
+            }
+        }
+
+        impl From<$crate::wire::KindMismatch> for $invalid {
+            fn from(mismatch: $crate::wire::KindMismatch) -> Self {
+                match mismatch {
+                    $crate::wire::KindMismatch::Version => $invalid::Version,
+                    $crate::wire::KindMismatch::Scheme => $invalid::Scheme,
+                    $crate::wire::KindMismatch::Network => $invalid::Network,
+                }
+            }
+        }
+    };
+}
+pub(crate) use scheme_invalid;
+
 /// `extra` fields a server may refresh per request, left out when a payment's `accepted` is
 /// matched (as the reference server does).
 pub const DYNAMIC_EXTRA: [&str; 2] = ["recentBlockhash", "lastValidBlockHeight"];

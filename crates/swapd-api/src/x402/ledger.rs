@@ -113,7 +113,7 @@ impl LedgerFacilitator {
                         let settles_something = requirements.amount != "0";
                         Checked {
                             payer: verified.payer.to_checksum(None),
-                            nonce: format!("permit2:{}", verified.nonce),
+                            nonce: upto::payment_key(verified.nonce),
                             amount: requirements.amount.clone(),
                             // Nothing moves for an amount of 0: no transaction.
                             transaction: if settles_something {

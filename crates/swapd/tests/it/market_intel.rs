@@ -406,6 +406,22 @@ async fn jobs_belong_to_the_wallet_that_paid() {
     server.stop().await;
 }
 
+/// A server whose ways to pay are Base USDC `exact`, then `upto`, both settled by the ledger.
+async fn upto_server() -> TestServer {
+    let way = |scheme| swapd::config::X402Accept {
+        pay_to: Some(crate::support::PAY_TO.parse().unwrap()),
+        ..crate::support::way_to_pay("eip155:8453", scheme)
+    };
+    TestServer::start_with(crate::support::Options {
+        x402_accepts: vec![
+            way(swapd_x402::Scheme::Exact),
+            way(swapd_x402::Scheme::Upto),
+        ],
+        ..crate::support::Options::default()
+    })
+    .await
+}
+
 /// `upto` on market-intel jobs (docs/market-intel.md, "Paying for what a job used"): the 402
 /// offers `exact` at the job's maximum and `upto` it; a job paid `upto` is queued with its
 /// verified authorization, nothing settled; when it succeeds the worker settles what it used
@@ -413,21 +429,7 @@ async fn jobs_belong_to_the_wallet_that_paid() {
 /// a job that fails is charged nothing.
 #[tokio::test]
 async fn a_job_paid_upto_its_maximum_is_charged_what_it_used_and_nothing_when_it_fails() {
-    let way = |scheme| swapd::config::X402Accept {
-        network: "eip155:8453".parse().unwrap(),
-        scheme,
-        asset: None,
-        pay_to: Some(crate::support::PAY_TO.parse().unwrap()),
-        facilitator_url: None,
-    };
-    let server = TestServer::start_with(crate::support::Options {
-        x402_accepts: vec![
-            way(swapd_x402::Scheme::Exact),
-            way(swapd_x402::Scheme::Upto),
-        ],
-        ..crate::support::Options::default()
-    })
-    .await;
+    let server = upto_server().await;
     let payer = PrivateKeySigner::random();
     let path = "/api/x402/market-intel/jobs";
     let depth = json!({"kind": "pair_depth", "fromCcy": "BTC", "toCcy": "USDTTRC", "steps": 4});
@@ -635,21 +637,7 @@ async fn an_upto_job_whose_settlement_cannot_be_asked_runs_again_and_settles_the
             ))
         }
     }
-    let way = |scheme| swapd::config::X402Accept {
-        network: "eip155:8453".parse().unwrap(),
-        scheme,
-        asset: None,
-        pay_to: Some(crate::support::PAY_TO.parse().unwrap()),
-        facilitator_url: None,
-    };
-    let server = TestServer::start_with(crate::support::Options {
-        x402_accepts: vec![
-            way(swapd_x402::Scheme::Exact),
-            way(swapd_x402::Scheme::Upto),
-        ],
-        ..crate::support::Options::default()
-    })
-    .await;
+    let server = upto_server().await;
     let payer = PrivateKeySigner::random();
     let path = "/api/x402/market-intel/jobs";
     let scan = json!({"kind": "route_scan", "fromCcy": "BTC", "toCcy": "ETH", "amount": "0.2"});

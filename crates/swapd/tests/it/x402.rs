@@ -11,7 +11,7 @@ use crate::support::x402::{
     idempotency, pay, pay_as, pay_solana, payment_header, prove_evm, prove_solana, required, send,
     sign_evm, siwx_payload,
 };
-use crate::support::{Options, PAY_TO, Resp, TestServer};
+use crate::support::{Options, PAY_TO, Resp, TestServer, way_to_pay};
 use alloy_signer_local::PrivateKeySigner;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -1362,11 +1362,9 @@ async fn several_ways_to_pay_are_offered_in_order_and_each_settles_by_its_own_fa
     // Settles only Base: Arbitrum, sent to it, is left out.
     let base_only = stub_facilitator("ok", Arc::default()).await;
     let way = |network: &str, facilitator_url: Option<&str>| swapd::config::X402Accept {
-        network: network.parse().unwrap(),
-        scheme: swapd_x402::Scheme::Exact,
-        asset: None,
         pay_to: Some(PAY_TO.parse().unwrap()),
         facilitator_url: facilitator_url.map(|url| url.parse().unwrap()),
+        ..way_to_pay(network, swapd_x402::Scheme::Exact)
     };
     let server = TestServer::start_with(Options {
         x402_accepts: vec![
@@ -1493,13 +1491,7 @@ async fn several_ways_to_pay_are_offered_in_order_and_each_settles_by_its_own_fa
 /// the transfer's authority owns what it bought (docs/x402.md, "Paying on Solana").
 #[tokio::test]
 async fn a_call_paid_on_solana_is_settled_once_and_belongs_to_the_paying_wallet() {
-    let way = |network: &str| swapd::config::X402Accept {
-        network: network.parse().unwrap(),
-        scheme: swapd_x402::Scheme::Exact,
-        asset: None,
-        pay_to: None,
-        facilitator_url: None,
-    };
+    let way = |network| way_to_pay(network, swapd_x402::Scheme::Exact);
     let server = TestServer::start_with(Options {
         x402_accepts: vec![
             way("eip155:8453"),
@@ -1705,19 +1697,14 @@ async fn solana_is_offered_only_when_pay_tos_token_account_exists() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = crate::local_config(dir.path());
         config.x402.accepts = vec![
+            way_to_pay("eip155:8453", swapd_x402::Scheme::Exact),
             swapd::config::X402Accept {
-                network: "eip155:8453".parse().unwrap(),
-                scheme: swapd_x402::Scheme::Exact,
-                asset: None,
-                pay_to: None,
-                facilitator_url: None,
-            },
-            swapd::config::X402Accept {
-                network: swapd_x402::exact_svm::SOLANA_MAINNET.parse().unwrap(),
-                scheme: swapd_x402::Scheme::Exact,
-                asset: None,
                 pay_to: Some(OWNER.parse().unwrap()),
                 facilitator_url: Some(facilitator_url.parse().unwrap()),
+                ..way_to_pay(
+                    swapd_x402::exact_svm::SOLANA_MAINNET,
+                    swapd_x402::Scheme::Exact,
+                )
             },
         ];
         if let Some(node) = node {

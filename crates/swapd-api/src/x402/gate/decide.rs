@@ -125,7 +125,7 @@ pub(super) fn payer<'a>(
     };
     if requirements.scheme == Scheme::Upto.as_str() {
         return upto::payer(payment, &requirements.network)
-            .map(|(payer, nonce)| (option, Wallet::Evm(payer), format!("permit2:{nonce}")))
+            .map(|(payer, nonce)| (option, Wallet::Evm(payer), upto::payment_key(nonce)))
             .map_err(|invalid| unsigned(invalid.reason()));
     }
     if swapd_x402::is_solana(&requirements.network) {

@@ -196,6 +196,18 @@ pub struct Live {
 /// Where x402 test payments go.
 pub const PAY_TO: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
+/// A way to pay `scheme` on `network`, in USDC, settled by the ledger, to the sandbox's own
+/// address (tests set `pay_to` or `facilitator_url` on it where they need them).
+pub fn way_to_pay(network: &str, scheme: swapd_x402::Scheme) -> swapd::config::X402Accept {
+    swapd::config::X402Accept {
+        network: network.parse().unwrap(),
+        scheme,
+        asset: None,
+        pay_to: None,
+        facilitator_url: None,
+    }
+}
+
 /// A receiver's time to answer in tests (15 s in production).
 pub const WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
