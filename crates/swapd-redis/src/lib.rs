@@ -44,6 +44,8 @@ const MAX_GUESSES: usize = 100_000;
 const NONCES_SINCE: &str = "nonces-since";
 /// How long to wait before subscribing again after the revocation channel dropped.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_millis(500);
+/// How long the revocation subscription may hear nothing before it checks its connection.
+const SUBSCRIPTION_QUIET: Duration = Duration::from_secs(5);
 
 /// Compare-and-set of one cell: `ARGV[1]` the value the caller decided from ('' for none),
 /// `ARGV[2]` the value to store ('' to store nothing), `ARGV[3]` its time to live (ms).
@@ -463,7 +465,7 @@ impl SharedRedis {
             match subscribed {
                 Ok(pubsub) => {
                     on(Revoked::Unknown);
-                    let mut messages = pubsub.into_on_message();
+                    let (mut sink, mut messages) = pubsub.split();
                     loop {
                         tokio::select! {
                             () = shutdown.cancelled() => return,
@@ -474,6 +476,13 @@ impl SharedRedis {
                                 },
                                 None => break,
                             },
+                            // Quiet for a while: over a silent network the subscription would
+                            // wait for ever while revocations go unheard; it must answer a ping.
+                            () = tokio::time::sleep(SUBSCRIPTION_QUIET) => {
+                                if timed(sink.ping::<redis::Value>()).await.is_err() {
+                                    break;
+                                }
+                            }
                         }
                     }
                     tracing::warn!("the key revocation channel dropped; subscribing again");

@@ -168,6 +168,76 @@ async fn revocations_reach_every_follower() {
     task.await.unwrap();
 }
 
+/// A subscription whose connection is lost without a word (its packets dropped, Redis gave up on
+/// it) is noticed by its silence: the follower subscribes anew and reports that it may have
+/// missed revocations, rather than wait for ever while they go unheard.
+#[tokio::test]
+async fn a_silently_lost_subscription_is_replaced_and_reports_what_it_may_have_missed() {
+    let Some(url) = redis_url() else { return };
+    let target = url::Url::parse(&url).unwrap();
+    let target = format!(
+        "{}:{}",
+        target.host_str().unwrap().replace("localhost", "127.0.0.1"),
+        target.port().unwrap_or(6379)
+    );
+    let relay = swapd_store::test_support::SilentRelay::start(target.parse().unwrap()).await;
+    let mut through = url::Url::parse(&url).unwrap();
+    through.set_host(Some("127.0.0.1")).unwrap();
+    through.set_port(Some(relay.addr.port())).unwrap();
+    let prefix = unique_prefix();
+    let publisher = node(&url, &prefix).await;
+    let follower = Arc::new(node(through.as_str(), &prefix).await);
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn({
+        let (follower, heard, shutdown) = (follower.clone(), heard.clone(), shutdown.clone());
+        async move {
+            follower
+                .follow_revocations(shutdown, |revoked| heard.lock().unwrap().push(revoked))
+                .await;
+        }
+    });
+    let unknowns = || {
+        heard
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| **r == Revoked::Unknown)
+            .count()
+    };
+    wait_until(|| unknowns() == 1).await;
+
+    relay.silence();
+    relay.lose_open();
+    relay.heal();
+    publisher.publish_revoked("key_unheard").await.unwrap();
+    // Noticed after its quiet time: reported when it drops, and again once subscribed anew (a
+    // bounded wait, no timing asserted).
+    for _ in 0..300 {
+        if unknowns() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(unknowns() >= 3, "the lost subscription was never replaced");
+    publisher.publish_revoked("key_9").await.unwrap();
+    wait_until(|| {
+        heard
+            .lock()
+            .unwrap()
+            .contains(&Revoked::Key("key_9".into()))
+    })
+    .await;
+    assert!(
+        !heard
+            .lock()
+            .unwrap()
+            .contains(&Revoked::Key("key_unheard".into()))
+    );
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
 #[tokio::test]
 async fn an_outage_is_unavailable_a_restart_refuses_what_it_forgot_and_it_recovers() {
     let Some(mut server) = OwnRedis::start() else {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use swapd_core::Store;
 
 mod affiliates;
+mod bounded;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -32,6 +33,7 @@ pub mod test_support;
 mod webhooks;
 mod x402;
 
+pub use bounded::BoundedStore;
 pub use sql::SqlStore;
 
 /// How to reach the database.
@@ -41,6 +43,10 @@ pub struct StoreOptions {
     /// How long a request waits for a pooled connection before the store reports itself
     /// unavailable.
     pub acquire_timeout: Duration,
+    /// How long one statement may run: PostgreSQL cancels it after this, and the store gives up
+    /// on a whole call a second later ([`BoundedStore`]), answering unavailable, when the
+    /// database does not answer at all (docs/reliability.md, "Bounded calls").
+    pub statement_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -48,7 +54,16 @@ impl Default for StoreOptions {
         Self {
             max_connections: 10,
             acquire_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(5),
         }
+    }
+}
+
+impl StoreOptions {
+    /// The client's deadline for one store call: the statement timeout and a second for the
+    /// server's refusal to arrive.
+    pub fn call_deadline(&self) -> Duration {
+        self.statement_timeout + Duration::from_secs(1)
     }
 }
 
@@ -109,9 +124,11 @@ impl SqlStore {
     }
 }
 
-/// Opens the store a URL names, as the port. Does not migrate.
+/// Opens the store a URL names, as the port, every call bounded by the options' deadline. Does
+/// not migrate.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<Arc<dyn Store>, OpenError> {
-    Ok(Arc::new(SqlStore::open(url, options).await?))
+    let store = SqlStore::open(url, options).await?;
+    Ok(Arc::new(BoundedStore::new(store, options.call_deadline())))
 }
 
 /// The URL with any password replaced by `***`, for logs and error messages.

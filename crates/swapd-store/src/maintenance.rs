@@ -2,8 +2,8 @@
 
 use swapd_core::StoreError;
 
-use crate::map_sqlx_error;
 use crate::sql::SqlStore;
+use crate::{Backend, map_sqlx_error};
 use swapd_core::store::Maintenance;
 
 #[async_trait::async_trait]
@@ -13,11 +13,28 @@ impl Maintenance for SqlStore {
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
-        self.backend
-            .migrator()
-            .run(&self.writer)
-            .await
-            .map_err(|e| StoreError::Database(format!("migration failed: {e}")))
+        let failed =
+            |e: sqlx::migrate::MigrateError| StoreError::Database(format!("migration failed: {e}"));
+        match (self.backend, &self.listen_url) {
+            // Migrations may take as long as they need: on PostgreSQL through a connection of
+            // their own, without the pool's statement timeouts.
+            (Backend::Postgres, Some(url)) => {
+                let own = sqlx::any::AnyPoolOptions::new()
+                    .max_connections(1)
+                    .connect(url)
+                    .await
+                    .map_err(map_sqlx_error)?;
+                let migrated = self.backend.migrator().run(&own).await.map_err(failed);
+                own.close().await;
+                migrated
+            }
+            _ => self
+                .backend
+                .migrator()
+                .run(&self.writer)
+                .await
+                .map_err(failed),
+        }
     }
 
     async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {

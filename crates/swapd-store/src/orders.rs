@@ -20,7 +20,7 @@ use crate::map_sqlx_error;
 use crate::outcomes::record_outcome_in;
 use crate::quotes::redeem_in;
 use crate::rows::stored::{id_of, owner_of};
-use crate::sql::{Claim, SqlStore, Tx, VersionedBody, built};
+use crate::sql::{Claim, LEASE_CLAIM, Leased, SqlStore, Tx, VersionedBody, built};
 
 /// The columns of an outbox event, as [`EventRow`] reads them.
 pub(crate) const EVENT_COLUMNS: &str =
@@ -122,21 +122,36 @@ async fn insert_events_in(
     Ok(())
 }
 
-/// What an order is read from: its body, and its next check, which a reschedule moves alone
-/// (the body keeps the one of its last write).
-const ORDER_COLUMNS: &str = "body, next_check_at";
+/// What an order is read from: its body, its next check, which a reschedule moves alone (the
+/// body keeps the one of its last write), and its version, which a claim moves alone
+/// ([`Leased`]).
+const ORDER_COLUMNS: &str = "body, next_check_at, version";
 
-fn stored_order((body, next_check_at): (String, Option<i64>)) -> Result<Order, StoreError> {
+type OrderRow = (String, Option<i64>, i64);
+
+fn stored_order((body, next_check_at, version): OrderRow) -> Result<Order, StoreError> {
     let mut order: Order = decode_body(&body)?;
     order.next_check_at_ms = next_check_at;
+    order.version = version;
     Ok(order)
+}
+
+impl Leased for Order {
+    fn due_at(&self) -> Option<i64> {
+        self.next_check_at_ms
+    }
+
+    fn at_version(mut self, version: i64) -> Self {
+        self.version = version;
+        self
+    }
 }
 
 impl SqlStore {
     /// The order `query` (of [`ORDER_COLUMNS`]) finds, if any.
     async fn one_order(
         &self,
-        query: sqlx::query::QueryAs<'_, sqlx::Any, (String, Option<i64>), sqlx::any::AnyArguments>,
+        query: sqlx::query::QueryAs<'_, sqlx::Any, OrderRow, sqlx::any::AnyArguments>,
     ) -> Result<Option<Order>, StoreError> {
         query
             .fetch_optional(&self.pool)
@@ -150,9 +165,9 @@ impl SqlStore {
 /// Orders the worker looks at next: due first, each leased until the claim's end.
 const DUE_ORDERS: Claim = Claim {
     table: "orders",
-    set: "next_check_at = $2",
+    set: LEASE_CLAIM,
     pick: "next_check_at <= $1 ORDER BY next_check_at LIMIT $3",
-    returning: "body",
+    returning: "body, version",
 };
 
 /// E-mails to send: each claimed for one attempt.
@@ -243,7 +258,7 @@ impl OrderStore for SqlStore {
     }
 
     async fn search_orders(&self, search: &OrderSearch) -> Result<Vec<Order>, StoreError> {
-        let rows: Vec<(String, Option<i64>)> = sqlx::query_as(built(format!(
+        let rows: Vec<OrderRow> = sqlx::query_as(built(format!(
             "SELECT {ORDER_COLUMNS} FROM orders WHERE ($1 IS NULL OR id = $1) \
              AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR owner = $3) \
              AND ($4 IS NULL OR created_at >= $4) AND ($5 IS NULL OR created_at < $5) \
@@ -323,14 +338,8 @@ impl OrderStore for SqlStore {
         lease_until_ms: i64,
         limit: u32,
     ) -> Result<Vec<Order>, StoreError> {
-        self.claim_due_bodies(
-            &DUE_ORDERS,
-            now_ms,
-            lease_until_ms,
-            limit,
-            |order: &Order| order.next_check_at_ms,
-        )
-        .await
+        self.claim_due(&DUE_ORDERS, now_ms, lease_until_ms, limit)
+            .await
     }
 
     async fn claim_notifications(

@@ -11,19 +11,45 @@ use swapd_core::fees::ledger::{Stage, ledger_rows};
 use swapd_core::ids::PlanId;
 use swapd_core::owner::Owner;
 
-use crate::codec::encode_body;
+use crate::codec::{decode_body, encode_body};
 use crate::ledger::insert_ledger_in;
 use crate::map_sqlx_error;
 use crate::outcomes::record_outcome_in;
-use crate::sql::{Claim, SqlStore, VersionedBody};
+use crate::sql::{Claim, LEASE_CLAIM, Leased, SqlStore, VersionedBody};
 
 /// Plans the tracker looks at next: due first, each leased until the claim's end.
 const DUE_PLANS: Claim = Claim {
     table: "execution_plans",
-    set: "next_check_at = $2",
+    set: LEASE_CLAIM,
     pick: "next_check_at <= $1 ORDER BY next_check_at LIMIT $3",
-    returning: "body",
+    returning: "body, version",
 };
+
+impl Leased for ExecutionPlan {
+    fn due_at(&self) -> Option<i64> {
+        self.next_check_at_ms
+    }
+
+    fn at_version(mut self, version: i64) -> Self {
+        self.version = version;
+        self
+    }
+}
+
+impl SqlStore {
+    /// The plan `query` (of `body, version`) finds, if any.
+    async fn one_plan(
+        &self,
+        query: sqlx::query::QueryAs<'_, sqlx::Any, (String, i64), sqlx::any::AnyArguments>,
+    ) -> Result<Option<ExecutionPlan>, StoreError> {
+        query
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .map(|(body, version)| Ok(decode_body::<ExecutionPlan>(&body)?.at_version(version)))
+            .transpose()
+    }
+}
 
 #[async_trait::async_trait]
 impl PlanStore for SqlStore {
@@ -64,9 +90,9 @@ impl PlanStore for SqlStore {
         owner: &Owner,
         resolve_key: &str,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
-        self.body(
-            sqlx::query_scalar(
-                "SELECT body FROM execution_plans WHERE owner = $1 AND resolve_key = $2",
+        self.one_plan(
+            sqlx::query_as(
+                "SELECT body, version FROM execution_plans WHERE owner = $1 AND resolve_key = $2",
             )
             .bind(owner.scope())
             .bind(resolve_key),
@@ -79,10 +105,12 @@ impl PlanStore for SqlStore {
         id: &PlanId,
         owner: &Owner,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
-        self.body(
-            sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1 AND owner = $2")
-                .bind(id.as_str())
-                .bind(owner.scope()),
+        self.one_plan(
+            sqlx::query_as(
+                "SELECT body, version FROM execution_plans WHERE id = $1 AND owner = $2",
+            )
+            .bind(id.as_str())
+            .bind(owner.scope()),
         )
         .await
     }
@@ -91,8 +119,9 @@ impl PlanStore for SqlStore {
         &self,
         id: &PlanId,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
-        self.body(
-            sqlx::query_scalar("SELECT body FROM execution_plans WHERE id = $1").bind(id.as_str()),
+        self.one_plan(
+            sqlx::query_as("SELECT body, version FROM execution_plans WHERE id = $1")
+                .bind(id.as_str()),
         )
         .await
     }
@@ -143,13 +172,7 @@ impl PlanStore for SqlStore {
         lease_until_ms: i64,
         limit: u32,
     ) -> Result<Vec<ExecutionPlan>, StoreError> {
-        self.claim_due_bodies(
-            &DUE_PLANS,
-            now_ms,
-            lease_until_ms,
-            limit,
-            |plan: &ExecutionPlan| plan.next_check_at_ms,
-        )
-        .await
+        self.claim_due(&DUE_PLANS, now_ms, lease_until_ms, limit)
+            .await
     }
 }

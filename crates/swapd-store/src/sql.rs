@@ -12,6 +12,7 @@ use swapd_core::StoreError;
 use swapd_core::store::{IdempotentFinish, KeyHold};
 use swapd_core::wakeup::{Bells, CHANNEL, Work};
 
+use crate::bounded::Wariness;
 use crate::codec::{Body, decode_body};
 use crate::{Backend, map_sqlx_error};
 
@@ -32,6 +33,8 @@ pub struct SqlStore {
     /// PostgreSQL: the URL other nodes' announcements are heard on (it may hold a password, so
     /// the store's `Debug` leaves it out).
     pub(crate) listen_url: Option<String>,
+    /// Whether calls were abandoned lately ([`crate::BoundedStore`]).
+    pub(crate) wariness: Arc<Wariness>,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -154,27 +157,26 @@ impl SqlStore {
         body.map(|body| decode_body(&body)).transpose()
     }
 
-    /// Claims the due rows of a table that keeps its aggregate as a JSON body (orders, plans;
-    /// `claim` returns `body`, taking `$1` now, `$2` the lease's end, `$3` the limit): each
-    /// leased until `lease_until_ms`, earliest `due_at` first (RETURNING keeps no order).
-    pub(crate) async fn claim_due_bodies<T: Body>(
+    /// Claims the due rows of a table that keeps a leased aggregate ([`Leased`]; `claim`
+    /// returns `body, version`, taking `$1` now, `$2` the lease's end, `$3` the limit): each
+    /// leased until `lease_until_ms`, earliest due first (RETURNING keeps no order).
+    pub(crate) async fn claim_due<T: Leased>(
         &self,
         claim: &Claim,
         now_ms: i64,
         lease_until_ms: i64,
         limit: u32,
-        due_at: impl Fn(&T) -> Option<i64>,
     ) -> Result<Vec<T>, StoreError> {
         let mut tx = self.write_tx().await?;
-        let bodies: Vec<(String,)> = self
+        let rows: Vec<(String, i64)> = self
             .claim_in(&mut tx, claim, now_ms, lease_until_ms, limit)
             .await?;
         tx.commit().await.map_err(map_sqlx_error)?;
-        let mut claimed = bodies
+        let mut claimed = rows
             .iter()
-            .map(|(body,)| decode_body::<T>(body))
-            .collect::<Result<Vec<_>, _>>()?;
-        claimed.sort_by_key(due_at);
+            .map(|(body, version)| Ok(decode_body::<T>(body)?.at_version(*version)))
+            .collect::<Result<Vec<T>, StoreError>>()?;
+        claimed.sort_by_key(T::due_at);
         Ok(claimed)
     }
 
@@ -236,6 +238,20 @@ impl SqlStore {
         ))
     }
 }
+
+/// An aggregate the worker leases (orders, execution plans). A claim is a write: it moves the
+/// row's `version` ([`LEASE_CLAIM`]), so a save made under an earlier claim, by a node whose
+/// lease ended and was given to another, fails its compare-and-set and writes nothing (fencing,
+/// whatever the nodes' clocks say). The `version` column is the truth, read with the body,
+/// whose own copy lags by the claims since its last save.
+pub(crate) trait Leased: Body {
+    fn due_at(&self) -> Option<i64>;
+
+    fn at_version(self, version: i64) -> Self;
+}
+
+/// What a claim of a [`Leased`] aggregate sets, besides what its table needs.
+pub(crate) const LEASE_CLAIM: &str = "next_check_at = $2, version = version + 1";
 
 /// A lease claim: in one statement, marks the rows `pick` selects (a condition, an order and a
 /// limit) as taken with `set`, and returns their `returning` columns. On PostgreSQL several
@@ -374,6 +390,7 @@ mod tests {
             backend,
             bells: Default::default(),
             listen_url: None,
+            wariness: Default::default(),
         }
     }
 

@@ -59,6 +59,7 @@ impl SqlStore {
             backend: Backend::Sqlite,
             bells: Default::default(),
             listen_url: None,
+            wariness: Default::default(),
         })
     }
 

@@ -168,6 +168,95 @@ pub async fn tcp_proxy(target: SocketAddr, cut: tokio_util::sync::CancellationTo
     addr
 }
 
+/// A TCP relay to `target` that can fall silent, as a network that drops packets does (not as a
+/// server that refuses: no connection is closed). While [`SilentRelay::silence`] lasts, bytes
+/// sent either way are held, new connections included; [`SilentRelay::heal`] lets them
+/// through in order. [`SilentRelay::lose_open`] makes the connections open now silent for good
+/// (the server gave up on them while the client did not hear it).
+pub struct SilentRelay {
+    pub addr: SocketAddr,
+    silent: tokio::sync::watch::Sender<bool>,
+    open: std::sync::Arc<std::sync::Mutex<Vec<std::sync::Weak<std::sync::atomic::AtomicBool>>>>,
+}
+
+impl SilentRelay {
+    pub async fn start(target: SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the relay");
+        let addr = listener.local_addr().expect("relay address");
+        let (silent, _) = tokio::sync::watch::channel(false);
+        let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (watch, connections) = (silent.clone(), open.clone());
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Ok(outbound) = tokio::net::TcpStream::connect(target).await else {
+                    continue;
+                };
+                let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                connections
+                    .lock()
+                    .unwrap()
+                    .push(std::sync::Arc::downgrade(&lost));
+                let (from_client, to_client) = inbound.into_split();
+                let (from_server, to_server) = outbound.into_split();
+                tokio::spawn(relay(
+                    from_client,
+                    to_server,
+                    watch.subscribe(),
+                    lost.clone(),
+                ));
+                tokio::spawn(relay(from_server, to_client, watch.subscribe(), lost));
+            }
+        });
+        Self { addr, silent, open }
+    }
+
+    pub fn silence(&self) {
+        self.silent.send_replace(true);
+    }
+
+    pub fn heal(&self) {
+        self.silent.send_replace(false);
+    }
+
+    pub fn lose_open(&self) {
+        for lost in self.open.lock().unwrap().drain(..) {
+            if let Some(lost) = lost.upgrade() {
+                lost.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+async fn relay(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut silent: tokio::sync::watch::Receiver<bool>,
+    lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buffer = vec![0; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        if silent.wait_for(|silent| !silent).await.is_err() {
+            return;
+        }
+        if lost.load(std::sync::atomic::Ordering::SeqCst) {
+            // Held open, never answered, never closed.
+            let _kept = (from, to);
+            std::future::pending::<()>().await;
+            return;
+        }
+        if to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
+}
+
 /// The catalog's currency `code`.
 pub fn currency(code: &str) -> &'static swapd_core::market::currencies::CurrencyDef {
     swapd_core::market::currencies::currency(code).expect("a catalog code")

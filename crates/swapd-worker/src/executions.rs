@@ -41,9 +41,10 @@ impl ExecutionTracker {
     /// One pass over the due plans. Failures are logged; the plan is looked at again later.
     pub async fn run_due(&self) {
         let now_ms = self.clock.now_ms();
+        let lease_until_ms = now_ms + crate::LEASE_MS;
         let due = match self
             .store
-            .claim_due_execution_plans(now_ms, now_ms + crate::LEASE_MS, BATCH)
+            .claim_due_execution_plans(now_ms, lease_until_ms, BATCH)
             .await
         {
             Ok(due) => due,
@@ -53,6 +54,12 @@ impl ExecutionTracker {
             }
         };
         for plan in due {
+            if !crate::lease_allows_a_step(self.clock.now_ms(), lease_until_ms) {
+                tracing::debug!(
+                    "the executions' lease is ending; the rest are left to their next claim"
+                );
+                return;
+            }
             let id = plan.id.clone();
             if let Err(error) = self.step(plan).await {
                 tracing::warn!(plan = %id, %error, "execution step failed; retrying later");

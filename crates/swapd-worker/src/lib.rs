@@ -27,8 +27,19 @@ use swapd_core::{Clock, Store};
 use tokio_util::sync::CancellationToken;
 
 /// How long a claimed order, execution plan or e-mail stays with the node that claimed it: more
-/// than one step takes (a desk call, or one look at an execution, is at most 30 s).
+/// than one step takes (a desk call, or one look at an execution, is at most [`STEP_MS`]).
 pub const LEASE_MS: i64 = 60_000;
+
+/// The longest one step under a lease takes (a desk call, one look at an execution).
+const STEP_MS: i64 = 30_000;
+
+/// Whether a step may start at `now_ms` under a lease that ends at `lease_until_ms`: only while
+/// the whole step fits in what is left of it, so a node never acts on work after its lease
+/// ended (one cut off from the database, or slow, leaves the rest to the next claim). Its saves
+/// are fenced by the store besides (a claim moves the version).
+fn lease_allows_a_step(now_ms: i64, lease_until_ms: i64) -> bool {
+    now_ms.saturating_add(STEP_MS) <= lease_until_ms
+}
 
 /// How often expired rows are swept.
 pub const JANITOR_INTERVAL: Duration = Duration::from_secs(60);
@@ -344,6 +355,16 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    #[test]
+    fn a_step_starts_only_while_it_fits_in_its_lease() {
+        let claimed_at = 1_000_000;
+        let lease_until = claimed_at + LEASE_MS;
+        assert!(lease_allows_a_step(claimed_at, lease_until));
+        assert!(lease_allows_a_step(lease_until - STEP_MS, lease_until));
+        assert!(!lease_allows_a_step(lease_until - STEP_MS + 1, lease_until));
+        assert!(!lease_allows_a_step(lease_until + 90_000, lease_until));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_pass_that_panics_is_run_again_after_a_growing_backoff_and_reported() {

@@ -74,9 +74,10 @@ impl OrderEngine {
     /// that.
     pub async fn run_due(&self) -> usize {
         let now_ms = self.clock.now_ms();
+        let lease_until_ms = now_ms + crate::LEASE_MS;
         let due = match self
             .store
-            .claim_due_orders(now_ms, now_ms + crate::LEASE_MS, BATCH)
+            .claim_due_orders(now_ms, lease_until_ms, BATCH)
             .await
         {
             Ok(due) => due,
@@ -88,7 +89,7 @@ impl OrderEngine {
         let count = due.len();
         futures_util::stream::iter(due)
             .for_each_concurrent(CONCURRENT_ORDERS, |order| async move {
-                let Err(error) = self.drive(&order).await else {
+                let Err(error) = self.drive(&order, lease_until_ms).await else {
                     return;
                 };
                 let now_ms = self.clock.now_ms();
@@ -118,7 +119,7 @@ impl OrderEngine {
         count
     }
 
-    async fn drive(&self, order: &Order) -> Result<(), StepError> {
+    async fn drive(&self, order: &Order, lease_until_ms: i64) -> Result<(), StepError> {
         let (from, to) = (order.from, order.to);
         let desk = self
             .market
@@ -133,6 +134,10 @@ impl OrderEngine {
         let mut previous: Option<DeskExchange> = None;
         for _ in 0..MAX_LOOKS {
             let now = self.clock.now_ms();
+            if !crate::lease_allows_a_step(now, lease_until_ms) {
+                tracing::debug!(order = %order.id, "the order's lease is ending; left to its next claim");
+                return Ok(());
+            }
             let exchange = ExchangeRef {
                 id: &order.provider_ref,
                 reference: order.id.as_str(),

@@ -276,6 +276,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     let options = StoreOptions {
         max_connections: config.database.max_connections,
         acquire_timeout: Duration::from_millis(config.database.acquire_timeout_ms),
+        statement_timeout: Duration::from_millis(config.database.statement_timeout_ms),
     };
     let url = config.database();
     swapd_store::open(url.expose(), &options)

@@ -110,3 +110,44 @@ pub async fn announcements_reach_listening_nodes(
     listening.abort();
     assert!(heard, "the other node heard the commit");
 }
+
+/// The listener's connection lost without a word (`lose`, once the listener has heard a first
+/// announcement): it notices by its silence, listens anew, and hears the announcements after.
+pub async fn announcements_are_heard_again_after_the_listener_is_lost_silently(
+    writer: &Arc<dyn Store>,
+    listener: &Arc<dyn Store>,
+    lose: impl FnOnce(),
+) {
+    use swapd_core::wakeup::Work;
+    let listening = tokio::spawn(
+        listener
+            .listen_for_work()
+            .expect("a store shared by several nodes listens"),
+    );
+    let bells = listener.bells();
+    let heard_within = |tries: usize, name: &'static str| {
+        let bells = bells.clone();
+        async move {
+            for n in 0..tries {
+                let id = format!("ord_{name}_{n}");
+                create_ringing_order(writer.as_ref(), &id, "key:heard", None).await;
+                if rings(&bells, Work::Deliveries).await {
+                    return true;
+                }
+            }
+            false
+        }
+    };
+    assert!(
+        heard_within(20, "first").await,
+        "the listener heard a commit"
+    );
+    lose();
+    // Announced until heard again (each try waits a second; no timing asserted).
+    let again = heard_within(60, "again").await;
+    listening.abort();
+    assert!(
+        again,
+        "the listener heard commits again after its connection was lost"
+    );
+}

@@ -387,7 +387,7 @@ pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store:
         ["ord_due_early", "ord_due_late"],
         "due again once the lease ended (the engine died)"
     );
-    // The engine's save sets the real next check (the lease changed no version); a finished
+    // The engine's save sets the real next check (at the version its claim read); a finished
     // order (no next check) is never due.
     let mut early = store
         .order(&parsed("ord_due_early"), &parsed("key:due"))
@@ -406,6 +406,45 @@ pub async fn due_orders_are_claimed_earliest_first_until_their_lease_ends(store:
     late.next_check_at_ms = Some(now + 1_500);
     assert!(store.update_order(&late, &[], None).await.unwrap());
     assert_eq!(claimed(now + 1_500, now + 3_000).await, ["ord_due_late"]);
+}
+
+/// Fencing: an engine whose lease ended (it was cut off, or slow) and was given to another
+/// writes nothing when it comes back, whatever its clock says; the new holder's saves land.
+pub async fn a_save_under_an_ended_lease_is_refused(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let now = 1_800_000_200_000;
+    let mut order = sample_order("ord_fenced", "key:fenced", now);
+    order.next_check_at_ms = Some(now);
+    create_with_created_event(store, &order, "idem-fenced", now).await;
+    let claim = |at: i64| async move {
+        let mut claimed = store.claim_due_orders(at, at + 60_000, 10).await.unwrap();
+        claimed.retain(|o| o.id.as_str() == "ord_fenced");
+        claimed.pop().expect("the order is due")
+    };
+    let first = claim(now).await;
+    let second = claim(now + 60_000).await;
+    assert_eq!(second.version, first.version + 1);
+
+    let late = |mut held: Order| {
+        held.version += 1;
+        held.next_check_at_ms = Some(now + 999_000);
+        held
+    };
+    assert!(
+        !store
+            .update_order(&late(first.clone()), &[], None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .reschedule_order(&first.id, first.version, now + 999_000)
+            .await
+            .unwrap()
+    );
+    assert!(store.update_order(&late(second), &[], None).await.unwrap());
+    let read = store.order(&first.id, &first.owner).await.unwrap().unwrap();
+    assert_eq!(read.version, first.version + 2);
 }
 
 pub async fn concurrent_order_claims_are_disjoint(store: &Arc<dyn Store>) {
@@ -524,20 +563,22 @@ pub async fn a_reschedule_moves_the_next_look_alone_at_the_version_read(store: &
     );
     let claimed = due(now + 5_000).await;
     assert_eq!(claimed.len(), 1, "due at its new time");
-    // Nothing else changed: the same version, the same order, read with its next look (the
-    // claim's lease now).
-    assert_eq!(claimed[0].version, order.version);
+    // Nothing else changed but the claim's: its lease (the next look) and the version it moves
+    // (fencing off saves from before it), and that is how the order reads.
+    assert_eq!(claimed[0].version, order.version + 1);
     let read = store.order(&order.id, &order.owner).await.unwrap().unwrap();
     assert_eq!(read.next_check_at_ms, Some(now + 5_001));
     assert_eq!(
         Order {
             next_check_at_ms: order.next_check_at_ms,
-            ..read
+            version: order.version,
+            ..read.clone()
         },
         order
     );
+    assert_eq!(read.version, claimed[0].version);
     // At a version it is no longer at: nothing is written.
-    let mut moved = order.clone();
+    let mut moved = read.clone();
     moved.version += 1;
     moved.next_check_at_ms = Some(now + 20_000);
     assert!(store.update_order(&moved, &[], None).await.unwrap());

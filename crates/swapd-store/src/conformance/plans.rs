@@ -282,3 +282,60 @@ pub async fn due_execution_plans_are_claimed_earliest_first_until_their_lease_en
         "due again once their lease ended"
     );
 }
+
+/// Fencing, as for orders: a tracker whose lease ended and was given to another writes nothing.
+pub async fn a_plan_save_under_an_ended_lease_is_refused(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    let now = 1_900_000_100_000;
+    let mut plan = sample_plan("ocx_fenced", "key:fenced", "ocx_fenced", now);
+    plan.next_check_at_ms = Some(now);
+    let lease = claim(store, "key:fenced", "idem-ocx-fenced", now).await;
+    store
+        .insert_execution_plan(
+            &plan,
+            IdempotentFinish {
+                principal: "key:fenced",
+                key: "idem-ocx-fenced",
+                hold: KeyHold::Lease(&lease),
+                response: &StoredResponse {
+                    status: 200,
+                    body: b"{}".to_vec(),
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let claim_at = |at: i64| async move {
+        let mut claimed = store
+            .claim_due_execution_plans(at, at + 60_000, 10)
+            .await
+            .unwrap();
+        claimed.retain(|p| p.id.as_str() == "ocx_fenced");
+        claimed.pop().expect("the plan is due")
+    };
+    let first = claim_at(now).await;
+    let second = claim_at(now + 60_000).await;
+    assert_eq!(second.version, first.version + 1);
+    let late = |mut held: ExecutionPlan| {
+        held.reschedule(now + 999_000);
+        held
+    };
+    assert!(
+        !store
+            .update_execution_plan(&late(first.clone()), None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .update_execution_plan(&late(second), None)
+            .await
+            .unwrap()
+    );
+    let read = store
+        .execution_plan(&first.id, &first.owner)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.version, first.version + 2);
+}

@@ -58,6 +58,7 @@ through_text!(DatabaseUrl);
 pub struct DatabaseConfig {
     pub max_connections: u32,
     pub acquire_timeout_ms: u64,
+    pub statement_timeout_ms: u64,
 }
 
 impl Default for DatabaseConfig {
@@ -65,6 +66,7 @@ impl Default for DatabaseConfig {
         Self {
             max_connections: 10,
             acquire_timeout_ms: 5_000,
+            statement_timeout_ms: 5_000,
         }
     }
 }
@@ -80,6 +82,12 @@ impl DatabaseConfig {
         within(
             "database.acquire_timeout_ms",
             self.acquire_timeout_ms,
+            100..=600_000,
+            "must be 100 to 600000",
+        )?;
+        within(
+            "database.statement_timeout_ms",
+            self.statement_timeout_ms,
             100..=600_000,
             "must be 100 to 600000",
         )

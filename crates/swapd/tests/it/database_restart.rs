@@ -2,7 +2,9 @@
 //! on in-flight queries, refused connections meanwhile): no request answers 500, every refusal
 //! is 503 with `Retry-After`, every Idempotency-Key of a refused request is free again for its
 //! retry, which creates its order once, and every order created has its webhook delivery (the
-//! fan-out commits with the order, or not at all).
+//! fan-out commits with the order, or not at all). And PostgreSQL going silent (its packets
+//! dropped, no connection closed): the node answers 503 with `Retry-After` rather than hang,
+//! is not ready, and serves again by itself when the network heals.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -195,4 +197,95 @@ async fn a_postgres_restart_under_load_answers_no_500_and_frees_every_key() {
     delivered.sort();
     created.sort();
     assert_eq!(delivered, created, "one delivery per order created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_postgres_falls_silent_answers_503_and_recovers_when_it_heals() {
+    let Some(url) = swapd_store::test_support::postgres_url() else {
+        return;
+    };
+    let schema = swapd_store::test_support::PgTestSchema::create(&url).await;
+    let relay =
+        swapd_store::test_support::SilentRelay::start(swapd_store::test_support::server_addr(&url))
+            .await;
+    let store = swapd_store::open(
+        &schema.database_url_at(relay.addr.port()),
+        &swapd_store::StoreOptions {
+            acquire_timeout: Duration::from_millis(500),
+            statement_timeout: Duration::from_millis(500),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let server = TestServer::start_with(Options {
+        sharing: Sharing::Database,
+        store: Some(store),
+        ..Options::default()
+    })
+    .await;
+    let key = server.key(&[OrdersCreate, OrdersRead]).await;
+    let body = serde_json::to_vec(
+        &json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS}),
+    )
+    .unwrap();
+    let create = |idempotency_key: &str| {
+        server
+            .sign(&key, "POST", "/api/v3/orders", "", &body)
+            .set("Idempotency-Key", idempotency_key)
+    };
+    let created = server.send(&create("before-the-cut")).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let order_path = format!(
+        "/api/v3/orders/{}",
+        created.body["data"]["orderId"].as_str().unwrap()
+    );
+    let ready = || async {
+        reqwest::get(format!("{}/readyz", server.base))
+            .await
+            .unwrap()
+            .status()
+    };
+
+    relay.silence();
+    // A guard against hanging the suite, far above the bounds (no timing is asserted).
+    let guard = Duration::from_secs(60);
+    let during = [
+        create("during-the-cut"),
+        server.sign(&key, "GET", &order_path, "", b""),
+    ];
+    for request in &during {
+        let answer = tokio::time::timeout(guard, server.send(request))
+            .await
+            .expect("a request hangs while PostgreSQL is silent");
+        assert_eq!(answer.status, 503, "{}", answer.body);
+        assert!(answer.header("retry-after").is_some(), "{}", answer.body);
+    }
+    let readiness = tokio::time::timeout(guard, ready()).await.unwrap();
+    assert_eq!(readiness, 503, "not ready while PostgreSQL is silent");
+
+    relay.heal();
+    let mut healed = false;
+    for _ in 0..100 {
+        if ready().await == 200 {
+            healed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        healed,
+        "ready again after the network healed, without a restart"
+    );
+    // The key refused during the cut creates its order now (it was not taken), once.
+    let retried = server.send(&create("during-the-cut")).await;
+    assert_eq!(retried.status, 201, "{}", retried.body);
+    let replayed = server.send(&create("during-the-cut")).await;
+    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    assert_eq!(
+        replayed.body["data"]["orderId"],
+        retried.body["data"]["orderId"]
+    );
+    let read = server.call(&key, "GET", &order_path, "", b"").await;
+    assert_eq!(read.status, 200, "{}", read.body);
 }
