@@ -32,6 +32,7 @@ pub mod x402;
 
 pub use error::ApiError;
 pub use json::{ApiJson, MAX_BODY_BYTES, parse_json};
+pub use order_page::token_matches as page_token_matches;
 pub use query::SignedQuery;
 pub use router::{router, router_with};
 

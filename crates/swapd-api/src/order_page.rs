@@ -41,7 +41,7 @@ pub(crate) fn router() -> axum::Router<AppState> {
 }
 
 /// Whether `token` is the one in `link` (a stored page link), compared in constant time.
-pub(crate) fn token_matches(link: Option<&str>, token: &str) -> bool {
+pub fn token_matches(link: Option<&str>, token: &str) -> bool {
     link.and_then(|url| url.rsplit('/').next())
         .is_some_and(|own| bool::from(own.as_bytes().ct_eq(token.as_bytes())))
 }

@@ -171,15 +171,18 @@ async fn quiet_looks_move_the_next_look_without_writing_the_order_again() {
         server.clock.advance_ms(1_000);
         assert_eq!(server.engine.run_due().await, 1, "due at its next look");
     }
-    // Nothing was written but the time of the next look.
+    // Nothing was written but the time of the next look, and the version each of the three
+    // claims moved (so that a save under an ended lease is refused: docs/reliability.md).
     let now = stored().await;
     assert_eq!(
         now.next_check_at_ms,
         Some(swapd_core::Clock::now_ms(server.clock.as_ref()) + 1_000)
     );
+    assert_eq!(now.version, opened.version + 3);
     assert_eq!(
         swapd_core::offchain::order::Order {
             next_check_at_ms: opened.next_check_at_ms,
+            version: opened.version,
             ..now
         },
         opened
