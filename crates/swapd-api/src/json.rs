@@ -297,10 +297,14 @@ mod tests {
     #[test]
     fn a_document_read_written_and_read_again_is_the_same() {
         let long = "2".repeat(115);
-        for text in [long.as_str(), "0.1", "1e308", "123456789012345678901234567890.5"] {
+        for text in [
+            long.as_str(),
+            "0.1",
+            "1e308",
+            "123456789012345678901234567890.5",
+        ] {
             let read: serde_json::Value = parse_json(text.as_bytes()).unwrap();
-            let again: serde_json::Value =
-                parse_json(&serde_json::to_vec(&read).unwrap()).unwrap();
+            let again: serde_json::Value = parse_json(&serde_json::to_vec(&read).unwrap()).unwrap();
             assert_eq!(again, read, "{text}");
         }
     }

@@ -138,22 +138,34 @@ async fn a_stale_guess_never_decides() {
     assert_eq!(count(&a).await.unwrap(), 3);
 }
 
-#[tokio::test]
-async fn revocations_reach_every_follower() {
-    let Some(url) = redis_url() else { return };
-    let prefix = unique_prefix();
-    let publisher = node(&url, &prefix).await;
-    let follower = Arc::new(node(&url, &prefix).await);
+/// What `follower` hears of revocations, until `shutdown` is cancelled and `task` joined.
+fn follow(
+    follower: Arc<SharedRedis>,
+) -> (
+    Arc<Mutex<Vec<Revoked>>>,
+    CancellationToken,
+    tokio::task::JoinHandle<()>,
+) {
     let heard = Arc::new(Mutex::new(Vec::new()));
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
-        let (follower, heard, shutdown) = (follower.clone(), heard.clone(), shutdown.clone());
+        let (heard, shutdown) = (heard.clone(), shutdown.clone());
         async move {
             follower
                 .follow_revocations(shutdown, |revoked| heard.lock().unwrap().push(revoked))
                 .await;
         }
     });
+    (heard, shutdown, task)
+}
+
+#[tokio::test]
+async fn revocations_reach_every_follower() {
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let publisher = node(&url, &prefix).await;
+    let follower = Arc::new(node(&url, &prefix).await);
+    let (heard, shutdown, task) = follow(follower);
     // Subscribed: it first reports that it may have missed some.
     wait_until(|| heard.lock().unwrap().contains(&Revoked::Unknown)).await;
     publisher.publish_revoked("key_9").await.unwrap();
@@ -187,16 +199,7 @@ async fn a_silently_lost_subscription_is_replaced_and_reports_what_it_may_have_m
     let prefix = unique_prefix();
     let publisher = node(&url, &prefix).await;
     let follower = Arc::new(node(through.as_str(), &prefix).await);
-    let heard = Arc::new(Mutex::new(Vec::new()));
-    let shutdown = CancellationToken::new();
-    let task = tokio::spawn({
-        let (follower, heard, shutdown) = (follower.clone(), heard.clone(), shutdown.clone());
-        async move {
-            follower
-                .follow_revocations(shutdown, |revoked| heard.lock().unwrap().push(revoked))
-                .await;
-        }
-    });
+    let (heard, shutdown, task) = follow(follower);
     let unknowns = || {
         heard
             .lock()

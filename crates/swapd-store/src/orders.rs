@@ -20,7 +20,7 @@ use crate::map_sqlx_error;
 use crate::outcomes::record_outcome_in;
 use crate::quotes::redeem_in;
 use crate::rows::stored::{id_of, owner_of};
-use crate::sql::{Claim, LEASE_CLAIM, Leased, SqlStore, Tx, VersionedBody, built};
+use crate::sql::{Claim, LEASE_CLAIM, SqlStore, Tx, VersionedBody, built, leased};
 
 /// The columns of an outbox event, as [`EventRow`] reads them.
 pub(crate) const EVENT_COLUMNS: &str =
@@ -124,7 +124,7 @@ async fn insert_events_in(
 
 /// What an order is read from: its body, its next check, which a reschedule moves alone (the
 /// body keeps the one of its last write), and its version, which a claim moves alone
-/// ([`Leased`]).
+/// ([`crate::sql::Leased`]).
 const ORDER_COLUMNS: &str = "body, next_check_at, version";
 
 type OrderRow = (String, Option<i64>, i64);
@@ -136,16 +136,7 @@ fn stored_order((body, next_check_at, version): OrderRow) -> Result<Order, Store
     Ok(order)
 }
 
-impl Leased for Order {
-    fn due_at(&self) -> Option<i64> {
-        self.next_check_at_ms
-    }
-
-    fn at_version(mut self, version: i64) -> Self {
-        self.version = version;
-        self
-    }
-}
+leased!(Order);
 
 impl SqlStore {
     /// The order `query` (of [`ORDER_COLUMNS`]) finds, if any.

@@ -15,7 +15,7 @@ use crate::codec::{decode_body, encode_body};
 use crate::ledger::insert_ledger_in;
 use crate::map_sqlx_error;
 use crate::outcomes::record_outcome_in;
-use crate::sql::{Claim, LEASE_CLAIM, Leased, SqlStore, VersionedBody};
+use crate::sql::{Claim, LEASE_CLAIM, Leased, SqlStore, VersionedBody, leased};
 
 /// Plans the tracker looks at next: due first, each leased until the claim's end.
 const DUE_PLANS: Claim = Claim {
@@ -25,16 +25,7 @@ const DUE_PLANS: Claim = Claim {
     returning: "body, version",
 };
 
-impl Leased for ExecutionPlan {
-    fn due_at(&self) -> Option<i64> {
-        self.next_check_at_ms
-    }
-
-    fn at_version(mut self, version: i64) -> Self {
-        self.version = version;
-        self
-    }
-}
+leased!(ExecutionPlan);
 
 impl SqlStore {
     /// The plan `query` (of `body, version`) finds, if any.

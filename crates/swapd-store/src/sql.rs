@@ -250,6 +250,23 @@ pub(crate) trait Leased: Body {
     fn at_version(self, version: i64) -> Self;
 }
 
+/// [`Leased`] for an aggregate with `next_check_at_ms` and `version` fields.
+macro_rules! leased {
+    ($aggregate:ty) => {
+        impl $crate::sql::Leased for $aggregate {
+            fn due_at(&self) -> Option<i64> {
+                self.next_check_at_ms
+            }
+
+            fn at_version(mut self, version: i64) -> Self {
+                self.version = version;
+                self
+            }
+        }
+    };
+}
+pub(crate) use leased;
+
 /// What a claim of a [`Leased`] aggregate sets, besides what its table needs.
 pub(crate) const LEASE_CLAIM: &str = "next_check_at = $2, version = version + 1";
 

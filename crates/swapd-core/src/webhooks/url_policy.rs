@@ -196,7 +196,10 @@ mod tests {
         ));
         let text = format!("https://hooks.example.com/{}", "\u{0}".repeat(600));
         let checked = check_url(&text, UrlPolicy::Live).unwrap();
-        assert_eq!(check_url(checked.url.as_str(), UrlPolicy::Live), Ok(checked));
+        assert_eq!(
+            check_url(checked.url.as_str(), UrlPolicy::Live),
+            Ok(checked)
+        );
     }
 
     #[test]
