@@ -188,13 +188,14 @@ mod tests {
     /// form is past it, was taken, and then refused when its checked form was checked again.
     #[test]
     fn a_url_is_within_the_limit_once_escaped_so_a_checked_url_checks_again() {
-        let text = format!("https://hooks.example.com/{}", "\u{0}".repeat(1_000));
+        // A NUL inside the path is kept, escaped as `%00` (leading and trailing ones are cut).
+        let text = format!("https://hooks.example.com/{}", "\u{0}a".repeat(1_000));
         assert!(text.len() <= MAX_URL_LEN);
         assert!(matches!(
             check_url(&text, UrlPolicy::Live),
             Err(UrlProblem::Invalid(_))
         ));
-        let text = format!("https://hooks.example.com/{}", "\u{0}".repeat(600));
+        let text = format!("https://hooks.example.com/{}", "\u{0}a".repeat(500));
         let checked = check_url(&text, UrlPolicy::Live).unwrap();
         assert_eq!(
             check_url(checked.url.as_str(), UrlPolicy::Live),
