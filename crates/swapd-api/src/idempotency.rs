@@ -453,43 +453,43 @@ pub async fn finish(state: &AppState, claim: &IdempotencyClaim, response: Respon
     Response::from_parts(parts, Body::from(body))
 }
 
-/// Forgets a claim whose execution stored nothing, so a retry executes afresh. When the
-/// database cannot be reached (the likely reason the execution failed), the release is retried
-/// in the background until it can, within the claim's lease.
+/// How long an answer waits for its claim's release: a healthy database releases at once, so
+/// that a retry sent the moment the answer arrives executes afresh; a silent one is not waited
+/// for (the answer would come a store call's bound later; docs/reliability.md).
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Forgets a claim whose execution stored nothing, so a retry executes afresh. The release
+/// goes on in the background past [`RELEASE_WAIT`] and, when the database cannot be reached
+/// (the likely reason the execution failed), is retried until it can, within the claim's lease.
 pub async fn release(state: &AppState, claim: &IdempotencyClaim) {
     let Hold::Lease(token) = &claim.hold else {
         // Taken at commit: there is no claim to forget.
         return;
     };
-    let release = |store: std::sync::Arc<dyn swapd_core::Store>,
-                   claim: IdempotencyClaim,
-                   token: String| async move {
-        store
-            .release_idempotent(&claim.scope, &claim.key, &token)
-            .await
-    };
-    let Err(error) = release(state.store.clone(), claim.clone(), token.clone()).await else {
-        return;
-    };
-    tracing::warn!(%error, "cannot release an idempotency key yet; retrying");
-    let store = state.store.clone();
-    let (claim, token) = (claim.clone(), token.clone());
-    tokio::spawn(async move {
+    let (store, claim, token) = (state.store.clone(), claim.clone(), token.clone());
+    let releasing = tokio::spawn(async move {
         let mut wait = std::time::Duration::from_millis(250);
         let mut waited = std::time::Duration::ZERO;
-        while waited < std::time::Duration::from_millis(idempotency::LEASE_MS as u64) {
-            tokio::time::sleep(wait).await;
-            waited += wait;
-            if release(store.clone(), claim.clone(), token.clone())
+        loop {
+            let Err(error) = store
+                .release_idempotent(&claim.scope, &claim.key, &token)
                 .await
-                .is_ok()
-            {
+            else {
+                return;
+            };
+            if waited >= std::time::Duration::from_millis(idempotency::LEASE_MS as u64) {
+                // The lease has ended: a retry takes over anyway.
                 return;
             }
+            if waited.is_zero() {
+                tracing::warn!(%error, "cannot release an idempotency key yet; retrying");
+            }
+            tokio::time::sleep(wait).await;
+            waited += wait;
             wait = (wait * 2).min(std::time::Duration::from_secs(5));
         }
-        // The lease has ended: a retry takes over anyway.
     });
+    let _ = tokio::time::timeout(RELEASE_WAIT, releasing).await;
 }
 
 fn sealing_context(scope: &str, key: &str) -> String {

@@ -37,8 +37,9 @@ pub trait RateCells: Send + Sync {
         cost: u32,
     ) -> Result<RateDecision, StoreError>;
 
-    /// The cell as it stands, changing nothing.
-    async fn state(&self, key_id: &str) -> Result<RateState, StoreError>;
+    /// The tightest quota of the cell under `limits` now, on the clock the cell is decided on,
+    /// changing nothing.
+    async fn peek(&self, key_id: &str, limits: RateLimits) -> Result<Quota, StoreError>;
 }
 
 /// Each client address's budgets before authentication: a request rate, and failed

@@ -18,18 +18,19 @@
 //! 503 and a replayed nonce is never let through), and the connection comes back by itself.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, Weak};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, RedisError, Script};
-use swapd_core::StoreError;
 use swapd_core::api_keys::RateLimits;
 use swapd_core::rate_limit::{
     self, AddressLimits, AddressState, RateDecision, RateState, WindowCount,
 };
 use swapd_core::store::NonceOutcome;
+use swapd_core::{Clock, StoreError};
 use tokio_util::sync::CancellationToken;
 
 /// How long one call to Redis may take.
@@ -211,7 +212,12 @@ pub struct SharedRedis {
     guesses: Mutex<HashMap<String, String>>,
     /// One update at a time per cell (by the cell name's hash) on this node.
     turns: Box<[tokio::sync::Mutex<()>]>,
+    /// Redis's clock minus this node's, in milliseconds, as last measured (0 until then).
+    clock_offset_ms: AtomicI64,
 }
+
+/// How often a node measures its clock against Redis's again.
+pub const CLOCK_MEASURED_EVERY: Duration = Duration::from_secs(10);
 
 fn unavailable(error: RedisError) -> StoreError {
     if error.is_io_error() || error.is_timeout() || error.is_connection_dropped() {
@@ -254,6 +260,7 @@ impl SharedRedis {
             admit_address: Script::new(ADMIT_ADDRESS),
             guesses: Mutex::new(HashMap::new()),
             turns: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
+            clock_offset_ms: AtomicI64::new(0),
         };
         let mut connection = shared.connection.clone();
         timed(
@@ -273,6 +280,41 @@ impl SharedRedis {
 
     fn revocations_channel(&self) -> String {
         self.name("revoked")
+    }
+
+    /// Measures how far Redis's clock is from `local` (Redis's `TIME`, against the middle of
+    /// the round trip); [`SharedRedis::shared_ms`] applies it from then on. Returns the offset.
+    pub async fn measure_clock(&self, local: &dyn Clock) -> Result<i64, StoreError> {
+        let mut connection = self.connection.clone();
+        let before = local.now_ms();
+        let (secs, micros): (i64, i64) =
+            timed(redis::cmd("TIME").query_async(&mut connection)).await?;
+        let after = local.now_ms();
+        let offset = secs * 1000 + micros / 1000 - (before + after) / 2;
+        self.clock_offset_ms.store(offset, Ordering::Relaxed);
+        Ok(offset)
+    }
+
+    /// Measures the clock again every [`CLOCK_MEASURED_EVERY`] while `shared` lives: a node whose
+    /// clock is stepped keeps deciding on Redis's.
+    pub async fn keep_measuring_clock(shared: Weak<Self>, local: std::sync::Arc<dyn Clock>) {
+        loop {
+            tokio::time::sleep(CLOCK_MEASURED_EVERY).await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            if let Err(error) = shared.measure_clock(&*local).await {
+                tracing::debug!(%error, "cannot measure the clock against Redis now");
+            }
+        }
+    }
+
+    /// `local_ms`, a time of this node's clock, on Redis's clock. Every cell kept here (rate
+    /// cells, address budgets, windows) is decided on Redis's clock, so that a node whose clock
+    /// runs ahead neither pushes a shared cell into the future for the others (refusing them)
+    /// nor, behind, gets more than its share (docs/reliability.md).
+    pub fn shared_ms(&self, local_ms: i64) -> i64 {
+        local_ms + self.clock_offset_ms.load(Ordering::Relaxed)
     }
 
     pub async fn ping(&self) -> Result<(), StoreError> {

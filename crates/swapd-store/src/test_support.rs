@@ -75,9 +75,14 @@ impl PgTestSchema {
 
     /// [`PgTestSchema::database_url`] through another port of this machine (a proxy's).
     pub fn database_url_at(&self, port: u16) -> String {
+        self.database_url_on(SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    /// [`PgTestSchema::database_url`] through `addr` (a relay's).
+    pub fn database_url_on(&self, addr: SocketAddr) -> String {
         let mut url = url::Url::parse(&self.database_url()).expect("valid test URL");
-        url.set_host(Some("127.0.0.1")).expect("a host");
-        url.set_port(Some(port)).expect("a port");
+        url.set_host(Some(&addr.ip().to_string())).expect("a host");
+        url.set_port(Some(addr.port())).expect("a port");
         url.into()
     }
 }
@@ -172,22 +177,31 @@ pub async fn tcp_proxy(target: SocketAddr, cut: tokio_util::sync::CancellationTo
 /// server that refuses: no connection is closed). While [`SilentRelay::silence`] lasts, bytes
 /// sent either way are held, new connections included; [`SilentRelay::heal`] lets them
 /// through in order. [`SilentRelay::lose_open`] makes the connections open now silent for good
-/// (the server gave up on them while the client did not hear it).
+/// (the server gave up on them while the client did not hear it). [`SilentRelay::delay`] holds
+/// every chunk that long each way before passing it on, in order: a slow link, not a slow reader.
 pub struct SilentRelay {
     pub addr: SocketAddr,
     silent: tokio::sync::watch::Sender<bool>,
+    delay: tokio::sync::watch::Sender<std::time::Duration>,
     open: std::sync::Arc<std::sync::Mutex<Vec<std::sync::Weak<std::sync::atomic::AtomicBool>>>>,
 }
 
 impl SilentRelay {
+    /// A relay on a free loopback port.
     pub async fn start(target: SocketAddr) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), target).await
+    }
+
+    /// A relay listening on `bind` (port 0: a free one).
+    pub async fn start_on(bind: SocketAddr, target: SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind(bind)
             .await
             .expect("bind the relay");
         let addr = listener.local_addr().expect("relay address");
         let (silent, _) = tokio::sync::watch::channel(false);
+        let (delay, _) = tokio::sync::watch::channel(std::time::Duration::ZERO);
         let open = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (watch, connections) = (silent.clone(), open.clone());
+        let (watch, slow, connections) = (silent.clone(), delay.clone(), open.clone());
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
                 let Ok(outbound) = tokio::net::TcpStream::connect(target).await else {
@@ -200,16 +214,23 @@ impl SilentRelay {
                     .push(std::sync::Arc::downgrade(&lost));
                 let (from_client, to_client) = inbound.into_split();
                 let (from_server, to_server) = outbound.into_split();
-                tokio::spawn(relay(
-                    from_client,
-                    to_server,
-                    watch.subscribe(),
-                    lost.clone(),
-                ));
-                tokio::spawn(relay(from_server, to_client, watch.subscribe(), lost));
+                let link = |from, to| Link {
+                    silent: watch.subscribe(),
+                    delay: slow.subscribe(),
+                    lost: lost.clone(),
+                    from,
+                    to,
+                };
+                tokio::spawn(link(from_client, to_server).run());
+                tokio::spawn(link(from_server, to_client).run());
             }
         });
-        Self { addr, silent, open }
+        Self {
+            addr,
+            silent,
+            delay,
+            open,
+        }
     }
 
     pub fn silence(&self) {
@@ -218,6 +239,11 @@ impl SilentRelay {
 
     pub fn heal(&self) {
         self.silent.send_replace(false);
+    }
+
+    /// Every chunk from now on waits `delay` each way (zero: none).
+    pub fn delay(&self, delay: std::time::Duration) {
+        self.delay.send_replace(delay);
     }
 
     pub fn lose_open(&self) {
@@ -229,30 +255,56 @@ impl SilentRelay {
     }
 }
 
-async fn relay(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    mut silent: tokio::sync::watch::Receiver<bool>,
+/// One direction of a relayed connection.
+struct Link {
+    silent: tokio::sync::watch::Receiver<bool>,
+    delay: tokio::sync::watch::Receiver<std::time::Duration>,
     lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut buffer = vec![0; 16 * 1024];
-    loop {
-        let read = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => read,
-        };
-        if silent.wait_for(|silent| !silent).await.is_err() {
-            return;
-        }
-        if lost.load(std::sync::atomic::Ordering::SeqCst) {
-            // Held open, never answered, never closed.
-            let _kept = (from, to);
-            std::future::pending::<()>().await;
-            return;
-        }
-        if to.write_all(&buffer[..read]).await.is_err() {
-            return;
+    from: tokio::net::tcp::OwnedReadHalf,
+    to: tokio::net::tcp::OwnedWriteHalf,
+}
+
+impl Link {
+    /// Reads chunks and hands each, stamped with when it may leave, to a writer: a delay
+    /// holds every chunk as long, without slowing the reading.
+    async fn run(self) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Self {
+            mut silent,
+            delay,
+            lost,
+            mut from,
+            mut to,
+        } = self;
+        let (send, mut chunks) =
+            tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+        tokio::spawn(async move {
+            while let Some((due, chunk)) = chunks.recv().await {
+                tokio::time::sleep_until(due).await;
+                if to.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut buffer = vec![0; 16 * 1024];
+        loop {
+            let read = match from.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(read) => read,
+            };
+            if silent.wait_for(|silent| !silent).await.is_err() {
+                return;
+            }
+            if lost.load(std::sync::atomic::Ordering::SeqCst) {
+                // Held open, never answered, never closed.
+                let _kept = (from, send);
+                std::future::pending::<()>().await;
+                return;
+            }
+            let due = tokio::time::Instant::now() + *delay.borrow();
+            if send.send((due, buffer[..read].to_vec())).is_err() {
+                return;
+            }
         }
     }
 }

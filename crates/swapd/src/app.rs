@@ -648,7 +648,14 @@ impl Runtime {
                         "cannot reach Redis at {url} (shared.redis_url); start it, or unset the setting to keep this state in the database"
                     )
                 })?;
-        Ok(Sharing::Redis(Arc::new(redis)))
+        // The shared limits decide on Redis's clock, whatever this node's says.
+        redis.measure_clock(&*self.clock).await?;
+        let redis = Arc::new(redis);
+        tokio::spawn(swapd_redis::SharedRedis::keep_measuring_clock(
+            Arc::downgrade(&redis),
+            self.clock.clone(),
+        ));
+        Ok(Sharing::Redis(redis))
     }
 
     /// The state both HTTP surfaces share.

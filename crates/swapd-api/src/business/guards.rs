@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use swapd_core::api_keys::ApiKey;
-use swapd_core::rate_limit::{self, Quota, RateDecision};
+use swapd_core::rate_limit::{Quota, RateDecision};
 use swapd_core::secrets::MasterKey;
 pub use swapd_core::store::NonceOutcome;
 use swapd_core::{Clock, Store, StoreError};
@@ -197,11 +197,6 @@ impl Guards {
 
     /// The tightest quota of `key` without consuming anything.
     pub async fn peek_rate(&self, key: &ApiKey) -> Result<Quota, StoreError> {
-        let state = self.limits.rates.state(&key.id).await?;
-        Ok(rate_limit::peek(
-            state,
-            key.policy.limits(),
-            self.clock.now_ms(),
-        ))
+        self.limits.rates.peek(&key.id, key.policy.limits()).await
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use swapd_core::api_keys::RateLimits;
-use swapd_core::rate_limit::{Nonces, RateCells, RateDecision, RateState, Windows};
+use swapd_core::rate_limit::{self, Nonces, Quota, RateCells, RateDecision, Windows};
 use swapd_core::signing::NONCE_TTL_SECS;
 use swapd_core::store::{NonceOutcome, WindowDecision};
 use swapd_core::{Clock, Store, StoreError};
@@ -55,8 +55,9 @@ impl RateCells for InStore {
             .await
     }
 
-    async fn state(&self, key_id: &str) -> Result<RateState, StoreError> {
-        self.store.rate_state(key_id).await
+    async fn peek(&self, key_id: &str, limits: RateLimits) -> Result<Quota, StoreError> {
+        let state = self.store.rate_state(key_id).await?;
+        Ok(rate_limit::peek(state, limits, self.clock.now_ms()))
     }
 }
 

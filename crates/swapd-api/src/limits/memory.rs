@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use swapd_core::api_keys::RateLimits;
 use swapd_core::rate_limit::{
-    self, Nonces, RateCells, RateDecision, RateState, WindowCount, Windows,
+    self, Nonces, Quota, RateCells, RateDecision, RateState, WindowCount, Windows,
 };
 use swapd_core::signing::NONCE_TTL_SECS;
 use swapd_core::store::{NonceOutcome, NonceRecord, WindowDecision};
@@ -187,9 +187,12 @@ impl RateCells for MemoryRates {
         Ok(decision)
     }
 
-    async fn state(&self, key_id: &str) -> Result<RateState, StoreError> {
-        let cells = self.cells.lock().expect("rate state");
-        Ok(cells.get(key_id).copied().unwrap_or_default())
+    async fn peek(&self, key_id: &str, limits: RateLimits) -> Result<Quota, StoreError> {
+        let state = {
+            let cells = self.cells.lock().expect("rate state");
+            cells.get(key_id).copied().unwrap_or_default()
+        };
+        Ok(rate_limit::peek(state, limits, self.clock.now_ms()))
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use swapd_core::api_keys::RateLimits;
 use swapd_core::rate_limit::{
-    self, AddressLimits, Addresses, Nonces, RateCells, RateDecision, RateState, Windows,
+    self, AddressLimits, Addresses, Nonces, Quota, RateCells, RateDecision, RateState, Windows,
 };
 use swapd_core::signing::NONCE_TTL_SECS;
 use swapd_core::store::{NonceOutcome, WindowDecision};
@@ -39,7 +39,7 @@ impl Nonces for InRedis {
         nonce: &str,
         signed_at_secs: i64,
     ) -> Result<NonceOutcome, StoreError> {
-        let now_secs = self.clock.now_ms().div_euclid(1000);
+        let now_secs = self.redis.shared_ms(self.clock.now_ms()).div_euclid(1000);
         self.redis
             .claim_nonce(
                 key_id,
@@ -60,18 +60,20 @@ impl RateCells for InRedis {
         limits: RateLimits,
         cost: u32,
     ) -> Result<RateDecision, StoreError> {
-        let now = self.clock.now_ms();
+        let now = self.redis.shared_ms(self.clock.now_ms());
         self.redis
             .consume_rate(&rate_cell(key_id), limits, cost, now, RATE_CELL_TTL_MS)
             .await
     }
 
-    async fn state(&self, key_id: &str) -> Result<RateState, StoreError> {
-        Ok(self
+    async fn peek(&self, key_id: &str, limits: RateLimits) -> Result<Quota, StoreError> {
+        let state: RateState = self
             .redis
             .read(&rate_cell(key_id))
             .await?
-            .unwrap_or_default())
+            .unwrap_or_default();
+        let now = self.redis.shared_ms(self.clock.now_ms());
+        Ok(rate_limit::peek(state, limits, now))
     }
 }
 
@@ -83,7 +85,7 @@ impl Windows for InRedis {
         window_ms: i64,
         limit: u32,
     ) -> Result<WindowDecision, StoreError> {
-        let now = self.clock.now_ms();
+        let now = self.redis.shared_ms(self.clock.now_ms());
         self.redis
             .update(&format!("window:{key}"), window_ms, |stored| {
                 let (decision, counted) =
@@ -116,7 +118,7 @@ impl Addresses for AddressesInRedis {
             .admit_address(
                 &format!("address:{ip}"),
                 self.limits,
-                now_ms,
+                self.redis.shared_ms(now_ms),
                 ADDRESS_CELL_TTL_MS,
             )
             .await?;
@@ -125,6 +127,7 @@ impl Addresses for AddressesInRedis {
 
     async fn failed(&self, ip: std::net::IpAddr, now_ms: i64) -> Result<(), StoreError> {
         let limits = self.limits;
+        let now_ms = self.redis.shared_ms(now_ms);
         self.redis
             .update(&format!("address:{ip}"), ADDRESS_CELL_TTL_MS, |state| {
                 let state = state.unwrap_or_default();

@@ -137,18 +137,26 @@ fn terminate(child: &mut Child) {
 
 /// Deliveries received, by event id, and any that did not verify.
 #[derive(Default)]
-struct Seen {
-    counts: HashMap<String, usize>,
-    unverified: usize,
+pub(crate) struct Seen {
+    pub(crate) counts: HashMap<String, usize>,
+    pub(crate) unverified: usize,
 }
 
-async fn receiver() -> (
-    String,
-    Arc<Mutex<Option<standardwebhooks::Webhook>>>,
-    Arc<Mutex<Seen>>,
-) {
+/// The secret's verifier, once it is known.
+pub(crate) type Verifier = Arc<Mutex<Option<standardwebhooks::Webhook>>>;
+
+/// A webhook receiver on a loopback port: its URL, its verifier and what it received.
+async fn receiver() -> (String, Verifier, Arc<Mutex<Seen>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (verifier, seen) = receive_on(vec![listener]);
+    (url, verifier, seen)
+}
+
+/// A webhook receiver answering on every one of `listeners`.
+pub(crate) fn receive_on(listeners: Vec<tokio::net::TcpListener>) -> (Verifier, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let verifier: Arc<Mutex<Option<standardwebhooks::Webhook>>> = Arc::default();
+    let verifier: Verifier = Arc::default();
     let (log, check) = (seen.clone(), verifier.clone());
     let app = axum::Router::new().route(
         "/hook",
@@ -172,10 +180,11 @@ async fn receiver() -> (
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (url, verifier, seen)
+    for listener in listeners {
+        let app = app.clone();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    }
+    (verifier, seen)
 }
 
 /// A request with a key that does not exist, from [`FORGER`]: 401 `api_key_invalid`, counted

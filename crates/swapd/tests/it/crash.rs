@@ -10,10 +10,17 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-const SWAPD: &str = env!("CARGO_BIN_EXE_swapd");
+pub(crate) const SWAPD: &str = env!("CARGO_BIN_EXE_swapd");
 
 pub(crate) fn swapd(cwd: &Path) -> Command {
     let mut command = Command::new(SWAPD);
+    sandbox_node(&mut command, cwd);
+    command
+}
+
+/// Runs `command` (swapd, or a program that starts it) in `cwd` with the sandbox settings of
+/// these tests and no `SWAPD_*` setting of the caller's.
+pub(crate) fn sandbox_node(command: &mut Command, cwd: &Path) {
     command.current_dir(cwd);
     for (key, _) in std::env::vars() {
         if key.starts_with("SWAPD_") {
@@ -26,7 +33,6 @@ pub(crate) fn swapd(cwd: &Path) -> Command {
         .env("SWAPD_ORDERS__POLL_INTERVAL_MS", "50")
         // Every provider delivers what it estimates, at once: these tests are about crashes.
         .env("SWAPD_SANDBOX__PROFILE", "punctual");
-    command
 }
 
 /// Spawns `command`, forwarding its stderr lines into a channel.
@@ -66,10 +72,13 @@ pub(crate) fn serve_watched(command: &mut Command) -> (Child, String, mpsc::Rece
     let (mut child, log) = spawn_watched(command);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let base = loop {
-        let line = lines
-            .next()
-            .expect("swapd exited before listening")
-            .unwrap();
+        let Some(line) = lines.next() else {
+            let _ = child.wait();
+            let said: Vec<String> =
+                std::iter::from_fn(|| log.recv_timeout(Duration::from_secs(1)).ok()).collect();
+            panic!("swapd exited before listening:\n{}", said.join("\n"));
+        };
+        let line = line.unwrap();
         if let Some(rest) = line.trim().strip_prefix("listening: ") {
             break rest.split_whitespace().next().unwrap().to_owned();
         }

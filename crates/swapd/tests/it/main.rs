@@ -28,6 +28,7 @@ mod onchain;
 mod ops;
 mod order_page;
 mod orders;
+mod partition;
 mod postgres;
 mod rate_limits;
 mod sdk_x402;

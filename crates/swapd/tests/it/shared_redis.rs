@@ -210,3 +210,55 @@ async fn answered_once_back(node: &TestServer, request: &crate::support::Signed)
     }
     panic!("the node did not reconnect to Redis");
 }
+
+/// Two nodes whose clocks are 90 s apart share one key's quota as if they agreed: the limits
+/// kept in Redis are decided on Redis's clock, so the node ahead does not push the key's rate
+/// cell into the future and refuse the other node's requests (docs/reliability.md).
+#[tokio::test]
+async fn a_node_whose_clock_runs_ahead_shares_the_quota_without_refusing_the_others() {
+    use swapd_core::Clock as _;
+    let Some(url) = redis_url() else { return };
+    let prefix = unique_prefix();
+    let mut nodes: Vec<TestServer> = Vec::new();
+    let mut connections = Vec::new();
+    for ahead_ms in [0, 90_000] {
+        let clock = Arc::new(swapd_core::ManualClock::new(
+            crate::support::T0_MS + ahead_ms,
+        ));
+        let redis = Arc::new(
+            SharedRedis::connect(&url, &prefix, clock.now_secs())
+                .await
+                .unwrap(),
+        );
+        let first = nodes.first();
+        nodes.push(
+            TestServer::start_with(Options {
+                sharing: Sharing::Redis(redis.clone()),
+                store: first.map(|n| n.state.store.clone()),
+                clock: Some(clock),
+                master: first.map(|n| n.master.clone()),
+                ip_limits: (0, 0),
+                ..Options::default()
+            })
+            .await,
+        );
+        connections.push(redis);
+    }
+    for (node, redis) in nodes.iter().zip(&connections) {
+        node.clock.advance_ms(1_000);
+        redis.measure_clock(&*node.clock).await.unwrap();
+    }
+    // 10 a minute: nine requests, alternating, leave a little of the burst for the few
+    // milliseconds between the two measurements.
+    let key = nodes[0].key_with(&[PricesRead], &[], &[], limits(10)).await;
+    for i in 0..9 {
+        nodes[(i + 1) % 2]
+            .call(&key, "GET", "/api/v3", "", b"")
+            .await
+            .expect(200, "");
+    }
+    assert!(
+        nodes[0].quota(&key).await.remaining <= 1,
+        "one quota for both nodes"
+    );
+}
