@@ -517,7 +517,8 @@ mod tests {
 
     #[test]
     fn each_broken_promise_is_reported() {
-        let broken: Vec<(&str, Box<dyn Fn(&mut Vec<Op>, &mut Finals)>)> = vec![
+        type Damage = Box<dyn Fn(&mut Vec<Op>, &mut Finals)>;
+        let broken: Vec<(&str, Damage)> = vec![
             (
                 "answered orders",
                 Box::new(|ops, _| ops.push(op(Kind::CreateOrder, "key-1", "ord_2", 201))),
@@ -617,7 +618,7 @@ mod tests {
             not_ready_after: None,
             recovery: None,
         };
-        let report = check(&ops, &[isolated.clone()], &finals);
+        let report = check(&ops, std::slice::from_ref(&isolated), &finals);
         assert!(report.violations.is_empty(), "{:?}", report.violations);
         assert_eq!(report.figures["unanswered by an isolated node"], 1);
         // Another node's isolation excuses nothing.

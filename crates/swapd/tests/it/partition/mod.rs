@@ -139,7 +139,10 @@ struct Load {
     bases: RwLock<Vec<Option<String>>>,
     ops: Mutex<Vec<Op>>,
     stop: AtomicBool,
+    /// Turns the clients take over the reachable nodes.
     turn: AtomicUsize,
+    /// Agents paying with x402 so far: each comes from an address of its own.
+    agents: AtomicUsize,
     http: reqwest::Client,
     partner: BusinessClient,
     /// The database as the outside world's chain sees it: deposits to the wallets' orders.
@@ -436,7 +439,7 @@ async fn paid_order(load: &Load) {
     let body = serde_json::to_vec(&order_body()).unwrap();
     // Each agent comes from an address of its own, as the load balancer (a trusted proxy)
     // reports it: paid attempts are limited per client address.
-    let agent = load.turn.fetch_add(1, Ordering::Relaxed);
+    let agent = load.agents.fetch_add(1, Ordering::Relaxed);
     let address = format!("198.51.{}.{}", agent / 250 % 250, agent % 250 + 1);
     let request = |payment: Option<&str>| {
         let mut headers = vec![
@@ -689,6 +692,7 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
         ops: Mutex::default(),
         stop: AtomicBool::new(false),
         turn: AtomicUsize::new(0),
+        agents: AtomicUsize::new(0),
         http: reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(CLIENT_DEADLINE)

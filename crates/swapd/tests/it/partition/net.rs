@@ -60,14 +60,13 @@ impl Net {
     pub fn create(nodes: usize) -> Net {
         let pid = std::process::id();
         let tag = format!("sw{}", pid % 100_000);
-        let net = Net {
+        let mut net = Net {
             host: Ipv4Addr::new(10, 100 + (pid % 100) as u8, ((pid / 100) % 250) as u8, 1),
             nodes: Vec::new(),
             tag,
         };
         let bridge = net.bridge();
         sh(&["ip", "link", "add", &bridge, "type", "bridge"]);
-        let mut net = net;
         sh(&[
             "ip",
             "addr",
