@@ -119,6 +119,9 @@ pub struct Finals {
     pub unverified: usize,
     /// Deposits the test made on the sandbox chain itself (the wallets' orders): addresses.
     pub chain_deposits: Vec<String>,
+    /// The orders open when a worker was cut off in the middle of its leases, and those of
+    /// them still open when it came back (the other worker should have taken them over).
+    pub worker_cut: (Vec<String>, Vec<String>),
 }
 
 /// What the checker found.
@@ -152,7 +155,19 @@ pub fn check(ops: &[Op], faults: &[FaultWindow], finals: &Finals) -> Report {
     deposits_once(ops, finals, &mut report);
     payments_once(ops, finals, &mut report);
     webhooks_delivered(finals, &mut report);
+    leases_taken_over(finals, &mut report);
     report
+}
+
+/// Every order open when a worker was cut off ended while it was away.
+fn leases_taken_over(finals: &Finals, report: &mut Report) {
+    let (open, stranded) = &finals.worker_cut;
+    report.count("orders open when a worker was cut off", open.len());
+    for order in stranded {
+        report.violation(format!(
+            "order {order} was open when its worker was cut off and still open when it came back"
+        ));
+    }
 }
 
 /// Every request got an answer within its deadline, unless its node was out of reach.
@@ -577,6 +592,10 @@ mod tests {
                 }),
             ),
             ("did not verify", Box::new(|_, f| f.unverified = 1)),
+            (
+                "still open when it came back",
+                Box::new(|_, f| f.worker_cut = (vec!["ord_1".into()], vec!["ord_1".into()])),
+            ),
             (
                 "no answer after",
                 Box::new(|ops, _| {

@@ -275,9 +275,7 @@ impl Load {
             match &seen.outcome {
                 Outcome::Answered { status: s, .. } if *s == status => return seen,
                 Outcome::Answered { status: s, code }
-                    if *s < 500
-                        && *s != 429
-                        && code.as_deref() != Some("idempotency_key_in_use") =>
+                    if *s < 500 && *s != 429 && !code.as_deref().is_some_and(in_progress) =>
                 {
                     panic!("{kind:?} answered {s} {code:?}: {}", seen.body)
                 }
@@ -322,6 +320,11 @@ impl Load {
             nonce: Some(nonce),
         }
     }
+}
+
+/// A 409 that asks to retry shortly: another attempt with the same key or payment is running.
+fn in_progress(code: &str) -> bool {
+    matches!(code, "idempotency_key_in_use" | "payment_in_progress")
 }
 
 /// What a request is about, for its record.
@@ -516,6 +519,21 @@ async fn customer(load: Arc<Load>, me: usize) {
         }
         turn += CUSTOMERS;
     }
+}
+
+/// The orders not ended now.
+async fn open_orders(store: &dyn swapd_core::store::Store) -> Vec<String> {
+    store
+        .search_orders(&OrderSearch {
+            limit: 100_000,
+            ..OrderSearch::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|o| !o.status.is_terminal())
+        .map(|o| o.id.to_string())
+        .collect()
 }
 
 /// Polls `base`'s readiness from now for 10 s: how long until it answered not ready, if it did.
@@ -761,8 +779,15 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
         WORKERS[0],
         Cut::Port(cluster.pg_relays[WORKERS[0]].addr.port()),
     );
+    let open_at_cut = open_orders(&*chain).await;
     pause(75).await;
+    let still_open = open_orders(&*chain).await;
     cluster.net.heal(WORKERS[0]);
+    let stranded: Vec<String> = open_at_cut
+        .iter()
+        .filter(|id| still_open.contains(*id))
+        .cloned()
+        .collect();
     faults.push(window(
         "worker 0 cut off from PostgreSQL",
         Some(WORKERS[0]),
@@ -968,6 +993,7 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
         deliveries: seen_counts,
         unverified,
         chain_deposits: load.chain_deposits.lock().unwrap().clone(),
+        worker_cut: (open_at_cut, stranded),
     };
     for child in workers.iter_mut().chain(apis.iter_mut().map(|(c, _)| c)) {
         stop(child);
