@@ -187,6 +187,26 @@ pub(crate) fn receive_on(listeners: Vec<tokio::net::TcpListener>) -> (Verifier, 
     (verifier, seen)
 }
 
+/// Subscribes `client`'s key to every event at `url`, and arms `verifier` with the secret.
+pub(crate) async fn subscribe_to_every_event(
+    client: &BusinessClient,
+    url: String,
+    verifier: &Verifier,
+) {
+    let created = client
+        .create_webhook(&swapd_client::webhooks::WebhookInput {
+            url,
+            events: swapd_client::webhooks::EventType::VARIANTS
+                .iter()
+                .map(|e| e.to_string())
+                .collect(),
+            description: None,
+        })
+        .await
+        .unwrap();
+    *verifier.lock().unwrap() = Some(standardwebhooks::Webhook::new(&created.secret).unwrap());
+}
+
 /// A request with a key that does not exist, from [`FORGER`]: 401 `api_key_invalid`, counted
 /// against that address's failure budget.
 async fn forged(http: &reqwest::Client, base: &str) -> (u16, String) {
@@ -306,18 +326,7 @@ async fn three_api_nodes_and_two_workers_share_postgres_and_redis_through_worker
         1_000_000,
     );
     let partners = clients(&bases, &partner);
-    let created = partners[1]
-        .create_webhook(&swapd_client::webhooks::WebhookInput {
-            url: hook,
-            events: swapd_client::webhooks::EventType::VARIANTS
-                .iter()
-                .map(|e| e.to_string())
-                .collect(),
-            description: None,
-        })
-        .await
-        .unwrap();
-    *verifier.lock().unwrap() = Some(standardwebhooks::Webhook::new(&created.secret).unwrap());
+    subscribe_to_every_event(&partners[1], hook, &verifier).await;
     let mut workers = [cluster.worker("worker0"), cluster.worker("worker1")];
     let mut orders = Vec::new();
     for i in 0..ORDERS {

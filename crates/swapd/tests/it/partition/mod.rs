@@ -19,14 +19,13 @@ use std::time::{Duration, Instant};
 use alloy_signer_local::PrivateKeySigner;
 use reqwest::Method;
 use serde_json::{Value, json};
-use strum::VariantArray;
 use swapd_client::{BusinessClient, Credentials};
 use swapd_core::store::{OrderSearch, SandboxDeposit};
 use swapd_store::test_support::{PgTestSchema, SilentRelay, postgres_url, server_addr};
 
 use self::history::{FaultWindow, Finals, Kind, Op, Outcome};
 use self::net::{Cut, Net};
-use crate::cluster::receive_on;
+use crate::cluster::{receive_on, subscribe_to_every_event};
 use crate::crash::{SWAPD, sandbox_node, serve_watched};
 
 const API_NODES: usize = 3;
@@ -38,6 +37,9 @@ const CLIENT_DEADLINE: Duration = Duration::from_secs(15);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Clients running orders at once.
 const CUSTOMERS: usize = 6;
+/// A client's first wait before a retry, doubling to the most it waits.
+const RETRY_FIRST: Duration = Duration::from_millis(300);
+const RETRY_MOST: Duration = Duration::from_secs(5);
 /// How long one step of a customer may keep being retried before the test gives up on it.
 const STEP_GIVE_UP: Duration = Duration::from_secs(240);
 const TRON_ADDRESS: &str = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
@@ -269,6 +271,7 @@ impl Load {
     ) -> Seen {
         let since = Instant::now();
         let mut last = None;
+        let mut wait = RETRY_FIRST;
         loop {
             let (node, base) = self.pick(last).await;
             let seen = self.once(kind, node, &base, &make(), &about).await;
@@ -287,7 +290,14 @@ impl Load {
                 seen.outcome.label()
             );
             last = Some(node);
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // As a client should: backing off, and never sooner than the answer asks.
+            let asked = seen
+                .headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                .map_or(Duration::ZERO, Duration::from_secs);
+            tokio::time::sleep(wait.max(asked).min(RETRY_MOST)).await;
+            wait = (wait * 2).min(RETRY_MOST);
         }
     }
 
@@ -683,18 +693,7 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
     );
     let hook = format!("http://127.0.0.1:{port}/hook");
     let partner = BusinessClient::new(&apis[0].1, credentials.clone()).unwrap();
-    let created = partner
-        .create_webhook(&swapd_client::webhooks::WebhookInput {
-            url: hook,
-            events: swapd_client::webhooks::EventType::VARIANTS
-                .iter()
-                .map(|e| e.to_string())
-                .collect(),
-            description: None,
-        })
-        .await
-        .unwrap();
-    *verifier.lock().unwrap() = Some(standardwebhooks::Webhook::new(&created.secret).unwrap());
+    subscribe_to_every_event(&partner, hook, &verifier).await;
 
     let chain: Arc<dyn swapd_core::store::Store> = Arc::new(
         swapd_store::SqlStore::open(
