@@ -737,39 +737,34 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
     };
     pause(5).await;
 
-    // An API node cut off from PostgreSQL for 20 s: packets dropped, not refused.
-    let from = load.now_ms();
-    let readiness = watch_readiness(&apis[0].1);
-    cluster
-        .net
-        .cut(0, Cut::Port(cluster.pg_relays[0].addr.port()));
-    pause(20).await;
-    cluster.net.heal(0);
-    let mut fault = window(
-        "API node 0 cut off from PostgreSQL",
-        Some(0),
-        false,
-        from,
-        &load,
-    );
-    fault.not_ready_after = readiness.await.unwrap();
-    fault.recovery = Some(ready_again(&apis[0].1).await);
-    faults.push(fault);
-    pause(5).await;
-
-    // An API node cut off from Redis while the others keep it.
-    let from = load.now_ms();
-    let readiness = watch_readiness(&apis[1].1);
-    cluster
-        .net
-        .cut(1, Cut::Port(cluster.redis_relays[1].addr.port()));
-    pause(15).await;
-    cluster.net.heal(1);
-    let mut fault = window("API node 1 cut off from Redis", Some(1), false, from, &load);
-    fault.not_ready_after = readiness.await.unwrap();
-    fault.recovery = Some(ready_again(&apis[1].1).await);
-    faults.push(fault);
-    pause(5).await;
+    // An API node cut off from PostgreSQL for 20 s (packets dropped, not refused), then another
+    // from Redis while the others keep it; each watched turning not ready, and ready again.
+    let links = [
+        (
+            0,
+            "API node 0 cut off from PostgreSQL",
+            &cluster.pg_relays,
+            20,
+        ),
+        (
+            1,
+            "API node 1 cut off from Redis",
+            &cluster.redis_relays,
+            15,
+        ),
+    ];
+    for (node, name, relays, secs) in links {
+        let from = load.now_ms();
+        let readiness = watch_readiness(&apis[node].1);
+        cluster.net.cut(node, Cut::Port(relays[node].addr.port()));
+        pause(secs).await;
+        cluster.net.heal(node);
+        let mut fault = window(name, Some(node), false, from, &load);
+        fault.not_ready_after = readiness.await.unwrap();
+        fault.recovery = Some(ready_again(&apis[node].1).await);
+        faults.push(fault);
+        pause(5).await;
+    }
 
     // A worker cut off from PostgreSQL in the middle of its leases, healed after they expired
     // (60 s) and the other worker took them.
