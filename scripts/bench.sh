@@ -8,7 +8,9 @@
 #   4. a long order run on SQLite in six segments: the rate of the last segment against the
 #      first, the slowest request of each, and the bytes on disk per order, by table.
 # Usage: scripts/bench.sh [--quick]     (--quick: short runs and 5 000 orders, under five minutes)
-# Env: SWAPD_BENCH_PG_ADMIN (PostgreSQL admin URL), SWAPD_BENCH_REDIS_URL (default local).
+# Env: SWAPD_BENCH_PG_ADMIN (PostgreSQL admin URL), SWAPD_BENCH_REDIS_URL (default local),
+#      SWAPD_BENCH_BIN (a directory with release builds of swapd and swapd-loadgen to measure
+#      instead of building this checkout's, e.g. to compare two commits).
 set -euo pipefail
 quick=false
 [ "${1:-}" = "--quick" ] && quick=true
@@ -16,10 +18,14 @@ if $quick; then seconds=3; segment=4; else seconds=10; segment=20; fi
 pg_admin=${SWAPD_BENCH_PG_ADMIN:-postgres://postgres@127.0.0.1:5432/test}
 redis_url=${SWAPD_BENCH_REDIS_URL:-redis://127.0.0.1:6379}
 root=$(cd "$(dirname "$0")/.." && pwd)
-echo "building release binaries…"
-cargo build --release -q -p swapd -p swapd-loadgen --manifest-path "$root/Cargo.toml"
+if [ -n "${SWAPD_BENCH_BIN:-}" ]; then
+    bin=$SWAPD_BENCH_BIN
+else
+    echo "building release binaries…"
+    cargo build --release -q -p swapd -p swapd-loadgen --manifest-path "$root/Cargo.toml"
+    bin="${CARGO_TARGET_DIR:-$root/target}/release"
+fi
 npm ci --prefix "$root/scripts/x402-reference" --no-audit --no-fund --loglevel=error
-bin="${CARGO_TARGET_DIR:-$root/target}/release"
 work=$(mktemp -d)
 pids=()
 cleanup() {
