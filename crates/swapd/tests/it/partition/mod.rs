@@ -277,6 +277,14 @@ impl Load {
             let seen = self.once(kind, node, &base, &make(), &about).await;
             match &seen.outcome {
                 Outcome::Answered { status: s, .. } if *s == status => return seen,
+                // The first attempt's answer was lost and this one replays it: a 201 or 202 is
+                // replayed as 200 with Idempotent-Replayed (docs/authentication.md), same body.
+                Outcome::Answered { status: 200, .. }
+                    if matches!(status, 201 | 202)
+                        && seen.headers.contains_key("idempotent-replayed") =>
+                {
+                    return seen;
+                }
                 Outcome::Answered { status: s, code }
                     if *s < 500 && *s != 429 && !code.as_deref().is_some_and(in_progress) =>
                 {
@@ -532,7 +540,8 @@ async fn customer(load: Arc<Load>, me: usize) {
 }
 
 /// The orders not ended now.
-async fn open_orders(store: &dyn swapd_core::store::Store) -> Vec<String> {
+/// The orders not ended yet, each with its status.
+async fn open_orders(store: &dyn swapd_core::store::Store) -> Vec<(String, &'static str)> {
     store
         .search_orders(&OrderSearch {
             limit: 100_000,
@@ -542,7 +551,7 @@ async fn open_orders(store: &dyn swapd_core::store::Store) -> Vec<String> {
         .unwrap()
         .into_iter()
         .filter(|o| !o.status.is_terminal())
-        .map(|o| o.id.to_string())
+        .map(|o| (o.id.to_string(), o.status.as_str()))
         .collect()
 }
 
@@ -779,9 +788,12 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
     cluster.net.heal(WORKERS[0]);
     let stranded: Vec<String> = open_at_cut
         .iter()
-        .filter(|id| still_open.contains(*id))
-        .cloned()
+        .filter_map(|(id, at_cut)| {
+            let (_, now) = still_open.iter().find(|(open, _)| open == id)?;
+            Some(format!("{id} ({at_cut} at the cut, {now} at the heal)"))
+        })
         .collect();
+    let open_at_cut: Vec<String> = open_at_cut.into_iter().map(|(id, _)| id).collect();
     faults.push(window(
         "worker 0 cut off from PostgreSQL",
         Some(WORKERS[0]),
