@@ -14,7 +14,6 @@ mod bounded;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
-mod group;
 mod idempotency;
 mod jobs;
 mod keys;
@@ -22,7 +21,6 @@ mod ledger;
 mod maintenance;
 mod orders;
 mod outcomes;
-pub mod packed;
 mod plans;
 mod postgres;
 mod quotes;

@@ -52,7 +52,6 @@ impl SqlStore {
             .map_err(|e| OpenError::Connect(e.to_string()))?;
         Ok(Self {
             writer: pool.clone(),
-            group: None,
             pool,
             backend: Backend::Postgres,
             bells: Default::default(),
