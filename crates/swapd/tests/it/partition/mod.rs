@@ -539,7 +539,6 @@ async fn customer(load: Arc<Load>, me: usize) {
     }
 }
 
-/// The orders not ended now.
 /// The orders not ended yet, each with its status.
 async fn open_orders(store: &dyn swapd_core::store::Store) -> Vec<(String, &'static str)> {
     store
