@@ -14,6 +14,7 @@ mod bounded;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod group;
 mod idempotency;
 mod jobs;
 mod keys;
@@ -21,6 +22,7 @@ mod ledger;
 mod maintenance;
 mod orders;
 mod outcomes;
+pub mod packed;
 mod plans;
 mod postgres;
 mod quotes;

@@ -14,10 +14,11 @@ use swapd_core::ids::{EventId, OrderId};
 use swapd_core::notify::Email;
 use swapd_core::owner::Owner;
 
-use crate::codec::{decode_body, decode_json, encode_body, encode_json};
+use crate::codec::{decode_body, decode_packed, encode_body, encode_packed};
 use crate::ledger::{self, insert_ledger_in};
 use crate::map_sqlx_error;
 use crate::outcomes::record_outcome_in;
+use crate::packed::Stored;
 use crate::quotes::redeem_in;
 use crate::rows::stored::{id_of, owner_of};
 use crate::sql::{Claim, LEASE_CLAIM, SqlStore, Tx, VersionedBody, built, leased};
@@ -33,7 +34,7 @@ pub(crate) struct EventRow {
     owner: String,
     sequence: i64,
     event_type: String,
-    data: String,
+    data: Stored,
     created_at: i64,
     notify_email: Option<String>,
 }
@@ -44,7 +45,7 @@ impl EventRow {
             event_type: self.event_type.parse::<EventType>().map_err(|_| {
                 StoreError::Corrupt(format!("unknown event type {}", self.event_type))
             })?,
-            data: decode_json(&self.data)?,
+            data: decode_packed(&self.data)?,
             notify_email: self.notify_email.map(Email::stored),
             id: id_of(&self.id)?,
             order_id: id_of(&self.order_id)?,
@@ -68,6 +69,22 @@ fn order_work(events: &[OrderEvent]) -> Vec<Work> {
     works
 }
 
+/// Outbox events ready to write: each one's data packed before the write transaction begins.
+struct Outbox<'a> {
+    events: &'a [OrderEvent],
+    data: Vec<Vec<u8>>,
+}
+
+impl<'a> Outbox<'a> {
+    fn packed(events: &'a [OrderEvent]) -> Result<Self, StoreError> {
+        let data = events
+            .iter()
+            .map(|event| encode_packed(&event.data))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { events, data })
+    }
+}
+
 /// Inside a write transaction: appends outbox events, each with its webhook deliveries, in two
 /// statements whatever their number. The webhook payload is not stored: delivery renders it
 /// from the event with [`swapd_core::webhooks::signing::event_payload`], the same bytes on every
@@ -75,7 +92,7 @@ fn order_work(events: &[OrderEvent]) -> Vec<Work> {
 async fn insert_events_in(
     store: &SqlStore,
     tx: &mut Tx,
-    events: &[OrderEvent],
+    Outbox { events, data }: Outbox<'_>,
 ) -> Result<(), StoreError> {
     if events.is_empty() {
         return Ok(());
@@ -85,14 +102,14 @@ async fn insert_events_in(
          notify_email) VALUES {}",
         store.values(events.len(), 8)
     )));
-    for event in events {
+    for (event, data) in events.iter().zip(data) {
         insert = insert
             .bind(event.id.as_str())
             .bind(event.order_id.as_str())
             .bind(event.owner.scope())
             .bind(event.sequence)
             .bind(event.event_type.as_str())
-            .bind(encode_json(&event.data)?)
+            .bind(data)
             .bind(event.created_at_ms)
             .bind(event.notify_email.as_ref().map(Email::as_str));
     }
@@ -127,7 +144,7 @@ async fn insert_events_in(
 /// ([`crate::sql::Leased`]).
 const ORDER_COLUMNS: &str = "body, next_check_at, version";
 
-type OrderRow = (String, Option<i64>, i64);
+type OrderRow = (Stored, Option<i64>, i64);
 
 fn stored_order((body, next_check_at, version): OrderRow) -> Result<Order, StoreError> {
     let mut order: Order = decode_body(&body)?;
@@ -181,6 +198,7 @@ impl OrderStore for SqlStore {
         finish: IdempotentFinish<'_>,
     ) -> Result<Result<(), RedeemError>, StoreError> {
         let body = encode_body(order)?;
+        let outbox = Outbox::packed(events)?;
         let mut tx = self.write_tx().await?;
         if let Some(hash) = create_token_hash
             && let Err(refused) =
@@ -204,7 +222,7 @@ impl OrderStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(map_sqlx_error)?;
-        insert_events_in(self, &mut tx, events).await?;
+        insert_events_in(self, &mut tx, outbox).await?;
         let expected = ledger_rows(
             order.charged(Stage::Expected),
             Stage::Expected,
@@ -301,11 +319,12 @@ impl OrderStore for SqlStore {
             updated_at_ms: order.updated_at_ms,
             next_check_at_ms: order.next_check_at_ms,
         };
+        let outbox = Outbox::packed(events)?;
         let mut tx = self.write_tx().await?;
         if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
         }
-        insert_events_in(self, &mut tx, events).await?;
+        insert_events_in(self, &mut tx, outbox).await?;
         if let Some(outcome) = SwapOutcome::of_order(order) {
             record_outcome_in(&mut tx, &outcome).await?;
         }

@@ -15,6 +15,7 @@ use crate::codec::{decode_body, encode_body};
 use crate::ledger::insert_ledger_in;
 use crate::map_sqlx_error;
 use crate::outcomes::record_outcome_in;
+use crate::packed::Stored;
 use crate::sql::{Claim, LEASE_CLAIM, Leased, SqlStore, VersionedBody, leased};
 
 /// Plans the tracker looks at next: due first, each leased until the claim's end.
@@ -31,7 +32,7 @@ impl SqlStore {
     /// The plan `query` (of `body, version`) finds, if any.
     async fn one_plan(
         &self,
-        query: sqlx::query::QueryAs<'_, sqlx::Any, (String, i64), sqlx::any::AnyArguments>,
+        query: sqlx::query::QueryAs<'_, sqlx::Any, (Stored, i64), sqlx::any::AnyArguments>,
     ) -> Result<Option<ExecutionPlan>, StoreError> {
         query
             .fetch_optional(&self.pool)

@@ -9,6 +9,7 @@ use swapd_core::owner::Owner;
 
 use crate::codec::{decode_body, encode_body};
 use crate::map_sqlx_error;
+use crate::packed::Stored;
 use crate::sql::{SqlStore, Tx, built};
 
 /// Inside a write transaction: redeems a createToken (see `Store::redeem_create_token`); the
@@ -21,7 +22,7 @@ pub(crate) async fn redeem_in(
     now_ms: i64,
 ) -> Result<Result<CreateTokenRecord, RedeemError>, StoreError> {
     let owner_scope = owner.scope();
-    let row: Option<(String, String, i64, i64, Option<i64>)> = sqlx::query_as(store.locking(
+    let row: Option<(String, Stored, i64, i64, Option<i64>)> = sqlx::query_as(store.locking(
         "SELECT owner, route, created_at, expires_at, used_at FROM create_tokens \
          WHERE token_hash = $1",
     ))
@@ -128,7 +129,7 @@ impl QuoteStore for SqlStore {
         token_hash: &str,
         owner: &Owner,
     ) -> Result<Option<CreateTokenRecord>, StoreError> {
-        let row: Option<(String, i64, i64, Option<i64>)> = sqlx::query_as(
+        let row: Option<(Stored, i64, i64, Option<i64>)> = sqlx::query_as(
             "SELECT route, created_at, expires_at, used_at FROM create_tokens \
              WHERE token_hash = $1 AND owner = $2",
         )

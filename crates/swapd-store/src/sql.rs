@@ -14,10 +14,47 @@ use swapd_core::wakeup::{Bells, CHANNEL, Work};
 
 use crate::bounded::Wariness;
 use crate::codec::{Body, decode_body};
+use crate::group::{Group, Member};
+use crate::packed::{Stored, pack};
 use crate::{Backend, map_sqlx_error};
 
-/// A write transaction.
-pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
+/// A write transaction: on SQLite a member of the writer's group commit, on PostgreSQL a
+/// transaction of its own. Statements run on it as on a connection (`&mut *tx`); dropped
+/// before [`Tx::commit`], it rolls back.
+pub(crate) enum Tx {
+    Alone(sqlx::Transaction<'static, sqlx::Any>),
+    Grouped(Member),
+}
+
+impl Tx {
+    /// Makes the write durable: returns once it has committed.
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Alone(tx) => tx.commit().await,
+            Tx::Grouped(member) => member.commit().await,
+        }
+    }
+}
+
+impl std::ops::Deref for Tx {
+    type Target = sqlx::AnyConnection;
+
+    fn deref(&self) -> &sqlx::AnyConnection {
+        match self {
+            Tx::Alone(tx) => tx,
+            Tx::Grouped(member) => member,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
+        match self {
+            Tx::Alone(tx) => tx,
+            Tx::Grouped(member) => member,
+        }
+    }
+}
 
 /// The store: SQLite (the embedded default) or PostgreSQL (for several nodes), one
 /// implementation of every port for both.
@@ -28,6 +65,8 @@ pub struct SqlStore {
     /// Writes: on SQLite one connection, so this process's writers queue for it in turn rather
     /// than in SQLite's busy handler; on PostgreSQL the same pool as reads.
     pub(crate) writer: AnyPool,
+    /// SQLite: the writer's group commit, which every write transaction joins.
+    pub(crate) group: Option<Arc<Group>>,
     pub(crate) backend: Backend,
     pub(crate) bells: Arc<Bells>,
     /// PostgreSQL: the URL other nodes' announcements are heard on (it may hold a password, so
@@ -82,9 +121,9 @@ impl SqlStore {
     /// update ([`SqlStore::locking`]).
     #[tracing::instrument(name = "store.begin", skip_all)]
     pub(crate) async fn write_tx(&self) -> Result<Tx, StoreError> {
-        match self.backend {
-            Backend::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.writer.begin().await,
+        match &self.group {
+            Some(group) => group.join().await.map(Tx::Grouped),
+            None => self.writer.begin().await.map(Tx::Alone),
         }
         .map_err(map_sqlx_error)
     }
@@ -148,7 +187,7 @@ impl SqlStore {
     /// The aggregate that `query` (of one JSON `body` column) finds, if any.
     pub(crate) async fn body<T: Body>(
         &self,
-        query: sqlx::query::QueryScalar<'_, sqlx::Any, String, sqlx::any::AnyArguments>,
+        query: sqlx::query::QueryScalar<'_, sqlx::Any, Stored, sqlx::any::AnyArguments>,
     ) -> Result<Option<T>, StoreError> {
         let body = query
             .fetch_optional(&self.pool)
@@ -168,7 +207,7 @@ impl SqlStore {
         limit: u32,
     ) -> Result<Vec<T>, StoreError> {
         let mut tx = self.write_tx().await?;
-        let rows: Vec<(String, i64)> = self
+        let rows: Vec<(Stored, i64)> = self
             .claim_in(&mut tx, claim, now_ms, lease_until_ms, limit)
             .await?;
         tx.commit().await.map_err(map_sqlx_error)?;
@@ -288,6 +327,7 @@ pub(crate) async fn finish_idempotent_in(
     finish: IdempotentFinish<'_>,
 ) -> Result<(), StoreError> {
     let status = i64::from(finish.response.status);
+    let answer = pack(&finish.response.body);
     let statement = match finish.hold {
         KeyHold::Lease(lease_token) => sqlx::query(
             "UPDATE idempotency_keys SET status = $4, body = $5, lease_token = NULL, \
@@ -297,7 +337,7 @@ pub(crate) async fn finish_idempotent_in(
         .bind(finish.key)
         .bind(lease_token)
         .bind(status)
-        .bind(&finish.response.body),
+        .bind(answer),
         // Taken unless a live record holds the key: one finished and not expired, or one in
         // flight under a lease that has not ended (swapd_core::idempotency::plan).
         KeyHold::AtCommit {
@@ -317,7 +357,7 @@ pub(crate) async fn finish_idempotent_in(
         .bind(finish.key)
         .bind(fingerprint)
         .bind(status)
-        .bind(&finish.response.body)
+        .bind(answer)
         .bind(now_ms)
         .bind(now_ms + swapd_core::idempotency::IDEMPOTENCY_TTL_MS),
     };
@@ -347,7 +387,7 @@ pub(crate) struct VersionedBody<'a> {
     pub id: &'a str,
     pub status: &'static str,
     pub version: i64,
-    pub body: String,
+    pub body: Vec<u8>,
     pub updated_at_ms: i64,
     pub next_check_at_ms: Option<i64>,
 }
@@ -403,6 +443,7 @@ mod tests {
             .unwrap();
         SqlStore {
             writer: pool.clone(),
+            group: None,
             pool,
             backend,
             bells: Default::default(),

@@ -154,7 +154,9 @@ impl IdempotencyRow {
             (None, None, Some(status), Some(body)) => RecordState::Done(StoredResponse {
                 status: u16::try_from(status)
                     .map_err(|_| StoreError::Corrupt("idempotency status".into()))?,
-                body,
+                body: crate::packed::unpack(&body)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?
+                    .into_owned(),
             }),
             _ => return Err(StoreError::Corrupt("idempotency record state".into())),
         };

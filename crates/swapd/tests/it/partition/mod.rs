@@ -957,7 +957,8 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
     .into_iter()
     .filter(|(key, _)| creation.contains(key))
     .filter_map(|(key, body)| {
-        let body: Value = serde_json::from_slice(&body?).ok()?;
+        let body: Value =
+            serde_json::from_slice(&swapd_store::packed::unpack(&body?).ok()?).ok()?;
         Some((key, order_id_in(&body)?))
     })
     .collect();
