@@ -37,14 +37,14 @@ use crate::SqlStore;
 /// that call held to come back to the pool.
 const WARY_FOR: Duration = Duration::from_secs(60);
 
-/// The longest a connection returned to a wary pool may take to answer a ping before it is
-/// closed instead of reused.
-pub(crate) const RETURN_PING_BOUND: Duration = Duration::from_secs(1);
+/// The longest a pooled connection may take to answer a ping (returned to a wary pool, or
+/// taken after a while idle) before it is closed instead of used.
+pub(crate) const PING_BOUND: Duration = Duration::from_secs(1);
 
 /// Whether calls were abandoned lately. A connection whose call was cancelled mid-statement is
 /// pinged when it returns to the pool, and over a silent network that ping would wait as long
 /// as TCP does; while wary, the pool bounds it and closes the connection when it does not
-/// answer. Otherwise returns are not slowed by a second ping.
+/// answer. Otherwise returns are not slowed by a ping.
 #[derive(Debug)]
 pub(crate) struct Wariness {
     start: Instant,

@@ -14,7 +14,6 @@ mod bounded;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
-mod group;
 mod idempotency;
 mod jobs;
 mod keys;

@@ -9,7 +9,7 @@ use sqlx::{Connection, Executor};
 use swapd_core::store::WorkListener;
 use swapd_core::wakeup::{CHANNEL, Work};
 
-use crate::bounded::{RETURN_PING_BOUND, Wariness};
+use crate::bounded::{PING_BOUND, Wariness};
 use crate::{Backend, OpenError, SqlStore, StoreOptions};
 
 pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -28,6 +28,19 @@ impl SqlStore {
         let pool = AnyPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
+            // sqlx pings each connection as it returns to the pool, and by default again as it
+            // is taken: a second round trip before each call, unbounded over a silent network.
+            // Only one idle for a while is asked again, within a bound (docs/benchmarks.md,
+            // "PostgreSQL: one ping per call").
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for < IDLE_BEFORE_PING {
+                        return Ok(true);
+                    }
+                    bounded_ping(conn).await
+                })
+            })
             .after_connect(move |conn, _| {
                 let session = sqlx::raw_sql(sqlx::AssertSqlSafe(session.clone()));
                 Box::pin(async move { conn.execute(session).await.map(drop) })
@@ -39,12 +52,8 @@ impl SqlStore {
                         return Ok(true);
                     }
                     // A connection a cancelled call left mid-statement, over a network that may
-                    // be silent: closed unless it answers at once (sqlx's own ping after this
-                    // one would wait as long as TCP does).
-                    match tokio::time::timeout(RETURN_PING_BOUND, conn.ping()).await {
-                        Ok(answer) => answer.map(|()| true),
-                        Err(_) => Err(sqlx::Error::Io(std::io::ErrorKind::TimedOut.into())),
-                    }
+                    // be silent: closed unless it answers at once.
+                    bounded_ping(conn).await
                 })
             })
             .connect(url)
@@ -52,7 +61,6 @@ impl SqlStore {
             .map_err(|e| OpenError::Connect(e.to_string()))?;
         Ok(Self {
             writer: pool.clone(),
-            group: None,
             pool,
             backend: Backend::Postgres,
             bells: Default::default(),
@@ -103,6 +111,20 @@ impl SqlStore {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }))
+    }
+}
+
+/// A pooled connection idle this long is pinged before it is used again: one the server or the
+/// network dropped meanwhile is replaced rather than failing a call. One returned more recently
+/// (and pinged then) is taken as it is; if it broke since, its call fails like any in flight
+/// would.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(5);
+
+/// Whether `conn` answers a ping within [`PING_BOUND`] (an error closes it).
+async fn bounded_ping(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
+    match tokio::time::timeout(PING_BOUND, conn.ping()).await {
+        Ok(answer) => answer.map(|()| true),
+        Err(_) => Err(sqlx::Error::Io(std::io::ErrorKind::TimedOut.into())),
     }
 }
 
