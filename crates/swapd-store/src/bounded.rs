@@ -94,7 +94,7 @@ impl BoundedStore {
         &self,
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let call = std::pin::pin!(call);
+        let call = std::pin::pin!(crate::group::settled(call));
         // Declared after `call`, so dropped before it: a call abandoned here or by its caller (a
         // readiness check's shorter timeout, a client gone) makes the pool wary before its
         // connections are released.

@@ -14,6 +14,7 @@ mod bounded;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod group;
 mod idempotency;
 mod jobs;
 mod keys;

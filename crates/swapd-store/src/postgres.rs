@@ -61,6 +61,7 @@ impl SqlStore {
             .map_err(|e| OpenError::Connect(e.to_string()))?;
         Ok(Self {
             writer: pool.clone(),
+            group: None,
             pool,
             backend: Backend::Postgres,
             bells: Default::default(),

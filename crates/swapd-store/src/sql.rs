@@ -14,11 +14,47 @@ use swapd_core::wakeup::{Bells, CHANNEL, Work};
 
 use crate::bounded::Wariness;
 use crate::codec::{Body, decode_body};
+use crate::group::{Group, Member};
 use crate::packed::{Stored, pack};
 use crate::{Backend, map_sqlx_error};
 
-/// A write transaction.
-pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
+/// A write transaction: on SQLite a member of the writer's group commit, on PostgreSQL a
+/// transaction of its own. Statements run on it as on a connection (`&mut *tx`); dropped
+/// before [`Tx::commit`], it rolls back.
+pub(crate) enum Tx {
+    Alone(sqlx::Transaction<'static, sqlx::Any>),
+    Grouped(Member),
+}
+
+impl Tx {
+    /// Makes the write durable: returns once it has committed.
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Alone(tx) => tx.commit().await,
+            Tx::Grouped(member) => member.commit().await,
+        }
+    }
+}
+
+impl std::ops::Deref for Tx {
+    type Target = sqlx::AnyConnection;
+
+    fn deref(&self) -> &sqlx::AnyConnection {
+        match self {
+            Tx::Alone(tx) => tx,
+            Tx::Grouped(member) => member,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
+        match self {
+            Tx::Alone(tx) => tx,
+            Tx::Grouped(member) => member,
+        }
+    }
+}
 
 /// The store: SQLite (the embedded default) or PostgreSQL (for several nodes), one
 /// implementation of every port for both.
@@ -29,6 +65,8 @@ pub struct SqlStore {
     /// Writes: on SQLite one connection, so this process's writers queue for it in turn rather
     /// than in SQLite's busy handler; on PostgreSQL the same pool as reads.
     pub(crate) writer: AnyPool,
+    /// SQLite: the writer's group commit, which every write transaction joins.
+    pub(crate) group: Option<Arc<Group>>,
     pub(crate) backend: Backend,
     pub(crate) bells: Arc<Bells>,
     /// PostgreSQL: the URL other nodes' announcements are heard on (it may hold a password, so
@@ -83,9 +121,9 @@ impl SqlStore {
     /// update ([`SqlStore::locking`]).
     #[tracing::instrument(name = "store.begin", skip_all)]
     pub(crate) async fn write_tx(&self) -> Result<Tx, StoreError> {
-        match self.backend {
-            Backend::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.writer.begin().await,
+        match &self.group {
+            Some(group) => group.join().await.map(Tx::Grouped),
+            None => self.writer.begin().await.map(Tx::Alone),
         }
         .map_err(map_sqlx_error)
     }
@@ -405,6 +443,7 @@ mod tests {
             .unwrap();
         SqlStore {
             writer: pool.clone(),
+            group: None,
             pool,
             backend,
             bells: Default::default(),

@@ -1,5 +1,6 @@
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::migrate::Migrator;
@@ -7,6 +8,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{ConnectOptions, Executor};
 use swapd_core::StoreError;
 
+use crate::group::Group;
 use crate::{Backend, OpenError, SqlStore, StoreOptions, map_sqlx_error};
 
 pub(crate) static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -55,6 +57,7 @@ impl SqlStore {
         let writer = pool(1).await.map_err(opened)?;
         Ok(Self {
             pool: readers,
+            group: Some(Arc::new(Group::new(writer.clone()))),
             writer,
             backend: Backend::Sqlite,
             bells: Default::default(),

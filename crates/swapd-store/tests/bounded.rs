@@ -187,3 +187,40 @@ async fn a_work_listener_lost_silently_listens_anew() {
     )
     .await;
 }
+
+/// A pooled connection the server ended while it sat idle (a restart, an idle-session timeout)
+/// is tested and replaced before the next call takes it: the call is answered, not failed.
+#[tokio::test]
+async fn a_connection_ended_while_idle_is_replaced_before_use() {
+    let Some(url) = postgres_url() else { return };
+    let schema = PgTestSchema::create(&url).await;
+    let name = format!("swapd_idle_{}", std::process::id());
+    let store = swapd_store::open(
+        &format!("{}&application_name={name}", schema.database_url()),
+        &StoreOptions {
+            max_connections: 1,
+            ..short()
+        },
+    )
+    .await
+    .unwrap();
+    store.ping().await.unwrap();
+
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let ended: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE application_name = $1",
+    )
+    .bind(&name)
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(ended, 1, "the pool's one connection");
+    // Idle past the point where a connection is tested before use.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    store
+        .ping()
+        .await
+        .expect("the ended connection is replaced, not used");
+}
