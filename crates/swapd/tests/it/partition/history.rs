@@ -120,8 +120,7 @@ pub struct Finals {
     /// Deposits the test made on the sandbox chain itself (the wallets' orders): addresses.
     pub chain_deposits: Vec<String>,
     /// The orders open when a worker was cut off in the middle of its leases, and those of
-    /// them still open, in the status they had, when it came back (the other worker should
-    /// have taken them over).
+    /// them still open when it came back (the other worker should have taken them over).
     pub worker_cut: (Vec<String>, Vec<String>),
 }
 
@@ -160,13 +159,13 @@ pub fn check(ops: &[Op], faults: &[FaultWindow], finals: &Finals) -> Report {
     report
 }
 
-/// Every order open when a worker was cut off ended or moved on while it was away.
+/// Every order open when a worker was cut off ended while it was away.
 fn leases_taken_over(finals: &Finals, report: &mut Report) {
     let (open, stranded) = &finals.worker_cut;
     report.count("orders open when a worker was cut off", open.len());
     for order in stranded {
         report.violation(format!(
-            "order {order} was open when its worker was cut off and had not moved when it came back"
+            "order {order} was open when its worker was cut off and still open when it came back"
         ));
     }
 }
@@ -594,7 +593,7 @@ mod tests {
             ),
             ("did not verify", Box::new(|_, f| f.unverified = 1)),
             (
-                "had not moved when it came back",
+                "still open when it came back",
                 Box::new(|_, f| f.worker_cut = (vec!["ord_1".into()], vec!["ord_1".into()])),
             ),
             (

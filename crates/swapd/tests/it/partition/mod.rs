@@ -796,16 +796,12 @@ async fn the_cluster_keeps_its_promises_through_partitions_slow_links_and_a_cloc
         still_open = open_orders(&*chain).await;
     }
     cluster.net.heal(WORKERS[0]);
-    // Taken over: moved on by the only worker that could write (and ended, unless the wait
-    // above gave up).
     let stranded: Vec<String> = open_at_cut
         .iter()
-        .filter(|(id, at_cut)| {
-            still_open
-                .iter()
-                .any(|(open, now)| open == id && now == at_cut)
+        .filter_map(|(id, at_cut)| {
+            let (_, now) = still_open.iter().find(|(open, _)| open == id)?;
+            Some(format!("{id} ({at_cut} at the cut, {now} at the heal)"))
         })
-        .map(|(id, at_cut)| format!("{id} ({at_cut})"))
         .collect();
     let open_at_cut: Vec<String> = open_at_cut.into_iter().map(|(id, _)| id).collect();
     faults.push(window(
