@@ -141,8 +141,8 @@ impl Maintenance for BoundedStore {
         self.within(self.inner.ping()).await
     }
 
-    async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
-        self.within(self.inner.purge_expired(now_ms)).await
+    async fn purge_expired(&self, now_ms: i64, limit: u32) -> Result<u64, StoreError> {
+        self.within(self.inner.purge_expired(now_ms, limit)).await
     }
 
     async fn close(&self) {

@@ -2,7 +2,7 @@
 
 use swapd_core::StoreError;
 
-use crate::sql::SqlStore;
+use crate::sql::{SqlStore, built};
 use crate::{Backend, map_sqlx_error};
 use swapd_core::store::Maintenance;
 
@@ -65,30 +65,44 @@ impl Maintenance for SqlStore {
         self.work_listener()
     }
 
-    async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
-        let mut purged = 0;
+    async fn purge_expired(&self, now_ms: i64, limit: u32) -> Result<u64, StoreError> {
         let retained = now_ms - swapd_core::store::EXPIRED_RETENTION_MS;
-        for (statement, cutoff) in [
-            ("DELETE FROM nonces WHERE expires_at <= $1", now_ms),
-            ("DELETE FROM nonce_log WHERE expires_at <= $1", now_ms),
+        let mut purged = 0;
+        for (table, key, expires_at, cutoff) in [
+            ("nonces", "key_id, nonce", "expires_at", now_ms),
             (
-                "DELETE FROM idempotency_keys WHERE expires_at <= $1",
+                "nonce_log",
+                "expires_at, key_id, nonce",
+                "expires_at",
                 now_ms,
             ),
-            ("DELETE FROM route_quotes WHERE expires_at <= $1", retained),
-            ("DELETE FROM create_tokens WHERE expires_at <= $1", retained),
-            ("DELETE FROM siwx_nonces WHERE expires_at <= $1", retained),
             (
-                "DELETE FROM console_logouts WHERE expires_at_ms <= $1",
+                "idempotency_keys",
+                "principal, idem_key",
+                "expires_at",
                 now_ms,
             ),
+            ("route_quotes", "id", "expires_at", retained),
+            ("create_tokens", "token_hash", "expires_at", retained),
+            ("siwx_nonces", "nonce", "expires_at", retained),
+            ("console_logouts", "session", "expires_at_ms", now_ms),
         ] {
-            purged += sqlx::query(statement)
-                .bind(cutoff)
-                .execute(&self.writer)
-                .await
-                .map_err(map_sqlx_error)?
-                .rows_affected();
+            let left = u64::from(limit) - purged;
+            if left == 0 {
+                break;
+            }
+            // The oldest first, by the table's expiry index, and no more than what is left of
+            // `limit`.
+            purged += sqlx::query(built(format!(
+                "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} \
+                 WHERE {expires_at} <= $1 ORDER BY {expires_at} LIMIT $2)"
+            )))
+            .bind(cutoff)
+            .bind(i64::try_from(left).unwrap_or(i64::MAX))
+            .execute(&self.writer)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
         }
         Ok(purged)
     }

@@ -217,15 +217,16 @@ impl Worker {
     }
 
     /// One janitor pass: deletes rows whose lifetime has ended, and events past their
-    /// retention (in batches, at most [`PURGE_BATCHES`] a pass). A failure is logged and retried
+    /// retention, in batches of [`PURGE_BATCH`] rows (each a short write, so that requests
+    /// queued for the writer wait for one batch at most), at most [`PURGE_BATCHES`] of each a
+    /// pass. A failure is logged and retried
     /// on the next tick; nothing depends on the sweep happening on time.
     pub async fn sweep_expired(&self) {
         let now_ms = self.clock.now_ms();
-        match self.store.purge_expired(now_ms).await {
-            Ok(0) => {}
-            Ok(purged) => tracing::debug!(purged, "janitor swept expired rows"),
-            Err(error) => tracing::warn!(%error, "janitor sweep failed; retrying next tick"),
-        }
+        purge_in_batches("expired rows", || {
+            self.store.purge_expired(now_ms, PURGE_BATCH)
+        })
+        .await;
         let before =
             |retention: Duration| now_ms - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         if let Some(retention) = self.event_retention {
@@ -264,7 +265,7 @@ where
     }
 }
 
-/// Events purged per transaction, and transactions per janitor pass.
+/// Rows purged per batch, and batches of each kind per janitor pass.
 const PURGE_BATCH: u32 = 1_000;
 const PURGE_BATCHES: u32 = 20;
 

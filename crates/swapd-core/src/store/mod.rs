@@ -65,10 +65,12 @@ pub trait Maintenance: Send + Sync + 'static {
     /// Cheap round trip used by readiness checks.
     async fn ping(&self) -> Result<(), StoreError>;
 
-    /// Deletes every record whose lifetime ended at or before `now_ms` (shared and logged
-    /// nonces, idempotency keys, expired quotes and createTokens past their retention, SIWX
-    /// nonces). Returns how many rows went.
-    async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError>;
+    /// Deletes records whose lifetime ended at or before `now_ms` (shared and logged nonces,
+    /// idempotency keys, expired quotes and createTokens past their retention, SIWX nonces,
+    /// console logouts), at most `limit` rows in all, each table's in a short transaction of its
+    /// own, so that a backlog never holds the writer long. Returns how many rows went: fewer
+    /// than `limit` when none is left.
+    async fn purge_expired(&self, now_ms: i64, limit: u32) -> Result<u64, StoreError>;
 
     /// Closes every connection, rolling back what is still open; the store answers nothing
     /// afterwards. For shutdown, and for tests that drop their database next.

@@ -123,7 +123,7 @@ pub async fn idempotency_records_follow_the_plan(store: &Arc<dyn Store>) {
     );
     assert!(
         store
-            .purge_expired(later + IDEMPOTENCY_TTL_MS)
+            .purge_expired(later + IDEMPOTENCY_TTL_MS, u32::MAX)
             .await
             .unwrap()
             >= 1

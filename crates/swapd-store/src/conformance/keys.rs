@@ -133,7 +133,7 @@ pub async fn console_logouts_end_one_session_or_every_earlier_one_until_purged(
         .unwrap();
     assert!(ended("sess-d", 3_001).await);
     // Purged once the sessions would have expired anyway.
-    store.purge_expired(70_000).await.unwrap();
+    store.purge_expired(70_000, u32::MAX).await.unwrap();
     assert!(!ended("sess-a", 1_000).await && !ended("sess-d", 3_001).await);
 }
 
@@ -164,8 +164,8 @@ pub async fn nonces_are_single_use_per_key_until_purged(store: &Arc<dyn Store>) 
             .unwrap()
     );
 
-    assert_eq!(store.purge_expired(999).await.unwrap(), 0);
-    assert_eq!(store.purge_expired(1_000).await.unwrap(), 2);
+    assert_eq!(store.purge_expired(999, u32::MAX).await.unwrap(), 0);
+    assert_eq!(store.purge_expired(1_000, u32::MAX).await.unwrap(), 2);
     assert!(
         !store
             .remember_nonce("key_a", "nonce-0002", 9_000)
@@ -178,7 +178,69 @@ pub async fn nonces_are_single_use_per_key_until_purged(store: &Arc<dyn Store>) 
             .await
             .unwrap()
     );
-    assert_eq!(store.purge_expired(i64::MAX).await.unwrap(), 2);
+    assert_eq!(store.purge_expired(i64::MAX, u32::MAX).await.unwrap(), 2);
+}
+
+/// The janitor's purge takes at most its limit of rows a call, across tables, and says when
+/// nothing expired is left; what is still live stays.
+pub async fn expired_rows_are_purged_in_steps_of_at_most_the_limit(store: &Arc<dyn Store>) {
+    let store = store.as_ref();
+    for n in 0..5 {
+        let nonce = format!("step-{n:04}");
+        assert!(
+            store
+                .remember_nonce("key_step", &nonce, 1_000)
+                .await
+                .unwrap()
+        );
+    }
+    assert!(
+        store
+            .remember_nonce("key_step", "step-live", 9_000)
+            .await
+            .unwrap()
+    );
+    let logged = |nonce: &str, expires_at_ms| NonceRecord {
+        key_id: "key_step".into(),
+        nonce: nonce.into(),
+        expires_at_ms,
+    };
+    store
+        .remember_nonces(&[
+            logged("log-0001", 500),
+            logged("log-0002", 1_000),
+            logged("log-0003", 1_000),
+            logged("log-live", 9_000),
+        ])
+        .await
+        .unwrap();
+
+    // Eight rows expired by 1 000, in two tables: three, three, then the last two.
+    assert_eq!(store.purge_expired(1_000, 3).await.unwrap(), 3);
+    assert_eq!(store.purge_expired(1_000, 3).await.unwrap(), 3);
+    assert_eq!(store.purge_expired(1_000, 3).await.unwrap(), 2);
+    assert_eq!(store.purge_expired(1_000, 3).await.unwrap(), 0);
+    for n in 0..5 {
+        let nonce = format!("step-{n:04}");
+        assert!(
+            store
+                .remember_nonce("key_step", &nonce, 9_000)
+                .await
+                .unwrap(),
+            "{nonce} was purged"
+        );
+    }
+    assert!(
+        !store
+            .remember_nonce("key_step", "step-live", 9_000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.live_nonces(0).await.unwrap(),
+        [logged("log-live", 9_000)]
+    );
+    store.purge_expired(i64::MAX, u32::MAX).await.unwrap();
 }
 
 pub async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &Arc<dyn Store>) {
@@ -222,12 +284,12 @@ pub async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &Arc<
     big.push(record("big-00042", 7_000));
     store.remember_nonces(&big).await.unwrap();
     assert_eq!(store.live_nonces(6_999).await.unwrap().len(), 2_500 + 1);
-    assert!(store.purge_expired(7_000).await.unwrap() >= 2_501);
+    assert!(store.purge_expired(7_000, u32::MAX).await.unwrap() >= 2_501);
     assert_eq!(
         store.live_nonces(0).await.unwrap(),
         [record("batch-0002", 9_000)]
     );
-    store.purge_expired(i64::MAX).await.unwrap();
+    store.purge_expired(i64::MAX, u32::MAX).await.unwrap();
 }
 
 pub async fn rate_decisions_match_the_pure_function_and_refusals_consume_nothing(

@@ -72,7 +72,7 @@ pub async fn route_quotes_are_visible_to_their_owner_only(store: &Arc<dyn Store>
         Err(StoreError::Conflict(_))
     ));
     // Expired quotes are kept a while, so callers can be told they expired.
-    store.purge_expired(now + 200_000).await.unwrap();
+    store.purge_expired(now + 200_000, u32::MAX).await.unwrap();
     assert!(
         store
             .route_quote(&parsed("rqq_b"), &parsed("key:one"))
@@ -81,7 +81,7 @@ pub async fn route_quotes_are_visible_to_their_owner_only(store: &Arc<dyn Store>
             .is_some()
     );
     store
-        .purge_expired(now + 120_000 + EXPIRED_RETENTION_MS)
+        .purge_expired(now + 120_000 + EXPIRED_RETENTION_MS, u32::MAX)
         .await
         .unwrap();
     assert!(
