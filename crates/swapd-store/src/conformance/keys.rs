@@ -181,6 +181,15 @@ pub async fn nonces_are_single_use_per_key_until_purged(store: &Arc<dyn Store>) 
     assert_eq!(store.purge_expired(i64::MAX, u32::MAX).await.unwrap(), 2);
 }
 
+/// A nonce of `key_id` as the single-node log keeps it.
+fn logged_nonce(key_id: &str, nonce: &str, expires_at_ms: i64) -> NonceRecord {
+    NonceRecord {
+        key_id: key_id.into(),
+        nonce: nonce.into(),
+        expires_at_ms,
+    }
+}
+
 /// The janitor's purge takes at most its limit of rows a call, across tables, and says when
 /// nothing expired is left; what is still live stays.
 pub async fn expired_rows_are_purged_in_steps_of_at_most_the_limit(store: &Arc<dyn Store>) {
@@ -200,11 +209,7 @@ pub async fn expired_rows_are_purged_in_steps_of_at_most_the_limit(store: &Arc<d
             .await
             .unwrap()
     );
-    let logged = |nonce: &str, expires_at_ms| NonceRecord {
-        key_id: "key_step".into(),
-        nonce: nonce.into(),
-        expires_at_ms,
-    };
+    let logged = |nonce: &str, expires_at_ms| logged_nonce("key_step", nonce, expires_at_ms);
     store
         .remember_nonces(&[
             logged("log-0001", 500),
@@ -245,11 +250,7 @@ pub async fn expired_rows_are_purged_in_steps_of_at_most_the_limit(store: &Arc<d
 
 pub async fn nonce_batches_ignore_duplicates_and_live_nonces_reload(store: &Arc<dyn Store>) {
     let store = store.as_ref();
-    let record = |nonce: &str, expires_at_ms| NonceRecord {
-        key_id: "key_batch".into(),
-        nonce: nonce.into(),
-        expires_at_ms,
-    };
+    let record = |nonce: &str, expires_at_ms| logged_nonce("key_batch", nonce, expires_at_ms);
     store
         .remember_nonces(&[record("batch-0001", 5_000)])
         .await
