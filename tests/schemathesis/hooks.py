@@ -9,9 +9,10 @@ secret come from SWAPD_API_KEY and SWAPD_API_SECRET.
 
 Refusals of well-formed requests. A request the schema allows may still be refused with 400 for
 a rule no JSON Schema can state, or with 410 when what it names has expired meanwhile (a route
-quote discovered by an earlier step, resolved after its `expiresAt`); `refused_only_for_rules_beyond_the_schema`
-accepts such a refusal only with one of the codes below (schemathesis.toml lets
-positive_data_acceptance pass 400 and 410 for this check to judge)."""
+quote discovered by an earlier step, resolved after its `expiresAt`);
+`refused_only_for_rules_beyond_the_schema` accepts such a refusal only with one of the codes
+below (schemathesis.toml lets positive_data_acceptance pass 400 and 410 for this check to
+judge)."""
 
 import hashlib
 import hmac

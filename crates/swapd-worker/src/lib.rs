@@ -219,8 +219,8 @@ impl Worker {
     /// One janitor pass: deletes rows whose lifetime has ended, and events past their
     /// retention, in batches of [`PURGE_BATCH`] rows (each a short write, so that requests
     /// queued for the writer wait for one batch at most), at most [`PURGE_BATCHES`] of each a
-    /// pass. A failure is logged and retried
-    /// on the next tick; nothing depends on the sweep happening on time.
+    /// pass. A failure is logged and retried on the next tick; nothing depends on the sweep
+    /// happening on time.
     pub async fn sweep_expired(&self) {
         let now_ms = self.clock.now_ms();
         purge_in_batches("expired rows", || {
