@@ -60,7 +60,7 @@ impl AppState {
             master_key: &self.master_key,
             access_tokens: &self.access_tokens,
             mode: self.mode,
-            order_lifetimes: self.order_lifetimes,
+            order_rules: self.order_rules,
             public_url: self.public_url(),
             courier: &self.webhooks,
             windows: self.limits.windows.as_ref(),
@@ -111,8 +111,8 @@ pub struct AppParts {
     pub x402: Arc<x402::X402>,
     /// Request and failed-authentication budgets per client address, before authentication.
     pub ip_limits: Arc<dyn swapd_core::rate_limit::Addresses>,
-    /// How long new orders wait for their deposit.
-    pub order_lifetimes: swapd_core::offchain::order::OrderLifetimes,
+    /// How long new orders wait for their deposit, and how often the engine looks at them.
+    pub order_rules: swapd_core::offchain::follow::LifecycleRules,
     /// Names this node on the idempotency claims it takes (released when it restarts).
     pub node_id: Arc<str>,
     /// Sandbox fault: honour `X-Sandbox-Fault: pause-after-commit` (see [`idempotency`]).

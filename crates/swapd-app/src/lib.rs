@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use swapd_core::idempotency::StoredResponse;
 use swapd_core::market::Market;
-use swapd_core::offchain::order::OrderLifetimes;
+use swapd_core::offchain::follow::LifecycleRules;
 use swapd_core::onchain::access::AccessTokens;
 use swapd_core::rate_limit::Windows;
 use swapd_core::secrets::MasterKey;
@@ -43,8 +43,8 @@ pub struct Context<'a> {
     /// Signs and checks onchain execution access tokens.
     pub access_tokens: &'a AccessTokens,
     pub mode: Mode,
-    /// How long new orders wait for their deposit.
-    pub order_lifetimes: OrderLifetimes,
+    /// How long new orders wait for their deposit, and how often the engine looks at them.
+    pub order_rules: LifecycleRules,
     /// The origin clients reach this server at, for the links it hands out.
     pub public_url: &'a str,
     /// Where webhook deliveries go out (URL checks, test callbacks).

@@ -107,7 +107,7 @@ pub async fn create(
         fees: terms.fees,
         create_token_hash: terms.create_token_hash.clone(),
         page_url: Some(page_url),
-        lifetimes: app.order_lifetimes,
+        rules: app.order_rules,
         now_ms,
     });
     let answer = Answer::json(201, &order.view())?;
@@ -190,7 +190,7 @@ async fn open_exchange(
             address: address.as_str().to_owned(),
             tag: destinations.refund_tag.clone(),
         }),
-        deposit_deadline_ms: now_ms + app.order_lifetimes.for_rate(terms.rate_type),
+        deposit_deadline_ms: now_ms + app.order_rules.lifetimes.for_rate(terms.rate_type),
         now_ms,
     };
     let span = tracing::info_span!("desk.open", provider = %terms.provider);

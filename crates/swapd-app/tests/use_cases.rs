@@ -99,7 +99,7 @@ impl Harness {
             master_key: &self.master_key,
             access_tokens: &self.access_tokens,
             mode: Mode::Sandbox,
-            order_lifetimes: Default::default(),
+            order_rules: Default::default(),
             public_url: "http://127.0.0.1:8080",
             courier: &self.courier,
             windows: &self.windows,

@@ -26,6 +26,7 @@ use swapd_core::offchain::desk::{
     Desk, DeskActions, DeskDeposit, DeskError, DeskExchange, DeskStatus, Destination,
     EmergencyCase, ExchangeRef, ExchangeRequest, OpenedExchange,
 };
+use swapd_core::offchain::follow::LifecycleRules;
 use swapd_core::offchain::order::{Choice, EmergencyReason, Order, OrderLifetimes, OrderStatus};
 use swapd_core::owner::Owner;
 
@@ -168,9 +169,13 @@ impl SandboxDesk {
             fees: Vec::new(),
             page_url: None,
             create_token_hash: None,
-            lifetimes: OrderLifetimes {
-                fixed_ms: lifetime,
-                float_ms: lifetime,
+            rules: LifecycleRules {
+                lifetimes: OrderLifetimes {
+                    fixed_ms: lifetime,
+                    float_ms: lifetime,
+                },
+                poll_interval_ms: self.rules.poll_interval_ms,
+                ..LifecycleRules::default()
             },
             now_ms: opening.opened_at_ms,
         });

@@ -449,6 +449,7 @@ mod tests {
     use swapd_core::market::currencies::currency;
     use swapd_core::offchain::actions::{self, OpenOrder};
     use swapd_core::offchain::desk::OpenedExchange;
+    use swapd_core::offchain::follow::LifecycleRules;
     use swapd_core::offchain::order::OrderLifetimes;
     use swapd_core::owner::Owner;
 
@@ -495,9 +496,12 @@ mod tests {
             fees: Vec::new(),
             page_url: None,
             create_token_hash: None,
-            lifetimes: OrderLifetimes {
-                fixed_ms: 30 * 60 * 1000,
-                float_ms: 30 * 60 * 1000,
+            rules: LifecycleRules {
+                lifetimes: OrderLifetimes {
+                    fixed_ms: 30 * 60 * 1000,
+                    float_ms: 30 * 60 * 1000,
+                },
+                ..LifecycleRules::default()
             },
             now_ms: T0,
         });

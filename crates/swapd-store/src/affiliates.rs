@@ -38,20 +38,20 @@ impl AffiliateRow {
 #[async_trait::async_trait]
 impl AffiliateStore for SqlStore {
     async fn insert_affiliate(&self, affiliate: &Affiliate) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO affiliates (code, name, share_bps, payout, active, created_at) \
+        self.write_one(
+            sqlx::query(
+                "INSERT INTO affiliates (code, name, share_bps, payout, active, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&affiliate.code)
+            .bind(&affiliate.name)
+            .bind(i64::from(affiliate.share_bps))
+            .bind(&affiliate.payout)
+            .bind(i64::from(affiliate.active))
+            .bind(affiliate.created_at_ms),
         )
-        .bind(&affiliate.code)
-        .bind(&affiliate.name)
-        .bind(i64::from(affiliate.share_bps))
-        .bind(&affiliate.payout)
-        .bind(i64::from(affiliate.active))
-        .bind(affiliate.created_at_ms)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn affiliate(&self, code: &str) -> Result<Option<Affiliate>, StoreError> {

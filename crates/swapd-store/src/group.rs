@@ -330,6 +330,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_write_of_one_statement_joins_the_group_and_answers_after_its_commit() {
+        let (store, _dir) = store().await;
+        let alone = commits(&store);
+        store
+            .write_one(sqlx::query("INSERT INTO t (n) VALUES ($1)").bind(0_i64))
+            .await
+            .unwrap();
+        assert_eq!(
+            commits(&store) - alone,
+            1,
+            "committed as a group of its own"
+        );
+        let before = commits(&store);
+        let mut first = store.write_tx().await.unwrap();
+        insert(&mut first, 1).await;
+        let one = tokio::spawn({
+            let store = store.clone();
+            async move {
+                store
+                    .write_one(sqlx::query("INSERT INTO t (n) VALUES ($1)").bind(2_i64))
+                    .await
+                    .unwrap()
+                    .rows_affected()
+            }
+        });
+        let_them_queue().await;
+        assert!(!one.is_finished(), "it waits for the group's commit");
+        first.commit().await.unwrap();
+        assert_eq!(committed(&store).await, [0, 1, 2], "one commit held both");
+        assert_eq!(one.await.unwrap(), 1);
+        assert_eq!(commits(&store) - before, 1);
+    }
+
+    #[tokio::test]
     async fn a_write_dropped_or_abandoned_before_its_commit_is_undone_alone() {
         let (store, _dir) = store().await;
         let mut first = store.write_tx().await.unwrap();

@@ -104,17 +104,17 @@ impl IdempotencyStore for SqlStore {
         key: &str,
         lease_token: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "DELETE FROM idempotency_keys WHERE principal = $1 AND idem_key = $2 \
+        self.write_one(
+            sqlx::query(
+                "DELETE FROM idempotency_keys WHERE principal = $1 AND idem_key = $2 \
              AND lease_token = $3",
+            )
+            .bind(principal)
+            .bind(key)
+            .bind(lease_token),
         )
-        .bind(principal)
-        .bind(key)
-        .bind(lease_token)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn release_claims_of(&self, holder: &str) -> Result<u64, StoreError> {

@@ -95,7 +95,7 @@ impl JobStore for SqlStore {
             JobOutcome::Succeeded(result) => ("succeeded", Some(encode_json(result)?), None),
             JobOutcome::Failed(error) => ("failed", None, Some(encode_json(error)?)),
         };
-        let done = sqlx::query(
+        let done = self.write_one(sqlx::query(
             "UPDATE market_jobs SET status = $3, result = $4, error = $5, finished_at = $6, \
              payment = COALESCE($7, payment), lease_token = NULL, lease_until = NULL \
              WHERE id = $1 AND lease_token = $2 AND status = 'running'",
@@ -106,10 +106,8 @@ impl JobStore for SqlStore {
         .bind(result)
         .bind(error)
         .bind(now_ms)
-        .bind(payment)
-        .execute(&self.writer)
-        .await
-        .map_err(map_sqlx_error)?;
+        .bind(payment))
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 }

@@ -16,28 +16,28 @@ const RATE_STATE: &str =
 impl KeyStore for SqlStore {
     async fn insert_api_key(&self, key: &ApiKey) -> Result<(), StoreError> {
         let row = ApiKeyRow::from_domain(key);
-        sqlx::query(built(format!(
-            "INSERT INTO api_keys ({API_KEY_COLUMNS}) \
+        self.write_one(
+            sqlx::query(built(format!(
+                "INSERT INTO api_keys ({API_KEY_COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
-        )))
-        .bind(row.id)
-        .bind(row.name)
-        .bind(row.permissions)
-        .bind(row.ip_allow)
-        .bind(row.origins)
-        .bind(row.per_minute)
-        .bind(row.per_hour)
-        .bind(row.weight_per_hour)
-        .bind(row.status)
-        .bind(row.sealed_secret)
-        .bind(row.created_at)
-        .bind(row.revoked_at)
-        .bind(row.markup_bps)
-        .bind(row.markup_recipient)
-        .execute(&self.writer)
+            )))
+            .bind(row.id)
+            .bind(row.name)
+            .bind(row.permissions)
+            .bind(row.ip_allow)
+            .bind(row.origins)
+            .bind(row.per_minute)
+            .bind(row.per_hour)
+            .bind(row.weight_per_hour)
+            .bind(row.status)
+            .bind(row.sealed_secret)
+            .bind(row.created_at)
+            .bind(row.revoked_at)
+            .bind(row.markup_bps)
+            .bind(row.markup_recipient),
+        )
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn api_key(&self, id: &str) -> Result<Option<ApiKey>, StoreError> {
@@ -84,16 +84,17 @@ impl KeyStore for SqlStore {
         nonce: &str,
         expires_at_ms: i64,
     ) -> Result<bool, StoreError> {
-        let inserted = sqlx::query(
-            "INSERT INTO nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3) \
+        let inserted = self
+            .write_one(
+                sqlx::query(
+                    "INSERT INTO nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3) \
              ON CONFLICT (key_id, nonce) DO NOTHING",
-        )
-        .bind(key_id)
-        .bind(nonce)
-        .bind(expires_at_ms)
-        .execute(&self.writer)
-        .await
-        .map_err(map_sqlx_error)?;
+                )
+                .bind(key_id)
+                .bind(nonce)
+                .bind(expires_at_ms),
+            )
+            .await?;
         Ok(inserted.rows_affected() == 1)
     }
 
@@ -191,18 +192,18 @@ impl KeyStore for SqlStore {
         now_ms: i64,
         expires_at_ms: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO console_logouts (session, at_ms, expires_at_ms) VALUES ($1, $2, $3) \
+        self.write_one(
+            sqlx::query(
+                "INSERT INTO console_logouts (session, at_ms, expires_at_ms) VALUES ($1, $2, $3) \
              ON CONFLICT (session) DO UPDATE SET at_ms = excluded.at_ms, \
              expires_at_ms = excluded.expires_at_ms",
+            )
+            .bind(session)
+            .bind(now_ms)
+            .bind(expires_at_ms),
         )
-        .bind(session)
-        .bind(now_ms)
-        .bind(expires_at_ms)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn console_session_ended(

@@ -93,16 +93,17 @@ impl Maintenance for SqlStore {
             }
             // The oldest first, by the table's expiry index, and no more than what is left of
             // `limit`.
-            purged += sqlx::query(built(format!(
-                "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} \
+            purged += self
+                .write_one(
+                    sqlx::query(built(format!(
+                        "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} \
                  WHERE {expires_at} <= $1 ORDER BY {expires_at} LIMIT $2)"
-            )))
-            .bind(cutoff)
-            .bind(i64::try_from(left).unwrap_or(i64::MAX))
-            .execute(&self.writer)
-            .await
-            .map_err(map_sqlx_error)?
-            .rows_affected();
+                    )))
+                    .bind(cutoff)
+                    .bind(i64::try_from(left).unwrap_or(i64::MAX)),
+                )
+                .await?
+                .rows_affected();
         }
         Ok(purged)
     }

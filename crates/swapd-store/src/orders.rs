@@ -56,11 +56,16 @@ impl EventRow {
     }
 }
 
-/// The work a write of order `events` makes: the order loop's, deliveries to send (the outbox
-/// fan-out), and e-mails when one of the events has an address.
-fn order_work(events: &[OrderEvent]) -> Vec<Work> {
-    let mut works = vec![Work::Orders];
-    if !events.is_empty() {
+/// The work a write of an order and its `events` makes: the order loop's when `engine` (the
+/// order may be due now), deliveries when the outbox fan-out queued some, and e-mails when one
+/// of the events has an address. A bell rung for work there is not would only send a loop
+/// through a claim that finds nothing: under load, one per order (docs/benchmarks.md).
+fn order_work(engine: bool, deliveries: Queued, events: &[OrderEvent]) -> Vec<Work> {
+    let mut works = Vec::new();
+    if engine {
+        works.push(Work::Orders);
+    }
+    if deliveries.0 > 0 {
         works.push(Work::Deliveries);
     }
     if events.iter().any(|event| event.notify_email.is_some()) {
@@ -68,6 +73,10 @@ fn order_work(events: &[OrderEvent]) -> Vec<Work> {
     }
     works
 }
+
+/// How many webhook deliveries a write queued.
+#[derive(Debug, Clone, Copy)]
+struct Queued(u64);
 
 /// Outbox events ready to write: each one's data packed before the write transaction begins.
 struct Outbox<'a> {
@@ -86,16 +95,16 @@ impl<'a> Outbox<'a> {
 }
 
 /// Inside a write transaction: appends outbox events, each with its webhook deliveries, in two
-/// statements whatever their number. The webhook payload is not stored: delivery renders it
+/// statements whatever their number; how many deliveries that queued. The webhook payload is not stored: delivery renders it
 /// from the event with [`swapd_core::webhooks::signing::event_payload`], the same bytes on every
 /// attempt (docs/webhooks.md, "Payloads").
 async fn insert_events_in(
     store: &SqlStore,
     tx: &mut Tx,
     Outbox { events, data }: Outbox<'_>,
-) -> Result<(), StoreError> {
+) -> Result<Queued, StoreError> {
     if events.is_empty() {
-        return Ok(());
+        return Ok(Queued(0));
     }
     let mut insert = sqlx::query(built(format!(
         "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, created_at, \
@@ -135,8 +144,8 @@ async fn insert_events_in(
                 event.event_type,
             ));
     }
-    fan_out.execute(&mut **tx).await.map_err(map_sqlx_error)?;
-    Ok(())
+    let queued = fan_out.execute(&mut **tx).await.map_err(map_sqlx_error)?;
+    Ok(Queued(queued.rows_affected()))
 }
 
 /// What an order is read from: its body, its next check, which a reschedule moves alone (the
@@ -222,14 +231,19 @@ impl OrderStore for SqlStore {
         .execute(&mut *tx)
         .await
         .map_err(map_sqlx_error)?;
-        insert_events_in(self, &mut tx, outbox).await?;
+        let queued = insert_events_in(self, &mut tx, outbox).await?;
         let expected = ledger_rows(
             order.charged(Stage::Expected),
             Stage::Expected,
             order.created_at_ms,
         );
         insert_ledger_in(&mut tx, &expected).await?;
-        self.commit(tx, Some(finish), &order_work(events)).await?;
+        // A new order is due for the engine later, as a rule: nothing to wake it for.
+        let due = order
+            .next_check_at_ms
+            .is_some_and(|at| at <= order.created_at_ms);
+        self.commit(tx, Some(finish), &order_work(due, queued, events))
+            .await?;
         Ok(Ok(()))
     }
 
@@ -293,14 +307,14 @@ impl OrderStore for SqlStore {
     ) -> Result<bool, StoreError> {
         // One statement, no new version: the order itself did not change. The body keeps the
         // next check of its last write; the column is the one claims read.
-        let done =
-            sqlx::query("UPDATE orders SET next_check_at = $3 WHERE id = $1 AND version = $2")
-                .bind(id.as_str())
-                .bind(version)
-                .bind(next_check_at_ms)
-                .execute(&self.writer)
-                .await
-                .map_err(map_sqlx_error)?;
+        let done = self
+            .write_one(
+                sqlx::query("UPDATE orders SET next_check_at = $3 WHERE id = $1 AND version = $2")
+                    .bind(id.as_str())
+                    .bind(version)
+                    .bind(next_check_at_ms),
+            )
+            .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -324,7 +338,7 @@ impl OrderStore for SqlStore {
         if !written.compare_and_set(&mut tx).await? {
             return Ok(false);
         }
-        insert_events_in(self, &mut tx, outbox).await?;
+        let queued = insert_events_in(self, &mut tx, outbox).await?;
         if let Some(outcome) = SwapOutcome::of_order(order) {
             record_outcome_in(&mut tx, &outcome).await?;
         }
@@ -338,7 +352,8 @@ impl OrderStore for SqlStore {
             );
             insert_ledger_in(&mut tx, &realized).await?;
         }
-        self.commit(tx, finish, &order_work(events)).await?;
+        self.commit(tx, finish, &order_work(true, queued, events))
+            .await?;
         Ok(true)
     }
 
@@ -389,13 +404,13 @@ impl OrderStore for SqlStore {
     }
 
     async fn mark_notified(&self, event_id: &EventId, now_ms: i64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
-            .bind(event_id.as_str())
-            .bind(now_ms)
-            .execute(&self.writer)
-            .await
-            .map(drop)
-            .map_err(map_sqlx_error)
+        self.write_one(
+            sqlx::query("UPDATE order_events SET mailed_at = $2 WHERE id = $1")
+                .bind(event_id.as_str())
+                .bind(now_ms),
+        )
+        .await
+        .map(drop)
     }
 
     async fn mark_notification_failed(
@@ -403,15 +418,15 @@ impl OrderStore for SqlStore {
         event_id: &EventId,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE order_events SET mail_failed_at = $2 WHERE id = $1 AND mailed_at IS NULL",
+        self.write_one(
+            sqlx::query(
+                "UPDATE order_events SET mail_failed_at = $2 WHERE id = $1 AND mailed_at IS NULL",
+            )
+            .bind(event_id.as_str())
+            .bind(now_ms),
         )
-        .bind(event_id.as_str())
-        .bind(now_ms)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn order_mails(&self, order_id: &OrderId) -> Result<Vec<EventMail>, StoreError> {

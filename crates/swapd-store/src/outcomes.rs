@@ -177,16 +177,16 @@ impl OutcomeStore for SqlStore {
     }
 
     async fn purge_outcomes(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
-        sqlx::query(
-            "DELETE FROM swap_outcomes WHERE source_id IN \
-             (SELECT source_id FROM swap_outcomes WHERE ended_at < $1 \
-              ORDER BY ended_at LIMIT $2)",
+        self.write_one(
+            sqlx::query(
+                "DELETE FROM swap_outcomes WHERE source_id IN \
+                 (SELECT source_id FROM swap_outcomes WHERE ended_at < $1 \
+                  ORDER BY ended_at LIMIT $2)",
+            )
+            .bind(before_ms)
+            .bind(i64::from(limit)),
         )
-        .bind(before_ms)
-        .bind(i64::from(limit))
-        .execute(&self.writer)
         .await
         .map(|done| done.rows_affected())
-        .map_err(map_sqlx_error)
     }
 }

@@ -80,11 +80,7 @@ impl QuoteStore for SqlStore {
                 .bind(quote.created_at_ms)
                 .bind(quote.expires_at_ms);
         }
-        insert
-            .execute(&self.writer)
-            .await
-            .map(drop)
-            .map_err(map_sqlx_error)
+        self.write_one(insert).await.map(drop)
     }
 
     async fn route_quote(
@@ -180,11 +176,7 @@ impl QuoteStore for SqlStore {
                 .bind(&o.rate)
                 .bind(&o.provider);
         }
-        insert
-            .execute(&self.writer)
-            .await
-            .map(drop)
-            .map_err(map_sqlx_error)
+        self.write_one(insert).await.map(drop)
     }
 
     async fn rates(

@@ -81,7 +81,7 @@ impl SandboxChainStore for SqlStore {
         &self,
         transfer: &SandboxTransfer,
     ) -> Result<SandboxTransfer, StoreError> {
-        sqlx::query(
+        self.write_one(sqlx::query(
                     "INSERT INTO sandbox_transfers (idem_key, tx_id, currency, address, tag, amount, \
                      created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idem_key) DO NOTHING",
                 )
@@ -91,10 +91,8 @@ impl SandboxChainStore for SqlStore {
                 .bind(&transfer.address)
                 .bind(&transfer.tag)
                 .bind(&transfer.amount)
-                .bind(transfer.created_at_ms)
-                .execute(&self.writer)
-                .await
-                .map_err(map_sqlx_error)?;
+                .bind(transfer.created_at_ms))
+                .await?;
         let row: (String, String, String, String, Option<String>, String, i64) = sqlx::query_as(
             "SELECT idem_key, tx_id, currency, address, tag, amount, created_at \
              FROM sandbox_transfers WHERE idem_key = $1",
@@ -119,16 +117,20 @@ impl SandboxChainStore for SqlStore {
     }
 
     async fn sandbox_open_exchange(&self, id: &str, book: &Order) -> Result<Order, StoreError> {
-        sqlx::query(
-            "INSERT INTO sandbox_exchanges (id, version, body) VALUES ($1, $2, $3) \
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(id)
-        .bind(book.version)
-        .bind(encode_body(book)?)
-        .execute(&self.writer)
-        .await
-        .map_err(map_sqlx_error)?;
+        let inserted = self
+            .write_one(
+                sqlx::query(
+                    "INSERT INTO sandbox_exchanges (id, version, body) VALUES ($1, $2, $3) \
+                     ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(id)
+                .bind(book.version)
+                .bind(encode_body(book)?),
+            )
+            .await?;
+        if inserted.rows_affected() == 1 {
+            return Ok(book.clone());
+        }
         self.sandbox_exchange(id)
             .await?
             .ok_or_else(|| StoreError::Database(format!("sandbox exchange {id} vanished")))
@@ -140,16 +142,14 @@ impl SandboxChainStore for SqlStore {
     }
 
     async fn sandbox_update_exchange(&self, id: &str, book: &Order) -> Result<bool, StoreError> {
-        let updated = sqlx::query(
+        let updated = self.write_one(sqlx::query(
             "UPDATE sandbox_exchanges SET version = $2, body = $3 WHERE id = $1 AND version = $4",
         )
         .bind(id)
         .bind(book.version)
         .bind(encode_body(book)?)
-        .bind(book.version - 1)
-        .execute(&self.writer)
-        .await
-        .map_err(map_sqlx_error)?;
+        .bind(book.version - 1))
+        .await?;
         Ok(updated.rows_affected() == 1)
     }
 }

@@ -128,6 +128,25 @@ impl SqlStore {
         .map_err(map_sqlx_error)
     }
 
+    /// One statement that writes, on its own: on SQLite in the group commit like every other
+    /// write (a commit of its own would hold the writer connection between two groups), on
+    /// PostgreSQL as it is.
+    pub(crate) async fn write_one(
+        &self,
+        statement: sqlx::query::Query<'_, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> Result<sqlx::any::AnyQueryResult, StoreError> {
+        if self.group.is_none() {
+            return statement
+                .execute(&self.writer)
+                .await
+                .map_err(map_sqlx_error);
+        }
+        let mut tx = self.write_tx().await?;
+        let done = statement.execute(&mut *tx).await.map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(done)
+    }
+
     /// `select` with the rows it reads locked until the transaction ends.
     pub(crate) fn locking(&self, select: &str) -> AssertSqlSafe<String> {
         built(format!("{select}{}", self.backend.lock()))

@@ -55,22 +55,23 @@ impl X402Store for SqlStore {
         &self,
         settlement: &X402Settlement,
     ) -> Result<bool, StoreError> {
-        let inserted = sqlx::query(
-            "INSERT INTO x402_settlements (payer, nonce, amount, pay_to, asset, network, \
+        let inserted = self
+            .write_one(
+                sqlx::query(
+                    "INSERT INTO x402_settlements (payer, nonce, amount, pay_to, asset, network, \
              tx_hash, settled_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (payer, nonce) DO NOTHING",
-        )
-        .bind(&settlement.payer)
-        .bind(&settlement.nonce)
-        .bind(&settlement.amount)
-        .bind(&settlement.pay_to)
-        .bind(&settlement.asset)
-        .bind(&settlement.network)
-        .bind(&settlement.transaction)
-        .bind(settlement.settled_at_ms)
-        .execute(&self.writer)
-        .await
-        .map_err(map_sqlx_error)?;
+                )
+                .bind(&settlement.payer)
+                .bind(&settlement.nonce)
+                .bind(&settlement.amount)
+                .bind(&settlement.pay_to)
+                .bind(&settlement.asset)
+                .bind(&settlement.network)
+                .bind(&settlement.transaction)
+                .bind(settlement.settled_at_ms),
+            )
+            .await?;
         Ok(inserted.rows_affected() == 1)
     }
 
@@ -163,30 +164,30 @@ impl X402Store for SqlStore {
         nonce: &str,
         transaction: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE x402_purchases SET state = 'settled', tx_hash = $3 \
+        self.write_one(
+            sqlx::query(
+                "UPDATE x402_purchases SET state = 'settled', tx_hash = $3 \
              WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
+            )
+            .bind(payer)
+            .bind(nonce)
+            .bind(transaction),
         )
-        .bind(payer)
-        .bind(nonce)
-        .bind(transaction)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn purchase_served(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE x402_purchases SET state = 'served', lease_until = 0, lease_holder = NULL \
+        self.write_one(
+            sqlx::query(
+                "UPDATE x402_purchases SET state = 'served', lease_until = 0, lease_holder = NULL \
              WHERE payer = $1 AND nonce = $2",
+            )
+            .bind(payer)
+            .bind(nonce),
         )
-        .bind(payer)
-        .bind(nonce)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn recent_purchases(
@@ -219,28 +220,28 @@ impl X402Store for SqlStore {
     }
 
     async fn release_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE x402_purchases SET lease_until = 0, lease_holder = NULL \
+        self.write_one(
+            sqlx::query(
+                "UPDATE x402_purchases SET lease_until = 0, lease_holder = NULL \
              WHERE payer = $1 AND nonce = $2",
+            )
+            .bind(payer)
+            .bind(nonce),
         )
-        .bind(payer)
-        .bind(nonce)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn forget_purchase(&self, payer: &str, nonce: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "DELETE FROM x402_purchases WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
+        self.write_one(
+            sqlx::query(
+                "DELETE FROM x402_purchases WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
+            )
+            .bind(payer)
+            .bind(nonce),
         )
-        .bind(payer)
-        .bind(nonce)
-        .execute(&self.writer)
         .await
         .map(drop)
-        .map_err(map_sqlx_error)
     }
 
     async fn siwx_nonce_used(&self, nonce: &str) -> Result<bool, StoreError> {
@@ -260,16 +261,17 @@ impl X402Store for SqlStore {
         expires_at_ms: i64,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        let recorded = sqlx::query(
-            "INSERT INTO siwx_nonces (nonce, expires_at, used_at) VALUES ($1, $2, $3) \
+        let recorded = self
+            .write_one(
+                sqlx::query(
+                    "INSERT INTO siwx_nonces (nonce, expires_at, used_at) VALUES ($1, $2, $3) \
              ON CONFLICT (nonce) DO NOTHING",
-        )
-        .bind(nonce)
-        .bind(expires_at_ms)
-        .bind(now_ms)
-        .execute(&self.writer)
-        .await
-        .map_err(map_sqlx_error)?;
+                )
+                .bind(nonce)
+                .bind(expires_at_ms)
+                .bind(now_ms),
+            )
+            .await?;
         Ok(recorded.rows_affected() == 1)
     }
 

@@ -69,10 +69,23 @@ impl OrderEngine {
         &self.rules
     }
 
-    /// One pass over the due orders. Returns how many were looked at. An order whose desk
-    /// cannot be asked now is looked at again a few poll intervals later; it never fails for
-    /// that.
+    /// One pass over the due orders: batch after batch until one comes back short, so that
+    /// more orders due than a batch holds are all looked at in this pass rather than a batch a
+    /// poll interval. Returns how many were looked at. An order whose desk cannot be asked now
+    /// is looked at again a few poll intervals later; it never fails for that.
     pub async fn run_due(&self) -> usize {
+        let mut looked = 0;
+        loop {
+            let claimed = self.run_batch().await;
+            looked += claimed;
+            if claimed < BATCH as usize {
+                return looked;
+            }
+        }
+    }
+
+    /// Claims one batch of due orders and follows them; how many it claimed.
+    async fn run_batch(&self) -> usize {
         let now_ms = self.clock.now_ms();
         let lease_until_ms = now_ms + crate::LEASE_MS;
         let due = match self

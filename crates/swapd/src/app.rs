@@ -575,11 +575,7 @@ impl Runtime {
         webhooks: swapd_delivery::Sender,
     ) -> anyhow::Result<WorkerParts> {
         let (config, store, clock) = (&self.config, &self.store, &self.clock);
-        let rules = swapd_core::offchain::follow::LifecycleRules {
-            poll_interval_ms: config.orders.poll_interval_ms,
-            emergency_window_ms: config.orders.emergency_window_secs * 1000,
-            ..Default::default()
-        };
+        let rules = config.orders.rules();
         let jobs = swapd_worker::JobRunner::new(store.clone(), market.clone(), clock.clone());
         Ok(WorkerParts {
             engine: swapd_worker::OrderEngine::new(
@@ -703,10 +699,7 @@ impl Runtime {
             webhooks,
             x402: Arc::new(x402),
             ip_limits,
-            order_lifetimes: swapd_core::offchain::order::OrderLifetimes {
-                fixed_ms: config.orders.fixed_lifetime_secs * 1000,
-                float_ms: config.orders.float_lifetime_secs * 1000,
-            },
+            order_rules: config.orders.rules(),
             node_id: self.node_id.as_str().into(),
             sandbox_fault_header: config.sandbox_fault_header,
             request_timeout: Duration::from_millis(config.security.request_timeout_ms),

@@ -10,7 +10,8 @@ use crate::market::currencies::CurrencyDef;
 use crate::market::{Direction, RateType, pricing};
 use crate::notify::Email;
 use crate::offchain::desk::OpenedExchange;
-use crate::offchain::order::{Choice, EventType, Order, OrderEvent, OrderLifetimes, OrderStatus};
+use crate::offchain::follow::{LifecycleRules, next_check};
+use crate::offchain::order::{Choice, EventType, Order, OrderEvent, OrderStatus};
 use crate::owner::Owner;
 
 /// What opening an order takes: the accepted terms, the exchange the provider opened for them,
@@ -44,17 +45,19 @@ pub struct OpenOrder {
     pub page_url: Option<String>,
     /// The redeemed createToken's hash, when the terms came from one.
     pub create_token_hash: Option<String>,
-    /// How long it waits for its deposit, by rate type.
-    pub lifetimes: OrderLifetimes,
+    /// How long it waits for its deposit, and when the engine first looks at it.
+    pub rules: LifecycleRules,
     pub now_ms: i64,
 }
 
 /// A new order whose exchange is open: created and awaiting its deposit in one step, at version
-/// 2, with both events for the outbox, waiting for its deposit as long as `lifetimes` says
-/// for its rate type.
+/// 2, with both events for the outbox, waiting for its deposit as long as the rules' lifetimes
+/// say for its rate type. The engine first looks at it when it would look at any order awaiting
+/// its deposit: one poll interval on (the desk has just opened the exchange; no deposit can be
+/// there yet, and a sandbox deposit wakes the order itself).
 pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
     let now_ms = input.now_ms;
-    let lifetime = input.lifetimes.for_rate(input.rate_type);
+    let lifetime = input.rules.lifetimes.for_rate(input.rate_type);
     let mut order = Order {
         id: input.id,
         owner: input.owner,
@@ -95,7 +98,8 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
         created_at_ms: now_ms,
         updated_at_ms: now_ms,
         expires_at_ms: now_ms + lifetime,
-        next_check_at_ms: Some(now_ms),
+        // Set below, once it awaits its deposit.
+        next_check_at_ms: None,
         desk_failures: 0,
         event_sequence: 0,
         failure_reason: None,
@@ -103,6 +107,7 @@ pub fn open(input: OpenOrder) -> (Order, [OrderEvent; 2]) {
     let created = order.record_event(EventType::Created, None);
     let mut awaiting = order.advanced(OrderStatus::AwaitingDeposit, now_ms);
     let awaiting_event = awaiting.record_event(EventType::AwaitingDeposit, Some(OrderStatus::New));
+    awaiting.next_check_at_ms = next_check(&awaiting, &input.rules, now_ms);
     (awaiting, [created, awaiting_event])
 }
 
@@ -240,6 +245,7 @@ fn refund_now(
 mod tests {
     use super::*;
     use crate::address::Network;
+    use crate::offchain::order::OrderLifetimes;
     use crate::offchain::order::tests::{T0, new_order};
 
     fn opening(rate_type: RateType) -> OpenOrder {
@@ -273,9 +279,13 @@ mod tests {
             fees: Vec::new(),
             page_url: None,
             create_token_hash: None,
-            lifetimes: OrderLifetimes {
-                fixed_ms: 60_000,
-                float_ms: 120_000,
+            rules: LifecycleRules {
+                lifetimes: OrderLifetimes {
+                    fixed_ms: 60_000,
+                    float_ms: 120_000,
+                },
+                poll_interval_ms: 1_000,
+                ..LifecycleRules::default()
             },
             now_ms: T0,
         }
@@ -289,7 +299,11 @@ mod tests {
             (OrderStatus::AwaitingDeposit, 2)
         );
         assert_eq!(order.expires_at_ms, T0 + 60_000);
-        assert_eq!(order.next_check_at_ms, Some(T0));
+        assert_eq!(
+            order.next_check_at_ms,
+            Some(T0 + 1_000),
+            "first looked at one poll interval after it opened"
+        );
         assert_eq!(order.rate.to_string(), "96000");
         assert_eq!(
             (

@@ -6,13 +6,16 @@
 
 use crate::offchain::desk::{DeskExchange, DeskStatus, Destination};
 use crate::offchain::order::{
-    Choice, Deposit, Emergency, EmergencyReason, EventType, Order, OrderEvent, OrderStatus,
-    allowed_choices, required_confirmations,
+    Choice, Deposit, Emergency, EmergencyReason, EventType, Order, OrderEvent, OrderLifetimes,
+    OrderStatus, allowed_choices, required_confirmations,
 };
 
-/// The order engine's timing: how often it looks, how long a customer has to choose.
+/// An order's timing: how long it waits for its deposit, how often the engine looks, how long a
+/// customer has to choose.
 #[derive(Debug, Clone, Copy)]
 pub struct LifecycleRules {
+    /// How long a new order waits for its deposit, by rate type.
+    pub lifetimes: OrderLifetimes,
     /// How long a user has to choose in an emergency before a refund (when possible).
     pub emergency_window_ms: i64,
     /// How often an order waiting on the chain is looked at again.
@@ -24,6 +27,7 @@ pub struct LifecycleRules {
 impl Default for LifecycleRules {
     fn default() -> Self {
         Self {
+            lifetimes: OrderLifetimes::default(),
             emergency_window_ms: 24 * 60 * 60 * 1000,
             poll_interval_ms: 5_000,
             late_watch_ms: 24 * 60 * 60 * 1000,
@@ -381,7 +385,7 @@ pub const MAX_POLL_MS: i64 = 60_000;
 /// less often: a tenth of the quiet time, up to a minute (and at the end of an emergency window
 /// at the latest). An expired order is watched for a late deposit; a finished one only while a
 /// later deposit waits to go back.
-fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64> {
+pub(crate) fn next_check(order: &Order, rules: &LifecycleRules, now_ms: i64) -> Option<i64> {
     let fast = now_ms + rules.poll_interval_ms;
     let quiet = (now_ms - order.updated_at_ms).max(0) / 10;
     let slow = now_ms

@@ -29,11 +29,27 @@ async fn rings(bells: &swapd_core::wakeup::Bells, work: swapd_core::wakeup::Work
         .is_ok()
 }
 
-/// Creates an order of `owner` with two events (mailed to `email` when given).
+const NOW: i64 = 1_700_000_000_000;
+
+/// Creates an order of `owner` with two events (mailed to `email` when given), due for the
+/// engine at its creation.
 async fn create_ringing_order(store: &dyn Store, id: &str, owner: &str, email: Option<&str>) {
-    let now = 1_700_000_000_000;
+    create_order_due(store, id, owner, email, NOW).await;
+}
+
+/// Creates an order of `owner` with two events (mailed to `email` when given), due for the
+/// engine at `due_at`.
+async fn create_order_due(
+    store: &dyn Store,
+    id: &str,
+    owner: &str,
+    email: Option<&str>,
+    due_at: i64,
+) {
+    let now = NOW;
     let mut order = sample_order(id, owner, now);
     order.email = email.and_then(Email::parse);
+    order.next_check_at_ms = Some(due_at);
     let events = [
         event(&order, 1, EventType::Created),
         event(&order, 2, EventType::AwaitingDeposit),
@@ -60,6 +76,25 @@ pub async fn commits_ring_the_bells_of_the_work_they_make(store: &Arc<dyn Store>
     use swapd_core::wakeup::Work;
     let bells = store.bells();
     let store = store.as_ref();
+    // An order due later, of an owner with no subscription: nothing for the engine or the
+    // dispatcher yet, so neither is woken.
+    create_order_due(store, "ord_quiet", "key:quiet", None, NOW + 1_000).await;
+    assert!(!rings(&bells, Work::Orders).await, "the order is due later");
+    assert!(
+        !rings(&bells, Work::Deliveries).await,
+        "no subscription, no delivery queued"
+    );
+    subscribe(
+        store,
+        &sample_subscription(
+            "whk_bell",
+            "key:bell",
+            &[EventType::Created, EventType::AwaitingDeposit],
+            NOW,
+        ),
+        NOW,
+    )
+    .await;
     create_ringing_order(store, "ord_bell", "key:bell", Some("ops@example.com")).await;
     for work in [Work::Orders, Work::Deliveries, Work::Notifications] {
         assert!(rings(&bells, work).await, "{work:?} rang");
@@ -102,7 +137,7 @@ pub async fn announcements_reach_listening_nodes(
             None,
         )
         .await;
-        if rings(&bells, Work::Deliveries).await {
+        if rings(&bells, Work::Orders).await {
             heard = true;
             break;
         }
@@ -131,7 +166,7 @@ pub async fn announcements_are_heard_again_after_the_listener_is_lost_silently(
             for n in 0..tries {
                 let id = format!("ord_{name}_{n}");
                 create_ringing_order(writer.as_ref(), &id, "key:heard", None).await;
-                if rings(&bells, Work::Deliveries).await {
+                if rings(&bells, Work::Orders).await {
                     return true;
                 }
             }

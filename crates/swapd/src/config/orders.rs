@@ -33,6 +33,21 @@ impl Default for OrdersConfig {
 }
 
 impl OrdersConfig {
+    /// The orders' timing these settings give, for the API (an order's lifetime, its first
+    /// look) and the order engine alike.
+    pub fn rules(&self) -> swapd_core::offchain::follow::LifecycleRules {
+        use swapd_core::offchain::order::OrderLifetimes;
+        swapd_core::offchain::follow::LifecycleRules {
+            lifetimes: OrderLifetimes {
+                fixed_ms: self.fixed_lifetime_secs * 1000,
+                float_ms: self.float_lifetime_secs * 1000,
+            },
+            poll_interval_ms: self.poll_interval_ms,
+            emergency_window_ms: self.emergency_window_secs * 1000,
+            ..Default::default()
+        }
+    }
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         within(
             "orders.poll_interval_ms",

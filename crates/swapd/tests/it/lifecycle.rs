@@ -159,8 +159,15 @@ async fn quiet_looks_move_the_next_look_without_writing_the_order_again() {
     };
     let opened = stored().await;
     let events = event_types(&server, &id).await;
-    // The first look and two more, each a poll interval (1 s here) after the one before; in
-    // between the order is not due: each look set its next one, not the claim's lease.
+    // The first look a poll interval (1 s here) after the order opened (no deposit can be
+    // there before), and two more, each a poll interval after the one before; in between the
+    // order is not due: each look set its next one, not the claim's lease.
+    assert_eq!(
+        server.engine.run_due().await,
+        0,
+        "not due before its first look"
+    );
+    server.clock.advance_ms(1_000);
     assert_eq!(server.engine.run_due().await, 1);
     for _ in 0..2 {
         assert_eq!(
@@ -195,6 +202,22 @@ async fn quiet_looks_move_the_next_look_without_writing_the_order_again() {
     assert_eq!(server.engine.run_due().await, 1);
     assert!(stored().await.version > opened.version);
     assert_eq!(order(&server, &key, &id).await["status"], "confirming");
+}
+
+/// More orders due than one claim takes (100) are all looked at in one pass, not a batch a poll
+/// interval.
+#[tokio::test]
+async fn a_pass_looks_at_every_due_order_batch_after_batch() {
+    let server = TestServer::start().await;
+    let key = key(&server).await;
+    let body =
+        json!({"fromCcy": "BTC", "toCcy": "USDTTRC", "amount": "0.05", "toAddress": TRON_ADDRESS});
+    for _ in 0..101 {
+        create(&server, &key, body.clone()).await;
+    }
+    server.clock.advance_ms(1_000);
+    assert_eq!(server.engine.run_due().await, 101);
+    assert_eq!(server.engine.run_due().await, 0, "each looked at once");
 }
 
 /// The engine follows the order's desk through the desk port: while the desk cannot be asked,
