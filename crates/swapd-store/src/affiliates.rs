@@ -41,7 +41,7 @@ impl AffiliateStore for SqlStore {
         self.write_one(
             sqlx::query(
                 "INSERT INTO affiliates (code, name, share_bps, payout, active, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+                 VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(&affiliate.code)
             .bind(&affiliate.name)

@@ -107,7 +107,7 @@ impl IdempotencyStore for SqlStore {
         self.write_one(
             sqlx::query(
                 "DELETE FROM idempotency_keys WHERE principal = $1 AND idem_key = $2 \
-             AND lease_token = $3",
+                 AND lease_token = $3",
             )
             .bind(principal)
             .bind(key)

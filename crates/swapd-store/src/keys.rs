@@ -19,7 +19,7 @@ impl KeyStore for SqlStore {
         self.write_one(
             sqlx::query(built(format!(
                 "INSERT INTO api_keys ({API_KEY_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
             )))
             .bind(row.id)
             .bind(row.name)
@@ -88,7 +88,7 @@ impl KeyStore for SqlStore {
             .write_one(
                 sqlx::query(
                     "INSERT INTO nonces (key_id, nonce, expires_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (key_id, nonce) DO NOTHING",
+                     ON CONFLICT (key_id, nonce) DO NOTHING",
                 )
                 .bind(key_id)
                 .bind(nonce)
@@ -195,8 +195,8 @@ impl KeyStore for SqlStore {
         self.write_one(
             sqlx::query(
                 "INSERT INTO console_logouts (session, at_ms, expires_at_ms) VALUES ($1, $2, $3) \
-             ON CONFLICT (session) DO UPDATE SET at_ms = excluded.at_ms, \
-             expires_at_ms = excluded.expires_at_ms",
+                 ON CONFLICT (session) DO UPDATE SET at_ms = excluded.at_ms, \
+                 expires_at_ms = excluded.expires_at_ms",
             )
             .bind(session)
             .bind(now_ms)

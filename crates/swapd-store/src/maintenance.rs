@@ -97,7 +97,7 @@ impl Maintenance for SqlStore {
                 .write_one(
                     sqlx::query(built(format!(
                         "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} \
-                 WHERE {expires_at} <= $1 ORDER BY {expires_at} LIMIT $2)"
+                         WHERE {expires_at} <= $1 ORDER BY {expires_at} LIMIT $2)"
                     )))
                     .bind(cutoff)
                     .bind(i64::try_from(left).unwrap_or(i64::MAX)),

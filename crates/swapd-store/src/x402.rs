@@ -59,8 +59,8 @@ impl X402Store for SqlStore {
             .write_one(
                 sqlx::query(
                     "INSERT INTO x402_settlements (payer, nonce, amount, pay_to, asset, network, \
-             tx_hash, settled_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT (payer, nonce) DO NOTHING",
+                     tx_hash, settled_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                     ON CONFLICT (payer, nonce) DO NOTHING",
                 )
                 .bind(&settlement.payer)
                 .bind(&settlement.nonce)
@@ -167,7 +167,7 @@ impl X402Store for SqlStore {
         self.write_one(
             sqlx::query(
                 "UPDATE x402_purchases SET state = 'settled', tx_hash = $3 \
-             WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
+                 WHERE payer = $1 AND nonce = $2 AND state = 'settling'",
             )
             .bind(payer)
             .bind(nonce)
@@ -181,7 +181,7 @@ impl X402Store for SqlStore {
         self.write_one(
             sqlx::query(
                 "UPDATE x402_purchases SET state = 'served', lease_until = 0, lease_holder = NULL \
-             WHERE payer = $1 AND nonce = $2",
+                 WHERE payer = $1 AND nonce = $2",
             )
             .bind(payer)
             .bind(nonce),
@@ -223,7 +223,7 @@ impl X402Store for SqlStore {
         self.write_one(
             sqlx::query(
                 "UPDATE x402_purchases SET lease_until = 0, lease_holder = NULL \
-             WHERE payer = $1 AND nonce = $2",
+                 WHERE payer = $1 AND nonce = $2",
             )
             .bind(payer)
             .bind(nonce),
@@ -265,7 +265,7 @@ impl X402Store for SqlStore {
             .write_one(
                 sqlx::query(
                     "INSERT INTO siwx_nonces (nonce, expires_at, used_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (nonce) DO NOTHING",
+                     ON CONFLICT (nonce) DO NOTHING",
                 )
                 .bind(nonce)
                 .bind(expires_at_ms)
