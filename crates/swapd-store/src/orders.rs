@@ -60,12 +60,12 @@ impl EventRow {
 /// order may be due now), deliveries when the outbox fan-out queued some, and e-mails when one
 /// of the events has an address. A bell rung for work there is not would only send a loop
 /// through a claim that finds nothing: under load, one per order (docs/benchmarks.md).
-fn order_work(engine: bool, deliveries: Queued, events: &[OrderEvent]) -> Vec<Work> {
+fn order_work(engine: bool, deliveries_queued: u64, events: &[OrderEvent]) -> Vec<Work> {
     let mut works = Vec::new();
     if engine {
         works.push(Work::Orders);
     }
-    if deliveries.0 > 0 {
+    if deliveries_queued > 0 {
         works.push(Work::Deliveries);
     }
     if events.iter().any(|event| event.notify_email.is_some()) {
@@ -73,10 +73,6 @@ fn order_work(engine: bool, deliveries: Queued, events: &[OrderEvent]) -> Vec<Wo
     }
     works
 }
-
-/// How many webhook deliveries a write queued.
-#[derive(Debug, Clone, Copy)]
-struct Queued(u64);
 
 /// Outbox events ready to write: each one's data packed before the write transaction begins.
 struct Outbox<'a> {
@@ -95,16 +91,17 @@ impl<'a> Outbox<'a> {
 }
 
 /// Inside a write transaction: appends outbox events, each with its webhook deliveries, in two
-/// statements whatever their number; how many deliveries that queued. The webhook payload is not stored: delivery renders it
-/// from the event with [`swapd_core::webhooks::signing::event_payload`], the same bytes on every
-/// attempt (docs/webhooks.md, "Payloads").
+/// statements whatever their number; returns how many deliveries that queued. The webhook
+/// payload is not stored: delivery renders it from the event with
+/// [`swapd_core::webhooks::signing::event_payload`], the same bytes on every attempt
+/// (docs/webhooks.md, "Payloads").
 async fn insert_events_in(
     store: &SqlStore,
     tx: &mut Tx,
     Outbox { events, data }: Outbox<'_>,
-) -> Result<Queued, StoreError> {
+) -> Result<u64, StoreError> {
     if events.is_empty() {
-        return Ok(Queued(0));
+        return Ok(0);
     }
     let mut insert = sqlx::query(built(format!(
         "INSERT INTO order_events (id, order_id, owner, sequence, event_type, data, created_at, \
@@ -145,7 +142,7 @@ async fn insert_events_in(
             ));
     }
     let queued = fan_out.execute(&mut **tx).await.map_err(map_sqlx_error)?;
-    Ok(Queued(queued.rows_affected()))
+    Ok(queued.rows_affected())
 }
 
 /// What an order is read from: its body, its next check, which a reschedule moves alone (the

@@ -81,18 +81,21 @@ impl SandboxChainStore for SqlStore {
         &self,
         transfer: &SandboxTransfer,
     ) -> Result<SandboxTransfer, StoreError> {
-        self.write_one(sqlx::query(
-                    "INSERT INTO sandbox_transfers (idem_key, tx_id, currency, address, tag, amount, \
-                     created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idem_key) DO NOTHING",
-                )
-                .bind(&transfer.key)
-                .bind(&transfer.tx_id)
-                .bind(&transfer.currency)
-                .bind(&transfer.address)
-                .bind(&transfer.tag)
-                .bind(&transfer.amount)
-                .bind(transfer.created_at_ms))
-                .await?;
+        self.write_one(
+            sqlx::query(
+                "INSERT INTO sandbox_transfers (idem_key, tx_id, currency, address, tag, amount, \
+                 created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (idem_key) DO NOTHING",
+            )
+            .bind(&transfer.key)
+            .bind(&transfer.tx_id)
+            .bind(&transfer.currency)
+            .bind(&transfer.address)
+            .bind(&transfer.tag)
+            .bind(&transfer.amount)
+            .bind(transfer.created_at_ms),
+        )
+        .await?;
         let row: (String, String, String, String, Option<String>, String, i64) = sqlx::query_as(
             "SELECT idem_key, tx_id, currency, address, tag, amount, created_at \
              FROM sandbox_transfers WHERE idem_key = $1",
@@ -142,14 +145,18 @@ impl SandboxChainStore for SqlStore {
     }
 
     async fn sandbox_update_exchange(&self, id: &str, book: &Order) -> Result<bool, StoreError> {
-        let updated = self.write_one(sqlx::query(
-            "UPDATE sandbox_exchanges SET version = $2, body = $3 WHERE id = $1 AND version = $4",
-        )
-        .bind(id)
-        .bind(book.version)
-        .bind(encode_body(book)?)
-        .bind(book.version - 1))
-        .await?;
+        let updated = self
+            .write_one(
+                sqlx::query(
+                    "UPDATE sandbox_exchanges SET version = $2, body = $3 \
+                     WHERE id = $1 AND version = $4",
+                )
+                .bind(id)
+                .bind(book.version)
+                .bind(encode_body(book)?)
+                .bind(book.version - 1),
+            )
+            .await?;
         Ok(updated.rows_affected() == 1)
     }
 }
